@@ -1,0 +1,3 @@
+"""kvshift24 claims (registered; filled in by its issue)."""
+
+CLAIMS: list = []

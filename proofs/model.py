@@ -1,0 +1,284 @@
+"""Claims, options, verdicts, and how a verdict is reached from per-layer evidence.
+
+DESIGN.md, "The core objects".  A :class:`Claim` is one published statement
+(``paper:name``) with its source, its statement as written, its options (variants such
+as ``--orientation``) and one check per layer.  Running a claim variant yields one
+:class:`~verify.evidence.Evidence` per layer; :func:`aggregate` turns them into a
+verdict with an explicit order (INCONSISTENT is always an error and shown first):
+
+    INCONSISTENT > FAILS > INCONCLUSIVE > HOLDS WITH FIX > HOLDS
+
+Rules, applied in order:
+1. two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
+2. any layer ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not
+   finish is never dropped, so a claim cannot pass on the layers that happened to run);
+3. no layer ran at all -> INCONCLUSIVE;
+4. every outcome ``fails`` -> FAILS;
+5. every outcome ``holds`` -> HOLDS, or HOLDS WITH FIX when the variant is a repair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Mapping, Sequence
+
+from verify.evidence import LAYERS, Context, Evidence, timed
+
+HOLDS = "HOLDS"
+FAILS = "FAILS"
+HOLDS_WITH_FIX = "HOLDS WITH FIX"
+INCONCLUSIVE = "INCONCLUSIVE"
+INCONSISTENT = "INCONSISTENT"
+VERDICTS = (INCONSISTENT, FAILS, INCONCLUSIVE, HOLDS_WITH_FIX, HOLDS)
+
+#: exit code for a single claim's verdict (DESIGN.md, CLI contract)
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+VERDICT_EXIT = {
+    HOLDS: EXIT_OK,
+    HOLDS_WITH_FIX: EXIT_OK,
+    FAILS: EXIT_FAIL,
+    INCONSISTENT: EXIT_FAIL,
+    INCONCLUSIVE: EXIT_INCONCLUSIVE,
+}
+
+
+class InputError(ValueError):
+    """Bad user input (unknown claim, bad option value, sizes that cannot fit).
+
+    The CLI prints the message as one line and exits 2 before any work starts.
+    """
+
+
+@dataclass(frozen=True)
+class Option:
+    """One claim option, exposed on the command line as ``--NAME VALUE``.
+
+    Attributes:
+        name: the flag without dashes, in the paper's symbol where there is one
+            (``orientation``, ``d``, ``V``, ``T``, ``m``, ``sigma``, ``L``).
+        help: one line.
+        default: the parsed default value.
+        kind: ``"choice"``, ``"int"``, ``"float"`` or ``"rational"`` (Fraction; accepts
+            ``0.5`` or ``1/2``).
+        choices: allowed values for ``"choice"``.
+        minimum, maximum: inclusive bounds for numeric kinds (None = unbounded).
+        variant: True when the option selects a variant of the statement (e.g. the
+            orientation or the fix); such options label results and expectations.
+    """
+
+    name: str
+    help: str
+    default: Any
+    kind: str = "choice"
+    choices: tuple[str, ...] = ()
+    minimum: Any = None
+    maximum: Any = None
+    variant: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name
+
+    def parse(self, raw: Any) -> Any:
+        """Parse and range-check a raw command-line value.
+
+        Raises:
+            InputError: with a one-line message naming the flag and what is allowed.
+        """
+        if raw is None:
+            return self.default
+        if self.kind == "choice":
+            if raw not in self.choices:
+                raise InputError(
+                    f"{self.flag} {raw!r} is not valid; choose one of: {', '.join(self.choices)}"
+                )
+            return raw
+        try:
+            if self.kind == "int":
+                val: Any = int(raw)
+            elif self.kind == "float":
+                val = float(raw)
+            elif self.kind == "rational":
+                val = Fraction(str(raw))
+            else:  # pragma: no cover - programming error
+                raise AssertionError(self.kind)
+        except (ValueError, ZeroDivisionError):
+            raise InputError(f"{self.flag} expects {'an integer' if self.kind == 'int' else 'a number'}, got {raw!r}") from None
+        if self.minimum is not None and val < self.minimum:
+            raise InputError(f"{self.flag} must be >= {self.minimum}, got {raw}")
+        if self.maximum is not None and val > self.maximum:
+            raise InputError(f"{self.flag} must be <= {self.maximum}, got {raw}")
+        return val
+
+
+LayerCheck = Callable[[Mapping[str, Any], Context], Evidence]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One published statement and its three checks.
+
+    Attributes:
+        id: ``paper:name`` (e.g. ``ws24:theorem2``).
+        title: short title.
+        source: paper, arXiv id, theorem/equation.
+        statement: the statement as written, one sentence in the paper's notation.
+        options: the claim's options.
+        checks: layer name -> check function ``(params, ctx) -> Evidence``.
+        variants: the variants ``verify all`` runs, as dicts of variant-option values.
+        expected: variant label -> expected verdict (the catalog's known answer).
+        fix: ``params -> description`` of the repair a variant applies, or None when the
+            variant is the statement as written.
+        validate: ``params -> None``; raises InputError for inconsistent or too large sizes.
+        repair: the repair in words (for reports).
+        caveats: reconstruction notes and other caveats the audit must print.
+        explain: optional ``(params, evidence) -> lines`` with the claim's key finding.
+        cost: the stated cost of the default check (for ``verify show``).
+        heavy: True for claims left out of the default ``verify all``.
+    """
+
+    id: str
+    title: str
+    source: str
+    statement: str
+    options: tuple[Option, ...]
+    checks: Mapping[str, LayerCheck]
+    variants: tuple[Mapping[str, Any], ...] = ({},)
+    expected: Mapping[str, str] = field(default_factory=dict)
+    fix: Callable[[Mapping[str, Any]], str | None] = lambda p: None
+    validate: Callable[[Mapping[str, Any]], None] = lambda p: None
+    repair: str = ""
+    caveats: tuple[str, ...] = ()
+    explain: Callable[[Mapping[str, Any], Sequence[Evidence]], list[str]] | None = None
+    cost: str = ""
+    heavy: bool = False
+
+    @property
+    def paper(self) -> str:
+        return self.id.split(":", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.id.split(":", 1)[1]
+
+    def option(self, name: str) -> Option | None:
+        for o in self.options:
+            if o.name == name:
+                return o
+        return None
+
+    def parse_params(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Parse raw option values (None = not given) into the full parameter dict.
+
+        Raises:
+            InputError: unknown option for this claim, bad value, or sizes refused by
+                the claim's ``validate``.
+        """
+        params: dict[str, Any] = {}
+        for key, value in raw.items():
+            if value is not None and self.option(key) is None:
+                raise InputError(f"{self.id} takes no option --{key}")
+        for o in self.options:
+            params[o.name] = o.parse(raw.get(o.name))
+        self.validate(params)
+        return params
+
+    def variant_label(self, params: Mapping[str, Any]) -> str:
+        """The variant's label, e.g. ``transposed`` or ``mask+scale`` ('' when none)."""
+        parts = [str(params[o.name]) for o in self.options if o.variant and o.name in params]
+        return ",".join(parts)
+
+    def display_id(self, params: Mapping[str, Any]) -> str:
+        label = self.variant_label(params)
+        return f"{self.id}[{label}]" if label else self.id
+
+
+@dataclass
+class ClaimResult:
+    """One claim variant's verdict with its evidence."""
+
+    claim: Claim
+    params: dict[str, Any]
+    verdict: str
+    reason: str
+    evidence: list[Evidence]
+    fix: str | None
+    expected: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def variant(self) -> str:
+        return self.claim.variant_label(self.params)
+
+    @property
+    def display_id(self) -> str:
+        return self.claim.display_id(self.params)
+
+    @property
+    def exit_code(self) -> int:
+        return VERDICT_EXIT[self.verdict]
+
+    def layer(self, name: str) -> Evidence | None:
+        for ev in self.evidence:
+            if ev.layer == name:
+                return ev
+        return None
+
+
+def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str]:
+    """The claim verdict and a one-line reason from per-layer evidence (rules above)."""
+    ran = [e for e in evidence if e.status != "skipped"]
+    holds = [e.layer for e in ran if e.outcome == "holds"]
+    fails = [e.layer for e in ran if e.outcome == "fails"]
+    if holds and fails:
+        return INCONSISTENT, f"layers disagree: {', '.join(holds)} say holds, {', '.join(fails)} say fails"
+    unfinished = [f"{e.layer} {e.status}" for e in ran if e.status in ("error", "inconclusive")]
+    if unfinished:
+        return INCONCLUSIVE, "not every layer finished: " + ", ".join(unfinished)
+    if not ran:
+        return INCONCLUSIVE, "no layer ran"
+    if fails:
+        return FAILS, "every layer that ran finds the statement false: " + ", ".join(fails)
+    if fix:
+        return HOLDS_WITH_FIX, f"holds with fix: {fix}"
+    return HOLDS, "every layer that ran supports the statement: " + ", ".join(holds)
+
+
+def run_claim(
+    claim: Claim,
+    params: Mapping[str, Any],
+    ctx: Context,
+    layers: Sequence[str] = LAYERS,
+) -> ClaimResult:
+    """Run every requested layer's check of one claim variant and aggregate.
+
+    Args:
+        claim: the claim.
+        params: parsed parameters (see :meth:`Claim.parse_params`).
+        ctx: seed, budgets, progress callback.
+        layers: which layers to run; the others are recorded as ``skipped``.
+
+    Returns:
+        The ClaimResult (never raises for a failing layer: an exception becomes an
+        ``error`` Evidence).
+    """
+    evidence: list[Evidence] = []
+    for layer in LAYERS:
+        check = claim.checks.get(layer)
+        if check is None:
+            evidence.append(Evidence(layer=layer, status="skipped", summary="this claim has no check in this layer"))
+            continue
+        if layer not in layers:
+            evidence.append(Evidence(layer=layer, status="skipped", summary="not requested (--layers)"))
+            continue
+        ctx.note(f"{claim.display_id(params)}: {layer} layer")
+        evidence.append(timed(layer, lambda check=check: check(params, ctx)))
+    fix = claim.fix(params)
+    verdict, reason = aggregate(evidence, fix)
+    expected = None
+    if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
+        # the recorded expectation applies to the variant at its default sizes only
+        expected = claim.expected.get(claim.variant_label(params))
+    notes = claim.explain(params, evidence) if claim.explain else []
+    return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)

@@ -1,0 +1,3 @@
+"""pr26 claims (registered; filled in by its issue)."""
+
+CLAIMS: list = []

@@ -1,0 +1,314 @@
+"""Solver layer for ws24 Theorem 2 (Eq. 13) and Eq. 14: bounded proofs over eps-families.
+
+Source: Wang & Sato, arXiv 2412.11459 v2, Theorem 2 / Eq. 13 and Eq. 14; the
+near-orthogonality of Assumption 1 is bounded as |<x, y>| <= eps for distinct family
+members, <x, x> = 1.
+
+Encoding.  Each inner product that a score touches is a z3 real in [-eps, eps]; the
+score is the shared construction's bilinear form (verify.constructions.bilinear)
+evaluated on those reals.  The Gram matrix is *not* constrained to be positive
+semidefinite: this is a relaxation, so an UNSAT answer covers every real family of
+unit vectors (sound), while a SAT model is only a real family once its Gram matrix is
+checked PSD, which the witness re-check does in exact rationals.
+
+Obligations, for each token (pair) and the given eps:
+  (bound)      UNSAT  |S - S_0| > B(eps)        S_0 the orthonormal value, B the
+                                                triangle bound of the construction;
+  (statement)  UNSAT  |S - target| > A(eps)     A(eps) the near-orthogonality allowance
+               of the statement, taken as the repaired construction's bound B_fix(eps);
+               SAT gives a witness family, re-checked in fractions.Fraction and PSD;
+  (separation) UNSAT  0 <= eps < eps*, S_as-written >= S_transposed  (eps a variable),
+               eps* the root of  S_0,aw + B_aw(eps) = S_0,tr - B_tr(eps).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import sympy as sp
+import z3
+
+from verify.constructions.bilinear import (
+    InductionKeyConstruction,
+    OuterSum,
+    PrevTokenConstruction,
+    Vec,
+    bilinear,
+    show,
+)
+from verify.evidence import Evidence, engine_versions
+from verify.solver.common import ObligationResult, check, rval
+
+EPS = sp.Symbol("eps", nonnegative=True)
+
+
+class Z3Gram:
+    """Inner products as z3 reals bounded by |<x, y>| <= eps, <x, x> = 1 (lazily declared)."""
+
+    def __init__(self, ctx: z3.Context, eps: z3.ArithRef) -> None:
+        self.ctx, self.eps = ctx, eps
+        self.vars: dict[tuple[Vec, Vec], z3.ArithRef] = {}
+        self.constraints: list[z3.BoolRef] = []
+
+    def __call__(self, x: Vec, y: Vec) -> z3.ArithRef:
+        if x == y:
+            return z3.RealVal(1, self.ctx)
+        key = tuple(sorted((x, y), key=repr))
+        if key not in self.vars:
+            g = z3.Real(f"<{show(key[0])},{show(key[1])}>", self.ctx)
+            self.vars[key] = g
+            self.constraints += [g <= self.eps, g >= -self.eps]
+        return self.vars[key]
+
+    def coef(self, c: Fraction) -> z3.ArithRef:
+        return rval(self.ctx, c)
+
+
+class ModelGram:
+    """A Gram function from a z3 model (exact Fractions; unassigned pairs are 0)."""
+
+    def __init__(self, model: dict[str, Fraction]) -> None:
+        self.model = model
+
+    def __call__(self, x: Vec, y: Vec) -> Fraction:
+        if x == y:
+            return Fraction(1)
+        a, b = sorted((x, y), key=repr)
+        return self.model.get(f"<{show(a)},{show(b)}>", Fraction(0))
+
+
+def ortho(x: Vec, y: Vec) -> Fraction:
+    """The exact orthonormal Gram in Fractions."""
+    return Fraction(1) if x == y else Fraction(0)
+
+
+def triangle_bound(u: Vec, W: OuterSum, v: Vec) -> sp.Expr:
+    """B(eps) with |u^T W v - (u^T W v)_orthonormal| <= B(eps) for every eps-family.
+
+    Each term c <u, a><b, v> deviates by at most |c| eps (one off-diagonal factor) or
+    |c| eps^2 (two); diagonal factors are exactly 1.
+    """
+    total = sp.Integer(0)
+    for c, a, b in W.terms:
+        off = (u != a) + (b != v)
+        if off:
+            total += sp.Rational(abs(c).numerator, abs(c).denominator) * EPS**off
+    return sp.expand(total)
+
+
+def _sym(x: Fraction) -> sp.Rational:
+    return sp.Rational(x.numerator, x.denominator)
+
+
+def _z3_of(expr: sp.Expr, ctx: z3.Context, eps: z3.ArithRef) -> z3.ArithRef:
+    """A polynomial in EPS with rational coefficients, as a z3 term."""
+    poly = sp.Poly(expr, EPS)
+    out = z3.RealVal(0, ctx)
+    for (deg,), c in poly.terms():
+        c = sp.Rational(c)
+        out = out + rval(ctx, Fraction(int(c.p), int(c.q))) * eps**deg
+    return out
+
+
+def _is_psd(gram: Callable[[Vec, Vec], Fraction], family: Sequence[Vec]) -> bool:
+    M = sp.Matrix(len(family), len(family), lambda i, j: _sym(gram(family[i], family[j])))
+    return bool(M.is_positive_semidefinite)
+
+
+def _threshold(s0_aw: Fraction, B_aw: sp.Expr, s0_tr: Fraction, B_tr: sp.Expr) -> sp.Expr | None:
+    """The smallest eps > 0 where s0_aw + B_aw(eps) = s0_tr - B_tr(eps) (None: never)."""
+    gap = _sym(s0_tr) - _sym(s0_aw)
+    if gap <= 0:
+        return sp.Integer(0)
+    roots = [r for r in sp.solve(sp.Eq(B_aw + B_tr, gap), EPS) if r.is_real and r > 0]
+    return min(roots) if roots else None
+
+
+def _rational_below(x: sp.Expr) -> Fraction:
+    """x itself when rational, else a rational strictly below x (1e-12 under)."""
+    if x.is_Rational:
+        return Fraction(int(x.p), int(x.q))
+    approx = sp.Rational(sp.floor(sp.N(x, 30) * 10**12), 10**12)
+    return Fraction(int(approx.p), int(approx.q))
+
+
+def _check_rows(
+    rows: Sequence[tuple[str, Callable[[Callable], Any], Fraction, sp.Expr, sp.Expr]],
+    family: Sequence[Vec],
+    eps: Fraction,
+    timeout_ms: int,
+) -> tuple[list[ObligationResult], dict | None, list[str]]:
+    """Run (bound) and (statement) obligations for each row.
+
+    rows: (label, score(gram), target, B(eps), A(eps)).
+    Returns (results, first witness or None, problems).
+    """
+    results: list[ObligationResult] = []
+    witness = None
+    problems: list[str] = []
+    for label, score, target, B, A in rows:
+        s0 = score(ortho)
+
+        def bound(ctx: z3.Context, score=score, s0=s0, B=B):
+            g = Z3Gram(ctx, rval(ctx, eps))
+            S = score(g)
+            b = _z3_of(B, ctx, g.eps)
+            return g.constraints + [z3.Or(S - rval(ctx, s0) > b, rval(ctx, s0) - S > b)]
+
+        r1 = check(f"|S - S_0| > B(eps) at {label}", bound, timeout_ms)
+        results.append(r1)
+        if r1.answer == "sat":
+            problems.append(f"the triangle bound failed at {label} (encoding bug)")
+
+        def statement(ctx: z3.Context, score=score, target=target, A=A):
+            g = Z3Gram(ctx, rval(ctx, eps))
+            S = score(g)
+            a = _z3_of(A, ctx, g.eps)
+            t = rval(ctx, target)
+            return g.constraints + [z3.Or(S - t > a, t - S > a)]
+
+        r2 = check(f"|S - target| > A(eps) at {label}", statement, timeout_ms)
+        results.append(r2)
+        if r2.answer == "sat" and witness is None:
+            witness = _recheck_witness(label, score, target, A, eps, family, r2)
+            if witness is None:
+                problems.append(f"the z3 witness at {label} did not survive the exact re-check")
+    return results, witness, problems
+
+
+def _recheck_witness(label, score, target, A, eps, family, res: ObligationResult) -> dict | None:
+    """Re-evaluate a z3 model in Fractions; fall back to the orthonormal family if the
+    model's Gram matrix is not PSD (a relaxation artefact). Returns the witness or None."""
+    allowance = Fraction(str(sp.Rational(A.subs(EPS, _sym(eps))))) if A != 0 else Fraction(0)
+    for name, gram in (("z3 model", ModelGram(res.model)), ("orthonormal family", ortho)):
+        vals_ok = all(abs(v) <= eps for v in res.model.values()) if name == "z3 model" else True
+        S = score(gram)
+        if vals_ok and abs(S - target) > allowance and _is_psd(gram, family):
+            inner = {k: str(v) for k, v in res.model.items() if v != 0} if name == "z3 model" else {}
+            return {"at": label, "family": name, "nonzero_inner_products": inner, "score": str(S),
+                    "statement_value": str(target), "allowance_A(eps)": str(allowance),
+                    "eps": str(eps), "rechecked_in": "fractions.Fraction; Gram matrix PSD (sympy, exact)"}
+    return None
+
+
+def _separation(score_aw, score_tr, B_aw, B_tr, timeout_ms) -> tuple[sp.Expr | None, list[ObligationResult]]:
+    s0_aw, s0_tr = score_aw(ortho), score_tr(ortho)
+    thr = _threshold(s0_aw, B_aw, s0_tr, B_tr)
+    if thr is None or thr == 0:
+        return thr, []
+    below = _rational_below(thr)
+
+    def sep(ctx: z3.Context):
+        eps = z3.Real("eps", ctx)
+        g = Z3Gram(ctx, eps)
+        return g.constraints + [eps >= 0, eps < rval(ctx, below), score_aw(g) >= score_tr(g)]
+
+    out = [check(f"S_as-written >= S_transposed with 0 <= eps < {below}", sep, timeout_ms)]
+    if thr.is_Rational:
+        def tight(ctx: z3.Context):
+            g = Z3Gram(ctx, rval(ctx, below))
+            return g.constraints + [score_aw(g) >= score_tr(g)]
+
+        out.append(check(f"S_as-written >= S_transposed at eps = {below} (tightness)", tight, timeout_ms))
+    return thr, out
+
+
+def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, bound_text, summary_ok, summary_fail, extra_numbers) -> Evidence:
+    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    numbers = {"obligations": len(results), "answers": counts, "eps": str(eps),
+               "separation_threshold_eps": str(thr) if thr is not None else "none",
+               "solver_seconds": round(sum(r.seconds for r in results + sep_results), 3)}
+    numbers.update(extra_numbers)
+    cert = {"obligations": [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in results + sep_results]}
+    details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
+    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert,
+                bound=bound_text, details=details)
+    unknown = [r for r in results + sep_results if r.answer == "unknown"]
+    if problems:
+        return Evidence(status="error", summary="; ".join(problems), **base)
+    if unknown:
+        return Evidence(status="inconclusive", summary=f"{len(unknown)} obligation(s) unknown: {unknown[0].name}: {unknown[0].reason}", **base)
+    bounds_ok = all(r.answer == "unsat" for r in results if r.name.startswith("|S - S_0|"))
+    if not bounds_ok:
+        return Evidence(status="error", summary="a triangle-bound obligation was SAT", **base)
+    sep_ok = all(r.answer == "unsat" for r in sep_results[:1])
+    if sep_results and not sep_ok:
+        return Evidence(status="error", summary="separation below the threshold was not UNSAT (encoding bug)", **base)
+    if witness is not None:
+        return Evidence(status="refuted", summary=summary_fail(witness), witness=witness, **base)
+    return Evidence(status="proved", summary=summary_ok, **base)
+
+
+def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 20_000) -> Evidence:
+    """Bounded check of ws24 Theorem 2 for every eps-family at the construction's V.
+
+    Statement: |r_{-1}^T W^1_K w_E(v) - chi(v)| <= A(eps) for every v, where A(eps) is
+    the transposed construction's triangle bound (eps * sum_{k != v} |chi(k)|).
+
+    Args:
+        con: construction (V, chi, orientation); V up to about 8 is quick.
+        eps: the near-orthogonality bound (exact rational, 0 <= eps < 1).
+        timeout_ms: per-obligation budget.
+
+    Returns:
+        ``proved`` (all obligations UNSAT), ``refuted`` (witness family re-checked
+        exactly and PSD), ``inconclusive`` (some unknown) or ``error``.
+    """
+    other = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "as-written" else "as-written")
+    aw, tr = (con, other) if con.orientation == "as-written" else (other, con)
+    rows = []
+    for v in range(1, con.V + 1):
+        B = triangle_bound(("r", -1), con.W, ("w_E", v))
+        A = triangle_bound(("r", -1), tr.W, ("w_E", v))
+        rows.append((f"v = {v}", lambda g, v=v: con.displayed_score(v, g), con.target(v), B, A))
+    results, witness, problems = _check_rows(rows, con.family(), eps, timeout_ms)
+    B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
+    B_tr = triangle_bound(("r", -1), tr.W, ("w_E", 1))
+    thr, sep = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr, timeout_ms)
+    extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}", "bound_transposed": f"r^T W w_E(v) >= chi(v) - ({B_tr})"}
+    return _evidence(
+        "theorem2", results, witness, problems, sep, thr, eps,
+        bound_text=f"V = {con.V}, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation, no PSD needed for UNSAT)",
+        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts r_{{-1}}^T W^1_K w_E(v) further than "
+                    f"A(eps) from chi(v); the as-written score is strictly below it for every eps < {thr}"),
+        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): r_{{-1}}^T W^1_K w_E(v) = {w['score']} at {w['at']} "
+                                f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']}; "
+                                f"proved |score| <= {B_aw} for every eps-family, below chi(v) - A(eps) for eps < {thr}"),
+        extra_numbers=extra)
+
+
+def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 20_000,
+               pairs: Sequence[tuple[int, int]] | None = None) -> Evidence:
+    """Bounded check of ws24 Eq. 14: |(Phi_1 w_E(s))^T W^2_K w_E(T) - psi(T)[s = T]| <= A(eps).
+
+    Args:
+        con: construction (V, psi, orientation).
+        eps: near-orthogonality bound.
+        timeout_ms: per-obligation budget.
+        pairs: (z_s, z_T) token pairs to check (default: every pair).
+    """
+    other = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "as-written" else "as-written")
+    aw, tr = (con, other) if con.orientation == "as-written" else (other, con)
+    if pairs is None:
+        pairs = [(s, T) for T in range(1, con.V + 1) for s in range(1, con.V + 1)]
+    rows = []
+    for s, T in pairs:
+        B = triangle_bound(("Phi_1 w_E", s), con.W, ("w_E", T))
+        A = triangle_bound(("Phi_1 w_E", s), tr.W, ("w_E", T))
+        rows.append((f"z_s = {s}, z_T = {T}", lambda g, s=s, T=T: con.displayed_score(s, T, g), con.target(s, T), B, A))
+    results, witness, problems = _check_rows(rows, con.family(), eps, timeout_ms)
+    B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
+    B_tr = triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1))
+    thr, sep = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr, timeout_ms)
+    extra = {"bound_as_written": f"|(Phi_1 w_E(s))^T W w_E(T)| <= {B_aw} at s = T",
+             "bound_transposed": f">= psi(T) - ({B_tr}) at s = T"}
+    return _evidence(
+        "eq14", results, witness, problems, sep, thr, eps,
+        bound_text=f"V = {con.V}, {len(pairs)} token pairs, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation)",
+        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts (Phi_1 w_E(s))^T W^2_K w_E(T) further than "
+                    f"A(eps) from psi(T)[s = T]; the as-written score is strictly below it for every eps < {thr}"),
+        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): (Phi_1 w_E(s))^T W^2_K w_E(T) = {w['score']} at {w['at']} "
+                                f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']}; "
+                                f"proved |score| <= {B_aw} for every eps-family, below psi(T) - A(eps) for eps < {thr}"),
+        extra_numbers=extra)

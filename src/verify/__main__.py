@@ -1,0 +1,3 @@
+from verify.proofs.cli import main
+
+raise SystemExit(main())

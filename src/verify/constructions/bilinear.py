@@ -1,0 +1,240 @@
+"""Key matrices built as sums of outer products, and bilinear attention scores.
+
+Source: Wang & Sato, arXiv 2412.11459 v2 (ws24), Theorem 2 / appendix Theorem 3,
+Eq. 13 (first layer) and Eq. 14 (second layer).  Both learned key matrices have the
+form
+
+    W = sum_k  c(k) * a_k b_k^T                                            (*)
+
+with a_k, b_k members of a (near-)orthonormal family of embeddings, and the scores
+the papers evaluate are bilinear forms  u^T W v.  Expanding (*),
+
+    u^T W v = sum_k c(k) <u, a_k> <b_k, v>.                                (**)
+
+(**) is the one definition of the construction.  It is written against an abstract
+Gram function ``gram(x, y) -> <x, y>`` so that each layer evaluates it in its own
+arithmetic: ``verify.symbolic`` passes the exact orthonormal Gram (Kronecker delta),
+``verify.solver`` passes z3 real variables bounded by |<x, y>| <= eps, and
+``verify.numeric`` passes inner products of sampled torch vectors.
+
+Vectors are named by pairs ``(kind, index)``: ``("w_E", 3)`` is w_E(3), ``("r", -1)``
+is r_{-1}, ``("Phi_1 w_E", 3)`` is Phi_1 w_E(3); :func:`show` prints them in the
+paper's notation.  The index may be a sympy Symbol, which is how the symbolic layer
+proves statements for a symbolic vocabulary size V.  Tokens are 1-indexed as in the
+paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+ORIENTATIONS = ("as-written", "transposed")
+
+
+Vec = tuple  # (kind: str, index)
+
+
+def wE(k: Any) -> Vec:
+    """The input embedding w_E(k) (token k, 1-indexed)."""
+    return ("w_E", k)
+
+
+def phi_wE(k: Any) -> Vec:
+    """The layer-1 value-path image Phi_1 w_E(k)."""
+    return ("Phi_1 w_E", k)
+
+
+R_PREV: Vec = ("r", -1)
+
+
+def show(x: Vec) -> str:
+    """The paper's notation for a named vector: ``w_E(3)``, ``r_{-1}``, ``Phi_1 w_E(3)``."""
+    kind, idx = x
+    if kind == "r":
+        return f"r_{{{idx}}}"
+    return f"{kind}({idx})"
+
+
+@dataclass(frozen=True)
+class OuterSum:
+    """A matrix W = sum_k coef_k * left_k right_k^T, kept as named terms.
+
+    Attributes:
+        terms: tuple of (coef, left_name, right_name); coef is a Fraction (exact).
+        label: the paper's display of the matrix (for printed statements).
+    """
+
+    terms: tuple[tuple[Fraction, Vec, Vec], ...]
+    label: str
+
+    def transposed(self) -> "OuterSum":
+        """W^T = sum_k coef_k * right_k left_k^T."""
+        return OuterSum(tuple((c, r, l) for c, l, r in self.terms), self.label + "^T")
+
+    def names(self) -> list[Vec]:
+        """Every vector name that occurs in the terms (sorted, stable)."""
+        out = {n for _, l, r in self.terms for n in (l, r)}
+        return sorted(out, key=repr)
+
+
+def bilinear(u: Vec, W: OuterSum, v: Vec, gram: Callable[[Vec, Vec], Any]) -> Any:
+    """u^T W v = sum_k c(k) <u, a_k> <b_k, v>  (Eq. ** above), in gram's arithmetic.
+
+    Args:
+        u, v: vector names.
+        W: the outer-product sum.
+        gram: inner product of two named vectors, in the caller's arithmetic
+            (sympy, z3 ArithRef, Fraction, float or torch scalar).
+
+    Returns:
+        The score, in the caller's arithmetic.
+    """
+    total: Any = 0
+    for c, left, right in W.terms:
+        total = total + _coef(c, gram) * gram(u, left) * gram(right, v)
+    return total
+
+
+def _coef(c: Fraction, gram: Callable[[Vec, Vec], Any]) -> Any:
+    conv = getattr(gram, "coef", None)
+    return conv(c) if conv is not None else c
+
+
+# ----------------------------------------------------------------------------- ws24
+
+
+@dataclass(frozen=True)
+class PrevTokenConstruction:
+    """ws24 Theorem 2 / Eq. 13: the learned first-layer key matrix under RPE.
+
+    As written:  W^1_K = sum_{k in Q} chi(k) w_E(k) r_{-1}^T        (Eq. 13)
+    Transposed:  W^1_K = sum_{k in Q} chi(k) r_{-1} w_E(k)^T
+    Displayed score (kept in both):  r_{-1}^T W^1_K w_E(v)
+    Model's own score (query^T W_K key, query w_E(z_t), key part r_{s-t}):
+        w_E(v)^T W^1_K r_{-1}
+
+    Attributes:
+        V: vocabulary size |Q| (tokens 1..V, every token a trigger as in the
+           uniform Appendix C.2 data).
+        chi: chi(k) for k = 1..V, exact rationals (the uniform data give a constant
+           chi; normalised to 1 by default).
+        orientation: ``"as-written"`` or ``"transposed"``.
+    """
+
+    V: int
+    chi: tuple[Fraction, ...]
+    orientation: str = "as-written"
+
+    def __post_init__(self) -> None:
+        if self.V < 1:
+            raise ValueError(f"V must be >= 1, got {self.V}")
+        if len(self.chi) != self.V:
+            raise ValueError(f"chi must have V = {self.V} entries, got {len(self.chi)}")
+        if self.orientation not in ORIENTATIONS:
+            raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {self.orientation!r}")
+
+    @classmethod
+    def uniform(cls, V: int, orientation: str = "as-written", chi: Fraction = Fraction(1)) -> "PrevTokenConstruction":
+        """chi(k) = chi for every k (the symmetric Appendix C.2 data)."""
+        return cls(V=V, chi=tuple(Fraction(chi) for _ in range(V)), orientation=orientation)
+
+    @staticmethod
+    def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
+        """The k-th term of W^1_K: chi(k) w_E(k) r_{-1}^T (as written) or its transpose.
+
+        ``k`` may be a sympy Symbol (the symbolic layer sums the term over k = 1..V).
+        """
+        return (coef, wE(k), R_PREV) if orientation == "as-written" else (coef, R_PREV, wE(k))
+
+    @property
+    def W(self) -> OuterSum:
+        return OuterSum(
+            tuple(self.term(k, self.chi[k - 1], self.orientation) for k in range(1, self.V + 1)),
+            "W^1_K",
+        )
+
+    def family(self) -> list[Vec]:
+        """The near-orthonormal family the construction lives in."""
+        return [wE(k) for k in range(1, self.V + 1)] + [R_PREV]
+
+    def displayed_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
+        """r_{-1}^T W^1_K w_E(v): the score the paper displays (Theorem 2)."""
+        return bilinear(R_PREV, self.W, wE(v), gram)
+
+    def model_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
+        """w_E(v)^T W^1_K r_{-1}: the model's own score query^T W_K key at s = t-1."""
+        return bilinear(wE(v), self.W, R_PREV, gram)
+
+    def target(self, v: int) -> Fraction:
+        """What the statement says the displayed score equals: chi(v)."""
+        return self.chi[v - 1]
+
+
+@dataclass(frozen=True)
+class InductionKeyConstruction:
+    """ws24 Eq. 14: the learned second-layer key matrix.
+
+    As written:  W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T        (Eq. 14)
+    Transposed:  W^2_K = sum_k psi(k) (Phi_1 w_E(k)) w_E(k)^T
+    Displayed score (kept in both):  (Phi_1 w_E(z_s))^T W^2_K w_E(z_T)
+    Model's own score (query w_E(z_T), key Phi_1 w_E(z_s)):
+        w_E(z_T)^T W^2_K Phi_1 w_E(z_s)
+    Statement: the displayed score equals psi(z_T) [z_s = z_T].
+
+    Attributes:
+        V: vocabulary size.
+        psi: psi(k), k = 1..V, exact rationals.
+        orientation: ``"as-written"`` or ``"transposed"``.
+    """
+
+    V: int
+    psi: tuple[Fraction, ...]
+    orientation: str = "as-written"
+
+    def __post_init__(self) -> None:
+        if self.V < 1:
+            raise ValueError(f"V must be >= 1, got {self.V}")
+        if len(self.psi) != self.V:
+            raise ValueError(f"psi must have V = {self.V} entries, got {len(self.psi)}")
+        if self.orientation not in ORIENTATIONS:
+            raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {self.orientation!r}")
+
+    @classmethod
+    def uniform(cls, V: int, orientation: str = "as-written", psi: Fraction = Fraction(1)) -> "InductionKeyConstruction":
+        return cls(V=V, psi=tuple(Fraction(psi) for _ in range(V)), orientation=orientation)
+
+    @staticmethod
+    def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
+        """The k-th term of W^2_K: psi(k) w_E(k) (Phi_1 w_E(k))^T (as written) or its transpose."""
+        return (coef, wE(k), phi_wE(k)) if orientation == "as-written" else (coef, phi_wE(k), wE(k))
+
+    @property
+    def W(self) -> OuterSum:
+        return OuterSum(
+            tuple(self.term(k, self.psi[k - 1], self.orientation) for k in range(1, self.V + 1)),
+            "W^2_K",
+        )
+
+    def family(self) -> list[Vec]:
+        return [wE(k) for k in range(1, self.V + 1)] + [phi_wE(k) for k in range(1, self.V + 1)]
+
+    def displayed_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
+        """(Phi_1 w_E(z_s))^T W^2_K w_E(z_T), with z_s = s_tok, z_T = T_tok."""
+        return bilinear(phi_wE(s_tok), self.W, wE(T_tok), gram)
+
+    def model_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
+        """w_E(z_T)^T W^2_K Phi_1 w_E(z_s): the model's query^T W_K key."""
+        return bilinear(wE(T_tok), self.W, phi_wE(s_tok), gram)
+
+    def target(self, s_tok: int, T_tok: int) -> Fraction:
+        """psi(z_T) [z_s = z_T]."""
+        return self.psi[T_tok - 1] if s_tok == T_tok else Fraction(0)
+
+
+def check_names(names: Sequence[Vec], family: Sequence[Vec]) -> None:
+    """Raise ValueError if a name is not in the family (a construction bug)."""
+    missing = [n for n in names if n not in family]
+    if missing:
+        raise ValueError(f"vectors {missing} are not in the family {list(family)}")

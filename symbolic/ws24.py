@@ -1,0 +1,230 @@
+"""Symbolic layer for ws24 Theorem 2 (Eq. 13) and Eq. 14: exact orthonormal idealization.
+
+Source: Wang & Sato, arXiv 2412.11459 v2, Theorem 2 (appendix Theorem 3, Eq. 13) and
+Eq. 14.  The papers' Assumption 1 (near-orthogonal embeddings) is idealized here as an
+exact orthonormal family: <x, y> = [x = y] for every pair of named vectors
+(w_E(k), r_{-1}, Phi_1 w_E(k)).
+
+Correctness argument, next to the construction.  With W = sum_k c(k) a_k b_k^T and the
+orthonormal Gram, u^T W v = sum_k c(k) [u = a_k][b_k = v].
+* Eq. 13 as written (a_k = w_E(k), b_k = r_{-1}): the displayed score
+  r_{-1}^T W w_E(v) has [r_{-1} = w_E(k)] = 0 in every term, so it is 0, while the
+  model's own score w_E(v)^T W r_{-1} = sum_k chi(k) [k = v] = chi(v).
+* Transposed (a_k = r_{-1}, b_k = w_E(k)): the two scores swap: displayed chi(v), model 0.
+* Eq. 14 the same way with b_k = Phi_1 w_E(k): displayed (Phi_1 w_E(s))^T W w_E(T) is 0
+  as written and psi(T)[s = T] transposed.
+The sums are done by sympy for a symbolic vocabulary size V (every V >= the indices
+involved), with chi, psi arbitrary functions; the concrete construction (its own chi)
+is then evaluated exactly and compared with the statement.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable
+
+import sympy as sp
+
+from verify.constructions.bilinear import (
+    InductionKeyConstruction,
+    OuterSum,
+    PrevTokenConstruction,
+    Vec,
+    bilinear,
+    show,
+)
+from verify.evidence import Evidence, engine_versions
+
+
+class OrthonormalGram:
+    """The exact orthonormal Gram <x, y> = [x = y] in sympy (indices may be Symbols)."""
+
+    def __call__(self, x: Vec, y: Vec) -> sp.Expr:
+        if x[0] != y[0]:
+            return sp.Integer(0)
+        return sp.KroneckerDelta(sp.sympify(x[1]), sp.sympify(y[1]))
+
+    @staticmethod
+    def coef(c: Any) -> sp.Expr:
+        return sp.Rational(c.numerator, c.denominator) if isinstance(c, Fraction) else sp.sympify(c)
+
+
+class FractionOrthonormalGram:
+    """The same Gram in fractions.Fraction (used to re-check witnesses outside sympy)."""
+
+    def __call__(self, x: Vec, y: Vec) -> Fraction:
+        return Fraction(1) if x == y else Fraction(0)
+
+
+def _sum_over_vocab(summand: Callable[[sp.Symbol], sp.Expr], upper: sp.Expr) -> sp.Expr:
+    k = sp.Symbol("k", integer=True, positive=True)
+    return sp.simplify(sp.Sum(summand(k), (k, 1, upper)).doit())
+
+
+def theorem2_closed_forms() -> dict[str, dict[str, sp.Expr]]:
+    """Closed forms of the displayed and model scores of Eq. 13, for symbolic V.
+
+    Returns:
+        ``{orientation: {"displayed": expr, "model": expr}}`` with expressions in
+        ``chi(v)``; valid for every vocabulary size V >= v (V = v + m, m >= 0).
+    """
+    v = sp.Symbol("v", integer=True, positive=True)
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    chi = sp.Function("chi")
+    gram = OrthonormalGram()
+    out: dict[str, dict[str, sp.Expr]] = {}
+    for orientation in ("as-written", "transposed"):
+        def W_k(k: sp.Symbol) -> OuterSum:
+            return OuterSum((PrevTokenConstruction.term(k, chi(k), orientation),), "W^1_K")
+
+        displayed = _sum_over_vocab(lambda k: bilinear(("r", -1), W_k(k), ("w_E", v), gram), v + m)
+        model = _sum_over_vocab(lambda k: bilinear(("w_E", v), W_k(k), ("r", -1), gram), v + m)
+        out[orientation] = {"displayed": displayed, "model": model}
+    return out
+
+
+def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
+    """Closed forms of the Eq. 14 scores for symbolic V, by the three cases of (s, T).
+
+    Returns:
+        ``{orientation: {"displayed": {case: expr}, "model": {case: expr}}}`` with
+        cases ``"s = T"``, ``"s < T"``, ``"s > T"`` (V >= max(s, T) arbitrary).
+    """
+    v = sp.Symbol("v", integer=True, positive=True)
+    j = sp.Symbol("j", integer=True, nonnegative=True)
+    m = sp.Symbol("m", integer=True, nonnegative=True)
+    psi = sp.Function("psi")
+    gram = OrthonormalGram()
+    cases = {"s = T": (v, v, v + m), "s < T": (v, v + j + 1, v + j + 1 + m), "s > T": (v + j + 1, v, v + j + 1 + m)}
+    out: dict[str, Any] = {}
+    for orientation in ("as-written", "transposed"):
+        def W_k(k: sp.Symbol) -> OuterSum:
+            return OuterSum((InductionKeyConstruction.term(k, psi(k), orientation),), "W^2_K")
+
+        disp, mod = {}, {}
+        for case, (s, T, V) in cases.items():
+            disp[case] = _sum_over_vocab(lambda k: bilinear(("Phi_1 w_E", s), W_k(k), ("w_E", T), gram), V)
+            mod[case] = _sum_over_vocab(lambda k: bilinear(("w_E", T), W_k(k), ("Phi_1 w_E", s), gram), V)
+        out[orientation] = {"displayed": disp, "model": mod}
+    return out
+
+
+def check_theorem2(con: PrevTokenConstruction) -> Evidence:
+    """Exact check of ws24 Theorem 2 under the orthonormal idealization.
+
+    Statement: r_{-1}^T W^1_K w_E(v) = chi(v), nonzero and equal for every v in Q (and,
+    having no t in it, independent of the position t).
+
+    Args:
+        con: the construction (V, chi, orientation).
+
+    Returns:
+        ``proved`` when every v satisfies the statement and the symbolic-V closed form
+        equals chi(v); ``refuted`` with the first failing v as witness (re-checked in
+        fractions.Fraction) otherwise.
+    """
+    forms = theorem2_closed_forms()[con.orientation]
+    gram = OrthonormalGram()
+    scores = [sp.nsimplify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
+    model = [sp.nsimplify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
+    frac_gram = FractionOrthonormalGram()
+    numbers = {
+        "closed_form_displayed": str(forms["displayed"]),
+        "closed_form_model": str(forms["model"]),
+        "displayed_scores": [str(s) for s in scores],
+        "model_scores": [str(s) for s in model],
+        "chi": [str(c) for c in con.chi],
+    }
+    bad = _first_violation(
+        [(v, scores[v - 1], con.target(v)) for v in range(1, con.V + 1)],
+        recheck=lambda v: con.displayed_score(v, frac_gram),
+    )
+    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers,
+                bound=f"closed form for every V >= v; concrete construction at V = {con.V}")
+    details = [
+        f"closed form (every V): r_{{-1}}^T W^1_K w_E(v) = {forms['displayed']}",
+        f"closed form (every V): w_E(v)^T W^1_K r_{{-1}} = {forms['model']}  (the model's query^T W_K key)",
+    ]
+    chi = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
+    general_ok = sp.simplify(forms["displayed"] - chi) == 0
+    if bad is None and len(set(scores)) > 1:
+        v2 = next(v for v in range(2, con.V + 1) if scores[v - 1] != scores[0])
+        return Evidence(status="refuted", summary=(
+            f"the scores are not equal across Q: v = 1 gives {scores[0]}, v = {v2} gives {scores[v2 - 1]}"),
+            witness={"v": [1, v2], "displayed_score": [str(con.displayed_score(1, frac_gram)),
+                                                        str(con.displayed_score(v2, frac_gram))],
+                     "rechecked_in": "fractions.Fraction"}, details=details, **base)
+    if bad is None and general_ok:
+        return Evidence(status="proved", summary=(
+            f"r_{{-1}}^T W^1_K w_E(v) = chi(v) exactly (orthonormal family), for every V; "
+            f"all {con.V} concrete scores equal chi(v) != 0 and do not depend on t"), details=details, **base)
+    if bad is None:
+        bad = (1, scores[0], con.target(1), con.displayed_score(1, frac_gram))
+    v, got, want, exact = bad
+    return Evidence(status="refuted", summary=(
+        f"r_{{-1}}^T W^1_K w_E(v) = {forms['displayed']} in closed form; at v = {v} the score is {got} "
+        f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
+        witness={"v": v, "displayed_score": str(exact), "chi(v)": str(want),
+                 "rechecked_in": "fractions.Fraction"},
+        details=details, **base)
+
+
+def check_eq14(con: InductionKeyConstruction) -> Evidence:
+    """Exact check of ws24 Eq. 14 under the orthonormal idealization.
+
+    Statement: (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T) [z_s = z_T] for all tokens
+    z_s, z_T, with psi(v) != 0.
+
+    Returns:
+        ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction).
+    """
+    forms = eq14_closed_forms()[con.orientation]
+    gram, frac_gram = OrthonormalGram(), FractionOrthonormalGram()
+    rows = []
+    for T in range(1, con.V + 1):
+        for s in range(1, con.V + 1):
+            rows.append(((s, T), sp.nsimplify(con.displayed_score(s, T, gram)), con.target(s, T)))
+    bad = _first_violation(rows, recheck=lambda st: con.displayed_score(st[0], st[1], frac_gram))
+    nonzero_bad = next((v for v in range(1, con.V + 1) if con.psi[v - 1] == 0), None)
+    psi_v = sp.Function("psi")(sp.Symbol("v", integer=True, positive=True))
+    general = {c: sp.simplify(e) for c, e in forms["displayed"].items()}
+    general_ok = (sp.simplify(general["s = T"] - psi_v) == 0
+                  and general["s < T"] == 0 and general["s > T"] == 0)
+    details = [f"closed form, case {c}: (Phi_1 w_E(s))^T W^2_K w_E(T) = {e}" for c, e in general.items()]
+    details += [f"closed form, case {c}: w_E(T)^T W^2_K Phi_1 w_E(s) = {e}  (the model's query^T W_K key)"
+                for c, e in forms["model"].items()]
+    base = dict(layer="symbolic", engines=engine_versions("sympy"),
+                numbers={"closed_form_displayed": {c: str(e) for c, e in general.items()},
+                         "closed_form_model": {c: str(e) for c, e in forms["model"].items()},
+                         "psi": [str(p) for p in con.psi]},
+                bound=f"closed form for every V >= max(s, T); concrete construction at V = {con.V}",
+                details=details)
+    if bad is None and nonzero_bad is None and general_ok:
+        return Evidence(status="proved", summary=(
+            "(Phi_1 w_E(s))^T W^2_K w_E(T) = psi(T)[s = T] exactly (orthonormal family), for every V"), **base)
+    if bad is None:
+        v = nonzero_bad or 1
+        bad = ((v, v), sp.nsimplify(con.displayed_score(v, v, gram)), con.target(v, v),
+               con.displayed_score(v, v, frac_gram))
+    (s, T), got, want, exact = bad
+    return Evidence(status="refuted", summary=(
+        f"(Phi_1 w_E(s))^T W^2_K w_E(T) at s = T = {T}: closed form {general['s = T']}; the score is {got} "
+        f"where the statement needs psi({T})[s = T] = {want if want != 0 else 'psi(T) != 0'}"),
+        witness={"z_s": s, "z_T": T, "displayed_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
+                 "rechecked_in": "fractions.Fraction"}, **base)
+
+
+def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[Any], Fraction]):
+    """First row whose exact score differs from its target, or where the target is 0
+    for a diagonal row that must be nonzero; returns (index, score, target, rechecked)."""
+    for idx, score, target in rows:
+        diag = (not isinstance(idx, tuple)) or idx[0] == idx[1]
+        if sp.nsimplify(score - sp.Rational(target.numerator, target.denominator)) != 0 or (diag and target == 0):
+            exact = recheck(idx)
+            if exact == target and not (diag and target == 0):
+                raise RuntimeError(f"sympy and Fraction disagree at {idx}: {score} vs {exact}")
+            return idx, score, target, exact
+    return None
+
+
+__all__ = ["check_theorem2", "check_eq14", "theorem2_closed_forms", "eq14_closed_forms", "OrthonormalGram", "show"]
