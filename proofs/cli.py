@@ -4,20 +4,28 @@
     verify show CLAIM                a claim's statement, source, options, cost
     verify CLAIM [options]           check one claim variant
     verify all                       every claim and variant against its expectation
+    verify audit PAPER               the referee-style Markdown audit of one paper
 
 Exit codes: 0 the verdict is what was asked (a claim holds or holds with its fix; in
-``all``, every verdict equals its recorded expectation); 1 a claim does not hold
-(FAILS or INCONSISTENT) or, in ``all``, a verdict changed; 2 usage or input error;
-3 inconclusive (a solver said unknown, a budget ran out, or a layer errored).
+``all``/``audit``, every verdict equals its expectation); 1 a claim does not hold
+(FAILS or INCONSISTENT) or, in ``all``/``audit``, a verdict changed; 2 usage or input
+error; 3 inconclusive (a solver said unknown, a budget ran out, or a layer errored).
 
-stdout carries only the report (text or ``--format json``); progress goes to stderr
-when it is a terminal, and never with ``--quiet``.
+stdout carries only the report (text, Markdown or ``--format json``); progress goes to
+stderr when it is a terminal, and never with ``--quiet``.  Side outputs: ``--junit
+FILE`` (JUnit XML, :mod:`verify.proofs.junit`), ``--plots DIR`` (PNG figures,
+:mod:`verify.proofs.plots`), ``--report FILE.md`` (``audit``, :mod:`verify.proofs.report`),
+``--expect FILE`` (``all``/``audit``, expectations for your own variants,
+:mod:`verify.proofs.specs`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import click
@@ -41,12 +49,16 @@ from verify.proofs.render import result_text, table_text, to_json
 EXIT_HELP = """\b
 Exit codes:
   0  the verdict is what was asked: the claim holds (or holds with the
-     requested fix); for 'all', every verdict equals its expectation
-  1  the claim does not hold (FAILS / INCONSISTENT); for 'all', a verdict
-     changed
+     requested fix); for 'all'/'audit', every verdict equals its expectation
+  1  the claim does not hold (FAILS / INCONSISTENT); for 'all'/'audit', a
+     verdict changed
   2  usage or input error (unknown claim, bad option, sizes that cannot fit)
   3  inconclusive (solver unknown, budget exhausted, a layer errored)
 """
+
+EXPECT_HELP = ("expectations for your own variants: JSON {\"ws24:theorem2[transposed]\": \"HOLDS WITH FIX\"} "
+               "or text lines 'SPEC: VERDICT' (or a previous --format json output); they override the "
+               "recorded ones, and variants not run by default are added")
 
 
 def _common(f: Callable) -> Callable:
@@ -58,9 +70,13 @@ def _common(f: Callable) -> Callable:
                      help="per-obligation solver budget in seconds"),
         click.option("--layers", default=",".join(LAYERS), show_default=True,
                      help="comma-separated layers to run (others are reported as skipped)"),
-        click.option("--quiet", is_flag=True, help="no progress on stderr"),
+        click.option("--quiet", is_flag=True, help="no progress or notes on stderr"),
         click.option("--no-timings", is_flag=True, help="write wall times as 0 (byte-identical JSON across runs)"),
         click.option("--brief", is_flag=True, help="text: statuses and summaries only"),
+        click.option("--junit", type=click.Path(dir_okay=False), default=None,
+                     help="also write JUnit XML here (one testcase per claim variant)"),
+        click.option("--plots", type=click.Path(file_okay=False), default=None,
+                     help="also write PNG figures into this directory (needs matplotlib)"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -68,11 +84,11 @@ def _common(f: Callable) -> Callable:
 
 
 class _Progress:
-    """Progress lines on stderr for long work, only when stderr is a terminal."""
+    """Progress on stderr for long work, only when stderr is a terminal and not --quiet."""
 
     def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
         self.enabled = not quiet and sys.stderr.isatty()
-        self._status = None
 
     @contextmanager
     def running(self) -> Iterator[Callable[[str], None] | None]:
@@ -82,8 +98,13 @@ class _Progress:
         from rich.console import Console
 
         console = Console(stderr=True)
-        with console.status("starting") as status:
+        with console.status("starting", spinner="dots") as status:
             yield lambda msg: status.update(msg)
+
+    def note(self, message: str) -> None:
+        """A one-line note on stderr (never with --quiet)."""
+        if not self.quiet:
+            click.echo(f"verify: {message}", err=True)
 
 
 def _context(seed: int, timeout: float, progress: Callable[[str], None] | None) -> Context:
@@ -100,12 +121,49 @@ def _layers(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _check_out_file(path: str | None, flag: str) -> None:
+    """Refuse an output file whose directory does not exist (before any work starts)."""
+    if path is None:
+        return
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise InputError(f"{flag} {path}: directory {parent} does not exist")
+
+
+def _preflight(junit: str | None, plots: str | None, report: str | None = None) -> None:
+    _check_out_file(junit, "--junit")
+    _check_out_file(report, "--report")
+    if plots is not None:
+        from verify.proofs.plots import require_matplotlib
+
+        require_matplotlib()
+        if Path(plots).exists() and not Path(plots).is_dir():
+            raise InputError(f"--plots {plots}: exists and is not a directory")
+
+
+def _side_outputs(results: Sequence[ClaimResult], *, junit: str | None, plots: str | None, mode: str,
+                  suite: str, seed: int, layers: Sequence[str], timings: bool, prog: _Progress) -> list[Path]:
+    """Write the JUnit file and the figures; return the figures written."""
+    files: list[Path] = []
+    if plots is not None:
+        from verify.proofs.plots import write_plots
+
+        files, notes = write_plots(results, plots)
+        for n in notes:
+            prog.note(n)
+    if junit is not None:
+        from verify.proofs.junit import write_junit
+
+        write_junit(junit, results, suite=suite, mode=mode, seed=seed, layers=layers, timings=timings)
+    return files
+
+
 def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, code: int,
           changes: Sequence[str], timings: bool, brief: bool) -> None:
     if fmt == "json":
         click.echo(to_json(results, command, seed, code, changes, timings))
         return
-    if command == "all":
+    if command in ("all", "audit"):
         click.echo(table_text(results))
         if changes:
             click.echo("\nverdicts that changed from their expectations:")
@@ -142,20 +200,23 @@ def _claim_command(name: str) -> click.Command:
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
-                 brief: bool, **raw: Any) -> None:
+                 brief: bool, junit: str | None, plots: str | None, **raw: Any) -> None:
         given = [k for k, v in raw.items() if v is not None]
         claim = registry.resolve(name, given)
         p = claim.parse_params({k: raw[k] for k in given})
         lay = _layers(layers)
+        _preflight(junit, plots)
         prog = _Progress(quiet)
         with prog.running() as progress:
             result = run_claim(claim, p, _context(seed, timeout, progress), lay)
         code = result.exit_code
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
+        _side_outputs([result], junit=junit, plots=plots, mode="holds", suite=claim.id, seed=seed, layers=lay,
+                      timings=not no_timings, prog=prog)
         raise click.exceptions.Exit(code)
 
     cmd = click.Command(name, params=params, callback=callback,
-                        help=f"Check the claim {name!r} (see 'verify show {name}').")
+                        help=f"Check the claim {name!r} (see 'verify show {name}').", epilog=EXIT_HELP)
     cmd.params = callback.__click_params__ + params if hasattr(callback, "__click_params__") else params
     return cmd
 
@@ -171,7 +232,8 @@ def cli() -> None:
     verify show CLAIM                            statement, source, options, cost
     verify CLAIM [options]                       check one claim, e.g.
         verify theorem2 --orientation transposed
-    verify all                                   every claim against its expectation
+    verify all [--expect FILE] [--junit FILE]    every claim against its expectation
+    verify audit PAPER [--report FILE.md]        referee-style Markdown audit of a paper
     """
 
 
@@ -215,44 +277,142 @@ def show_cmd(claim: str) -> None:
         click.echo(f"  caveat:    {cav}")
 
 
-def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str]) -> tuple[list[ClaimResult], list[str]]:
-    """Run every variant of every claim; return results and the list of changed verdicts."""
-    results: list[ClaimResult] = []
-    changes: list[str] = []
+def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
+            expectations: Sequence[tuple[Claim, dict[str, Any], str]] = ()) -> tuple[list[ClaimResult], list[str]]:
+    """Run every variant of every claim; return results and the list of changed verdicts.
+
+    Args:
+        claims: the claims whose recorded variants (``Claim.variants``) are run.
+        ctx: seed, budgets, progress callback (messages are prefixed ``[i/n]``).
+        layers: the layers to run.
+        expectations: ``(claim, params, verdict)`` from ``--expect``: they override the
+            recorded expectation of the same variant; a variant not among the recorded
+            ones is added to the run.
+
+    Returns:
+        (results, changes) where each change reads ``"ID: EXPECTED -> GOT"``.
+    """
+    from verify.proofs.specs import run_id
+
+    planned: list[tuple[Claim, dict[str, Any]]] = []
+    keys: set[str] = set()
     for c in claims:
         for v in c.variants:
             p = c.parse_params(dict(v))
-            r = run_claim(c, p, ctx, layers)
-            expected = c.expected.get(c.variant_label(p))
-            r.expected = expected
-            results.append(r)
-            if expected is not None and expected != r.verdict:
-                changes.append(f"{r.display_id}: {expected} -> {r.verdict}")
-            elif expected is None:
-                changes.append(f"{r.display_id}: no expectation recorded (got {r.verdict})")
+            k = run_id(c, p)
+            if k not in keys:
+                keys.add(k)
+                planned.append((c, p))
+    override: dict[str, str] = {}
+    for c, p, verdict in expectations:
+        k = run_id(c, p)
+        override[k] = verdict
+        if k not in keys:
+            keys.add(k)
+            planned.append((c, p))
+    results: list[ClaimResult] = []
+    changes: list[str] = []
+    base = ctx.progress
+    for i, (c, p) in enumerate(planned, 1):
+        step = ctx if base is None else dataclasses.replace(
+            ctx, progress=lambda msg, i=i: base(f"[{i}/{len(planned)}] {msg}"))
+        r = run_claim(c, p, step, layers)
+        k = run_id(c, p)
+        expected = override.get(k, c.expected.get(c.variant_label(p)))
+        r.expected = expected
+        results.append(r)
+        if expected is not None and expected != r.verdict:
+            changes.append(f"{k}: {expected} -> {r.verdict}")
+        elif expected is None:
+            changes.append(f"{k}: no expectation recorded (got {r.verdict})")
     return results, changes
+
+
+def _load_expect(path: str | None) -> list[tuple[Claim, dict[str, Any], str]]:
+    if path is None:
+        return []
+    from verify.proofs.specs import load_expectations
+
+    return load_expectations(path)
 
 
 @cli.command("all", epilog=EXIT_HELP)
 @_common
 @click.option("--full", is_flag=True, help="also run the heavy claims")
+@click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool, brief: bool,
-            full: bool) -> None:
+            junit: str | None, plots: str | None, full: bool, expect_file: str | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = _layers(layers)
+    expectations = _load_expect(expect_file)
+    _preflight(junit, plots)
     claims = [c for c in registry.all_claims() if full or not c.heavy]
     prog = _Progress(quiet)
     with prog.running() as progress:
-        results, changes = run_all(claims, _context(seed, timeout, progress), lay)
+        results, changes = run_all(claims, _context(seed, timeout, progress), lay, expectations)
     code = EXIT_FAIL if changes else EXIT_OK
     _emit(results, "all", fmt, seed, code, changes, not no_timings, brief)
+    _side_outputs(results, junit=junit, plots=plots, mode="expect", suite="verify all", seed=seed, layers=lay,
+                  timings=not no_timings, prog=prog)
+    raise click.exceptions.Exit(code)
+
+
+@cli.command("audit", epilog=EXIT_HELP)
+@click.argument("paper")
+@_common
+@click.option("--report", type=click.Path(dir_okay=False), default=None,
+              help="write the Markdown audit here (default: print it on stdout)")
+@click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
+@click.option("--timings", is_flag=True, help="include wall times in the Markdown report")
+def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
+              brief: bool, junit: str | None, plots: str | None, report: str | None, expect_file: str | None,
+              timings: bool) -> None:
+    """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
+    variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
+
+    \b
+    Without --report the Markdown goes to stdout (or JSON with --format json);
+    with --report, stdout gets the summary table.
+    """
+    key = paper.strip().lower()
+    claims = list(registry.paper_claims(key))
+    lay = _layers(layers)
+    expectations = [e for e in _load_expect(expect_file) if e[0].paper == key]
+    _preflight(junit, plots, report)
+    prog = _Progress(quiet)
+    with prog.running() as progress:
+        results, changes = run_all(claims, _context(seed, timeout, progress), lay, expectations)
+    code = EXIT_FAIL if changes else EXIT_OK
+    figures = _side_outputs(results, junit=junit, plots=plots, mode="expect", suite=f"verify audit {key}",
+                            seed=seed, layers=lay, timings=not no_timings, prog=prog)
+    from verify.proofs.report import audit_markdown
+
+    rel_to = Path(report).resolve().parent if report else Path.cwd()
+    figs = [os.path.relpath(f.resolve(), rel_to) for f in figures]
+    md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs)
+    if report is not None:
+        try:
+            Path(report).write_text(md, encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"--report {report}: cannot write ({e.strerror or e})") from None
+        if fmt == "json":
+            click.echo(to_json(results, "audit", seed, code, changes, not no_timings))
+        else:
+            _emit(results, "audit", fmt, seed, code, changes, not no_timings, brief)
+        prog.note(f"report written to {report}")
+    elif fmt == "json":
+        click.echo(to_json(results, "audit", seed, code, changes, not no_timings))
+    else:
+        click.echo(md, nl=False)
     raise click.exceptions.Exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verify`` console script; returns the exit code."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="verify", standalone_mode=False)
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="verify", standalone_mode=False)
+        if isinstance(rv, int):  # click returns Exit codes instead of raising when not standalone
+            return rv
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except InputError as e:
@@ -267,4 +427,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_OK
 
 
-__all__ = ["main", "cli", "run_all", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]
+__all__ = ["main", "cli", "run_all", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]

@@ -11,6 +11,8 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
       "results": [
         {
           "claim": "paper:name", "variant": str, "display_id": str,
+          "paper": str, "title": str,          # added in verify/1 (additive)
+          "run_id": str,                       # display id + non-default sizes, re-parseable spec
           "params": {option: value},          # rationals as "p/q" strings
           "verdict": "HOLDS" | "FAILS" | "HOLDS WITH FIX" | "INCONCLUSIVE" | "INCONSISTENT",
           "reason": str, "expected": str | null, "matches_expected": bool | null,
@@ -26,8 +28,15 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
       "changes": [str]                        # `all`/`audit`: verdicts that differ from expectations
     }
 
-``wall_time_s`` is the only field that varies between runs with the same inputs;
+``wall_time_s`` (and solver ``seconds`` / ``solver_seconds``) are the only fields that vary between runs with the same inputs;
 ``--no-timings`` sets it to 0 so the JSON is byte-identical across runs.
+
+Convention for published figures: a layer may put ``"published": [{"figure": str,
+"paper": value, "ours": value, "note": str}, ...]`` in its ``numbers``; the audit
+report renders it as a paper-against-ours table.
+
+:data:`JSON_SCHEMA` is the schema above as a JSON-Schema (draft 2020-12) dict, and
+:func:`validate` checks a document against it without third-party packages.
 """
 
 from __future__ import annotations
@@ -42,18 +51,36 @@ from verify.proofs.model import ClaimResult
 SCHEMA = "verify/1"
 
 
+#: keys that hold wall-clock measurements; ``--no-timings`` writes them as 0
+TIMING_KEYS = frozenset({"wall_time_s", "seconds", "solver_seconds"})
+
+
+def _zero_timings(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: (0.0 if k in TIMING_KEYS else _zero_timings(v)) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_zero_timings(v) for v in obj]
+    return obj
+
+
 def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
+    """One claim variant as a JSON-ready dict (an element of ``results`` in ``verify/1``)."""
     layers = {}
     for ev in r.evidence:
         d = ev.to_dict()
         d.pop("layer")
         if not timings:
-            d["wall_time_s"] = 0.0
+            d = _zero_timings(d)
         layers[ev.layer] = d
+    from verify.proofs.specs import run_id
+
     return to_jsonable({
         "claim": r.claim.id,
         "variant": r.variant,
         "display_id": r.display_id,
+        "paper": r.claim.paper,
+        "title": r.claim.title,
+        "run_id": run_id(r.claim, r.params),
         "params": r.params,
         "verdict": r.verdict,
         "reason": r.reason,
@@ -71,6 +98,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
 
 def to_json(results: Sequence[ClaimResult], command: str, seed: int, exit_code: int,
             changes: Sequence[str] = (), timings: bool = True) -> str:
+    """The ``verify/1`` JSON document (indented, deterministic key order)."""
     doc = {
         "schema": SCHEMA,
         "tool_version": __version__,
@@ -143,3 +171,127 @@ def table_text(results: Sequence[ClaimResult]) -> str:
         rows.append(f"{r.display_id:<34} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
                     f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {total:>6.1f}s{mark}")
     return "\n".join(rows)
+
+
+_STR = {"type": "string"}
+_NSTR = {"type": ["string", "null"]}
+_EVIDENCE = {
+    "type": "object",
+    "required": ["status", "outcome", "summary", "numbers", "witness", "certificate", "tolerance", "bound",
+                 "engines", "seed", "wall_time_s", "details"],
+    "properties": {
+        "status": {"enum": ["proved", "refuted", "consistent", "inconclusive", "error", "skipped"]},
+        "outcome": {"enum": ["holds", "fails", None]},
+        "summary": _STR,
+        "numbers": {"type": "object"},
+        "tolerance": _NSTR,
+        "bound": _NSTR,
+        "engines": {"type": "object", "additionalProperties": _STR},
+        "seed": {"type": ["integer", "null"]},
+        "wall_time_s": {"type": "number"},
+        "details": {"type": "array", "items": _STR},
+    },
+}
+_RESULT = {
+    "type": "object",
+    "required": ["claim", "variant", "display_id", "params", "verdict", "reason", "expected", "matches_expected",
+                 "source", "statement", "fix", "repair", "caveats", "findings", "layers"],
+    "properties": {
+        "claim": {"type": "string", "pattern": "^[^:]+:[^:]+$"},
+        "variant": _STR,
+        "display_id": _STR,
+        "paper": _STR,
+        "title": _STR,
+        "run_id": _STR,
+        "params": {"type": "object"},
+        "verdict": {"enum": ["HOLDS", "FAILS", "HOLDS WITH FIX", "INCONCLUSIVE", "INCONSISTENT"]},
+        "reason": _STR,
+        "expected": {"enum": ["HOLDS", "FAILS", "HOLDS WITH FIX", "INCONCLUSIVE", "INCONSISTENT", None]},
+        "matches_expected": {"type": ["boolean", "null"]},
+        "source": _STR,
+        "statement": _STR,
+        "fix": _NSTR,
+        "repair": _STR,
+        "caveats": {"type": "array", "items": _STR},
+        "findings": {"type": "array", "items": _STR},
+        "layers": {"type": "object", "additionalProperties": _EVIDENCE,
+                   "propertyNames": {"enum": ["symbolic", "solver", "numeric"]}},
+    },
+}
+#: ``verify/1`` as a JSON-Schema (draft 2020-12) dict; fields are only ever added.
+JSON_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "$id": "https://verify-attention/schema/verify-1.json",
+    "title": "verify/1 report",
+    "type": "object",
+    "required": ["schema", "tool_version", "command", "seed", "exit_code", "results", "changes"],
+    "properties": {
+        "schema": {"const": SCHEMA},
+        "tool_version": _STR,
+        "command": {"enum": ["claim", "all", "audit"]},
+        "seed": {"type": "integer"},
+        "exit_code": {"type": "integer", "minimum": 0, "maximum": 3},
+        "results": {"type": "array", "items": _RESULT},
+        "changes": {"type": "array", "items": _STR},
+    },
+}
+
+_TYPES = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "integer": int, "number": (int, float),
+}
+
+
+def _is(value: Any, t: str) -> bool:
+    if t in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _TYPES[t])
+
+
+def validate(doc: Any, schema: dict[str, Any] | None = None, path: str = "$") -> list[str]:
+    """Check ``doc`` against a JSON-Schema subset (type, enum, const, required, properties,
+    additionalProperties, propertyNames.enum, items, minimum, maximum, pattern).
+
+    Args:
+        doc: the parsed JSON document.
+        schema: the schema (default :data:`JSON_SCHEMA`).
+
+    Returns:
+        The list of violations as ``"path: problem"`` lines (empty when valid).
+    """
+    import re
+
+    s = JSON_SCHEMA if schema is None else schema
+    errs: list[str] = []
+    if "type" in s:
+        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        if not any(_is(doc, t) for t in types):
+            return [f"{path}: expected {' or '.join(types)}, got {type(doc).__name__}"]
+    if "const" in s and doc != s["const"]:
+        errs.append(f"{path}: expected {s['const']!r}, got {doc!r}")
+    if "enum" in s and doc not in s["enum"]:
+        errs.append(f"{path}: {doc!r} is not one of {s['enum']}")
+    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
+        if "minimum" in s and doc < s["minimum"]:
+            errs.append(f"{path}: {doc} < {s['minimum']}")
+        if "maximum" in s and doc > s["maximum"]:
+            errs.append(f"{path}: {doc} > {s['maximum']}")
+    if isinstance(doc, str) and "pattern" in s and not re.search(s["pattern"], doc):
+        errs.append(f"{path}: {doc!r} does not match {s['pattern']}")
+    if isinstance(doc, dict):
+        for k in s.get("required", []):
+            if k not in doc:
+                errs.append(f"{path}: missing {k!r}")
+        props = s.get("properties", {})
+        names = s.get("propertyNames", {}).get("enum")
+        for k, v in doc.items():
+            if names is not None and k not in names:
+                errs.append(f"{path}: unexpected key {k!r}")
+            if k in props:
+                errs += validate(v, props[k], f"{path}.{k}")
+            elif isinstance(s.get("additionalProperties"), dict):
+                errs += validate(v, s["additionalProperties"], f"{path}.{k}")
+    if isinstance(doc, list) and "items" in s:
+        for i, v in enumerate(doc):
+            errs += validate(v, s["items"], f"{path}[{i}]")
+    return errs

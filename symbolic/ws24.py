@@ -49,6 +49,19 @@ class OrthonormalGram:
         return sp.Rational(c.numerator, c.denominator) if isinstance(c, Fraction) else sp.sympify(c)
 
 
+class _SympyOf:
+    """A sympy view of an exact Fraction-valued Gram function."""
+
+    def __init__(self, gram: Callable[[Vec, Vec], Fraction]) -> None:
+        self.gram = gram
+
+    def __call__(self, x: Vec, y: Vec) -> sp.Expr:
+        v = Fraction(self.gram(x, y))
+        return sp.Rational(v.numerator, v.denominator)
+
+    coef = staticmethod(OrthonormalGram.coef)
+
+
 class FractionOrthonormalGram:
     """The same Gram in fractions.Fraction (used to re-check witnesses outside sympy)."""
 
@@ -109,7 +122,7 @@ def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
     return out
 
 
-def check_theorem2(con: PrevTokenConstruction) -> Evidence:
+def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None = None) -> Evidence:
     """Exact check of ws24 Theorem 2 under the orthonormal idealization.
 
     Statement: r_{-1}^T W^1_K w_E(v) = chi(v), nonzero and equal for every v in Q (and,
@@ -117,6 +130,8 @@ def check_theorem2(con: PrevTokenConstruction) -> Evidence:
 
     Args:
         con: the construction (V, chi, orientation).
+        family_gram: an exact Fraction Gram of the concrete family (default: orthonormal);
+            the fault-injection tests pass a non-orthogonal one.
 
     Returns:
         ``proved`` when every v satisfies the statement and the symbolic-V closed form
@@ -124,10 +139,10 @@ def check_theorem2(con: PrevTokenConstruction) -> Evidence:
         fractions.Fraction) otherwise.
     """
     forms = theorem2_closed_forms()[con.orientation]
-    gram = OrthonormalGram()
+    gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
     scores = [sp.nsimplify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
     model = [sp.nsimplify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
-    frac_gram = FractionOrthonormalGram()
+    frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
     numbers = {
         "closed_form_displayed": str(forms["displayed"]),
         "closed_form_model": str(forms["model"]),
@@ -169,7 +184,7 @@ def check_theorem2(con: PrevTokenConstruction) -> Evidence:
         details=details, **base)
 
 
-def check_eq14(con: InductionKeyConstruction) -> Evidence:
+def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None = None) -> Evidence:
     """Exact check of ws24 Eq. 14 under the orthonormal idealization.
 
     Statement: (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T) [z_s = z_T] for all tokens
@@ -179,7 +194,8 @@ def check_eq14(con: InductionKeyConstruction) -> Evidence:
         ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction).
     """
     forms = eq14_closed_forms()[con.orientation]
-    gram, frac_gram = OrthonormalGram(), FractionOrthonormalGram()
+    gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
+    frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
     rows = []
     for T in range(1, con.V + 1):
         for s in range(1, con.V + 1):

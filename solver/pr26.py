@@ -1,0 +1,388 @@
+"""Solver layer for pr26: realizability of a task by a PE family as exact linear programs.
+
+Source: pr26 (TMLR 2026), Prop. 1 (affine endpoint) and Theorem 2 (relative heads).
+
+Encoding.  A head's logits are linear in its parameter (W for absolute families, w for
+relative ones; :mod:`verify.constructions.pe`).  "The head realizes the task at length
+L with margin >= gamma" is the conjunction, over query rows i and keys j <= i, j != t_L(i),
+of the linear constraints
+
+    logit(i, t_L(i)) - logit(i, j) >= gamma,
+
+whose coefficients are computed exactly in fractions.Fraction from the shared feature
+maps and handed to z3 as rationals.  Because the constraints are homogeneous in the
+parameter, "margin >= 1" is equivalent to "strict masked argmax on every row" (scale
+the parameter), so UNSAT means: no parameter realizes the task at all.  Each
+obligation is a pure conjunction of linear constraints over exact rationals in a fresh
+z3 context (:func:`verify.solver.common.check`), so a Farkas certificate can be
+attached to every UNSAT answer later; :func:`realize_rows` returns the constraint rows
+themselves (coefficient vectors) for that purpose.  Identical constraint rows are
+deduplicated (relative families produce many).
+
+Trigonometric features (sinusoidal, RoPE) enter as rationals: sin/cos are rounded to
+the nearest multiple of 2^-40 (``pe.FractionArith``); an answer is exact for the
+rounded feature map, and a SAT witness is also re-checked on the true features in
+float64 (the margin moves by at most r ||w||_1 2^-40).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Sequence
+
+import z3
+
+from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
+from verify.evidence import Evidence, engine_versions
+from verify.solver.common import ObligationResult, check, rval
+
+
+def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable[int] | None = None,
+                 ar: Any = None) -> list[tuple[Fraction, ...]]:
+    """Exact coefficient vectors c with  c . theta >= gamma  <=>  row-wise margin >= gamma.
+
+    theta is the flattened parameter (W row-major for absolute families, w for relative).
+
+    Args:
+        family, task: the PE family and the task.
+        L: the length at which the task is posed (targets t_L(i)).
+        window: the family's L0 (trained slots / feature dimension).
+        rows: the query rows to encode (default: all of task.rows(L)).
+    Returns:
+        deduplicated list of tuples of Fractions, each of length family.dim(window)^k.
+    """
+    ar = ar or FractionArith(0)
+    r = family.dim(window)
+    feats = [family.features(m, window, ar) for m in range(L)]
+    out: dict[tuple, None] = {}
+    for i in (rows if rows is not None else task.rows(L)):
+        t = int(task.target(i, L))
+        for j in range(i + 1):
+            if j == t:
+                continue
+            if family.kind == "relative":
+                c = tuple(a - b for a, b in zip(feats[i - t], feats[i - j]))
+            else:
+                pi, pt, pj = feats[i], feats[t], feats[j]
+                c = tuple(pi[a] * (pt[b] - pj[b]) for a in range(r) for b in range(r))
+            out[c] = None
+    return list(out)
+
+
+def _params(ctx: z3.Context, n: int) -> list[z3.ArithRef]:
+    return [z3.Real(f"theta_{a}", ctx) for a in range(n)]
+
+
+def _lin(ctx: z3.Context, theta: Sequence[z3.ArithRef], c: Sequence[Fraction]) -> z3.ArithRef:
+    terms = [rval(ctx, ca) * th for ca, th in zip(c, theta) if ca != 0]
+    return z3.Sum(terms) if terms else z3.RealVal(0, ctx)
+
+
+def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
+                  margin: Fraction = Fraction(1), extra: Sequence[tuple[Sequence[Fraction], Fraction]] = ()) -> ObligationResult:
+    """Check  exists theta: c . theta >= margin for every row c (and c' . theta >= b' for extra).
+
+    A pure conjunction of linear constraints over exact rationals in a fresh z3 context.
+    """
+    def build(ctx: z3.Context):
+        th = _params(ctx, dim)
+        m = rval(ctx, margin)
+        cons = [_lin(ctx, th, c) >= m for c in rows]
+        cons += [_lin(ctx, th, c) >= rval(ctx, b) for c, b in extra]
+        return cons
+
+    return check(name, build, timeout_ms)
+
+
+def _theta_from_model(model: dict[str, Fraction], dim: int) -> list[Fraction]:
+    return [model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
+
+
+def _shape(family: Family, window: int, theta: Sequence[Fraction]) -> Any:
+    if family.kind == "relative":
+        return list(theta)
+    r = family.dim(window)
+    return [list(theta[a * r:(a + 1) * r]) for a in range(r)]
+
+
+def recheck_exact(family: Family, task: Task, param: Any, L: int, window: int, margin: Fraction = Fraction(1),
+                  rows: Iterable[int] | None = None) -> tuple[bool, Fraction | None]:
+    """Re-evaluate a witness outside z3 in fractions.Fraction: min row margin >= margin?
+
+    Returns:
+        (ok, min margin over the rows).
+    """
+    ar = FractionArith(0)
+    feats = [family.features(m, window, ar) for m in range(L)]
+    worst = None
+    for i in (rows if rows is not None else task.rows(L)):
+        mg = exact_row_margin(family, task, param, i, L, window, ar, feats)
+        if mg is not None and (worst is None or mg < worst):
+            worst = mg
+    return (worst is None or worst >= margin), worst
+
+
+def recheck_float_true(family: Family, task: Task, param: Any, L: int, window: int,
+                       rows: Iterable[int] | None = None) -> float:
+    """Min row margin of a witness on the *true* (unrounded) features, float64."""
+    ar = FloatArith(0)
+    feats = [family.features(m, window, ar) for m in range(L)]
+    p = [float(x) for x in param] if family.kind == "relative" else [[float(x) for x in row] for row in param]
+    worst = float("inf")
+    for i in (rows if rows is not None else task.rows(L)):
+        mg = exact_row_margin(family, task, p, i, L, window, ar, feats)
+        if mg is not None:
+            worst = min(worst, mg)
+    return worst
+
+
+# ----------------------------------------------------------------------------- Prop. 1
+
+
+def prop1_obligation(family: Family, n: int, timeout_ms: int) -> ObligationResult:
+    """'Some W realizes prev at length n with margin >= 1' for an absolute family (rows 1..n-1, 0-indexed)."""
+    rows = realize_rows(family, get_task("prev"), n, n)
+    dim = len(rows[0]) if rows else family.dim(n) ** 2
+    return lp_obligation(f"exists W: prev at n = {n} with margin >= 1 ({family.name}, {len(rows)} constraints)",
+                         rows, dim, timeout_ms)
+
+
+def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Family = QUADRATIC,
+                budget_s: float | None = None) -> Evidence:
+    """pr26 Prop. 1, bounded: for each n = 3..N, no W realizes prev with phi = family (expect UNSAT);
+    the control family (quadratic [1, i, i^2]) must answer SAT with an exactly re-checked witness.
+
+    Args:
+        family: the family under test (``affine``; a corrupted family for fault injection).
+        N: largest length (>= 3).
+        timeout_ms: per-obligation budget.
+        budget_s: stop early (status inconclusive for the rest) when the total exceeds it.
+    Returns:
+        proved (all UNSAT, control SAT), refuted (a witness W re-checked in Fractions:
+        the family realizes prev at some n), inconclusive (unknown / budget), or error
+        (the control is not SAT: the encoding would be vacuous).
+    """
+    results: list[ObligationResult] = []
+    witness = None
+    total = 0.0
+    reached = 2
+    for n in range(3, N + 1):
+        if budget_s is not None and total > budget_s:
+            break
+        res = prop1_obligation(family, n, timeout_ms)
+        results.append(res)
+        total += res.seconds
+        if res.answer == "unknown":
+            break
+        if res.answer == "sat":
+            W = _shape(family, n, _theta_from_model(res.model, family.dim(n) ** 2))
+            ok, mg = recheck_exact(family, get_task("prev"), W, n, n)
+            witness = {"n": n, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg),
+                       "rechecked_in": "fractions.Fraction", "recheck_ok": ok}
+            break
+        reached = n
+    # control: the same encoding with quadratic features is SAT
+    nc = min(max(N, 3), 16)
+    ctl = prop1_obligation(control, nc, timeout_ms)
+    ctl_ok = False
+    ctl_w = None
+    if ctl.answer == "sat":
+        W = _shape(control, nc, _theta_from_model(ctl.model, control.dim(nc) ** 2))
+        ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
+        ctl_w = {"n": nc, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg)}
+    cert = {"obligations": [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in results],
+            "control": {"name": ctl.name, "answer": ctl.answer, "seconds": ctl.seconds, "witness": ctl_w,
+                        "witness_rechecked_exact": ctl_ok}}
+    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    numbers = {"N": N, "n_reached": reached, "answers": counts, "solver_seconds": round(total, 3),
+               "control_answer": ctl.answer, "control_witness_ok": ctl_ok,
+               "max_constraints": max((len(r.smt2.splitlines()) for r in results[-1:]), default=0)}
+    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert,
+                bound=f"n = 3..{reached} (every W in Q^(r x r); margin >= 1 is equivalent to strict argmax by scaling)",
+                details=[f"control {control.description}, n = {nc}: {ctl.answer.upper()}"
+                         + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok else "")])
+    if witness is not None and witness["recheck_ok"]:
+        return Evidence(status="refuted", witness=witness,
+                        summary=(f"SAT at n = {witness['n']}: a W with phi = {family.description} realizes prev with "
+                                 f"margin {witness['min_margin_exact']} (re-checked exactly)"), **base)
+    if witness is not None:
+        return Evidence(status="error", summary="a SAT witness failed the exact re-check", witness=witness, **base)
+    unknown = [r for r in results if r.answer == "unknown"]
+    if unknown:
+        return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})", **base)
+    if not ctl_ok:
+        return Evidence(status="error", summary=f"control ({control.name}) was not SAT with a valid witness: "
+                        "the encoding may be vacuous", **base)
+    if reached < N:
+        return Evidence(status="inconclusive", summary=f"budget reached at n = {reached} < N = {N}", **base)
+    return Evidence(status="proved", summary=(
+        f"UNSAT for every n = 3..{N}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict); "
+        f"control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
+
+
+# ----------------------------------------------------------------------------- Theorem 2
+
+
+@dataclass(frozen=True)
+class T2Obligation:
+    """One Theorem 2 obligation: task at lengths (L0, L) with a free relative kernel k(0..L-1)."""
+
+    task: str
+    L0: int
+    L: int
+    peak: int | None  # condition (ii): strict unique global maximiser at delta* = peak (< L0); None = no condition
+    expect: str       # "unsat" or "sat"
+
+
+def t2_rows(task: Task, L0: int, L: int, family: Family, window: int) -> list[tuple[Fraction, ...]]:
+    """Constraint rows realizing the task at both lengths L0 and L with one relative kernel."""
+    rows = realize_rows(family, task, L0, window) + realize_rows(family, task, L, window)
+    return list(dict.fromkeys(rows))
+
+
+def peak_rows(peak: int, L: int, family: Family, window: int) -> list[tuple[Fraction, ...]]:
+    """Condition (ii): k(peak) - k(d) >= 1 for every offset d in 0..L-1, d != peak."""
+    ar = FractionArith(0)
+    feats = [family.features(m, window, ar) for m in range(L)]
+    return [tuple(a - b for a, b in zip(feats[peak], feats[d])) for d in range(L) if d != peak]
+
+
+def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int) -> tuple[ObligationResult, dict | None]:
+    """Run one Theorem 2 obligation; for SAT, re-check the kernel exactly (and on true features)."""
+    task = get_task(ob.task)
+    window = ob.L  # one parameter per offset 0..L-1 for the free kernel
+    rows = t2_rows(task, ob.L0, ob.L, family, window)
+    if ob.peak is not None:
+        rows = rows + peak_rows(ob.peak, ob.L, family, window)
+    cond = f", unique global max at delta* = {ob.peak}" if ob.peak is not None else ", no maximiser condition"
+    name = f"{family.name} kernel realizes {ob.task} at L0 = {ob.L0} and L = {ob.L}{cond}"
+    res = lp_obligation(name, rows, family.dim(window), timeout_ms)
+    wit = None
+    if res.answer == "sat":
+        k = _theta_from_model(res.model, family.dim(window))
+        ok0, m0 = recheck_exact(family, task, k, ob.L0, window)
+        ok1, m1 = recheck_exact(family, task, k, ob.L, window)
+        wit = {"obligation": name, "rechecked_in": "fractions.Fraction", "recheck_ok": ok0 and ok1,
+               "min_margin_L0": str(m0), "min_margin_L": str(m1)}
+        if family.name == "free-relative":
+            wit["k(delta), delta = 0..L-1"] = [str(x) for x in k]
+        else:
+            wit["w"] = [str(x) for x in k]
+        if not family.rational:
+            wit["min_margin_true_features_float64"] = min(recheck_float_true(family, task, k, ob.L0, window),
+                                                          recheck_float_true(family, task, k, ob.L, window))
+    return res, wit
+
+
+def default_t2_obligations(K: int, lengths: Sequence[tuple[int, int]]) -> list[T2Obligation]:
+    """The default obligation list: copy/reverse under (ii) at every admissible peak (UNSAT),
+    copy without (ii) (SAT), prev and skip-K with a peak at their offset (SAT)."""
+    obs: list[T2Obligation] = []
+    for L0, L in lengths:
+        for task in ("copy", "reverse"):
+            for peak in range(L0):
+                obs.append(T2Obligation(task, L0, L, peak, "unsat"))
+        obs.append(T2Obligation("copy", L0, L, None, "sat"))
+        obs.append(T2Obligation("prev", L0, L, 1, "sat"))
+        if K < L0:
+            obs.append(T2Obligation(f"skip-{K}", L0, L, K, "sat"))
+    return obs
+
+
+def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: int = 3, timeout_ms: int = 20_000,
+                   family: Family | None = None, unique_max: bool = True, extra_families: Sequence[Family] = ()) -> Evidence:
+    """pr26 Theorem 2, bounded, with a free relative kernel k(delta), delta = 0..L-1.
+
+    Condition (ii) as encoded: k has a strict unique global maximiser delta* over offsets
+    0..L-1 and delta* < L0 (the maximiser lies in the trained window, so deep rows exist
+    at both lengths).  Expected: copy and reverse UNSAT for every delta* < L0 at both
+    length pairs; copy SAT without (ii); prev (delta* = 1) and skip-K (delta* = K) SAT.
+
+    Args:
+        lengths: (L0, L) pairs with L >= 2 L0 (so ceil(L/2) >= L0).
+        unique_max: False drops condition (ii) from the UNSAT obligations (fault injection:
+            a kernel without a unique maximiser); the copy obligations then turn SAT.
+        extra_families: relative families (rope, alibi) whose prev obligation at each
+            length pair is also reported (informational; rope uses rounded trig features).
+    Returns:
+        proved when every answer matches and every SAT witness re-checks exactly;
+        refuted when an expected-UNSAT obligation is SAT with an exactly re-checked kernel;
+        inconclusive on unknown; error when an expected-SAT obligation is UNSAT.
+    """
+    from verify.constructions.pe import FAMILIES
+
+    family = family or FAMILIES["free-relative"]
+    obs = default_t2_obligations(K, lengths)
+    results, rows_out, witnesses = [], [], []
+    refuting = None
+    vacuous = []
+    for ob in obs:
+        if not unique_max and ob.expect == "unsat":
+            ob = T2Obligation(ob.task, ob.L0, ob.L, None, "unsat")
+            if any(o.task == ob.task and o.L0 == ob.L0 and o.peak is None for o in rows_out):
+                continue
+        res, wit = t2_obligation(ob, family, timeout_ms)
+        results.append(res)
+        rows_out.append(ob)
+        if wit is not None:
+            witnesses.append(wit)
+        if ob.expect == "unsat" and res.answer == "sat" and wit and wit["recheck_ok"] and refuting is None:
+            refuting = wit
+        if ob.expect == "sat" and res.answer == "unsat":
+            vacuous.append(res.name)
+    info = []
+    for fam in extra_families:
+        for L0, L in lengths:
+            res, wit = t2_obligation(T2Obligation("prev", L0, L, None, "sat"), fam, timeout_ms)
+            info.append({"name": res.name, "answer": res.answer, "seconds": res.seconds, "witness": wit})
+    # reverse without the condition (informational): unrealizable by any relative kernel?
+    rev_free = []
+    for L0, L in lengths:
+        res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms)
+        rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
+    cert = {"obligations": [{"name": r.name, "answer": r.answer, "expected": o.expect, "seconds": r.seconds}
+                            for r, o in zip(results, rows_out)],
+            "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free}
+    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    numbers = {"lengths": [list(x) for x in lengths], "K": K, "answers": counts, "obligations": len(results),
+               "solver_seconds": round(sum(r.seconds for r in results), 3),
+               "reverse_without_condition": [x["answer"] for x in rev_free],
+               "family_prev": {x["name"]: x["answer"] for x in info}}
+    details = []
+    for L0, L in lengths:
+        sub = [(r, o) for r, o in zip(results, rows_out) if o.L0 == L0]
+        for task in ("copy", "reverse"):
+            cond = [r.answer for r, o in sub if o.task == task and o.peak is not None]
+            if cond:
+                details.append(f"{task} at L0 = {L0}, L = {L} under (ii), every delta* < {L0}: "
+                               f"{'UNSAT' if all(a == 'unsat' for a in cond) else ', '.join(sorted(set(cond))).upper()} "
+                               f"({len(cond)} obligations)")
+        for r, o in sub:
+            if o.peak is None or o.expect == "sat":
+                details.append(f"{r.name}: {r.answer.upper()}")
+    details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in rev_free + info]
+    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert, details=details,
+                bound=(f"(L0, L) in {list(lengths)}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
+                       "(ii) = strict unique global maximiser delta* < L0"))
+    unknown = [r for r in results if r.answer == "unknown"]
+    if refuting is not None:
+        return Evidence(status="refuted", witness=refuting, summary=(
+            f"SAT: {refuting['obligation']} (re-checked exactly, margins {refuting['min_margin_L0']}, "
+            f"{refuting['min_margin_L']})"), **base)
+    if unknown:
+        return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})", **base)
+    if vacuous:
+        return Evidence(status="error", summary=f"expected SAT but UNSAT (encoding too strong): {vacuous[0]}", **base)
+    bad_w = [w for w in witnesses if not w["recheck_ok"]]
+    if bad_w:
+        return Evidence(status="error", summary=f"witness failed the exact re-check: {bad_w[0]['obligation']}", **base)
+    return Evidence(status="proved", witness=next((w for w in witnesses if "copy" in w["obligation"]), None), summary=(
+        f"UNSAT: no relative kernel with a strict unique global maximiser in the trained window realizes copy or reverse "
+        f"at both lengths of {list(lengths)}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{K} SAT"),
+        **base)
+
+
+__all__ = ["realize_rows", "lp_obligation", "recheck_exact", "recheck_float_true", "prop1_obligation",
+           "check_prop1", "check_theorem2", "T2Obligation", "t2_obligation", "t2_rows", "peak_rows",
+           "default_t2_obligations"]

@@ -1,0 +1,12 @@
+"""Shared test configuration: a derandomized hypothesis profile with no deadline (CI)."""
+
+import os
+
+import torch
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", deadline=None, max_examples=60)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+torch.set_num_threads(2)

@@ -1,0 +1,131 @@
+"""The CLI contract: exit codes, one-line errors before any work, JSON structure,
+determinism, and name resolution (DESIGN.md, CLI contract)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from verify.proofs import registry
+from verify.proofs.cli import main
+from verify.proofs.model import InputError
+
+SMALL = ["--d", "256", "--V", "16", "--T", "8", "--N", "64", "--Vmax", "4"]
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("orientation,code,verdict", [("transposed", 0, "HOLDS WITH FIX"), ("as-written", 1, "FAILS")])
+def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
+    rc, out, err = run(capsys, "theorem2", "--orientation", orientation, "--format", "json", *SMALL)
+    assert rc == code
+    doc = json.loads(out)
+    assert doc["schema"] == "verify/1" and doc["exit_code"] == code
+    (res,) = doc["results"]
+    assert res["claim"] == "ws24:theorem2" and res["variant"] == orientation and res["verdict"] == verdict
+    assert set(res["layers"]) == {"symbolic", "solver", "numeric"}
+    for layer in res["layers"].values():
+        assert layer["status"] in ("proved", "refuted", "consistent")
+        assert isinstance(layer["wall_time_s"], float)
+    if verdict == "FAILS":
+        assert res["layers"]["symbolic"]["witness"]["displayed_score"] == "0"
+
+
+def test_text_output_has_witness_and_caveat(capsys):
+    rc, out, _ = run(capsys, "ws24:theorem2", *SMALL)
+    assert rc == 1
+    assert "FAILS" in out and "witness:" in out and "reconstructed from the public Bietti et al. code" in out
+    assert "w_E(v)^T W^1_K r_{-1}" in out  # the equivalent repair is named
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["no-such-claim"], "unknown claim"),
+    (["theorem2", "--orientation", "sideways"], "--orientation 'sideways' is not valid"),
+    (["ws24:theorem2", "--d", "0"], "--d must be >= 1"),
+    (["ws24:theorem2", "--d", "32", "--V", "64"], "exceeds --d"),
+    (["ws24:theorem2", "--N", "1000000"], "GiB"),
+    (["ws24:theorem2", "--eps", "abc"], "expects a number"),
+    (["ws24:theorem2", "--no-such-option", "1"], "No such option"),
+    (["ws24"], "is a paper, not a claim"),
+    (["eq14", "--layers", "quantum"], "--layers"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, needle):
+    rc, out, err = run(capsys, *args)
+    assert rc == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err
+
+
+def test_bad_input_refused_before_work(capsys, monkeypatch):
+    # the numeric layer must never start for refused sizes
+    import verify.numeric.ws24 as num
+
+    monkeypatch.setattr(num, "check_theorem2", lambda *a, **k: pytest.fail("work started"))
+    rc, _, _ = run(capsys, "ws24:theorem2", "--d", "8", "--V", "9")
+    assert rc == 2
+
+
+def test_console_script_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "verify", "theorem2", "--orientation", "sideways"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_help_documents_exit_codes(capsys):
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0 and "Exit codes" in out and "3  inconclusive" in out
+
+
+def test_list_and_show(capsys):
+    rc, out, _ = run(capsys, "list")
+    assert rc == 0 and "ws24:theorem2" in out and "ws24:eq14" in out
+    rc, out, _ = run(capsys, "show", "eq14")
+    assert rc == 0 and "arXiv 2412.11459" in out and "--orientation" in out
+
+
+def test_same_inputs_same_json(capsys):
+    args = ["eq14", "--format", "json", "--no-timings", *SMALL]
+    _, a, _ = run(capsys, *args)
+    _, b, _ = run(capsys, *args)
+    assert a == b
+
+
+def test_layers_option_skips(capsys):
+    rc, out, _ = run(capsys, "theorem2", "--orientation", "transposed", "--layers", "symbolic", "--format", "json")
+    doc = json.loads(out)
+    layers = doc["results"][0]["layers"]
+    assert layers["symbolic"]["status"] == "proved" and layers["numeric"]["status"] == "skipped"
+    assert rc == 0
+
+
+def test_resolution_by_options():
+    assert registry.resolve("theorem2", ["orientation"]).id == "ws24:theorem2"
+    assert registry.resolve("WS24:EQ14").id == "ws24:eq14"
+    with pytest.raises(InputError):
+        registry.resolve("theorem2", ["no_such_option"])
+
+
+def test_inconclusive_is_exit_3(capsys, monkeypatch):
+    # a solver that answers unknown must never pass
+    import verify.solver.common as common
+
+    real = common.check
+
+    def unknown(name, build, timeout_ms, seed=0):
+        r = real(name, build, timeout_ms, seed)
+        r.answer, r.reason = "unknown", "timeout (forced)"
+        return r
+
+    import verify.solver.ws24 as sol
+
+    monkeypatch.setattr(sol, "check", unknown)
+    rc, out, _ = run(capsys, "theorem2", "--orientation", "transposed", "--layers", "symbolic,solver")
+    assert rc == 3 and "INCONCLUSIVE" in out

@@ -1,0 +1,234 @@
+"""kvshift24 (arXiv 2411.19574 v2): known verdicts, fault injection, exact property tests, CLI."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verify.constructions import kvshift as kc
+from verify.evidence import Context
+from verify.proofs import registry
+from verify.proofs.cli import main
+from verify.proofs.model import InputError, run_claim
+
+CTX = Context(seed=0)
+SMALL = {"L": 32, "d": 16}
+
+
+def _t2():
+    return registry.get("kvshift24:theorem2")
+
+
+# ------------------------------------------------------------------ known verdicts
+
+
+@pytest.mark.parametrize("fix,sigma,verdict", [
+    ("none", "1", "FAILS"),
+    ("none", "2", "FAILS"),
+    ("mask", "2", "FAILS"),
+    ("mask", "1", "HOLDS WITH FIX"),
+    ("mask+scale", "2", "HOLDS WITH FIX"),
+    ("mask+scale", "1/3", "HOLDS WITH FIX"),
+])
+def test_theorem2_known_verdicts(fix, sigma, verdict):
+    c = _t2()
+    p = c.parse_params({"fix": fix, "sigma": sigma, **SMALL})
+    r = run_claim(c, p, CTX)
+    assert r.verdict == verdict, [(e.layer, e.status, e.summary) for e in r.evidence]
+    statuses = {e.layer: e.status for e in r.evidence}
+    if verdict == "FAILS":
+        assert statuses["symbolic"] == "refuted" and statuses["solver"] == "refuted"
+    else:
+        assert statuses["symbolic"] == "proved" and statuses["solver"] == "proved"
+    assert statuses["numeric"] == "consistent"
+
+
+def test_expectations_recorded_for_every_variant():
+    c = _t2()
+    assert [c.variant_label(v) for v in c.variants] == ["none", "mask", "mask+scale"]
+    assert c.expected == {"none": "FAILS", "mask": "FAILS", "mask+scale": "HOLDS WITH FIX"}
+    assert c.fix({"fix": "none"}) is None and "b1 = 1" in c.fix({"fix": "mask+scale"})
+
+
+def test_witness_ABA_numbers():
+    from verify.solver.kvshift import check_theorem2
+
+    ev = check_theorem2(kc.variant("none"), Fraction(1, 2), Fraction(1))
+    assert ev.status == "refuted"
+    w = ev.witness
+    assert w["x"] == "(A, B, A)" and w["IH"] == "B"
+    # c_A = (e^-1 + 1) / (e^-1 + e^{1/2} + 1), c_B = e^{1/2} / (...)
+    Z = math.exp(-1) + math.exp(0.5) + 1
+    assert w["KVSA_coefficients"]["A"] == pytest.approx((math.exp(-1) + 1) / Z, abs=1e-4)
+    assert w["KVSA_coefficients"]["B"] == pytest.approx(math.exp(0.5) / Z, abs=1e-4)
+    assert Fraction(w["apart_by_at_least"]) > Fraction(45, 100)
+    assert "(A, A, A): equal (proved)" in ev.numbers["smaller_candidates"]
+
+
+def test_symbolic_closed_form_ABA():
+    import sympy as sp
+
+    from verify.symbolic.kvshift import M, SIGMA, aba_closed_form
+
+    cf = aba_closed_form(kc.variant("none"))
+    val = float(cf["diff_A"].subs({M: sp.Rational(1, 2), SIGMA: 1}))
+    Z = math.exp(-1) + math.exp(0.5) + 1
+    assert val == pytest.approx((math.exp(-1) + 1) / Z, rel=1e-12)
+    # mask: only the value scale remains, (1/sigma - 1) B
+    cm = aba_closed_form(kc.variant("mask"))
+    assert sp.simplify(cm["diff_A"]) == 0
+    assert sp.simplify(cm["diff_B"] - (1 / SIGMA - 1)) == 0
+    assert sp.simplify(aba_closed_form(kc.variant("mask+scale"))["diff_B"]) == 0
+
+
+def test_decomposition_pieces():
+    from verify.symbolic.kvshift import decomposition
+
+    d = decomposition(kc.variant("none"))
+    assert d["identity_ok"] and d["split_ok"]
+    assert not any(d["vanishing"].values())
+    d2 = decomposition(kc.variant("mask+scale"))
+    assert all(d2["vanishing"].values())
+    d3 = decomposition(kc.variant("mask"))
+    assert [k for k, v in d3["vanishing"].items() if not v] == ["value scale b1 = 1/sigma"]
+
+
+# ------------------------------------------------------------------ fault injection
+
+FAULTS = ["fault:drop-first-only", "fault:drop-last-only", "fault:normalisation-only", "fault:scale-without-mask"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_injection_changes_every_layer(fault):
+    from verify.numeric.kvshift import check_theorem2 as num
+    from verify.solver.kvshift import check_theorem2 as sol
+    from verify.symbolic.kvshift import check_theorem2 as sym
+
+    m, sigma = Fraction(1, 2), Fraction(2)
+    good, bad = kc.variant("mask+scale"), kc.variant(fault)
+    assert sym(good, m, sigma).status == "proved"
+    assert sym(bad, m, sigma).status == "refuted"
+    assert sol(good, m, sigma, Lmax=8).status == "proved"
+    sb = sol(bad, m, sigma, Lmax=8)
+    assert sb.status == "refuted" and Fraction(sb.witness["apart_by_at_least"]) > 0
+    assert num(good, m, sigma, 32, 16, 0).outcome == "holds"
+    assert num(bad, m, sigma, 32, 16, 0).outcome == "fails"
+
+
+def test_fault_normalisation_only_fails_across_slopes():
+    """Changing only the normaliser leaves a visible error at both a flat and a steep ALiBi slope."""
+    from verify.numeric.kvshift import sweep
+
+    g = sweep(kc.variant("fault:normalisation-only"), 64, 16, 2, 16, 0,
+              ms=(Fraction(0), Fraction(2)), sigmas=(Fraction(1, 64), Fraction(1)))
+    assert g[(Fraction(0), Fraction(1))] > 1e-3
+    assert g[(Fraction(2), Fraction(1))] > 1e-3
+
+
+# ------------------------------------------------------------------ exact property tests
+
+rat = st.fractions(min_value=Fraction(-3), max_value=Fraction(3), max_denominator=50)
+
+
+def stand_in_exp(q: Fraction) -> Fraction:
+    """A positive, strictly increasing rational stand-in for exp (exactness of the structure)."""
+    q = Fraction(q)
+    return 1 + q + q * q / 2 if q >= 0 else 1 / (1 - q + q * q / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(L=st.integers(3, 9), data=st.data(),
+       m=st.fractions(min_value=0, max_value=2, max_denominator=20),
+       sigma=st.fractions(min_value=Fraction(1, 10), max_value=4, max_denominator=20))
+def test_repaired_equals_ih_exactly(L, data, m, sigma):
+    dots = [Fraction(0)] + data.draw(st.lists(rat, min_size=L, max_size=L))
+    dq = lambda i: dots[i]  # noqa: E731
+    kv = kc.evaluate(kc.kvsa_terms(L, "mask+scale", sigma), dq, sigma, m, stand_in_exp, Fraction(0))
+    ih = kc.evaluate(kc.ih_terms(L), dq, sigma, m, stand_in_exp, Fraction(0))
+    assert kv == ih
+    assert sum(ih.values()) == 1 and set(ih) == set(range(2, L))
+    # the as-written construction puts positive weight on x_1 and x_L, which IH never does
+    none = kc.evaluate(kc.kvsa_terms(L, "none", sigma), dq, sigma, m, stand_in_exp, Fraction(0))
+    assert none[1] > 0 and none[L] > 0 and none != ih
+    # mask alone: exactly IH / sigma
+    mask = kc.evaluate(kc.kvsa_terms(L, "mask", sigma), dq, sigma, m, stand_in_exp, Fraction(0))
+    assert all(mask[i] == ih[i] / sigma for i in ih)
+
+
+@settings(max_examples=60, deadline=None)
+@given(q=st.fractions(min_value=-20, max_value=20, max_denominator=1000))
+def test_exp_enclosure_is_rigorous_and_tight(q):
+    lo, hi = kc.exp_enclosure(q)
+    assert 0 < lo <= hi
+    e = math.exp(float(q))
+    assert float(lo) <= e * (1 + 1e-15) and float(hi) >= e * (1 - 1e-15)
+    assert (hi - lo) / lo < Fraction(1, 10**20)
+
+
+@settings(max_examples=25, deadline=None)
+@given(L=st.integers(3, 6), data=st.data())
+def test_interval_witness_recheck_on_tokens(L, data):
+    toks = tuple(data.draw(st.lists(st.sampled_from("ABC"), min_size=L, max_size=L)))
+    m, sigma = Fraction(1, 3), Fraction(3, 2)
+    ih = kc.interval_coefficients(kc.ih_terms(L), kc.token_dot(toks), sigma, m)
+    kv = kc.interval_coefficients(kc.kvsa_terms(L, "mask+scale", sigma), kc.token_dot(toks), sigma, m)
+    assert ih == kv
+    none = kc.interval_coefficients(kc.kvsa_terms(L, "none", sigma), kc.token_dot(toks), sigma, m)
+    assert none[1][0] > 0  # x_1's coefficient is bounded away from 0 exactly
+
+
+# ------------------------------------------------------------------ CLI and name resolution
+
+
+def test_cli_witness_exit_1(capsys):
+    code = main(["kvshift24:theorem2", "--m", "0.5", "--sigma", "1", "--L", "32", "--d", "16", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "x = (A, B, A), m = 1/2, sigma = 1: IH = B; KVSA = 0.4535 A + 0.5465 B" in out
+    assert "FAILS" in out
+
+
+def test_cli_mask_scale_exit_0(capsys):
+    assert main(["kvshift24:theorem2", "--fix", "mask+scale", "--L", "32", "--d", "16", "--quiet"]) == 0
+    assert "HOLDS WITH FIX" in capsys.readouterr().out
+
+
+def test_cli_mask_sigma2_names_value_scale(capsys):
+    assert main(["theorem2", "--fix", "mask", "--sigma", "2", "--L", "32", "--d", "16", "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "value scale b1 = 1/sigma" in out and "IH / sigma" in out
+
+
+def test_bare_theorem2_is_ambiguous(capsys):
+    assert main(["theorem2"]) == 2
+    err = capsys.readouterr().err
+    assert "ambiguous" in err and "ws24:theorem2" in err and "kvshift24:theorem2" in err
+
+
+def test_options_disambiguate():
+    assert registry.resolve("theorem2", ["orientation"]).id == "ws24:theorem2"
+    assert registry.resolve("theorem2", ["fix"]).id == "kvshift24:theorem2"
+    assert registry.resolve("theorem2", ["sigma", "m"]).id == "kvshift24:theorem2"
+    with pytest.raises(InputError, match="ambiguous"):
+        registry.resolve("theorem2", [])
+
+
+@pytest.mark.parametrize("raw,msg", [
+    ({"sigma": "0"}, "sigma must be > 0"),
+    ({"sigma": "-1/2"}, "sigma must be > 0"),
+    ({"L": "2"}, "L must be >= 3"),
+    ({"L": "100000", "d": "4096"}, "GiB"),
+    ({"m": "-1"}, "--m must be >= 0"),
+])
+def test_bad_input_refused(raw, msg):
+    with pytest.raises(InputError, match=msg):
+        _t2().parse_params(raw)
+
+
+def test_cli_bad_input_exit_2(capsys):
+    assert main(["kvshift24:theorem2", "--sigma", "0"]) == 2
+    assert "sigma" in capsys.readouterr().err
