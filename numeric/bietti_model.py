@@ -99,16 +99,30 @@ def sample_sequences(V: int, T: int, N: int, seed: int) -> tuple[torch.Tensor, t
     return tokens, y, s0
 
 
+def _inputs(fr: FrozenParts, tokens: torch.Tensor, pe: str) -> torch.Tensor:
+    """x_t for every sequence and position, shape (N, T, d)."""
+    X = fr.w_E[tokens]
+    return X + fr.p[: tokens.shape[1]] if pe == "ape" else X
+
+
+def _project(fr: FrozenParts, tokens: torch.Tensor, pe: str, M: torch.Tensor) -> torch.Tensor:
+    """x_t^T M for every sequence and position, shape (N, T, d).
+
+    Computed on the embedding tables ((w_E M)[z_t] + (p M)[t]) and gathered: V d^2
+    instead of N T d^2 multiply-adds; exact same values, autograd flows through M.
+    """
+    out = (fr.w_E @ M)[tokens]
+    return out + (fr.p[: tokens.shape[1]] @ M) if pe == "ape" else out
+
+
 def layer1_scores(fr: FrozenParts, W1K: torch.Tensor, tokens: torch.Tensor, pe: str) -> torch.Tensor:
     """Layer-1 attention scores score1(t <- s), shape (N, T, T), -inf above the diagonal.
 
     RPE: w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}); APE: x_t^T W^1_K x_s (ws24 / bietti23).
     """
     N, T = tokens.shape
-    X = fr.w_E[tokens]
-    if pe == "ape":
-        X = X + fr.p[:T]
-    Q = X @ W1K
+    X = _inputs(fr, tokens, pe)
+    Q = _project(fr, tokens, pe, W1K)  # rows x_t^T W^1_K
     S = Q @ X.transpose(1, 2)
     if pe == "rpe":
         QR = Q @ fr.r[:T].T  # [n, t, i] = query_t^T W r_{-i}
@@ -122,12 +136,9 @@ def layer1_scores(fr: FrozenParts, W1K: torch.Tensor, tokens: torch.Tensor, pe: 
 def forward(fr: FrozenParts, W1K: torch.Tensor, W2K: torch.Tensor, W2O: torch.Tensor,
             tokens: torch.Tensor, pe: str = "rpe") -> torch.Tensor:
     """Logits at the final position, shape (N, V)."""
-    T = tokens.shape[1]
-    X = fr.w_E[tokens]
-    if pe == "ape":
-        X = X + fr.p[:T]
+    X = _inputs(fr, tokens, pe)
     A1 = torch.softmax(layer1_scores(fr, W1K, tokens, pe), dim=-1)
-    H = X + A1 @ (X @ fr.Phi_1.T)
+    H = X + A1 @ _project(fr, tokens, pe, fr.Phi_1.T)
     hT = H[:, -1]
     a2 = torch.softmax(torch.einsum("nd,de,nse->ns", hT, W2K, H), dim=-1)
     ctx = torch.einsum("ns,nsd->nd", a2, H)

@@ -71,13 +71,10 @@ def _protocol(d: int, V: int, T: int, N: int, seed: int, pe: str) -> tuple[Froze
 
 def _orientation_shares(G: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> tuple[float, float]:
     """Share of ||G||_F in span(left rows) (x) span(right rows) and in the transpose."""
-    def proj(M: torch.Tensor) -> torch.Tensor:
-        Q, _ = torch.linalg.qr(M.T)
-        return Q @ Q.T
-
-    PL, PR = proj(left), proj(right)
-    n = G.norm()
-    return float((PL @ G @ PR).norm() / n), float((PR @ G @ PL).norm() / n)
+    QL, _ = torch.linalg.qr(left.T)  # orthonormal bases (d, V) and (d, T)
+    QR, _ = torch.linalg.qr(right.T)
+    n = G.norm()  # ||P_L G P_R||_F = ||Q_L^T G Q_R||_F
+    return float((QL.T @ G @ QR).norm() / n), float((QR.T @ G @ QL).norm() / n)
 
 
 def _slope(ts: list[int], vals: list[float]) -> float | None:
