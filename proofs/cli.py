@@ -428,3 +428,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["main", "cli", "run_all", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]
+
+from verify.proofs.pr26_cli import alpha_cmd  # noqa: E402
+cli.add_command(alpha_cmd, "alpha")

@@ -9,7 +9,8 @@ verdict with an explicit order (INCONSISTENT is always an error and shown first)
     INCONSISTENT > FAILS > INCONCLUSIVE > HOLDS WITH FIX > HOLDS
 
 Rules, applied in order:
-1. two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
+1. two solvers that contradict each other on an obligation (``numbers["solvers_disagree"]``),
+   or two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
 2. any layer ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not
    finish is never dropped, so a claim cannot pass on the layers that happened to run);
 3. no layer ran at all -> INCONCLUSIVE;
@@ -229,6 +230,10 @@ class ClaimResult:
 def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str]:
     """The claim verdict and a one-line reason from per-layer evidence (rules above)."""
     ran = [e for e in evidence if e.status != "skipped"]
+    split = [f"{e.layer}: {', '.join(e.numbers['solvers_disagree'][:2])}" for e in ran
+             if e.numbers.get("solvers_disagree")]
+    if split:
+        return INCONSISTENT, "solvers disagree (z3 vs cvc5) on " + "; ".join(split)
     holds = [e.layer for e in ran if e.outcome == "holds"]
     fails = [e.layer for e in ran if e.outcome == "fails"]
     if holds and fails:

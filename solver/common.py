@@ -37,6 +37,28 @@ class ObligationResult:
     model: dict[str, Fraction] = field(default_factory=dict)
     seconds: float = 0.0
     smt2: str = ""
+    second_answer: str = ""
+    second_reason: str = ""
+    disagreement: str = ""
+    certificate: dict | None = None
+    certificate_note: str = ""
+    certify_seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-ready record of the obligation (for Evidence.certificate)."""
+        out: dict[str, Any] = {"name": self.name, "answer": self.answer, "seconds": self.seconds}
+        if self.reason:
+            out["reason"] = self.reason
+        if self.second_answer:
+            out["cvc5"] = self.second_answer + (f" ({self.second_reason})" if self.second_reason else "")
+        if self.disagreement:
+            out["disagreement"] = self.disagreement
+        if self.certificate is not None:
+            out["farkas_checked"] = bool(self.certificate.get("checked"))
+            out["farkas_certificate"] = self.certificate  # heavy: stripped from reports, written by --certificates
+        elif self.certificate_note:
+            out["farkas"] = self.certificate_note
+        return out
 
 
 def fresh_solver(timeout_ms: int, seed: int = SOLVER_SEED, rlimit: int = 0) -> tuple[z3.Context, z3.Solver]:
@@ -67,24 +89,42 @@ def to_fraction(val: z3.ExprRef) -> Fraction:
     raise ValueError(f"not a numeral: {val}")
 
 
+#: second opinions and certificates are on unless a caller (or a test) turns them off
+SECOND_OPINION = True
+CERTIFY = True
+#: cvc5's budget per obligation (ms); an UNSAT it cannot confirm in time still needs a
+#: re-checked certificate, and ``solver_summary`` counts what was confirmed which way
+SECOND_OPINION_MS = 3000
+SECOND_OPINION_CERTIFIED_MS = 1000
+
+
 def check(
     name: str,
     build: Callable[[z3.Context], Sequence[z3.BoolRef]],
     timeout_ms: int,
     seed: int = SOLVER_SEED,
+    second_opinion: bool | None = None,
+    certify: bool | None = None,
 ) -> ObligationResult:
     """Build the constraints in a fresh context and check satisfiability.
+
+    After z3 answers, cvc5 re-solves the same SMT-LIB 2 encoding (fixed seed, same
+    budget); an answer that contradicts z3's (sat against unsat) is recorded in
+    ``disagreement``.  An UNSAT answer on a linear encoding gets a Farkas certificate,
+    re-checked in exact rationals by :mod:`verify.solver.recheck` (no solver involved).
 
     Args:
         name: the obligation in words.
         build: ``ctx -> constraints``; the obligation is their conjunction.
-        timeout_ms: budget.
+        timeout_ms: budget (each solver).
+        second_opinion / certify: override the module defaults.
 
     Returns:
         The ObligationResult; for ``sat``, every declared constant's exact value.
     """
     ctx, s = fresh_solver(timeout_ms, seed)
-    for c in build(ctx):
+    constraints = list(build(ctx))
+    for c in constraints:
         s.add(c)
     t0 = time.perf_counter()
     ans = s.check()
@@ -100,7 +140,47 @@ def check(
                 res.reason = f"model value of {d.name()} is irrational"
     elif ans == z3.unknown:
         res.reason = s.reason_unknown()
+    t1 = time.perf_counter()
+    if res.answer == "unsat" and (CERTIFY if certify is None else certify):
+        from verify.solver.certify import NonLinear, farkas_certificate
+
+        try:
+            res.certificate = farkas_certificate(constraints, timeout_ms)
+        except NonLinear as e:
+            res.certificate_note = f"none (encoding beyond degree 2: {str(e)[:80]})"
+    if SECOND_OPINION if second_opinion is None else second_opinion:
+        from verify.solver.certify import cvc5_opinion
+
+        # an UNSAT already carrying a re-checked certificate gets a short cvc5 budget
+        certified = bool(res.certificate and res.certificate.get("checked"))
+        budget = min(timeout_ms, SECOND_OPINION_CERTIFIED_MS if certified else SECOND_OPINION_MS)
+        res.second_answer, res.second_reason = cvc5_opinion(res.smt2, budget, seed)
+        if {res.answer, res.second_answer} == {"sat", "unsat"}:
+            res.disagreement = f"z3 says {res.answer}, cvc5 says {res.second_answer}"
+    res.certify_seconds = round(time.perf_counter() - t1, 4)
     return res
+
+
+def solver_summary(results: Sequence[ObligationResult]) -> dict[str, Any]:
+    """Which solvers agreed and which certificates were re-checked, over a set of obligations.
+
+    Returns numbers for Evidence: ``solvers`` (names), ``cvc5_agrees`` (count of
+    obligations where cvc5 gave z3's answer), ``cvc5_unknown``, ``solvers_disagree``
+    (names of obligations with contradictory answers: the claim becomes INCONSISTENT),
+    ``farkas_rechecked`` / ``farkas_failed`` / ``unsat_without_certificate``, and
+    ``certify_seconds`` (time spent on the second opinion and certificates).
+    """
+    unsat = [r for r in results if r.answer == "unsat"]
+    return {
+        "solvers": ["z3", "cvc5"] if any(r.second_answer for r in results) else ["z3"],
+        "cvc5_agrees": sum(r.second_answer == r.answer for r in results),
+        "cvc5_unknown": sum(r.second_answer == "unknown" for r in results),
+        "solvers_disagree": [r.name for r in results if r.disagreement],
+        "farkas_rechecked": sum(bool(r.certificate and r.certificate.get("checked")) for r in unsat),
+        "farkas_failed": [r.name for r in unsat if r.certificate is not None and not r.certificate.get("checked")],
+        "unsat_without_certificate": sum(r.certificate is None for r in unsat),
+        "certify_seconds": round(sum(r.certify_seconds for r in results), 4),
+    }
 
 
 def rval(ctx: z3.Context, x: Fraction | int) -> z3.ArithRef:

@@ -70,13 +70,32 @@ def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable
     return list(out)
 
 
+def _record(r: ObligationResult) -> dict:
+    """The per-obligation record for Evidence.certificate (with cvc5/Farkas fields when present)."""
+    summ = getattr(r, "summary", None)
+    return summ() if callable(summ) else {"name": r.name, "answer": r.answer, "seconds": r.seconds}
+
+
 def _params(ctx: z3.Context, n: int) -> list[z3.ArithRef]:
     return [z3.Real(f"theta_{a}", ctx) for a in range(n)]
 
 
-def _lin(ctx: z3.Context, theta: Sequence[z3.ArithRef], c: Sequence[Fraction]) -> z3.ArithRef:
-    terms = [rval(ctx, ca) * th for ca, th in zip(c, theta) if ca != 0]
-    return z3.Sum(terms) if terms else z3.RealVal(0, ctx)
+def _lin(ctx: z3.Context, theta: Sequence[z3.ArithRef], c: Sequence[Fraction], memo: dict | None = None) -> z3.ArithRef:
+    memo = memo if memo is not None else {}
+    terms = []
+    for ca, th in zip(c, theta):
+        if ca == 0:
+            continue
+        if ca == 1:
+            terms.append(th)
+            continue
+        k = memo.get(ca)
+        if k is None:
+            k = memo[ca] = rval(ctx, ca)
+        terms.append(k * th)
+    if not terms:
+        return z3.RealVal(0, ctx)
+    return terms[0] if len(terms) == 1 else z3.Sum(terms)
 
 
 def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
@@ -88,8 +107,9 @@ def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeo
     def build(ctx: z3.Context):
         th = _params(ctx, dim)
         m = rval(ctx, margin)
-        cons = [_lin(ctx, th, c) >= m for c in rows]
-        cons += [_lin(ctx, th, c) >= rval(ctx, b) for c, b in extra]
+        memo: dict = {}
+        cons = [_lin(ctx, th, c, memo) >= m for c in rows]
+        cons += [_lin(ctx, th, c, memo) >= rval(ctx, b) for c, b in extra]
         return cons
 
     return check(name, build, timeout_ms)
@@ -191,7 +211,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
         W = _shape(control, nc, _theta_from_model(ctl.model, control.dim(nc) ** 2))
         ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
         ctl_w = {"n": nc, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg)}
-    cert = {"obligations": [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in results],
+    cert = {"obligations": [_record(r) for r in results],
             "control": {"name": ctl.name, "answer": ctl.answer, "seconds": ctl.seconds, "witness": ctl_w,
                         "witness_rechecked_exact": ctl_ok}}
     counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
@@ -341,8 +361,7 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     for L0, L in lengths:
         res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms)
         rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
-    cert = {"obligations": [{"name": r.name, "answer": r.answer, "expected": o.expect, "seconds": r.seconds}
-                            for r, o in zip(results, rows_out)],
+    cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
             "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free}
     counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
     numbers = {"lengths": [list(x) for x in lengths], "K": K, "answers": counts, "obligations": len(results),

@@ -41,7 +41,7 @@ from verify.constructions.bilinear import (
     show,
 )
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import ObligationResult, check, rval
+from verify.solver.common import ObligationResult, check, rval, solver_summary
 
 EPS = sp.Symbol("eps", nonnegative=True)
 
@@ -233,11 +233,14 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
                "separation_threshold_eps": str(thr) if thr is not None else "none",
                "solver_seconds": round(sum(r.seconds for r in results + sep_results), 3)}
     numbers.update(extra_numbers)
-    cert = {"obligations": [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in results + sep_results]}
+    numbers.update(solver_summary(results + sep_results))
+    cert = {"obligations": [r.summary() for r in results + sep_results]}
     details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
-    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert,
+    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
                 bound=bound_text, details=details)
     unknown = [r for r in results + sep_results if r.answer == "unknown"]
+    if numbers["farkas_failed"]:
+        problems.append(f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
     if problems:
         return Evidence(status="error", summary="; ".join(problems), **base)
     if unknown:

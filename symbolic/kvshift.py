@@ -124,7 +124,7 @@ def termwise(var: Variant) -> dict[str, Any]:
     xs = sp.Function("x")
 
     def lin(lst):
-        return sum((sp.sympify(c) * (g(i) if True else 0) for c, i in lst), sp.Integer(0))
+        return sum((sp.sympify(c) * g(i) for c, i in lst), sp.Integer(0))
 
     def val(lst):
         return sum((sp.sympify(c) * xs(i) for c, i in lst), sp.Integer(0))

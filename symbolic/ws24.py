@@ -140,8 +140,8 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
     """
     forms = theorem2_closed_forms()[con.orientation]
     gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
-    scores = [sp.nsimplify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
-    model = [sp.nsimplify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
+    scores = [sp.sympify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
+    model = [sp.sympify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
     frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
     numbers = {
         "closed_form_displayed": str(forms["displayed"]),
@@ -199,7 +199,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     rows = []
     for T in range(1, con.V + 1):
         for s in range(1, con.V + 1):
-            rows.append(((s, T), sp.nsimplify(con.displayed_score(s, T, gram)), con.target(s, T)))
+            rows.append(((s, T), sp.sympify(con.displayed_score(s, T, gram)), con.target(s, T)))
     bad = _first_violation(rows, recheck=lambda st: con.displayed_score(st[0], st[1], frac_gram))
     nonzero_bad = next((v for v in range(1, con.V + 1) if con.psi[v - 1] == 0), None)
     psi_v = sp.Function("psi")(sp.Symbol("v", integer=True, positive=True))
@@ -220,7 +220,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
             "(Phi_1 w_E(s))^T W^2_K w_E(T) = psi(T)[s = T] exactly (orthonormal family), for every V"), **base)
     if bad is None:
         v = nonzero_bad or 1
-        bad = ((v, v), sp.nsimplify(con.displayed_score(v, v, gram)), con.target(v, v),
+        bad = ((v, v), sp.sympify(con.displayed_score(v, v, gram)), con.target(v, v),
                con.displayed_score(v, v, frac_gram))
     (s, T), got, want, exact = bad
     return Evidence(status="refuted", summary=(
@@ -235,7 +235,7 @@ def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[A
     for a diagonal row that must be nonzero; returns (index, score, target, rechecked)."""
     for idx, score, target in rows:
         diag = (not isinstance(idx, tuple)) or idx[0] == idx[1]
-        if sp.nsimplify(score - sp.Rational(target.numerator, target.denominator)) != 0 or (diag and target == 0):
+        if sp.sympify(score - sp.Rational(target.numerator, target.denominator)) != 0 or (diag and target == 0):
             exact = recheck(idx)
             if exact == target and not (diag and target == 0):
                 raise RuntimeError(f"sympy and Fraction disagree at {idx}: {score} vs {exact}")

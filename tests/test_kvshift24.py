@@ -164,8 +164,11 @@ def test_repaired_equals_ih_exactly(L, data, m, sigma):
 def test_exp_enclosure_is_rigorous_and_tight(q):
     lo, hi = kc.exp_enclosure(q)
     assert 0 < lo <= hi
-    e = math.exp(float(q))
-    assert float(lo) <= e * (1 + 1e-15) and float(hi) >= e * (1 - 1e-15)
+    import mpmath
+
+    with mpmath.workdps(60):
+        e = mpmath.exp(mpmath.mpf(q.numerator) / q.denominator)
+        assert mpmath.mpf(lo.numerator) / lo.denominator <= e <= mpmath.mpf(hi.numerator) / hi.denominator
     assert (hi - lo) / lo < Fraction(1, 10**20)
 
 
@@ -232,3 +235,44 @@ def test_bad_input_refused(raw, msg):
 def test_cli_bad_input_exit_2(capsys):
     assert main(["kvshift24:theorem2", "--sigma", "0"]) == 2
     assert "sigma" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ theorem 3 and theorem 1
+
+
+def test_t3_formula_values():
+    from verify.numeric.kvshift import t3_formula
+
+    T = 16
+    S = math.exp(1) + 2 + (T - 2)
+    a1, a2 = 1 / S, math.exp(1) / S
+    ct, cq = a2, 2 * a1  # alpha1 = 0, beta1 = 1: beta2 = 0
+    assert t3_formula(0.0, 1.0, T) == pytest.approx(math.log(math.exp(ct) + math.exp(cq) + T - 2) - ct, rel=1e-12)
+    # the plotting code's a2 + beta2 differs exactly where beta2 = 1 - beta1 != 0 or a2 != 0
+    assert t3_formula(0.5, 0.0, T) != pytest.approx(t3_formula(0.5, 0.0, T, plotting_code=True), abs=1e-3)
+
+
+def test_t3_empirical_tracks_exact_limit_and_derivation():
+    from verify.numeric.kvshift import check_theorem3
+
+    ev = check_theorem3(8, (128,), 32, 0, grid=5)
+    n = ev.numbers["per_d"]["128"]
+    assert n["rmse_vs_exact_limit"] < 0.02
+    assert n["rmse_vs_derivation_a2*beta2"] < n["rmse_vs_plotting_a2+beta2"]
+    assert ev.numbers["empirical_matches"] == "a2*beta2"
+    assert tuple(n["argmin_alpha1_beta1"]) == (0.0, 1.0)
+
+
+def test_t1_decay_only_without_boundary_terms():
+    from verify.numeric.kvshift import check_theorem1
+
+    ev = check_theorem1([1, 2, 4], [8, 32], 32, 2, 0)
+    e, x = ev.numbers["sup_err_vs_IH"], ev.numbers["sup_err_vs_IH_over_1..L"]
+    assert x[2] < x[0] / 5  # decays in p against the s = 1..L average
+    assert e[2] > 0.05  # but not against IH's s = 2..L-1 (the boundary terms stay)
+    assert ev.outcome == "fails"
+
+
+def test_all_three_registered():
+    ids = [c.id for c in registry.paper_claims("kvshift24")]
+    assert ids == ["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3"]

@@ -186,6 +186,25 @@ def test_plots(t2_results: list[ClaimResult], tmp_path: Path) -> None:
                      "run the numeric layer)"]
 
 
+def test_plot_registry_other_papers(t2_results: list[ClaimResult], tmp_path: Path) -> None:
+    """kvshift24's (m, sigma) grid and pr26's alpha_L table, from the numbers those papers report."""
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    from verify.proofs.plots import write_plots
+
+    def fake(cid: str, numbers: dict) -> ClaimResult:
+        c = dataclasses.replace(t2_results[0].claim, id=cid)
+        ev = [Evidence(layer="numeric", status="consistent", outcome="fails", numbers=numbers)]
+        return ClaimResult(c, t2_results[0].params, "FAILS", "synthetic", ev, None)
+
+    kv = fake("kvshift24:theorem2", {"grid_at_largest_size": {"m=0,sigma=1/2": 0.05, "m=0,sigma=2": 0.03,
+                                                              "m=1/2,sigma=1/2": 0.3, "m=1/2,sigma=2": 0.17}})
+    pr = fake("pr26:theorem2", {"L0": 20, "L": [64, 128], "alpha": {"rope": {"copy": [0.1, 0.0], "prev": [1, 1]}}})
+    files, notes = write_plots([kv, pr], tmp_path)
+    assert sorted(f.name.rsplit("_", 1)[-1] for f in files) == ["L.png", "ih.png"] and notes == []
+
+
 # ------------------------------------------------------------------ specs
 
 

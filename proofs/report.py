@@ -1,0 +1,304 @@
+"""The referee-style audit of one paper, in Markdown (``verify audit PAPER --report FILE.md``).
+
+The report is written for a reader who has the paper open: a summary verdict table;
+then, per claim, the statement as written with its source, and per variant what each
+layer did and found (numbers, witness, certificate, bound, tolerance), the verdict, the
+findings, a paper-against-ours table of published figures (when a layer provides
+``numbers["published"]``, see :mod:`verify.proofs.render`), the repair and the caveats.
+
+The output is deterministic for given inputs: no timestamps, and wall times (the layers'
+``wall_time_s``, measured values named ``*seconds``/``*_time_s``, certificate ``seconds``
+columns) only with ``timings=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Sequence
+
+from verify import __version__
+from verify.evidence import to_jsonable
+from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
+
+__all__ = ["audit_markdown", "fmt_value"]
+
+VERDICT_MEANING = {
+    HOLDS: "the statement holds as written",
+    HOLDS_WITH_FIX: "the statement holds once the stated repair is applied",
+    FAILS: "the statement is false as written; a witness is given",
+    INCONCLUSIVE: "at least one check did not finish (solver unknown, budget exhausted or an error); not a pass",
+    INCONSISTENT: "two independent checks disagree; this is a defect of the checker and is shown first",
+}
+
+STATUS_MEANING = {
+    "proved": "proved (an exact symbolic identity, or the solver showed no counterexample exists within the stated bound)",
+    "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic)",
+    "consistent": "consistent (floating-point agreement within the stated tolerance; evidence, not proof)",
+    "inconclusive": "inconclusive (the solver answered unknown or a budget ran out)",
+    "error": "error (the check raised an exception)",
+    "skipped": "skipped (not run)",
+}
+
+LAYER_NAMES = {
+    "symbolic": "Exact symbolic check (sympy)",
+    "solver": "Bounded solver check (SMT)",
+    "numeric": "Numerical experiment (floating point)",
+}
+
+_MAX_LIST = 8
+
+
+def _cell(text: Any) -> str:
+    """Escape a value for a Markdown table cell."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def fmt_value(v: Any, _depth: int = 0) -> str:
+    """A compact, deterministic rendering of a measured value (floats to 4 significant digits,
+    long lists abbreviated with their length, dicts as ``key: value`` pairs, nested ones in braces)."""
+    v = to_jsonable(v)
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, list):
+        if len(v) > _MAX_LIST:
+            head = ", ".join(fmt_value(x, _depth + 1) for x in v[:4])
+            tail = ", ".join(fmt_value(x, _depth + 1) for x in v[-2:])
+            return f"[{head}, ..., {tail}] ({len(v)} values)"
+        return "[" + ", ".join(fmt_value(x, _depth + 1) for x in v) + "]"
+    if isinstance(v, dict):
+        if not v:
+            return "(none)" if _depth == 0 else "{}"
+        if _depth == 0:
+            return "; ".join(f"{k}: {fmt_value(x, 1)}" for k, x in v.items())
+        return "{" + ", ".join(f"{k}: {fmt_value(x, _depth + 1)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _status_word(ev: Any) -> str:
+    if ev.status == "consistent":
+        return f"consistent ({'supports' if ev.outcome == 'holds' else 'contradicts'} the statement)"
+    return ev.status
+
+
+def _kv_table(d: dict[str, Any], head: tuple[str, str] = ("quantity", "value")) -> list[str]:
+    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"]
+    for k, v in d.items():
+        lines.append(f"| {_cell(k)} | {_cell(fmt_value(v))} |")
+    return lines
+
+
+_TIME_NOTE = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*(?:s|sec|seconds|ms)\s*\)")
+
+
+def _untime(text: str, timings: bool) -> str:
+    """Remove wall-time notes such as ``(0.01 s)`` from a layer's prose unless ``timings``."""
+    return text if timings else _TIME_NOTE.sub("", text)
+
+
+def _scrub(v: Any, timings: bool) -> Any:
+    """Drop wall-time entries (see :func:`_is_timing`) from nested values unless ``timings``."""
+    if timings:
+        return v
+    if isinstance(v, dict):
+        return {k: _scrub(x, timings) for k, x in v.items() if not _is_timing(str(k))}
+    if isinstance(v, list):
+        return [_scrub(x, timings) for x in v]
+    return v
+
+
+def _dict_rows_table(rows: list[dict[str, Any]]) -> list[str]:
+    cols: list[str] = []
+    for o in rows:
+        for k in o:
+            if k not in cols:
+                cols.append(str(k))
+    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
+    for o in rows:
+        lines.append("| " + " | ".join(_cell(fmt_value(o.get(c, ""), 1)) for c in cols) + " |")
+    return lines
+
+
+def _is_rows(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(o, dict) for o in v)
+
+
+def _certificate(cert: Any, timings: bool) -> list[str]:
+    cert = _scrub(to_jsonable(cert), timings)
+    if isinstance(cert, dict):
+        lines = ["Certificate (each solver obligation is answered independently: unsat = no counterexample "
+                 "exists within the bound; sat = a model was found and re-checked):", ""]
+        rest = {k: v for k, v in cert.items() if not _is_rows(v)}
+        for k, v in cert.items():
+            if _is_rows(v):
+                lines += [f"*{k}* ({len(v)}):", ""] + _dict_rows_table(v) + [""]
+        if rest:
+            lines += _kv_table(rest) + [""]
+        return lines[:-1] if lines[-1] == "" else lines
+    if _is_rows(cert):
+        return ["Certificate:", ""] + _dict_rows_table(cert)
+    return ["Certificate:", "", "```", json.dumps(cert, indent=2, sort_keys=True), "```"]
+
+
+def _is_timing(key: str) -> bool:
+    """Measured values that are wall times (left out unless ``timings``, so reports are reproducible)."""
+    k = key.lower()
+    return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s")
+
+
+def _layer_section(ev: Any, timings: bool) -> list[str]:
+    title = LAYER_NAMES.get(ev.layer, ev.layer)
+    lines = [f"#### {title}: {_status_word(ev)}", ""]
+    if ev.status == "skipped":
+        lines += [f"Not run: {ev.summary or 'skipped'}.", ""]
+        return lines
+    if ev.summary:
+        lines += [_untime(ev.summary, timings), ""]
+    facts = []
+    if ev.bound:
+        facts.append(f"- Bound (the result holds within): {ev.bound}")
+    if ev.tolerance:
+        facts.append(f"- Tolerance: {ev.tolerance}")
+    if ev.engines:
+        facts.append("- Engines: " + ", ".join(f"{k} {v}" for k, v in sorted(ev.engines.items())))
+    if ev.seed is not None:
+        facts.append(f"- Seed: {ev.seed}")
+    if timings:
+        facts.append(f"- Wall time: {ev.wall_time_s:.2f} s")
+    for d in ev.details:
+        facts.append(f"- {_untime(d, timings)}")
+    if facts:
+        lines += facts + [""]
+    numbers = _scrub({k: v for k, v in ev.numbers.items() if k != "published"}, timings)
+    if numbers:
+        lines += ["Measured values:", ""] + _kv_table(numbers) + [""]
+    if ev.witness:
+        w = _scrub(to_jsonable(ev.witness), timings)
+        lines += ["Witness (a concrete case where the statement fails or is attained):", ""]
+        lines += (_kv_table(w) if isinstance(w, dict) else ["```", json.dumps(w, indent=2, sort_keys=True), "```"])
+        lines.append("")
+    if ev.certificate:
+        lines += _certificate(ev.certificate, timings) + [""]
+    return lines
+
+
+def _published(r: ClaimResult) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for ev in r.evidence:
+        pub = ev.numbers.get("published") if isinstance(ev.numbers, dict) else None
+        if isinstance(pub, list):
+            for row in pub:
+                if isinstance(row, dict):
+                    rows.append({"layer": ev.layer, **row})
+    return rows
+
+
+def _published_table(rows: list[dict[str, Any]]) -> list[str]:
+    lines = ["| figure | paper | ours | note | layer |", "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(fmt_value(row.get(k, ""))) if k not in ("figure", "note", "layer")
+                                       else _cell(row.get(k, "")) for k in ("figure", "paper", "ours", "note", "layer"))
+                     + " |")
+    return lines
+
+
+def _variant_title(r: ClaimResult) -> str:
+    if r.fix:
+        return f"Variant `{r.variant}`: with the change ({r.fix})"
+    if r.variant:
+        return f"Variant `{r.variant}`: the statement as written"
+    return "The statement as written"
+
+
+def _param_list(r: ClaimResult) -> str:
+    parts = [f"{o.name} = {r.params[o.name]}" for o in r.claim.options if o.name in r.params]
+    return ", ".join(parts)
+
+
+def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence[str] = (), *,
+                   seed: int = 0, layers: Sequence[str] = ("symbolic", "solver", "numeric"),
+                   timings: bool = False, title: str | None = None, plots: Sequence[str] = ()) -> str:
+    """The Markdown referee report for one paper.
+
+    Args:
+        paper: the paper key (``ws24``).
+        results: the claim variants run, in order.
+        changes: verdicts that differ from their expectations (``"ID: EXPECTED -> GOT"``).
+        seed: the master seed used.
+        layers: the layers that were requested.
+        timings: include wall times (off by default so the report is reproducible).
+        title: the paper's full reference (default: the registry's title or the key).
+        plots: paths of figures written for this audit, listed at the end.
+
+    Returns:
+        The report text, ending with a newline.
+    """
+    from verify.proofs.registry import PAPER_TITLES
+    from verify.proofs.specs import run_id
+
+    ref = title or PAPER_TITLES.get(paper, paper)
+    out = [f"# Referee audit: {ref}", ""]
+    out += [f"Paper key `{paper}`; checked by verify {__version__} with seed {seed}; "
+            f"layers requested: {', '.join(layers)}.", ""]
+    out += ["Each claim is checked three independent ways: an exact symbolic computation, a bounded "
+            "solver search for counterexamples, and a floating-point experiment at the paper's scale. "
+            "A verdict needs every layer that ran to agree.", ""]
+    out += ["| verdict | meaning |", "|---|---|"]
+    out += [f"| {v} | {VERDICT_MEANING[v]} |" for v in (HOLDS, HOLDS_WITH_FIX, FAILS, INCONCLUSIVE, INCONSISTENT)]
+    out += [""]
+
+    # summary
+    out += ["## Summary", ""]
+    out += ["| claim | variant | verdict | expected | symbolic | solver | numeric |", "|---|---|---|---|---|---|---|"]
+    ordered = sorted(results, key=lambda r: 0 if r.verdict == INCONSISTENT else 1)
+    for r in ordered:
+        st = {ev.layer: _status_word(ev) for ev in r.evidence}
+        exp = r.expected or "-"
+        if r.expected and r.expected != r.verdict:
+            exp += " (changed)"
+        out.append(f"| {_cell(r.claim.id)} | {_cell(r.variant or '-')} | **{r.verdict}** | {_cell(exp)} | "
+                   f"{_cell(st.get('symbolic', '-'))} | {_cell(st.get('solver', '-'))} | {_cell(st.get('numeric', '-'))} |")
+    out.append("")
+    if changes:
+        out += ["Verdicts that differ from their recorded expectations:", ""]
+        out += [f"- {c}" for c in changes] + [""]
+    elif results:
+        out += [f"All {len(results)} verdicts equal their recorded expectations.", ""]
+    else:
+        out += ["No claims of this paper are registered yet.", ""]
+
+    # per claim
+    claims: list[Any] = []
+    for r in results:
+        if r.claim not in claims:
+            claims.append(r.claim)
+    for c in claims:
+        rs = [r for r in results if r.claim is c]
+        out += [f"## {c.id}: {c.title}", ""]
+        out += [f"**Source:** {c.source}", ""]
+        out += ["**Statement as written:**", "", f"> {c.statement}", ""]
+        for r in rs:
+            out += [f"### {_variant_title(r)}", ""]
+            exp = f" Expected: {r.expected}." if r.expected else ""
+            if r.expected and r.expected != r.verdict:
+                exp = f" Expected: {r.expected} (**changed**)."
+            out += [f"**Verdict: {r.verdict}**: {r.reason}.{exp}", ""]
+            out += [f"Run id `{run_id(r.claim, r.params)}`; parameters: {_param_list(r)}.", ""]
+            for ev in r.evidence:
+                out += _layer_section(ev, timings)
+            if r.notes:
+                out += ["#### Findings", ""] + [f"- {n}" for n in r.notes] + [""]
+            pub = _published(r)
+            if pub:
+                out += ["#### Paper against ours", ""] + _published_table(pub) + [""]
+        if c.repair:
+            needs = any(r.verdict in (FAILS, HOLDS_WITH_FIX) for r in rs)
+            out += ["### Repair", "", c.repair if needs else f"(not needed by these results) {c.repair}", ""]
+        if c.caveats:
+            out += ["### Caveats", ""] + [f"- {cav}" for cav in c.caveats] + [""]
+    if plots:
+        out += ["## Figures", ""] + [f"- ![{p}]({p})" for p in plots] + [""]
+    out += ["## How the layers report", ""] + [f"- {v}" for v in STATUS_MEANING.values()] + [""]
+    return "\n".join(out).rstrip("\n") + "\n"

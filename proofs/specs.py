@@ -1,0 +1,215 @@
+"""Claim specs: naming one claim variant (or many) in one string, and expectation files.
+
+A *spec* names what to run, in the syntax shared by ``pytest --verify-claims`` and
+``verify all --expect``:
+
+==========================================  ==================================================
+``ws24``                                    every claim of the paper, every recorded variant
+``ws24:theorem2`` or ``theorem2``           the claim with its default options (as written)
+``ws24:theorem2[transposed]``               a variant by its label (the display id's form)
+``ws24:theorem2[orientation=transposed]``   a variant by option name
+``ws24:theorem2[transposed,d=64,V=8]``      any option, including sizes, ``name=value``
+``ws24:theorem2[*]``                        every recorded variant of the claim
+==========================================  ==================================================
+
+Several specs are separated by commas outside brackets:
+``ws24:theorem2[orientation=transposed,d=64],ws24:eq14``.
+
+:func:`run_id` is the canonical, re-parseable id of a claim variant: the display id
+(``ws24:theorem2[transposed]``) when every size is at its default, otherwise the
+non-default options are appended inside the brackets
+(``ws24:theorem2[transposed,d=64,V=8]``).
+
+An *expectations file* (``verify all --expect FILE``) maps specs to expected verdicts:
+
+* JSON: ``{"ws24:theorem2[transposed]": "HOLDS WITH FIX", ...}``; or a previous
+  ``verify all --format json`` document (its results' verdicts become the baseline);
+* text: one ``SPEC: VERDICT`` (or ``SPEC = VERDICT`` or ``SPEC VERDICT``) per line;
+  blank lines and ``#`` comments are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from verify.proofs.model import VERDICTS, Claim, InputError
+
+__all__ = ["split_specs", "parse_spec", "parse_specs", "run_id", "load_expectations"]
+
+
+def split_specs(text: str) -> list[str]:
+    """Split a comma-separated list of specs, ignoring commas inside ``[...]``.
+
+    Raises:
+        InputError: unbalanced brackets.
+    """
+    out: list[str] = []
+    depth = 0
+    cur = ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth < 0:
+                raise InputError(f"unbalanced ']' in claim spec {text!r}")
+        if ch == "," and depth == 0:
+            if cur.strip():
+                out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if depth != 0:
+        raise InputError(f"unbalanced '[' in claim spec {text!r}")
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+_SPEC = re.compile(r"^(?P<name>[^\[\]\s]+)(?:\[(?P<body>[^\[\]]*)\])?$")
+
+
+def parse_spec(text: str) -> list[tuple[Claim, dict[str, Any]]]:
+    """The claim variants one spec names, as ``(claim, parsed params)`` pairs.
+
+    Raises:
+        InputError: unknown paper or claim, unknown option or label, bad value.
+    """
+    from verify.proofs import registry
+
+    m = _SPEC.match(text.strip())
+    if not m:
+        raise InputError(f"cannot read claim spec {text!r}; expected e.g. ws24:theorem2[orientation=transposed]")
+    name, body = m.group("name"), m.group("body")
+    if body is None and name.lower() in registry.PAPERS:
+        return [(c, c.parse_params(dict(v))) for c in registry.paper_claims(name.lower()) for v in c.variants]
+    items = [x.strip() for x in (body or "").split(",") if x.strip()]
+    every = "*" in items
+    items = [x for x in items if x != "*"]
+    keyed: dict[str, str] = {}
+    bare: list[str] = []
+    for it in items:
+        if "=" in it:
+            k, v = (s.strip() for s in it.split("=", 1))
+            keyed[k.lstrip("-")] = v
+        else:
+            bare.append(it)
+    claim = _resolve(name, list(keyed), bare)
+    for value in bare:
+        opts = [o for o in claim.options if o.variant and value in o.choices]
+        if not opts:
+            labels = [claim.variant_label(claim.parse_params(dict(v))) for v in claim.variants]
+            raise InputError(f"{claim.id} has no variant {value!r}; variants: "
+                             f"{', '.join(x for x in labels if x) or '(none)'}; or use name=value")
+        if opts[0].name in keyed and keyed[opts[0].name] != value:
+            raise InputError(f"{text!r} sets --{opts[0].name} twice")
+        keyed[opts[0].name] = value
+    if every:
+        out = []
+        for v in claim.variants:
+            raw = {**dict(v), **keyed}
+            out.append((claim, claim.parse_params(raw)))
+        return out
+    return [(claim, claim.parse_params(keyed))]
+
+
+def _resolve(name: str, keyed: list[str], bare: list[str]) -> Claim:
+    """registry.resolve, where bare variant labels also disambiguate (``theorem2[transposed]``)."""
+    from verify.proofs import registry
+
+    try:
+        return registry.resolve(name, keyed)
+    except InputError:
+        if not bare or ":" in name:
+            raise
+        fitting = [c for c in registry.all_claims() if c.name.lower() == name.strip().lower()
+                   and all(c.option(k) is not None for k in keyed)
+                   and all(any(o.variant and b in o.choices for o in c.options) for b in bare)]
+        if len(fitting) == 1:
+            return fitting[0]
+        raise
+
+
+def parse_specs(text: str) -> list[tuple[Claim, dict[str, Any]]]:
+    """:func:`parse_spec` over a comma-separated list, duplicates (same :func:`run_id`) dropped."""
+    out: list[tuple[Claim, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for spec in split_specs(text):
+        for claim, params in parse_spec(spec):
+            rid = run_id(claim, params)
+            if rid not in seen:
+                seen.add(rid)
+                out.append((claim, params))
+    return out
+
+
+def _fmt(v: Any) -> str:
+    return str(v)
+
+
+def run_id(claim: Claim, params: dict[str, Any]) -> str:
+    """The canonical, re-parseable id of a claim variant (see the module docstring)."""
+    parts = [_fmt(params[o.name]) for o in claim.options if o.variant and o.name in params]
+    parts += [f"{o.name}={_fmt(params[o.name])}" for o in claim.options
+              if not o.variant and o.name in params and params[o.name] != o.default]
+    return f"{claim.id}[{','.join(parts)}]" if parts else claim.id
+
+
+_TEXT_LINE = re.compile(r"^(?P<spec>\S+?)\s*(?:[:=]\s*|\s+)(?P<verdict>[A-Za-z][A-Za-z ]*?)\s*$")
+
+
+def _check_verdict(v: Any, where: str) -> str:
+    if not isinstance(v, str) or v.strip().upper() not in VERDICTS:
+        raise InputError(f"{where}: expected verdict {v!r} is not one of: {', '.join(VERDICTS)}")
+    return v.strip().upper()
+
+
+def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str]]:
+    """Read an expectations file (JSON or text; see the module docstring).
+
+    Returns:
+        ``(claim, params, expected verdict)`` triples; a paper key or ``[*]`` spec
+        expands to each of its variants with the same expectation.
+
+    Raises:
+        InputError: unreadable file, bad syntax, unknown claim or verdict.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"--expect {path}: cannot read ({e.strerror or e})") from None
+    pairs: list[tuple[str, str, str]] = []  # spec, verdict, where
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"--expect {path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+        if isinstance(doc.get("results"), list) and "schema" in doc:
+            for r in doc["results"]:
+                spec = r.get("run_id") or r.get("display_id")
+                pairs.append((spec, r.get("verdict"), f"{path}: {spec}"))
+        else:
+            for k in sorted(doc):
+                pairs.append((k, doc[k], f"{path}: {k}"))
+    else:
+        for n, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = _TEXT_LINE.match(line)
+            if not m:
+                raise InputError(f"{path}:{n}: expected 'CLAIM: VERDICT', got {line!r}")
+            pairs.append((m.group("spec"), m.group("verdict"), f"{path}:{n}"))
+    out: list[tuple[Claim, dict[str, Any], str]] = []
+    for spec, verdict, where in pairs:
+        v = _check_verdict(verdict, where)
+        if not isinstance(spec, str):
+            raise InputError(f"{where}: claim spec must be a string")
+        for claim, params in parse_spec(spec):
+            out.append((claim, params, v))
+    return out

@@ -1,0 +1,302 @@
+"""Certificates and a second opinion for solver obligations.
+
+* :func:`farkas_certificate`: for an UNSAT obligation whose constraints are linear
+  (over the reals, rational coefficients; one top-level disjunction allowed), extract
+  the rows in exact rationals and find Farkas multipliers by solving the dual system
+  (an exact-rational LP feasibility query in a fresh z3 context).  The multipliers are
+  then checked by :mod:`verify.solver.recheck`, which imports no solver: the solver that
+  found them is not trusted.
+* :func:`cvc5_opinion`: re-solve the same SMT-LIB 2 encoding with cvc5 (fixed seed,
+  time limit) and report its answer; a disagreement with z3 is surfaced, never hidden.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Sequence
+
+import z3
+
+from verify.solver.recheck import check_certificate, encoding_hash
+
+
+class NonLinear(ValueError):
+    """The obligation is not a linear real arithmetic system (no Farkas certificate)."""
+
+
+def _num(e: z3.ExprRef) -> Fraction | None:
+    if z3.is_rational_value(e):
+        return Fraction(e.numerator_as_long(), e.denominator_as_long())
+    if z3.is_int_value(e):
+        return Fraction(e.as_long())
+    return None
+
+
+Poly = dict  # monomial key ('' constant, 'x', 'x*y') -> Fraction
+
+
+def _pmul(p: Poly, q: Poly) -> Poly:
+    from verify.solver.recheck import mono_mul
+
+    out: Poly = {}
+    for m1, a in p.items():
+        for m2, b in q.items():
+            m = mono_mul(m1, m2)
+            if m.count("*") >= 2:
+                raise NonLinear("degree above 2")
+            out[m] = out.get(m, Fraction(0)) + a * b
+    return out
+
+
+def _padd(p: Poly, q: Poly, sign: int = 1) -> Poly:
+    out = dict(p)
+    for m, b in q.items():
+        out[m] = out.get(m, Fraction(0)) + sign * b
+    return out
+
+
+def linearize(e: z3.ExprRef) -> Poly:
+    """A z3 arithmetic term as a polynomial of degree <= 2 with exact rational coefficients.
+
+    Raises:
+        NonLinear: degree above 2, division by a non-constant, an unsupported operator.
+    """
+    n = _num(e)
+    if n is not None:
+        return {"": n}
+    if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+        name = e.decl().name()
+        if "*" in name:
+            raise NonLinear(f"variable name {name!r} contains '*'")
+        return {name: Fraction(1)}
+    k = e.decl().kind()
+    kids = [linearize(c) for c in e.children()]
+    if k == z3.Z3_OP_ADD:
+        out: Poly = {}
+        for q in kids:
+            out = _padd(out, q)
+        return out
+    if k == z3.Z3_OP_SUB:
+        out = kids[0]
+        for q in kids[1:]:
+            out = _padd(out, q, -1)
+        return out
+    if k == z3.Z3_OP_UMINUS:
+        return {m: -a for m, a in kids[0].items()}
+    if k == z3.Z3_OP_MUL:
+        out = {"": Fraction(1)}
+        for q in kids:
+            out = _pmul(out, q)
+        return out
+    if k == z3.Z3_OP_POWER:
+        base, ex = kids
+        if set(ex) - {""} or ex.get("", Fraction(0)).denominator != 1 or ex.get("", Fraction(0)) < 0:
+            raise NonLinear(f"non-constant or fractional power in {e}")
+        out = {"": Fraction(1)}
+        for _ in range(int(ex.get("", Fraction(0)))):
+            out = _pmul(out, base)
+        return out
+    if k == z3.Z3_OP_DIV:
+        num, den = kids
+        if set(den) - {""} or den.get("", Fraction(0)) == 0:
+            raise NonLinear(f"division by a variable or zero in {e}")
+        return {m: a / den[""] for m, a in num.items()}
+    if k == z3.Z3_OP_TO_REAL:
+        return kids[0]
+    raise NonLinear(f"unsupported operator {e.decl().name()} in {e}")
+
+
+def _row(atom: z3.BoolRef) -> dict:
+    """One atom as {"coeffs", "op", "rhs"} with op in <=, <, =."""
+    k = atom.decl().kind()
+    if k == z3.Z3_OP_NOT:
+        inner = atom.children()[0]
+        ik = inner.decl().kind()
+        flip = {z3.Z3_OP_LE: z3.Z3_OP_GT, z3.Z3_OP_LT: z3.Z3_OP_GE, z3.Z3_OP_GE: z3.Z3_OP_LT, z3.Z3_OP_GT: z3.Z3_OP_LE}
+        if ik not in flip:
+            raise NonLinear(f"negation of {inner}")
+        a, b = inner.children()
+        return _rel(flip[ik], a, b)
+    if k in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT, z3.Z3_OP_EQ):
+        a, b = atom.children()
+        return _rel(k, a, b)
+    raise NonLinear(f"unsupported atom {atom}")
+
+
+def _rel(k: int, a: z3.ExprRef, b: z3.ExprRef) -> dict:
+    diff = _padd(linearize(a), linearize(b), -1)  # a - b  op  0
+    rhs = -diff.pop("", Fraction(0))
+    co = diff
+    if k in (z3.Z3_OP_GE, z3.Z3_OP_GT):
+        co = {v: -x for v, x in co.items()}
+        rhs = -rhs
+    op = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: "<", z3.Z3_OP_EQ: "="}[k]
+    return {"coeffs": {v: str(x) for v, x in sorted(co.items()) if x != 0}, "op": op, "rhs": str(rhs)}
+
+
+def cases_of(constraints: Sequence[z3.BoolRef]) -> list[list[dict]]:
+    """The obligation as linear row systems: one per disjunct of its (single) top-level Or.
+
+    Raises:
+        NonLinear: nonlinear terms, nested or multiple disjunctions, other connectives.
+    """
+    base: list[dict] = []
+    disj: list[z3.BoolRef] | None = None
+    stack = list(constraints)
+    while stack:
+        c = stack.pop(0)
+        if z3.is_and(c):
+            stack = list(c.children()) + stack
+        elif z3.is_or(c):
+            if disj is not None:
+                raise NonLinear("more than one disjunction")
+            disj = list(c.children())
+        elif z3.is_true(c):
+            continue
+        else:
+            base.append(_row(c))
+    if disj is None:
+        return [base]
+    out = []
+    for d in disj:
+        if z3.is_and(d):
+            out.append(base + [_row(x) for x in d.children()])
+        else:
+            out.append(base + [_row(d)])
+    return out
+
+
+def _multipliers(rows: list[dict], timeout_ms: int) -> list[Fraction] | None:
+    """Farkas multipliers for an infeasible row system, or None when none is found."""
+    ctx = z3.Context()
+    variables = sorted({v for r in rows for v in r["coeffs"]})
+    for mode in ("negative", "strict"):
+        s = z3.Solver(ctx=ctx)
+        s.set("random_seed", 0)
+        s.set("timeout", int(timeout_ms))
+        ys = [z3.Real(f"y{i}", ctx) for i in range(len(rows))]
+        for y, r in zip(ys, rows):
+            if r["op"] != "=":
+                s.add(y >= 0)
+        for v in variables:
+            terms = [y * z3.RealVal(r["coeffs"][v], ctx) for y, r in zip(ys, rows) if v in r["coeffs"]]
+            s.add(z3.Sum(terms) == 0 if terms else z3.BoolVal(True, ctx))
+        rhs = z3.Sum([y * z3.RealVal(r["rhs"], ctx) for y, r in zip(ys, rows)]) if rows else z3.RealVal(0, ctx)
+        if mode == "negative":
+            s.add(rhs <= -1)
+        else:
+            strict = [y for y, r in zip(ys, rows) if r["op"] == "<"]
+            if not strict:
+                continue
+            s.add(rhs <= 0, z3.Sum(strict) >= 1)
+        if s.check() == z3.sat:
+            m = s.model()
+            out = []
+            for y in ys:
+                val = m.eval(y, model_completion=True)
+                out.append(Fraction(val.numerator_as_long(), val.denominator_as_long()))
+            return out
+    return None
+
+
+def with_products(rows: list[dict]) -> list[dict]:
+    """Append the degree-2 product rows a Farkas certificate may need.
+
+    For every monomial x*y that occurs, and every pair of single-variable '<=' rows
+    bounding x and y (x <= u, -x <= -l, ...), the product row of the pair is appended,
+    tagged ``product_of`` so the checker re-derives it (McCormick-style envelopes).
+    """
+    from verify.solver.recheck import product_row
+
+    monos = {m for r in rows for m in r["coeffs"] if "*" in m}
+    if not monos:
+        return rows
+    bounds: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r["op"] == "<=" and len(r["coeffs"]) == 1:
+            (m,) = r["coeffs"]
+            if "*" not in m:
+                bounds.setdefault(m, []).append(i)
+    out = list(rows)
+    seen = set()
+    for mono in sorted(monos):
+        x, y = mono.split("*")
+        for i in bounds.get(x, []):
+            for j in bounds.get(y, []):
+                key = (min(i, j), max(i, j))
+                if key in seen:
+                    continue
+                seen.add(key)
+                pr = product_row(rows[i], rows[j])
+                out.append({**pr, "product_of": [i, j]})
+    return out
+
+
+def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_000) -> dict:
+    """A checked Farkas certificate for an UNSAT linear obligation.
+
+    Returns:
+        ``{"kind": "farkas", "cases": [{"rows", "multipliers"}], "encoding_sha256",
+        "checked": bool, "check": str}``; ``checked`` is the verdict of the solver-free
+        checker (:func:`verify.solver.recheck.check_certificate`).
+
+    Raises:
+        NonLinear: the obligation is not linear (no Farkas certificate exists to extract).
+    """
+    cases = [with_products(rows) for rows in cases_of(constraints)]
+    out_cases = []
+    for rows in cases:
+        ys = _multipliers(rows, timeout_ms)
+        if ys is None:
+            return {"kind": "farkas", "cases": [], "encoding_sha256": encoding_hash(cases), "checked": False,
+                    "check": "no multipliers found (the case may be feasible, or the LP timed out)"}
+        out_cases.append({"rows": rows, "multipliers": [str(y) for y in ys]})
+    cert = {"kind": "farkas", "cases": out_cases, "encoding_sha256": encoding_hash(cases)}
+    ok, why = check_certificate(cert)
+    cert.update(checked=ok, check=why)
+    return cert
+
+
+def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
+    """Re-solve an SMT-LIB 2 encoding with cvc5.
+
+    Returns:
+        ``(answer, reason)`` with answer ``"sat"``, ``"unsat"`` or ``"unknown"``
+        (``"unavailable"`` when the cvc5 package is missing).
+    """
+    try:
+        import cvc5
+    except ImportError:  # pragma: no cover
+        return "unavailable", "the cvc5 package is not installed"
+    tm = cvc5.TermManager()
+    slv = cvc5.Solver(tm)
+    slv.setOption("seed", str(seed))
+    slv.setOption("tlimit-per", str(int(timeout_ms)))
+    sm = cvc5.SymbolManager(tm)
+    parser = cvc5.InputParser(slv, sm)
+    body = "\n".join(line for line in smt2.splitlines() if line.strip() != "(check-sat)")
+    # quantifier-free real arithmetic gets cvc5's complete NRA procedure (coverings);
+    # under logic ALL it falls back to incremental linearisation, ~50x slower here
+    real_only = " Int)" not in body and "forall" not in body and "exists" not in body
+    logic = "QF_NRA" if real_only else "ALL"
+    parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, f"(set-logic {logic})\n" + body, "obligation")
+    while True:
+        cmd = parser.nextCommand()
+        if cmd.isNull():
+            break
+        cmd.invoke(slv, sm)
+    r = slv.checkSat()
+    if r.isSat():
+        return "sat", ""
+    if r.isUnsat():
+        return "unsat", ""
+    return "unknown", str(r.getUnknownExplanation())
+
+
+def cvc5_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("cvc5")
+    except Exception:  # noqa: BLE001
+        return "unavailable"

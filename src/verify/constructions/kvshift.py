@@ -1,0 +1,421 @@
+"""KV-shift attention and the induction-head machine, defined once as term tables.
+
+Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2:
+Definition 1 (the induction-head machine IH), Eqs. 4-6 (KV shifting attention) with the
+ALiBi bias -m|L - s| of Theorems 1-2, the Appendix B parameters of the Theorem 2 proof
+(a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections), and the repairs of
+../shared/CLAIMS.md (mask: drop s = 1 and s = L; mask+scale: also b1 = 1).
+
+Both mechanisms, read at the last position L (1-indexed), are softmax averages
+
+    out = sum_{t in num} e_t v_t / sum_{t in den} e_t,   e_t = exp(l_t),
+    l_t = <x_L, k_t> / sigma - m * dist_t,
+
+with a key k_t and a value v_t that are linear combinations of the inputs x_1..x_L
+(x_0 := 0, the zero row Shift pads in front).  A :class:`Term` stores one summand as
+*indices and coefficients only*; no arithmetic happens here.  Each layer evaluates the
+same term table in its own arithmetic:
+
+* ``verify.symbolic`` with sympy (exact ``exp``, symbolic index s, symbolic L),
+* ``verify.solver`` with z3 reals (exp values as positive unknowns, or an
+  uninterpreted positive function) and fractions.Fraction interval enclosures,
+* ``verify.numeric`` with torch float64 (vectorised gathers over the table).
+
+IH (Definition 1):  terms s = 2..L-1, key x_{s-1}, value x_s, dist L - s.
+KVSA (Eqs. 4-6, causal, last row):  terms s = 1..L, key a1 x_s + a2 x_{s-1},
+    value b1 x_s + b2 x_{s-1}, dist L - s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Sequence
+
+#: ``--fix`` choices of kvshift24:theorem2
+FIXES = ("none", "mask", "mask+scale")
+
+Lin = tuple  # tuple of (coef, index); index 0 is the zero row x_0 = 0
+
+
+@dataclass(frozen=True)
+class Term:
+    """One summand of a softmax average read at position L.
+
+    Attributes:
+        s: the attended position (1-indexed; may be a sympy Symbol in the symbolic layer).
+        key: ((coef, index), ...): the key k_s = sum coef * x_index (index 0 = zero row).
+        value: ((coef, index), ...): the value v_s.
+        dist: the ALiBi distance |L - s| (int or sympy expression).
+        num: the term is in the numerator (its value is averaged).
+        den: the term is in the softmax normaliser.
+    """
+
+    s: Any
+    key: Lin
+    value: Lin
+    dist: Any
+    num: bool = True
+    den: bool = True
+
+
+@dataclass(frozen=True)
+class KVShiftParams:
+    """KV-shift coefficients (Eqs. 4-5): K^ = a1 K + a2 Shift(K), V^ = b1 V + b2 Shift(V).
+
+    Coefficients are in the caller's arithmetic (Fraction, sympy, float).
+    ``b1_inv_sigma`` True means b1 = 1/sigma (the Appendix B choice), evaluated when the
+    table is built with a concrete ``sigma``.
+    """
+
+    a1: Any = 0
+    a2: Any = 1
+    b1: Any = 1
+    b2: Any = 0
+    b1_inv_sigma: bool = False
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Which summands KVSA keeps and its value scale (the repairs and the fault injections).
+
+    Attributes:
+        name: label.
+        first_num/first_den: keep s = 1 in the numerator / normaliser.
+        last_num/last_den: keep s = L in the numerator / normaliser.
+        b1_inv_sigma: b1 = 1/sigma (as written) instead of b1 = 1.
+    """
+
+    name: str
+    first_num: bool
+    first_den: bool
+    last_num: bool
+    last_den: bool
+    b1_inv_sigma: bool
+
+    @property
+    def masked(self) -> bool:
+        return not (self.first_num or self.first_den or self.last_num or self.last_den)
+
+
+#: the statement's variants (CLAIMS.md) and the fault injections of the tests (DESIGN.md)
+VARIANTS: dict[str, Variant] = {
+    "none": Variant("none", True, True, True, True, True),
+    "mask": Variant("mask", False, False, False, False, True),
+    "mask+scale": Variant("mask+scale", False, False, False, False, False),
+    # faults: each is one repair step short of mask+scale
+    "fault:drop-first-only": Variant("fault:drop-first-only", False, False, True, True, False),
+    "fault:drop-last-only": Variant("fault:drop-last-only", True, True, False, False, False),
+    "fault:normalisation-only": Variant("fault:normalisation-only", False, True, False, True, False),
+    "fault:scale-without-mask": Variant("fault:scale-without-mask", True, True, True, True, False),
+}
+
+
+def variant(name: str) -> Variant:
+    """The named variant (``none``, ``mask``, ``mask+scale`` or a ``fault:...``).
+
+    Raises:
+        KeyError: unknown name.
+    """
+    return VARIANTS[name]
+
+
+def ih_term(s: Any, L: Any) -> Term:
+    """Definition 1's summand at index s (2 <= s <= L-1): key x_{s-1}, value x_s, dist L - s."""
+    return Term(s=s, key=((1, s - 1),), value=((1, s),), dist=L - s)
+
+
+def kvsa_term(s: Any, L: Any, a1: Any, a2: Any, b1: Any, b2: Any) -> Term:
+    """KVSA's summand at s: key a1 x_s + a2 x_{s-1}, value b1 x_s + b2 x_{s-1}, dist L - s.
+
+    At s = 1 the shifted rows are x_0 = 0 (Shift pads a zero row in front).  ``s`` may
+    be symbolic; zero coefficients are dropped only when they are the literal 0.
+    """
+    key = tuple((c, i) for c, i in ((a1, s), (a2, s - 1)) if not _is_zero(c))
+    value = tuple((c, i) for c, i in ((b1, s), (b2, s - 1)) if not _is_zero(c))
+    return Term(s=s, key=key, value=value, dist=L - s)
+
+
+def _is_zero(c: Any) -> bool:
+    try:
+        return c == 0 and not hasattr(c, "free_symbols") or (hasattr(c, "is_zero") and c.is_zero is True)
+    except Exception:  # noqa: BLE001 - z3/torch objects: keep the term
+        return False
+
+
+def ih_terms(L: int) -> list[Term]:
+    """IH's term table at position L (Definition 1), s = 2..L-1.
+
+    Raises:
+        ValueError: L < 3 (the softmax over s = 2..L-1 is empty).
+    """
+    if L < 3:
+        raise ValueError(f"IH needs L >= 3 (softmax over s = 2..L-1), got L = {L}")
+    return [ih_term(s, L) for s in range(2, L)]
+
+
+def kvsa_terms(L: int, var: Variant | str, sigma: Any = 1, params: KVShiftParams | None = None) -> list[Term]:
+    """KVSA's term table at position L under a variant (Appendix B parameters by default).
+
+    Args:
+        L: sequence length (>= 3).
+        var: the variant (or its name): which boundary terms stay, and b1.
+        sigma: the score scale, in the caller's arithmetic (b1 = 1/sigma when the
+            variant keeps the as-written value scale).
+        params: KV-shift coefficients; default a1 = 0, a2 = 1, b2 = 0 and b1 from the variant.
+
+    Returns:
+        Terms s = 1..L with num/den flags set by the variant (terms in neither are dropped).
+
+    Raises:
+        ValueError: L < 3.
+    """
+    if L < 3:
+        raise ValueError(f"KVSA vs IH needs L >= 3, got L = {L}")
+    var = variant(var) if isinstance(var, str) else var
+    p = params or KVShiftParams(b1_inv_sigma=var.b1_inv_sigma)
+    b1 = (1 / sigma) if p.b1_inv_sigma else p.b1
+    out = []
+    for s in range(1, L + 1):
+        t = kvsa_term(s, L, p.a1, p.a2, b1, p.b2)
+        if s == 1:
+            t = replace(t, num=var.first_num, den=var.first_den)
+        elif s == L:
+            t = replace(t, num=var.last_num, den=var.last_den)
+        if t.num or t.den:
+            out.append(t)
+    return out
+
+
+def evaluate(
+    terms: Sequence[Term],
+    dot_query: Callable[[int], Any],
+    sigma: Any,
+    m: Any,
+    exp: Callable[[Any], Any],
+    zero: Any = 0,
+) -> dict[int, Any]:
+    """The softmax average as coefficients on the inputs: ``{index: c}``, out = sum c x_index.
+
+    Generic over scalar arithmetic (Fraction, sympy, z3, float): only + - * / and ``exp``.
+
+    Args:
+        terms: a term table.
+        dot_query: ``i -> <x_L, x_i>`` in the caller's arithmetic (index 0 gives 0).
+        sigma, m: score scale and ALiBi slope.
+        exp: the exponential in the caller's arithmetic (or a stand-in: any positive map).
+        zero: the additive zero of the arithmetic.
+
+    Returns:
+        index -> coefficient (index 0, the zero row, is omitted).
+    """
+    weights = []
+    for t in terms:
+        logit = zero
+        for c, i in t.key:
+            if i != 0:
+                logit = logit + c * dot_query(i)
+        weights.append(exp(logit / sigma - m * t.dist))
+    Z = zero
+    for t, w in zip(terms, weights):
+        if t.den:
+            Z = Z + w
+    out: dict[int, Any] = {}
+    for t, w in zip(terms, weights):
+        if not t.num:
+            continue
+        for c, i in t.value:
+            if i == 0:
+                continue
+            out[i] = out.get(i, zero) + c * w / Z
+    return out
+
+
+def evaluate_weighted(terms: Sequence[Term], weights: Sequence[Any], zero: Any = 0) -> dict[int, Any]:
+    """Like :func:`evaluate` but with the exponentials given (one per term, positive).
+
+    Used by the solver (weights as z3 unknowns) and by exact Fraction re-checks.
+    """
+    Z = zero
+    for t, w in zip(terms, weights):
+        if t.den:
+            Z = Z + w
+    out: dict[int, Any] = {}
+    for t, w in zip(terms, weights):
+        if t.num:
+            for c, i in t.value:
+                if i != 0:
+                    out[i] = out.get(i, zero) + c * w / Z
+    return out
+
+
+def logits(terms: Sequence[Term], dot_query: Callable[[int], Any], sigma: Any, m: Any, zero: Any = 0) -> list[Any]:
+    """The exponents l_t = <x_L, k_t>/sigma - m dist_t of a term table (caller's arithmetic)."""
+    out = []
+    for t in terms:
+        lg = zero
+        for c, i in t.key:
+            if i != 0:
+                lg = lg + c * dot_query(i)
+        out.append(lg / sigma - m * t.dist)
+    return out
+
+
+def by_token(coefs: dict[int, Any], x: Sequence[str], zero: Any = 0) -> dict[str, Any]:
+    """Collect position coefficients onto tokens: x = ('A', 'B', 'A') (1-indexed positions)."""
+    out: dict[str, Any] = {}
+    for i, c in coefs.items():
+        tok = x[i - 1]
+        out[tok] = out.get(tok, zero) + c
+    for tok in x:
+        out.setdefault(tok, zero)
+    return out
+
+
+def token_dot(x: Sequence[str]) -> Callable[[int], int]:
+    """<x_L, x_i> for orthonormal token embeddings (A.A = 1, A.B = 0); index 0 -> 0."""
+    last = x[-1]
+    return lambda i: 0 if i == 0 else int(x[i - 1] == last)
+
+
+# ----------------------------------------------------------------- exact exp enclosures
+
+
+def exp_enclosure(q: Fraction, digits: int = 30) -> tuple[Fraction, Fraction]:
+    """Rational lo <= exp(q) <= hi, rigorous (Taylor series with a remainder bound).
+
+    Args:
+        q: a rational exponent (|q| up to a few hundred is fine).
+        digits: the enclosure is rounded outward to 10^-digits relative precision.
+
+    Returns:
+        (lo, hi) Fractions with 0 < lo <= exp(q) <= hi.
+    """
+    q = Fraction(q)
+    if q == 0:
+        return Fraction(1), Fraction(1)
+    if q < 0:
+        lo, hi = exp_enclosure(-q, digits)
+        return 1 / hi, 1 / lo
+    # exp(q) = exp(q / 2^k)^(2^k) with q / 2^k <= 1/2
+    k = 0
+    r = q
+    while r > Fraction(1, 2):
+        r /= 2
+        k += 1
+    term, total, n = Fraction(1), Fraction(1), 0
+    while True:
+        n += 1
+        term = term * r / n
+        total += term
+        # remainder of the tail after term n: <= term * r/(n+1) / (1 - r/(n+2)) <= 2 * term * r / (n+1)
+        if term < Fraction(1, 10 ** (digits + 8)):
+            break
+    rem = 2 * term * r / (n + 1)
+    lo, hi = total, total + rem
+    scale = 10 ** (digits + 6)
+    lo = Fraction(math.floor(lo * scale), scale)
+    hi = Fraction(math.ceil(hi * scale), scale)
+    for _ in range(k):
+        lo, hi = lo * lo, hi * hi
+        lo = _round_down(lo, digits + 6)
+        hi = _round_up(hi, digits + 6)
+    return lo, hi
+
+
+def _round_down(x: Fraction, digits: int) -> Fraction:
+    e = max(0, _mag(x))
+    scale = 10 ** (digits - min(e, digits))
+    return Fraction(math.floor(x * scale), scale)
+
+
+def _round_up(x: Fraction, digits: int) -> Fraction:
+    e = max(0, _mag(x))
+    scale = 10 ** (digits - min(e, digits))
+    return Fraction(math.ceil(x * scale), scale)
+
+
+def _mag(x: Fraction) -> int:
+    return len(str(abs(x.numerator) // max(1, abs(x.denominator))))
+
+
+def interval_coefficients(
+    terms: Sequence[Term], dot_query: Callable[[int], Fraction], sigma: Fraction, m: Fraction
+) -> dict[int, tuple[Fraction, Fraction]]:
+    """Exact rational bounds lo <= c_i <= hi on each output coefficient (Fraction intervals).
+
+    The exponent of each term is rational (rational sigma, m, inner products); each weight
+    is enclosed by :func:`exp_enclosure` and the softmax average is bounded term by term:
+    for a coefficient c_i = sum_{t in N_i} v_t w_t / Z with v_t >= 0 the bound uses the
+    lowest numerator over the highest normaliser and vice versa (values here are >= 0;
+    negative value coefficients raise).
+
+    Raises:
+        ValueError: a negative value coefficient (not needed by this construction).
+    """
+    ls = logits(terms, dot_query, Fraction(sigma), Fraction(m), Fraction(0))
+    enc = [exp_enclosure(Fraction(lg)) for lg in ls]
+    out: dict[int, tuple[Fraction, Fraction]] = {}
+    idxs = sorted({i for t in terms if t.num for _, i in t.value if i != 0})
+    for i in idxs:
+        # c_i = (sum_{t: contributes to i} v_ti w_t) / (sum_{t in den} w_t)
+        contrib = []
+        for t, (lo, hi) in zip(terms, enc):
+            v = sum((Fraction(c) for c, j in t.value if j == i), Fraction(0)) if t.num else Fraction(0)
+            if v < 0:
+                raise ValueError("negative value coefficient; interval bound not implemented")
+            contrib.append(v)
+        # minimise/maximise the ratio: monotone in each w_t (up if v_t/1 > ratio, i.e. treat exactly):
+        # bound by the corners: numerator weights low & other normaliser weights high, and reverse.
+        num_lo = sum(v * lo for v, (lo, hi) in zip(contrib, enc))
+        num_hi = sum(v * hi for v, (lo, hi) in zip(contrib, enc))
+        den_hi = sum(hi for t, (lo, hi) in zip(terms, enc) if t.den)
+        den_lo = sum(lo for t, (lo, hi) in zip(terms, enc) if t.den)
+        out[i] = (num_lo / den_hi, num_hi / den_lo)
+    return out
+
+
+def canonical_sequences(L: int, V: int) -> Iterable[tuple[str, ...]]:
+    """Token sequences of length L using exactly V distinct tokens A, B, C, ... in order of
+    first occurrence (one representative per relabelling); induction prompts first
+    (x_L occurs among x_1..x_{L-2}, so IH has a previous occurrence to copy from).
+    """
+    letters = [chr(ord("A") + i) for i in range(V)]
+    seqs: list[tuple[str, ...]] = []
+
+    def rec(prefix: list[str], used: int) -> None:
+        if len(prefix) == L:
+            if used == V:
+                seqs.append(tuple(prefix))
+            return
+        for j in range(min(used + 1, V)):
+            rec(prefix + [letters[j]], max(used, j + 1))
+
+    rec([], 0)
+    induct = [s for s in seqs if s[-1] in s[:-2]]
+    rest = [s for s in seqs if s[-1] not in s[:-2]]
+    return induct + rest
+
+
+def fmt_vector(coefs: dict[str, Any], digits: int = 4) -> str:
+    """The paper-notation vector 'c_A A + c_B B': coefficients to ``digits`` decimals,
+    tokens in alphabetical (= first-occurrence) order, zero terms dropped, 1 shown bare."""
+    parts = []
+    for tok in sorted(coefs):
+        c = float(coefs[tok])
+        if abs(c) < 0.5 * 10**-digits:
+            continue
+        parts.append(tok if abs(c - 1) < 0.5 * 10**-digits else f"{c:.{digits}f} {tok}")
+    return " + ".join(parts) if parts else "0"
+
+
+def outward(lo: Fraction, hi: Fraction, digits: int = 10) -> tuple[Fraction, Fraction]:
+    """[lo, hi] rounded outward to 10^-digits (a shorter enclosure that still contains it)."""
+    sc = 10**digits
+    return Fraction(math.floor(lo * sc), sc), Fraction(math.ceil(hi * sc), sc)
+
+
+def scale_only(kv: dict[str, Any], ih: dict[str, Any], sigma: Any, tol: float = 1e-9) -> bool:
+    """True when the KVSA token coefficients are IH's divided by sigma (the value-scale error alone)."""
+    return all(abs(float(kv.get(t, 0)) - float(ih.get(t, 0)) / float(sigma)) < tol for t in set(kv) | set(ih))

@@ -1,0 +1,352 @@
+"""Positional-encoding families and tasks of pr26, defined once for every layer.
+
+Source: "A Positional Realizability Theory of Length Generalization in Single-Head
+Attention" (pr26, TMLR 2026; exact feature maps reconstructed, see CLAIMS.md).
+
+A positional-only head has positional logits that are *linear in its parameter*:
+
+* absolute families: a feature map phi: position -> R^r, parameter W (r x r),
+  logit(i, j) = phi(i)^T W phi(j)  (P_L(W) = Phi_L W Phi_L^T);
+* relative families: a feature map psi: offset delta = i - j >= 0 -> R^r, parameter
+  w (r), logit(i, j) = k(i - j) with the kernel k(delta) = w . psi(delta).
+
+Positions are 0-indexed here (the paper indexes from 1; printed statements convert).
+Every feature map takes (n, L0, ar): n the position (absolute) or offset (relative),
+L0 the training length (learned families have L0 trained slots) and ``ar`` an
+*arithmetic* that supplies numbers in the caller's arithmetic:
+
+* ``ar.num(q)``       an exact rational q (int or Fraction);
+* ``ar.sin(k, n)``    sin(n theta_k), theta_k = 10000^(-k/16);
+* ``ar.cos(k, n)``    cos(n theta_k);
+* ``ar.rand(n, a)``   coordinate a of the untrained random feature of slot n (a
+                      Gaussian N(0, 1/r) drawn from ``random.Random`` seeded by
+                      (``ar.seed``, n): deterministic, explicit seed).
+
+:class:`FractionArith` (exact rationals; trig rounded, see there) and
+:class:`FloatArith` (float64) live here; the symbolic layer passes a sympy arithmetic
+and the numeric layer builds torch tensors from :class:`FloatArith`.  No feature ever
+depends on the evaluation length L, which is why the top-left L0 x L0 block of P_L(W)
+equals P_L0(W) (pr26 Theorem 1; checked by the symbolic layer).
+
+Adding a family is one :class:`Family` entry in :data:`FAMILIES`; adding a task is one
+:class:`Task` entry in :data:`TASKS` (``skip-K`` is built by :func:`get_task`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+#: the 16 standard frequencies theta_k = 10000^(-k/16), k = 0..15 (sinusoidal, RoPE)
+N_FREQ = 16
+TRIG_DENOM_BITS = 40  # FractionArith rounds sin/cos to the nearest multiple of 2^-40
+
+
+def theta(k: int) -> float:
+    """theta_k = 10000^(-k/16) in float64."""
+    return 10000.0 ** (-k / N_FREQ)
+
+
+class FloatArith:
+    """float64 arithmetic for the feature maps (used to build torch tensors)."""
+
+    exact = False
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def num(self, q: Any) -> float:
+        return float(q)
+
+    def sin(self, k: int, n: int) -> float:
+        return math.sin(n * theta(k))
+
+    def cos(self, k: int, n: int) -> float:
+        return math.cos(n * theta(k))
+
+    def rand(self, n: int, a: int, r: int) -> float:
+        return _rand(self.seed, n, a, r)
+
+
+class FractionArith:
+    """Exact rational arithmetic (fractions.Fraction) for the solver layer and re-checks.
+
+    Integer, one-hot and random features are exact (the random features are float64
+    numbers, taken as the exact rationals they are).  sin/cos are irrational: they are
+    computed with mpmath at 50 digits and rounded to the nearest multiple of
+    2^-TRIG_DENOM_BITS (|error| <= 2^-41 ~ 4.5e-13 per entry).  A solver answer over
+    these features is exact *for the rounded feature map*; it transfers to the true map
+    only up to that error (a margin-1 witness keeps margin >= 1 - 2 r ||W||_1 2^-41).
+    """
+
+    exact = True
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def num(self, q: Any) -> Fraction:
+        return Fraction(q)
+
+    def sin(self, k: int, n: int) -> Fraction:
+        return _round_trig("sin", k, n)
+
+    def cos(self, k: int, n: int) -> Fraction:
+        return _round_trig("cos", k, n)
+
+    def rand(self, n: int, a: int, r: int) -> Fraction:
+        return Fraction(_rand(self.seed, n, a, r))
+
+
+def _round_trig(fn: str, k: int, n: int) -> Fraction:
+    import mpmath
+
+    with mpmath.workdps(50):
+        x = mpmath.mpf(n) * mpmath.power(10000, mpmath.mpf(-k) / N_FREQ)
+        v = mpmath.sin(x) if fn == "sin" else mpmath.cos(x)
+        scaled = int(mpmath.nint(v * 2**TRIG_DENOM_BITS))
+    return Fraction(scaled, 2**TRIG_DENOM_BITS)
+
+
+_RAND_CACHE: dict[tuple[int, int, int], list[float]] = {}
+
+
+def _rand(seed: int, n: int, a: int, r: int) -> float:
+    key = (seed, n, r)
+    vec = _RAND_CACHE.get(key)
+    if vec is None:
+        g = random.Random(f"pr26-untrained:{seed}:{n}:{r}")
+        vec = [g.gauss(0.0, 1.0 / math.sqrt(r)) for _ in range(r)]
+        if len(_RAND_CACHE) > 200_000:
+            _RAND_CACHE.clear()
+        _RAND_CACHE[key] = vec
+    return vec[a]
+
+
+# ----------------------------------------------------------------------------- families
+
+FeatureFn = Callable[[Any, int, Any], list]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One PE family.
+
+    Attributes:
+        name: command-line name (``affine``, ``rope``, ...).
+        kind: ``"absolute"`` (parameter W, r x r) or ``"relative"`` (parameter w, r).
+        dim: ``L0 -> r``, the feature dimension.
+        feature: ``(n, L0, ar) -> list of r numbers``: phi(n) (absolute, n a position)
+            or psi(n) (relative, n = i - j >= 0 an offset), in ``ar``'s arithmetic.
+        description: the feature map in the paper's words.
+        rational: True when every feature value is rational (exact in Fractions and z3).
+        trained_slots: True when positions/offsets >= L0 are untrained (learned families).
+    """
+
+    name: str
+    kind: str
+    dim: Callable[[int], int]
+    feature: FeatureFn
+    description: str
+    rational: bool = True
+    trained_slots: bool = False
+
+    def features(self, n: int, L0: int, ar: Any) -> list:
+        """The feature vector at position/offset n (length ``dim(L0)``)."""
+        return self.feature(n, L0, ar)
+
+    def param_shape(self, L0: int) -> tuple[int, ...]:
+        r = self.dim(L0)
+        return (r, r) if self.kind == "absolute" else (r,)
+
+
+def _onehot(a: int, r: int, ar: Any) -> list:
+    return [ar.num(1 if b == a else 0) for b in range(r)]
+
+
+def _learned(n: int, L0: int, ar: Any) -> list:
+    if n < L0:
+        return _onehot(n, L0, ar)
+    return [ar.rand(n, a, L0) for a in range(L0)]
+
+
+def _trig(n: int, L0: int, ar: Any) -> list:
+    out = []
+    for k in range(N_FREQ):
+        out += [ar.sin(k, n), ar.cos(k, n)]
+    return out
+
+
+def _rope(n: int, L0: int, ar: Any) -> list:
+    out = []
+    for k in range(N_FREQ):
+        out += [ar.cos(k, n), ar.sin(k, n)]
+    return out
+
+
+def _free_rel(n: int, L0: int, ar: Any) -> list:
+    # one free value per trained offset 0..L0-1; untrained offsets keep value 0
+    return _onehot(n, L0, ar) if n < L0 else [ar.num(0) for _ in range(L0)]
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("affine", "absolute", lambda L0: 2, lambda n, L0, ar: [ar.num(1), ar.num(n)],
+               "phi(i) = [1, i]"),
+        Family("alibi", "relative", lambda L0: 2, lambda n, L0, ar: [ar.num(1), ar.num(n)],
+               "relative kernel k(delta) = a - m delta (psi(delta) = [1, delta], w = [a, -m]); affine in delta"),
+        Family("learned-absolute", "absolute", lambda L0: L0, _learned,
+               "phi(i) = e_i (one-hot) for i < L0; positions i >= L0 get untrained random features N(0, I/L0)",
+               trained_slots=True),
+        Family("clamped-absolute", "absolute", lambda L0: L0,
+               lambda n, L0, ar: _onehot(min(n, L0 - 1), L0, ar),
+               "phi(i) = e_min(i, L0-1): positions >= L0 reuse the feature of L0-1", trained_slots=True),
+        Family("sinusoidal", "absolute", lambda L0: 2 * N_FREQ, _trig,
+               "phi(i) = [sin(i theta_k), cos(i theta_k)]_k, theta_k = 10000^(-k/16), k = 0..15", rational=False),
+        Family("rope", "relative", lambda L0: 2 * N_FREQ, _rope,
+               "k(delta) = sum_k a_k cos(delta theta_k) + b_k sin(delta theta_k), theta_k = 10000^(-k/16)",
+               rational=False),
+        Family("free-relative", "relative", lambda L0: L0, _free_rel,
+               "one free value k(delta) per trained offset delta < L0; untrained offsets keep value 0",
+               trained_slots=True),
+    )
+}
+
+#: control families used by the checks (not PE families of the paper, not on the CLI)
+QUADRATIC = Family("quadratic", "absolute", lambda L0: 3, lambda n, L0, ar: [ar.num(1), ar.num(n), ar.num(n * n)],
+                   "phi(i) = [1, i, i^2] (control: not affine in j)")
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name``.
+
+    Raises:
+        KeyError: unknown name (the message lists the valid names).
+    """
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise KeyError(f"unknown PE family {name!r}; valid: {', '.join(FAMILIES)}") from None
+
+
+# ----------------------------------------------------------------------------- tasks
+
+
+def ceil_half(L: Any) -> Any:
+    """ceil(L / 2) for ints and for sympy expressions (via floor division)."""
+    return -((-L) // 2)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task: its query rows at length L and the target t_L(i) of each.
+
+    Attributes:
+        name: command-line name.
+        first_row: ``L -> i0``; the query rows are i0 <= i < L.
+        target: ``(i, L) -> t_L(i)`` (0-indexed key position; works on sympy symbols).
+        description: the paper's definition.
+        length_stable: True when t_L(i) does not depend on L (rows below L0 keep their
+            targets when the sequence grows).
+    """
+
+    name: str
+    first_row: Callable[[Any], Any]
+    target: Callable[[Any, Any], Any]
+    description: str
+    length_stable: bool = True
+
+    def rows(self, L: int) -> range:
+        """The query rows at length L (0-indexed)."""
+        return range(max(int(self.first_row(L)), 0), L)
+
+    def offset(self, i: Any, L: Any) -> Any:
+        """The target offset i - t_L(i)."""
+        return i - self.target(i, L)
+
+
+def _skip(K: int) -> Task:
+    return Task(f"skip-{K}", lambda L, K=K: K, lambda i, L, K=K: i - K, f"t = i - {K} on rows i >= {K}")
+
+
+TASKS: dict[str, Task] = {
+    t.name: t
+    for t in (
+        Task("prev", lambda L: 1, lambda i, L: i - 1, "t = i - 1 on rows i >= 1 (paper: i >= 2, 1-indexed)"),
+        Task("attend-first", lambda L: 1, lambda i, L: 0 * i, "t = 0 on rows i >= 1"),
+        Task("copy", ceil_half, lambda i, L: i - ceil_half(L),
+             "rows i >= ceil(L/2), t = i - ceil(L/2)", length_stable=False),
+        Task("reverse", ceil_half, lambda i, L: L - 1 - i,
+             "rows i >= ceil(L/2), t = L - 1 - i", length_stable=False),
+    )
+}
+
+_SKIP = re.compile(r"^skip-(\d+)$")
+
+
+def task_names() -> list[str]:
+    return list(TASKS) + ["skip-K (K >= 1, e.g. skip-3)"]
+
+
+def get_task(name: str) -> Task:
+    """The task called ``name`` (``prev``, ``skip-K``, ``attend-first``, ``copy``, ``reverse``).
+
+    Raises:
+        KeyError: unknown name or K < 1 (the message lists the valid names).
+    """
+    if name in TASKS:
+        return TASKS[name]
+    m = _SKIP.match(name)
+    if m and int(m.group(1)) >= 1:
+        return _skip(int(m.group(1)))
+    raise KeyError(f"unknown task {name!r}; valid: {', '.join(task_names())}")
+
+
+# ----------------------------------------------------------------------------- exact evaluation
+
+
+def feature_rows(family: Family, n: int, L0: int, ar: Any) -> list[list]:
+    """Phi (absolute: positions 0..n-1) or Psi (relative: offsets 0..n-1), as lists."""
+    return [family.features(m, L0, ar) for m in range(n)]
+
+
+def logit(family: Family, param: Any, i: int, j: int, L0: int, ar: Any, feats: Sequence[Sequence] | None = None) -> Any:
+    """logit(i, j) = phi(i)^T W phi(j) (absolute) or w . psi(i - j) (relative), in ar's arithmetic.
+
+    Args:
+        param: W as a list of rows (absolute) or w as a list (relative).
+        feats: optional precomputed feature rows (index = position or offset).
+    """
+    f = feats if feats is not None else None
+    if family.kind == "relative":
+        psi = f[i - j] if f is not None else family.features(i - j, L0, ar)
+        return sum((wa * pa for wa, pa in zip(param, psi)), ar.num(0))
+    pi = f[i] if f is not None else family.features(i, L0, ar)
+    pj = f[j] if f is not None else family.features(j, L0, ar)
+    total = ar.num(0)
+    for a, pa in enumerate(pi):
+        if pa == 0:
+            continue
+        row = param[a]
+        total = total + pa * sum((row[b] * pb for b, pb in enumerate(pj) if pb != 0), ar.num(0))
+    return total
+
+
+def exact_row_margin(family: Family, task: Task, param: Any, i: int, L: int, L0: int, ar: Any,
+                     feats: Sequence[Sequence] | None = None) -> Any:
+    """Margin of row i at length L: logit(i, t) - max_{j <= i, j != t} logit(i, j) (None if t is the only key)."""
+    t = task.target(i, L)
+    lt = logit(family, param, i, t, L0, ar, feats)
+    others = [logit(family, param, i, j, L0, ar, feats) for j in range(i + 1) if j != t]
+    if not others:
+        return None
+    return lt - max(others)
+
+
+__all__ = ["Family", "Task", "FAMILIES", "TASKS", "QUADRATIC", "get_family", "get_task", "task_names",
+           "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin", "feature_rows",
+           "N_FREQ", "TRIG_DENOM_BITS"]
