@@ -176,6 +176,10 @@ def recheck_file(path: Path) -> tuple[bool, str]:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         return False, f"unreadable: {e}"
+    if doc.get("format") not in (None, "verify-certificate/1"):
+        return False, f"unknown certificate format {doc.get('format')!r}"
+    if doc.get("answer") not in (None, "unsat"):
+        return False, f"a certificate file must record an UNSAT answer, not {doc.get('answer')!r}"
     try:
         cert = doc["certificate"]
         rows = [case["rows"] for case in cert["cases"]]

@@ -1,0 +1,157 @@
+"""Certificates and the second solver: every UNSAT re-proved, tampering caught, solver
+disagreement surfaced (issue 6)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from fractions import Fraction as F
+
+import pytest
+import z3
+from hypothesis import given
+from hypothesis import strategies as st
+
+from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
+from verify.evidence import Context, Evidence
+from verify.proofs import ws24 as paper
+from verify.proofs.certificates import recheck_dir, write_certificates
+from verify.proofs.model import aggregate, run_claim
+from verify.solver import common
+from verify.solver import ws24 as sol
+from verify.solver.certify import NonLinear, cases_of, farkas_certificate, linearize
+from verify.solver.recheck import check_certificate, check_farkas, product_row, recheck_file
+
+
+def _lin_obligation(ctx):
+    x, y = z3.Reals("x y", ctx)
+    return [x + y <= 1, x >= 1, y > 0]
+
+
+class TestFarkas:
+    def test_linear_unsat_certificate_checks(self):
+        ctx = z3.Context()
+        cert = farkas_certificate(_lin_obligation(ctx))
+        assert cert["checked"], cert["check"]
+        ok, why = check_certificate(cert)
+        assert ok and "Farkas" in why
+
+    def test_changed_multiplier_is_rejected(self):
+        cert = farkas_certificate(_lin_obligation(z3.Context()))
+        bad = copy.deepcopy(cert)
+        ys = bad["cases"][0]["multipliers"]
+        ys[0] = str(F(ys[0]) + 1)
+        assert not check_certificate(bad)[0]
+
+    def test_negative_multiplier_on_inequality_is_rejected(self):
+        rows = [{"coeffs": {"x": "1"}, "op": "<=", "rhs": "0"}, {"coeffs": {"x": "-1"}, "op": "<=", "rhs": "-1"}]
+        assert check_farkas(rows, ["1", "1"])[0]
+        assert not check_farkas(rows, ["-1", "-1"])[0]
+
+    def test_feasible_system_has_no_certificate(self):
+        ctx = z3.Context()
+        x = z3.Real("x", ctx)
+        cert = farkas_certificate([x <= 1, x >= 0])
+        assert not cert["checked"]
+
+    def test_product_rows_are_rederived(self):
+        # x in [-1/2, 1/2], y in [-1/2, 1/2], x*y > 1/4 is infeasible (degree 2)
+        ctx = z3.Context()
+        x, y = z3.Reals("x y", ctx)
+        h = z3.RealVal("1/2", ctx)
+        cert = farkas_certificate([x <= h, x >= -h, y <= h, y >= -h, x * y > z3.RealVal("1/4", ctx)])
+        assert cert["checked"], cert["check"]
+        forged = copy.deepcopy(cert)
+        for row in forged["cases"][0]["rows"]:
+            if "product_of" in row:
+                row["rhs"] = str(F(row["rhs"]) + 1)  # a row that is not the product it claims
+                break
+        ok, why = check_certificate(forged)
+        assert not ok and "not the product" in why
+
+    def test_degree_three_is_refused(self):
+        ctx = z3.Context()
+        x = z3.Real("x", ctx)
+        with pytest.raises(NonLinear):
+            cases_of([x * x * x > 1])
+
+    @given(a=st.fractions(-5, 5), b=st.fractions(-5, 5), c=st.fractions(-5, 5))
+    def test_linearize_matches_evaluation(self, a, b, c):
+        ctx = z3.Context()
+        x, y = z3.Reals("x y", ctx)
+        rv = lambda q: z3.RealVal(f"{q.numerator}/{q.denominator}", ctx)  # noqa: E731
+        poly = linearize(rv(a) * x * y - rv(b) * (x - rv(c)) + x * x)
+        val = lambda X, Y: sum(k * (1 if m == "" else {"x": X, "y": Y, "x*y": X * Y, "x*x": X * X}[m])  # noqa: E731
+                               for m, k in poly.items())
+        for X, Y in [(F(1), F(2)), (F(-3, 2), F(1, 3))]:
+            assert val(X, Y) == a * X * Y - b * (X - c) + X * X
+
+    def test_product_row_is_sound(self):
+        r1 = {"coeffs": {"x": "1"}, "op": "<=", "rhs": "2"}
+        r2 = {"coeffs": {"y": "-1"}, "op": "<=", "rhs": "3"}
+        pr = product_row(r1, r2)
+        # (2 - x)(3 + y) >= 0 for x <= 2, y >= -3
+        for X, Y in [(F(0), F(0)), (F(2), F(-3)), (F(-1), F(5))]:
+            lhs = sum(F(c) * {"x": X, "y": Y, "x*y": X * Y}[m] for m, c in pr["coeffs"].items())
+            assert lhs <= F(pr["rhs"])
+
+
+class TestWs24Obligations:
+    @pytest.mark.parametrize("orientation", ["as-written", "transposed"])
+    def test_every_unsat_is_certified_and_cvc5_never_contradicts(self, orientation):
+        ev = sol.check_theorem2(PrevTokenConstruction.uniform(4, orientation), F(1, 16))
+        n = ev.numbers
+        assert n["solvers_disagree"] == [] and n["farkas_failed"] == []
+        unsat = [o for o in ev.certificate["obligations"] if o["answer"] == "unsat"]
+        assert n["unsat_without_certificate"] == 0 and n["farkas_rechecked"] == len(unsat) >= 4
+        assert all(o["farkas_checked"] for o in unsat)
+        assert n["cvc5_agrees"] + n["cvc5_unknown"] == len(ev.certificate["obligations"])
+        assert n["cvc5_agrees"] >= 1
+
+    def test_eq14_every_unsat_certified(self):
+        ev = sol.check_eq14(InductionKeyConstruction.uniform(3, "transposed"), F(1, 16))
+        assert ev.status == "proved"
+        assert ev.numbers["unsat_without_certificate"] == 0 and ev.numbers["solvers_disagree"] == []
+
+
+class TestFiles:
+    def test_write_and_recheck_then_tamper(self, tmp_path):
+        p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+        r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
+        paths = write_certificates(r, tmp_path)
+        assert paths, "no certificate written"
+        results = recheck_dir(tmp_path)
+        assert all(ok for _, ok, _ in results)
+        # change one number in one file
+        victim = paths[len(paths) // 2]
+        doc = json.loads(victim.read_text())
+        row = doc["certificate"]["cases"][0]["rows"][0]
+        row["rhs"] = str(F(row["rhs"]) + F(1, 7))
+        victim.write_text(json.dumps(doc))
+        bad = [(f, why) for f, ok, why in recheck_dir(tmp_path) if not ok]
+        assert [f for f, _ in bad] == [victim] and "hash" in bad[0][1]
+        # a multiplier change with a recomputed hash is still caught by the Farkas check
+        doc = json.loads(paths[0].read_text())
+        ys = doc["certificate"]["cases"][0]["multipliers"]
+        ys[-1] = str(F(ys[-1]) + 3)
+        paths[0].write_text(json.dumps(doc))
+        assert not recheck_file(paths[0])[0]
+
+
+def test_solver_disagreement_makes_the_claim_inconsistent():
+    ev = Evidence(layer="solver", status="proved", numbers={"solvers_disagree": ["|S - target| > A(eps) at v = 1"]})
+    verdict, reason = aggregate([ev], None)
+    assert verdict == "INCONSISTENT" and "cvc5" in reason
+
+
+def test_forced_timeout_is_never_a_pass(monkeypatch):
+    real = common.check
+
+    def timeout(name, build, timeout_ms, seed=0, **kw):
+        r = real(name, build, timeout_ms, seed, second_opinion=False, certify=False)
+        r.answer, r.reason = "unknown", "timeout (forced)"
+        return r
+
+    monkeypatch.setattr(sol, "check", timeout)
+    ev = sol.check_theorem2(PrevTokenConstruction.uniform(3, "transposed"), F(1, 16))
+    assert ev.status == "inconclusive" and "timeout" in ev.summary
