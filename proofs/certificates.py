@@ -53,7 +53,7 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[Path]
         return []
     written = []
     stem = f"{_slug(result.claim.id)}__{_slug(result.variant or 'default')}"
-    for k, ob in enumerate(ev.certificate.get("obligations", [])):
+    for k, ob in enumerate(_obligations(ev.certificate)):
         cert = ob.get("farkas_certificate")
         if not cert or not cert.get("cases"):
             continue
@@ -74,6 +74,22 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[Path]
         path.write_text(json.dumps(doc, indent=1, sort_keys=True))
         written.append(path)
     return written
+
+
+def _obligations(obj) -> list[dict]:
+    """Every obligation record (a dict with a ``name`` and an ``answer``) inside a
+    layer's certificate, depth first, in a stable order."""
+    out: list[dict] = []
+    if isinstance(obj, dict):
+        if "name" in obj and "answer" in obj:
+            out.append(obj)
+        for v in obj.values():
+            if isinstance(v, (dict, list)):
+                out += _obligations(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            out += _obligations(v)
+    return out
 
 
 def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:

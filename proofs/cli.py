@@ -77,6 +77,10 @@ def _common(f: Callable) -> Callable:
                      help="also write JUnit XML here (one testcase per claim variant)"),
         click.option("--plots", type=click.Path(file_okay=False), default=None,
                      help="also write PNG figures into this directory (needs matplotlib)"),
+        click.option("--certificates", type=click.Path(file_okay=False), default=None,
+                     help="write one JSON certificate per certified UNSAT obligation here "
+                          "(re-check them with 'verify recheck DIR')"),
+        click.option("--full", is_flag=True, help="paper-scale numeric work (and, for all/audit, the heavy claims)"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -107,10 +111,19 @@ class _Progress:
             click.echo(f"verify: {message}", err=True)
 
 
-def _context(seed: int, timeout: float, progress: Callable[[str], None] | None) -> Context:
+def _context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False) -> Context:
     if timeout <= 0:
         raise InputError(f"--timeout must be positive, got {timeout}")
-    return Context(seed=seed, timeout_ms=int(timeout * 1000), progress=progress)
+    return Context(seed=seed, full=full, timeout_ms=int(timeout * 1000), progress=progress)
+
+
+def _write_certificates(results: Sequence[ClaimResult], directory: str | None, prog: "_Progress") -> None:
+    if directory is None:
+        return
+    from verify.proofs.certificates import write_certificates
+
+    n = sum(len(write_certificates(r, directory)) for r in results)
+    prog.note(f"{n} certificate file(s) written to {directory}")
 
 
 def _layers(raw: str) -> tuple[str, ...]:
@@ -200,7 +213,8 @@ def _claim_command(name: str) -> click.Command:
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
-                 brief: bool, junit: str | None, plots: str | None, **raw: Any) -> None:
+                 brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
+                 **raw: Any) -> None:
         given = [k for k, v in raw.items() if v is not None]
         claim = registry.resolve(name, given)
         p = claim.parse_params({k: raw[k] for k in given})
@@ -208,8 +222,9 @@ def _claim_command(name: str) -> click.Command:
         _preflight(junit, plots)
         prog = _Progress(quiet)
         with prog.running() as progress:
-            result = run_claim(claim, p, _context(seed, timeout, progress), lay)
+            result = run_claim(claim, p, _context(seed, timeout, progress, full), lay)
         code = result.exit_code
+        _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
         _side_outputs([result], junit=junit, plots=plots, mode="holds", suite=claim.id, seed=seed, layers=lay,
                       timings=not no_timings, prog=prog)
@@ -338,10 +353,10 @@ def _load_expect(path: str | None) -> list[tuple[Claim, dict[str, Any], str]]:
 
 @cli.command("all", epilog=EXIT_HELP)
 @_common
-@click.option("--full", is_flag=True, help="also run the heavy claims")
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool, brief: bool,
-            junit: str | None, plots: str | None, full: bool, expect_file: str | None) -> None:
+            junit: str | None, plots: str | None, certificates: str | None, full: bool,
+            expect_file: str | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = _layers(layers)
     expectations = _load_expect(expect_file)
@@ -349,8 +364,9 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
     claims = [c for c in registry.all_claims() if full or not c.heavy]
     prog = _Progress(quiet)
     with prog.running() as progress:
-        results, changes = run_all(claims, _context(seed, timeout, progress), lay, expectations)
+        results, changes = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
     code = EXIT_FAIL if changes else EXIT_OK
+    _write_certificates(results, certificates, prog)
     _emit(results, "all", fmt, seed, code, changes, not no_timings, brief)
     _side_outputs(results, junit=junit, plots=plots, mode="expect", suite="verify all", seed=seed, layers=lay,
                   timings=not no_timings, prog=prog)
@@ -365,8 +381,8 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 @click.option("--timings", is_flag=True, help="include wall times in the Markdown report")
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
-              brief: bool, junit: str | None, plots: str | None, report: str | None, expect_file: str | None,
-              timings: bool) -> None:
+              brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
+              report: str | None, expect_file: str | None, timings: bool) -> None:
     """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
     variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
 
@@ -375,14 +391,15 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     with --report, stdout gets the summary table.
     """
     key = paper.strip().lower()
-    claims = list(registry.paper_claims(key))
+    claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
     lay = _layers(layers)
     expectations = [e for e in _load_expect(expect_file) if e[0].paper == key]
     _preflight(junit, plots, report)
     prog = _Progress(quiet)
     with prog.running() as progress:
-        results, changes = run_all(claims, _context(seed, timeout, progress), lay, expectations)
+        results, changes = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
     code = EXIT_FAIL if changes else EXIT_OK
+    _write_certificates(results, certificates, prog)
     figures = _side_outputs(results, junit=junit, plots=plots, mode="expect", suite=f"verify audit {key}",
                             seed=seed, layers=lay, timings=not no_timings, prog=prog)
     from verify.proofs.report import audit_markdown
@@ -405,6 +422,27 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     else:
         click.echo(md, nl=False)
     raise click.exceptions.Exit(code)
+
+
+@cli.command("recheck", epilog="Exit codes: 0 every certificate is valid; 1 some file is not (named); 2 no such directory.")
+@click.argument("directory")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def recheck_cmd(directory: str, fmt: str) -> None:
+    """Re-check every certificate file in DIRECTORY with no solver involved (exact rationals)."""
+    from verify.proofs.certificates import recheck_dir
+
+    rows = recheck_dir(directory)
+    bad = [r for r in rows if not r[1]]
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"directory": directory, "valid": not bad,
+                               "files": [{"file": str(f), "valid": ok, "message": m} for f, ok, m in rows]}, indent=2))
+    else:
+        for f, ok, m in rows:
+            click.echo(f"{'valid  ' if ok else 'INVALID'} {f}: {m}")
+        click.echo(f"{len(rows) - len(bad)}/{len(rows)} certificates valid")
+    raise click.exceptions.Exit(EXIT_FAIL if bad else EXIT_OK)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -199,3 +199,180 @@ THEOREM1 = Claim(
 )
 
 CLAIMS = [PROP1, THEOREM2, THEOREM1]
+
+
+# ------------------------------------------------------------------ the paper's figures (issue 5)
+
+
+def _published_findings(evs: Sequence[Evidence]) -> list[str]:
+    """The paper-against-ours table of every layer's numbers["published"], as finding lines."""
+    from verify.numeric.pr26_figures import published_lines
+
+    rows = [r for e in evs if isinstance(e.numbers, dict) for r in (e.numbers.get("published") or [])]
+    if not rows:
+        return []
+    return ["Paper against ours (figure | paper | ours | note):"] + ["  " + ln for ln in published_lines(rows)]
+
+
+# prop2
+
+PROP2_OPTS = (
+    Option("trials", "Monte-Carlo trials at L = 30 (a longer L gets trials x 30 / L; fresh untrained features each)", 8000, kind="int",
+           minimum=200, maximum=400_000),
+    Option("fits", "fitted heads (fit seeds seed..seed+fits-1) the trials are spread over", 5, kind="int",
+           minimum=1, maximum=50),
+    Option("L", "the second length (the first is the published L = 30)", 60, kind="int", minimum=23, maximum=1024),
+)
+
+
+def _p2_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import pr26_figures as fig
+
+    trials = p["trials"] * (4 if ctx.full else 1)
+    return fig.check_prop2((30, p["L"]), 20, trials, ctx.seed, p["fits"])
+
+
+def _p2_validate(p: Mapping[str, Any]) -> None:
+    if p["trials"] < p["fits"]:
+        raise InputError(f"--trials {p['trials']} must be at least --fits {p['fits']}")
+
+
+def _p2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
+    out = ["k = L - L0 = the number of untrained key positions visible to the query row i = L - 1 (positions L0..L-1, "
+           "the query's own included); the prediction 1/(k-1) is for the winner among the k - 1 new keys other than the "
+           "query, which are exchangeable (i.i.d. N(0, I/L0) features independent of the fitted W), one of which is the "
+           "target i - 1. Task prev, head fitted at L0 = 20 by the engine protocol; each trial redraws the untrained "
+           "features. The self key (j = i) is counted apart; it almost never wins (both conditional rates are in the JSON)."]
+    return out + _published_findings(evs)
+
+
+PROP2 = Claim(
+    id="pr26:prop2",
+    title="learned absolute PEs extrapolate at chance",
+    source=SOURCE + ", Proposition 2 and its Monte Carlo",
+    statement=("For a selection rule that depends only on trained rows, when the winner is a new key it hits the target "
+               "with probability 1/(k-1); Monte Carlo at L = 30: conditional hit rate 0.115 against 1/(k-1) = 0.111, "
+               "unconditional 0.034, winner among new keys 30% of the time."),
+    options=PROP2_OPTS,
+    checks={"numeric": _p2_num},
+    expected={"": "HOLDS"},
+    validate=_p2_validate,
+    caveats=(RECONSTRUCTED, "k and the Monte-Carlo protocol are reconstructed: the published 1/(k-1) = 0.111 at L = 30, "
+             "L0 = 20 fixes k = 10 = L - L0 (the last row's untrained keys, itself included). The verdict is about the "
+             "conditional rate; the unconditional rate and the new-winner fraction depend on the fitted W and the scale "
+             "of the untrained features (reported against the paper, not judged).",
+             "Statistics: Wilson intervals; the verdict uses 97.5% per length (Bonferroni over L = 30 and the second L)."),
+    explain=_p2_explain,
+    cost="numeric ~6 s (5 fits at L0 = 20; 8000 trials at L = 30, 4000 at L = 60); --full: 4x the trials",
+)
+
+
+# prop3
+
+PROP3_OPTS = (
+    Option("L", "length of the copy check with the kernel sin(delta theta_min) (paper: 17665)", 17665, kind="int",
+           minimum=21, maximum=40_000),
+    Option("chunk", "rows per chunk of the numeric evaluation (memory ~ chunk x L x 8 bytes x a few)", 512,
+           kind="int", minimum=16, maximum=4096),
+)
+
+
+def _p3_validate(p: Mapping[str, Any]) -> None:
+    need = 8 * p["chunk"] * p["L"] * 6
+    if need > 4 * 2**30:
+        raise InputError(f"--chunk {p['chunk']} x --L {p['L']} needs ~{need / 2**30:.1f} GiB per chunk; lower --chunk")
+
+
+def _p3_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.symbolic import pr26_figures as sf
+
+    return sf.check_prop3(p["L"])
+
+
+def _p3_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import pr26_figures as fig
+
+    Ls = (60, 128, 256, 512, 1024, 2048) if ctx.full else (60, 128, 256, 512)
+    return fig.check_prop3(p["L"], 20, Ls, ctx.seed, sens_seeds=tuple(range(ctx.seed, ctx.seed + 5)),
+                           sens_lrs=(0.05, 0.01), chunk=p["chunk"])
+
+
+def _p3_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
+    out = ["Existence: W[sin_15, cos_15] = 1, W[cos_15, sin_15] = -1 gives the sinusoidal logits sin((i - j) theta_min); "
+           "its strict unique maximiser over offsets 0..L-1 is proved by interval arithmetic, so it realizes copy at "
+           "L = 17665. Selection: the L0-fit on prev does not find a transferring head (alpha_60 < 1). Verdict = both."]
+    return out + _published_findings(evs)
+
+
+PROP3 = Claim(
+    id="pr26:prop3",
+    title="sinusoidal: existence is not selection",
+    source=SOURCE + ", Proposition 3",
+    statement=("A kernel realizing any fixed offset exists at all lengths, yet the L0-fit does not select it: prev under "
+               "sinusoidal has alpha_60 = 0.45; with theta_min = 10000^(-15/16), delta -> sin(delta theta_min) increases "
+               "up to delta = 8833, and at L = 17665 (copy offset ceil(L/2) = 8833) that kernel has alpha_L = 1."),
+    options=PROP3_OPTS,
+    checks={"symbolic": _p3_sym, "numeric": _p3_num},
+    expected={"": "HOLDS"},
+    validate=_p3_validate,
+    caveats=(RECONSTRUCTED, "Maximiser: mpmath.iv interval arithmetic (40 digits), a proof over the integers 0..L-1; the "
+             "numeric layer evaluates alpha_L at full size in float64 (strict argmax, ties fail) and reports its "
+             "smallest margin (~8e-9) against the float64 rounding error of a logit (~1e-14).",
+             "alpha_60 = 0.45 is a property of the paper's fit; ours uses the engine protocol (Adam lr 0.05, 400 steps, "
+             "weight decay 1e-4, N(0, 0.02^2) init) and is never tuned to the published number; the sensitivity over "
+             "5 seeds x 2 learning rates is reported."),
+    explain=_p3_explain,
+    cost="symbolic ~1 s (17664 interval sines); numeric ~6 s (alpha at L = 17665 at full size ~4 s, 11 fits); --full: "
+         "the fitted head also at L = 1024, 2048",
+)
+
+
+# prop4
+
+PROP4_OPTS = (
+    Option("K", "the skip-K task of the relative row", 3, kind="int", minimum=1, maximum=7),
+)
+
+
+def _p4_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.symbolic import pr26_figures as sf
+
+    return sf.check_prop4_clamped_tie(20, 64)
+
+
+def _p4_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import pr26_figures as fig
+
+    Ls = (30, 40, 60, 128, 256, 512, 1024) if ctx.full else (30, 40, 60, 128, 256, 512)
+    return fig.check_prop4(20, Ls, p["K"], ctx.seed, sens_seeds=tuple(range(ctx.seed, ctx.seed + 5)),
+                           sens_lrs=(0.05, 0.01))
+
+
+def _p4_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
+    out = ["Taxonomy checked: relative families with an interior peak (RoPE, free relative) transfer prev/skip-K "
+           "(alpha_L = 1); clamped absolute transfers attend-first (1) but not prev (0: key i repeats the target's "
+           "clamped feature, an exact tie for every W); free relative fails attend-first (0: untrained offsets); RoPE "
+           "on attend-first decays with L. ALiBi is relative but affine (Prop. 1): prev 0, not part of the '1' row.",
+           "Clamped prev, both facts: the paper's margin 0 is the forced tie between the target i - 1 and key i (proved "
+           "for a symbolic W); in the engine's fit the row's maximiser is another key (L0 - 2), which wins by ~6.3, so "
+           "the measured margin is negative, not 0."]
+    return out + _published_findings(evs)
+
+
+PROP4 = Claim(
+    id="pr26:prop4",
+    title="absolute/relative duality (the taxonomy)",
+    source=SOURCE + ", Proposition 4 and its table",
+    statement=("Relative families: alpha_L = 1 for prev and skip-k. Clamped learned absolute: attend-first 1.00, prev "
+               "0.00 (an exact tie, margin 0). Relative on attend-first: 0.00. RoPE on attend-first decays: 0.80 at "
+               "L = 30, 0.40 at 40, 0.20 at 60, lower at 128, 256 and 512."),
+    options=PROP4_OPTS,
+    checks={"symbolic": _p4_sym, "numeric": _p4_num},
+    expected={"": "HOLDS"},
+    caveats=(RECONSTRUCTED, "L0 = 20, engine fit protocol; 'relative on attend-first' is checked with the free relative "
+             "family (RoPE on attend-first is the decaying row)."),
+    explain=_p4_explain,
+    cost="symbolic < 1 s; numeric ~3 s (9 fits + 10 sensitivity fits, L up to 512); --full: L = 1024 too",
+)
+
+CLAIMS += [PROP2, PROP3, PROP4]

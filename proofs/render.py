@@ -52,7 +52,7 @@ SCHEMA = "verify/1"
 
 
 #: keys that hold wall-clock measurements; ``--no-timings`` writes them as 0
-TIMING_KEYS = frozenset({"wall_time_s", "seconds", "solver_seconds"})
+TIMING_KEYS = frozenset({"wall_time_s", "seconds", "solver_seconds", "certify_seconds"})
 
 
 def _zero_timings(obj: Any) -> Any:
@@ -63,11 +63,23 @@ def _zero_timings(obj: Any) -> Any:
     return obj
 
 
+#: evidence keys too large for reports; written to files by ``--certificates DIR`` instead
+HEAVY_KEYS = frozenset({"farkas_certificate"})
+
+
+def _strip_heavy(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_heavy(v) for k, v in obj.items() if k not in HEAVY_KEYS}
+    if isinstance(obj, list):
+        return [_strip_heavy(v) for v in obj]
+    return obj
+
+
 def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
     """One claim variant as a JSON-ready dict (an element of ``results`` in ``verify/1``)."""
     layers = {}
     for ev in r.evidence:
-        d = ev.to_dict()
+        d = _strip_heavy(ev.to_dict())
         d.pop("layer")
         if not timings:
             d = _zero_timings(d)

@@ -126,7 +126,9 @@ def _is_rows(v: Any) -> bool:
 
 
 def _certificate(cert: Any, timings: bool) -> list[str]:
-    cert = _scrub(to_jsonable(cert), timings)
+    from verify.proofs.render import _strip_heavy
+
+    cert = _scrub(to_jsonable(_strip_heavy(cert)), timings)
     if isinstance(cert, dict):
         lines = ["Certificate (each solver obligation is answered independently: unsat = no counterexample "
                  "exists within the bound; sat = a model was found and re-checked):", ""]

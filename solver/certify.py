@@ -166,8 +166,52 @@ def cases_of(constraints: Sequence[z3.BoolRef]) -> list[list[dict]]:
     return out
 
 
+def _core(rows: list[dict], timeout_ms: int) -> list[int] | None:
+    """Indices of an infeasible subset of the rows (a z3 unsat core of the linear system,
+    monomials read as plain variables), or None when the system is not found infeasible."""
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    s.set("random_seed", 0)
+    s.set("timeout", int(timeout_ms))
+    s.set("core.minimize", True)
+    xs: dict[str, z3.ArithRef] = {}
+    lits = []
+    for i, r in enumerate(rows):
+        lhs = z3.Sum([z3.RealVal(a, ctx) * xs.setdefault(m, z3.Real(m, ctx)) for m, a in r["coeffs"].items()]) \
+            if r["coeffs"] else z3.RealVal(0, ctx)
+        rhs = z3.RealVal(r["rhs"], ctx)
+        atom = {"<=": lhs <= rhs, "<": lhs < rhs, "=": lhs == rhs}[r["op"]]
+        lit = z3.Bool(f"row{i}", ctx)
+        s.assert_and_track(atom, lit)
+        lits.append(lit)
+    if s.check() != z3.unsat:
+        return None
+    core = {str(c) for c in s.unsat_core()}
+    return [i for i in range(len(rows)) if f"row{i}" in core]
+
+
 def _multipliers(rows: list[dict], timeout_ms: int) -> list[Fraction] | None:
-    """Farkas multipliers for an infeasible row system, or None when none is found."""
+    """Farkas multipliers for an infeasible row system, or None when none is found.
+
+    The dual LP is solved on an unsat core of the rows (the other rows get multiplier
+    0), which keeps large encodings (pr26 Prop. 1 has thousands of margin rows) cheap.
+    """
+    if len(rows) > 40:
+        core = _core(rows, timeout_ms)
+        if core is None:
+            return None
+        # product rows reference their factors, which need not be in the core; that is
+        # fine: the checker re-derives each product row from the full row list
+        sub = _multipliers_on([rows[i] for i in core], timeout_ms)
+        if sub is not None:
+            full = [Fraction(0)] * len(rows)
+            for i, y in zip(core, sub):
+                full[i] = y
+            return full
+    return _multipliers_on(rows, timeout_ms)
+
+
+def _multipliers_on(rows: list[dict], timeout_ms: int) -> list[Fraction] | None:
     ctx = z3.Context()
     variables = sorted({v for r in rows for v in r["coeffs"]})
     for mode in ("negative", "strict"):
@@ -232,7 +276,8 @@ def with_products(rows: list[dict]) -> list[dict]:
     return out
 
 
-def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_000) -> dict:
+def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_000,
+                       cases: list[list[dict]] | None = None, core: list[int] | None = None) -> dict:
     """A checked Farkas certificate for an UNSAT linear obligation.
 
     Returns:
@@ -243,10 +288,18 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
     Raises:
         NonLinear: the obligation is not linear (no Farkas certificate exists to extract).
     """
-    cases = [with_products(rows) for rows in cases_of(constraints)]
+    cases = [with_products(rows) for rows in (cases if cases is not None else cases_of(constraints))]
     out_cases = []
     for rows in cases:
-        ys = _multipliers(rows, timeout_ms)
+        ys = None
+        if core is not None and len(cases) == 1:  # an unsat core from the solve itself
+            sub = _multipliers_on([rows[i] for i in core], timeout_ms)
+            if sub is not None:
+                ys = [Fraction(0)] * len(rows)
+                for i, y in zip(core, sub):
+                    ys[i] = y
+        if ys is None:
+            ys = _multipliers(rows, timeout_ms)
         if ys is None:
             return {"kind": "farkas", "cases": [], "encoding_sha256": encoding_hash(cases), "checked": False,
                     "check": "no multipliers found (the case may be feasible, or the LP timed out)"}
@@ -277,7 +330,11 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
     body = "\n".join(line for line in smt2.splitlines() if line.strip() != "(check-sat)")
     # quantifier-free real arithmetic gets cvc5's complete NRA procedure (coverings);
     # under logic ALL it falls back to incremental linearisation, ~50x slower here
-    real_only = " Int)" not in body and "forall" not in body and "exists" not in body
+    import re
+
+    has_functions = re.search(r"\(declare-fun \S+ \([^)]", body) is not None
+    real_only = (" Int)" not in body and "forall" not in body and "exists" not in body
+                 and not has_functions and "declare-datatype" not in body)
     logic = "QF_NRA" if real_only else "ALL"
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, f"(set-logic {logic})\n" + body, "obligation")
     while True:

@@ -51,6 +51,8 @@ class ObligationResult:
             out["reason"] = self.reason
         if self.second_answer:
             out["cvc5"] = self.second_answer + (f" ({self.second_reason})" if self.second_reason else "")
+        elif self.second_reason:
+            out["cvc5"] = self.second_reason
         if self.disagreement:
             out["disagreement"] = self.disagreement
         if self.certificate is not None:
@@ -89,8 +91,10 @@ def to_fraction(val: z3.ExprRef) -> Fraction:
     raise ValueError(f"not a numeral: {val}")
 
 
-#: second opinions and certificates are on unless a caller (or a test) turns them off
-SECOND_OPINION = True
+#: cvc5 second opinion policy: "auto" (every obligation that has no re-checked
+#: certificate: SAT answers, unknowns, UNSATs beyond degree 2), "always", or "never";
+#: True/False are accepted as "always"/"never". Certificates are on unless turned off.
+SECOND_OPINION: str | bool = "auto"
 CERTIFY = True
 #: cvc5's budget per obligation (ms); an UNSAT it cannot confirm in time still needs a
 #: re-checked certificate, and ``solver_summary`` counts what was confirmed which way
@@ -103,8 +107,9 @@ def check(
     build: Callable[[z3.Context], Sequence[z3.BoolRef]],
     timeout_ms: int,
     seed: int = SOLVER_SEED,
-    second_opinion: bool | None = None,
+    second_opinion: bool | str | None = None,
     certify: bool | None = None,
+    rows: Callable[[], list[list[dict]]] | None = None,
 ) -> ObligationResult:
     """Build the constraints in a fresh context and check satisfiability.
 
@@ -118,12 +123,19 @@ def check(
         build: ``ctx -> constraints``; the obligation is their conjunction.
         timeout_ms: budget (each solver).
         second_opinion / certify: override the module defaults.
+        rows: optional ``() -> cases``, the same obligation already written as exact
+            linear rows (see :mod:`verify.solver.recheck`); saves walking the z3 terms
+            when certifying large linear encodings. The caller guarantees it is the
+            system ``build`` encodes.
 
     Returns:
         The ObligationResult; for ``sat``, every declared constant's exact value.
     """
     ctx, s = fresh_solver(timeout_ms, seed)
     constraints = list(build(ctx))
+    exact_cases = rows() if rows is not None else None
+    track = (exact_cases is not None and len(exact_cases) == 1 and len(exact_cases[0]) == len(constraints)
+             and (CERTIFY if certify is None else certify))
     for c in constraints:
         s.add(c)
     t0 = time.perf_counter()
@@ -140,23 +152,38 @@ def check(
                 res.reason = f"model value of {d.name()} is irrational"
     elif ans == z3.unknown:
         res.reason = s.reason_unknown()
+    core = None
+    if track and ans == z3.unsat:
+        # row i <-> constraint i: an unsat core names the rows a certificate needs (a
+        # separate tracked solve, so that tracking never changes the answer or a model)
+        s2 = z3.Solver(ctx=ctx)
+        s2.set("random_seed", seed)
+        s2.set("timeout", int(timeout_ms))
+        for i, c in enumerate(constraints):
+            s2.assert_and_track(c, z3.Bool(f"__row{i}", ctx))
+        if s2.check() == z3.unsat:
+            names = {str(c) for c in s2.unsat_core()}
+            core = [i for i in range(len(constraints)) if f"__row{i}" in names]
     t1 = time.perf_counter()
     if res.answer == "unsat" and (CERTIFY if certify is None else certify):
         from verify.solver.certify import NonLinear, farkas_certificate
 
         try:
-            res.certificate = farkas_certificate(constraints, timeout_ms)
+            res.certificate = farkas_certificate(constraints, timeout_ms, cases=exact_cases, core=core)
         except NonLinear as e:
             res.certificate_note = f"none (encoding beyond degree 2: {str(e)[:80]})"
-    if SECOND_OPINION if second_opinion is None else second_opinion:
+    policy = SECOND_OPINION if second_opinion is None else second_opinion
+    policy = {True: "always", False: "never"}.get(policy, policy)  # type: ignore[arg-type]
+    certified = bool(res.certificate and res.certificate.get("checked"))
+    if policy == "always" or (policy == "auto" and not certified):
         from verify.solver.certify import cvc5_opinion
 
-        # an UNSAT already carrying a re-checked certificate gets a short cvc5 budget
-        certified = bool(res.certificate and res.certificate.get("checked"))
         budget = min(timeout_ms, SECOND_OPINION_CERTIFIED_MS if certified else SECOND_OPINION_MS)
         res.second_answer, res.second_reason = cvc5_opinion(res.smt2, budget, seed)
         if {res.answer, res.second_answer} == {"sat", "unsat"}:
             res.disagreement = f"z3 says {res.answer}, cvc5 says {res.second_answer}"
+    elif certified:
+        res.second_reason = "not run: the UNSAT carries a Farkas certificate re-checked without a solver"
     res.certify_seconds = round(time.perf_counter() - t1, 4)
     return res
 
@@ -173,6 +200,11 @@ def solver_summary(results: Sequence[ObligationResult]) -> dict[str, Any]:
     unsat = [r for r in results if r.answer == "unsat"]
     return {
         "solvers": ["z3", "cvc5"] if any(r.second_answer for r in results) else ["z3"],
+        "second_way": {"farkas": sum(bool(r.certificate and r.certificate.get("checked")) for r in unsat),
+                       "cvc5_unsat": sum(r.second_answer == "unsat" and not (r.certificate and r.certificate.get("checked"))
+                                         for r in unsat),
+                       "neither": [r.name for r in unsat if not (r.certificate and r.certificate.get("checked"))
+                                   and r.second_answer != "unsat"]},
         "cvc5_agrees": sum(r.second_answer == r.answer for r in results),
         "cvc5_unknown": sum(r.second_answer == "unknown" for r in results),
         "solvers_disagree": [r.name for r in results if r.disagreement],

@@ -44,7 +44,7 @@ from verify.constructions.kvshift import (
     token_dot,
 )
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import ObligationResult, check, rval
+from verify.solver.common import solver_summary, ObligationResult, check, rval
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
@@ -217,12 +217,13 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
             break
         if r.answer == "unknown":
             break
-    cert = {"equality": [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in eq]}
+    cert = {"equality": [r.summary() for r in eq]}
     numbers: dict[str, Any] = {"Lmax": Lmax, "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
                                "exp_encoding": "uninterpreted positive E (equality); positive unknowns in rational "
                                                "exp enclosures, ordered by exponent (witness)"}
-    base = dict(layer="solver", engines=engine_versions("z3"), certificate=cert, numbers=numbers)
+    numbers.update(solver_summary(eq))
+    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), certificate=cert, numbers=numbers)
     unknown = [r for r in eq if r.answer == "unknown"]
     if unknown:
         return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})",

@@ -35,7 +35,7 @@ import z3
 
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import ObligationResult, check, rval
+from verify.solver.common import solver_summary, ObligationResult, check, rval
 
 
 def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable[int] | None = None,
@@ -112,7 +112,15 @@ def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeo
         cons += [_lin(ctx, th, c, memo) >= rval(ctx, b) for c, b in extra]
         return cons
 
-    return check(name, build, timeout_ms)
+    def exact_rows() -> list[list[dict]]:
+        # the same system as rows of recheck's format:  -c . theta <= -margin
+        def row(c: Sequence[Fraction], b: Fraction) -> dict:
+            return {"coeffs": {f"theta_{a}": str(-Fraction(k)) for a, k in enumerate(c) if k != 0},
+                    "op": "<=", "rhs": str(-Fraction(b))}
+
+        return [[row(c, margin) for c in rows] + [row(c, b) for c, b in extra]]
+
+    return check(name, build, timeout_ms, rows=exact_rows)
 
 
 def _theta_from_model(model: dict[str, Fraction], dim: int) -> list[Fraction]:
@@ -218,7 +226,11 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     numbers = {"N": N, "n_reached": reached, "answers": counts, "solver_seconds": round(total, 3),
                "control_answer": ctl.answer, "control_witness_ok": ctl_ok,
                "max_constraints": max((len(r.smt2.splitlines()) for r in results[-1:]), default=0)}
-    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert,
+    numbers.update(solver_summary(results + [ctl]))
+    if numbers["farkas_failed"]:
+        return Evidence(layer="solver", status="error", numbers=numbers, certificate=cert,
+                        summary=f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
+    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
                 bound=f"n = 3..{reached} (every W in Q^(r x r); margin >= 1 is equivalent to strict argmax by scaling)",
                 details=[f"control {control.description}, n = {nc}: {ctl.answer.upper()}"
                          + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok else "")])
@@ -381,7 +393,11 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             if o.peak is None or o.expect == "sat":
                 details.append(f"{r.name}: {r.answer.upper()}")
     details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in rev_free + info]
-    base = dict(layer="solver", engines=engine_versions("z3"), numbers=numbers, certificate=cert, details=details,
+    numbers.update(solver_summary(results))
+    if numbers["farkas_failed"]:
+        return Evidence(layer="solver", status="error", numbers=numbers, certificate=cert,
+                        summary=f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
+    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=details,
                 bound=(f"(L0, L) in {list(lengths)}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
                        "(ii) = strict unique global maximiser delta* < L0"))
     unknown = [r for r in results if r.answer == "unknown"]

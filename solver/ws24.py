@@ -343,6 +343,18 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
                                           "threshold": e.numbers.get("separation_threshold_eps")}
                              for i, e in enumerate(evs)}
     pick.numbers["solver_seconds"] = round(sum(e.numbers.get("solver_seconds", 0) for e in evs), 3)
+    # every V's obligations (and their certificates) are evidence, not just the headline V's
+    obligations = []
+    for i, e in enumerate(evs):
+        for ob in (e.certificate or {}).get("obligations", []):
+            obligations.append({**ob, "name": f"V = {i + 1}: {ob['name']}"})
+    if obligations:
+        pick.certificate = {"obligations": obligations}
+        for key in ("cvc5_agrees", "cvc5_unknown", "farkas_rechecked", "unsat_without_certificate"):
+            pick.numbers[key] = sum(e.numbers.get(key, 0) for e in evs)
+        for key in ("solvers_disagree", "farkas_failed"):
+            pick.numbers[key] = [f"V = {i + 1}: {n}" for i, e in enumerate(evs) for n in e.numbers.get(key, [])]
+        pick.numbers["certify_seconds"] = round(sum(e.numbers.get("certify_seconds", 0) for e in evs), 4)
     pick.bound = f"every V = 1..{Vmax}; " + (pick.bound or "")
     return pick
 

@@ -14,8 +14,8 @@ For 0 <= j <= i, i >= 1, the exact identity
 (checked by sympy for symbolic i, j and symbolic W) writes every interior value as a
 convex combination of the endpoints with positive weights, so f(j) <= max(f(0), f(i))
 and an interior j is never the strict unique maximiser.  prev needs the interior key
-i - 1 on every row i >= 2 (0-indexed; paper: i >= 3 ... the rows whose previous token
-is not the first), hence no W realizes it at any n >= 3.  The same holds for ALiBi,
+i - 1 on every row i >= 2 (0-indexed; paper's 1-indexed rows i >= 3, whose previous
+token is not the first), hence no W realizes it at any n >= 3.  The same holds for ALiBi,
 whose kernel a - m delta is affine in delta = i - j.
 
 Theorem 2 (deep-row argument).  If k has a strict unique global maximiser delta*,
