@@ -304,7 +304,7 @@ def check_prop3(L_big: int = 17665, L0: int = 20, Ls: Sequence[int] = (60, 128, 
     ]
     details = [f"copy at L = {L_big}: alpha = {big['alpha']} ({big['passed']}/{big['rows']} rows), argmax offsets "
                f"{big['argmax_offsets']}, margins [{big['min_margin']:.3e}, {big['max_margin']:.3e}], exact ties "
-               f"{big['ties']}, {big['seconds']} s (chunk {chunk})",
+               f"{big['ties']}, row chunks of {chunk} (memory O(chunk x L); the time is in numbers['alpha_big']['seconds'])",
                "prev after the L0 = %d fit (seed %d): " % (L0, seed)
                + ", ".join(f"alpha_{L} = {t.alpha:.4f} ({t.passed_rows}/{t.new_rows})" for L, t in fitted.items())]
     if sens:
