@@ -110,3 +110,57 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
     if not files:
         raise InputError(f"{directory}: no certificate files (*.json)")
     return [(f, *recheck_file(f)) for f in files]
+
+
+def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path, bool, str]], list[str]]:
+    """Tie every certificate file to the claim it speaks for.
+
+    A file is self-consistent when its multipliers refute its own rows; that alone does
+    not show the rows are the claim's encoding (a forged file with one row '0 <= -1'
+    is self-consistent).  This re-runs the solver layer of each (claim, params) found in
+    the directory, recomputes each obligation's encoding hash, and compares.  The
+    solver is used only to regenerate the encodings; validity is still decided by the
+    solver-free checker.
+
+    Returns:
+        (per-file ``(path, ok, message)`` for files whose encoding does not match or whose
+        obligation the claim does not have; messages for obligations with no file).
+    """
+    from verify.evidence import Context
+    from verify.proofs import registry
+    from verify.proofs.model import run_claim
+
+    groups: dict[tuple[str, str], list[tuple[Path, dict]]] = {}
+    for f in sorted(Path(directory).glob("*.json")):
+        try:
+            doc = json.loads(f.read_text())
+            key = (doc["claim"], json.dumps(doc.get("params", {}), sort_keys=True))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # unreadable files are reported by recheck_dir
+        groups.setdefault(key, []).append((f, doc))
+    bad: list[tuple[Path, bool, str]] = []
+    missing: list[str] = []
+    for (claim_id, params_json), files in groups.items():
+        try:
+            claim = registry.get(claim_id)
+            raw = {k: (None if v is None else str(v)) for k, v in json.loads(params_json).items()}
+            params = claim.parse_params(raw)
+        except InputError as e:
+            bad += [(f, False, f"cannot rebuild: {e}") for f, _ in files]
+            continue
+        result = run_claim(claim, params, Context(seed=seed), layers=("solver",))
+        ev = result.layer("solver")
+        expected = {ob["name"]: ob["farkas_certificate"]["encoding_sha256"]
+                    for ob in _obligations(ev.certificate if ev else None)
+                    if ob.get("farkas_certificate") and ob["farkas_certificate"].get("cases")}
+        seen = set()
+        for f, doc in files:
+            name = doc.get("obligation")
+            seen.add(name)
+            if name not in expected:
+                bad.append((f, False, f"{claim_id} has no certified obligation named {name!r}"))
+            elif doc.get("encoding_sha256") != expected[name]:
+                bad.append((f, False, f"the rows are not the encoding {claim_id} produces for {name!r}"))
+        missing += [f"{claim_id}: no file for certified obligation {n!r}" for n in expected if n not in seen]
+    return bad, missing
+

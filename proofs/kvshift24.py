@@ -16,8 +16,8 @@ from verify.evidence import Context, Evidence
 from verify.proofs.model import Claim, InputError, Option
 
 SOURCE_NOTE = ("The definitions (Shift, K^ = a1 K + a2 Shift(K), V^ = b1 V + b2 Shift(V), the ALiBi bias -m|L - s|, "
-               "IH of Definition 1 with the softmax over s = 2..L-1) follow ../shared/CLAIMS.md's transcription of the "
-               "paper; positions are 1-indexed as in the paper.")
+               "IH of Definition 1 with the softmax over s = 2..L-1) follow the claim catalog's transcription of the "
+               "paper's text; positions are 1-indexed as in the paper.")
 MAX_BYTES = 4 * 2**30
 BATCH = 4
 
@@ -83,16 +83,25 @@ def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    out = []
+    from verify.constructions.kvshift import mechanism_sentence
+
+    out = [mechanism_sentence(_var(p))]
     sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
     if sym is not None:
         n = sym.numbers
+        w = sym.witness or {}
+        if n.get("headline_witness"):
+            out.append(f"{'Headline witness' if w.get('boundary_tokens') else 'Witness'} (orthonormal tokens, "
+                       f"A.A = 1, A.B = 0): {n['headline_witness']}.")
+        if w.get("value_scale_fact"):
+            out.append(f"Value scale, a separate fact: {w['value_scale_fact']}; every value on that input is the "
+                       f"same token, so the boundary terms cannot show there.")
         out.append(f"On x = (A, B, A) (A.A = 1, A.B = 0): KVSA - IH = ({n['closed_form_ABA_diff_A']}) A + "
                    f"({n['closed_form_ABA_diff_B']}) B, exact in m and sigma.")
         if n["nonzero_pieces_at_sigma"]:
             out.append(f"At sigma = {p['sigma']} the difference has these nonzero pieces: "
                        f"{', '.join(n['nonzero_pieces_at_sigma'])}.")
-        if "value scale b1" in n["nonzero_pieces_at_sigma"]:
+        if "value scale b1 = 1/sigma" in n["nonzero_pieces_at_sigma"] and _var(p).masked:
             out.append(f"The value scale b1 = 1/sigma = {1 / Fraction(p['sigma'])} multiplies every value: "
                        f"KVSA = (1/sigma) IH even with the boundary terms masked.")
     num = next((e for e in evs if e.layer == "numeric" and e.numbers), None)
@@ -122,8 +131,9 @@ THEOREM2 = Claim(
             "s = L term, key x_{L-1} and value x_L) and set b1 = 1; then every summand equals IH's."),
     caveats=(SOURCE_NOTE,
              "Symbolic: exact sympy (exp kept symbolic); general L by a rational-function identity in the partial sums, "
-             "the index split checked by expansion for L = 3..8. Solver: exp never evaluated (uninterpreted positive "
-             "function for equality; rational enclosures plus monotonicity for witnesses); equality bounded by --Lmax. "
+             "the index split checked by expansion for L = 3..8. Solver: exp never evaluated (equality obligations use ex(t), "
+             "an uninterpreted positive function standing for exp(t), so they have no Farkas certificate and cvc5 "
+             "re-solves them; witnesses use rational enclosures of exp plus monotonicity); equality bounded by --Lmax. "
              "Numeric: float64, random token inputs with N(0, I/d) embeddings; agreement there is 'consistent', never "
              "'proved'. Defaults: m = 1/2, sigma = 2 (= sqrt(D), D = 4); the mask variant holds only at sigma = 1."),
     explain=_t2_explain,
@@ -176,7 +186,7 @@ THEOREM3 = Claim(
     variants=({},),
     expected={"": "HOLDS"},
     validate=_t3_validate,
-    caveats=("Eq. 10 is reconstructed from ../shared/CLAIMS.md (the paper's text was not at hand): a1 = e^{alpha1}/S, "
+    caveats=("Eq. 10 is reconstructed from the claim catalog's summary of it (the paper's text was not at hand): a1 = e^{alpha1}/S, "
              "a2 = e^{alpha2}/S, S = e^{alpha2} + 2 e^{alpha1} + (T - 2); target logit a2 beta1, repeated-token logit "
              "2 a1 beta1 + a2 beta2, other logits 0 (leading order in 1/S); loss = log(e^{c_t} + e^{c_q} + T - 2) - c_t. "
              "The plotting-code variant replaces a2 beta2 by a2 + beta2. Scores are unscaled (no 1/sqrt(d)), j is uniform "

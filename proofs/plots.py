@@ -108,7 +108,11 @@ def write_plots(results: Sequence[ClaimResult], out_dir: str | Path) -> tuple[li
             continue
         made = fn(r, d, plt)
         if not made:
-            notes.append(f"{r.display_id}: no figure (the numbers it plots were not measured; run the numeric layer)")
+            num = r.layer("numeric")
+            if num is None or num.status in ("skipped", "error"):
+                notes.append(f"{r.display_id}: no figure (the numbers it plots were not measured; run the numeric layer)")
+            else:
+                notes.append(f"{r.display_id}: no figure for this claim (its numeric evidence has no series to plot)")
         files.extend(made)
     return files, notes
 

@@ -106,10 +106,34 @@ def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int
     s = fr.settings
     lines.append(f"  fit: {s['optimizer']} lr {s['lr']}, {s['steps']} steps, weight decay {s['weight_decay']}, init "
                  f"{s['init']}; loss {fr.loss_first:.4g} -> {fr.loss_last:.4g}")
-    lines.append("  head: " + ", ".join(f"{k} = {v}" for k, v in ks.items()))
+    lines.append("  head: " + ", ".join(f"{k} = {_short(v)}" for k, v in ks.items()))
     lines.append(f"  PE: {fam.description}")
     lines.append(f"  task: {task.description}")
+    lines.append("  conclusion: " + _conclusion(fam.name, task.name, L0, L, tr))
     click.echo("\n".join(lines))
+
+
+def _short(v: object) -> object:
+    """Floats to 6 significant digits for the text report (JSON keeps full precision)."""
+    if isinstance(v, float):
+        return float(f"{v:.6g}")
+    if isinstance(v, list):
+        return [_short(x) for x in v]
+    return v
+
+
+def _conclusion(pe: str, task: str, L0: int, L: int, tr: object) -> str:
+    """One sentence a PE designer can act on (numeric: 'consistent', never 'proved')."""
+    g0 = getattr(tr, "g0", None)
+    alpha = getattr(tr, "alpha", 0.0)
+    if g0 is not None and g0 <= 0:
+        return (f"the fitted {pe} head does not even solve {task} at the training length L0 = {L0} (g0 = {_f(g0)} <= 0); "
+                f"alpha_L = {alpha:.4f} at L = {L} says the same: no length generalization for this cell")
+    if alpha == 1.0:
+        return (f"the {pe} head fitted at L0 = {L0} solves {task} on every new row up to L = {L} "
+                f"(with margin min(g0, gL) = {_f(min(g0, getattr(tr, 'gL', g0)))}): it length-generalizes here")
+    return (f"the {pe} head solves {task} at L0 = {L0} (g0 = {_f(g0)}) but only a fraction {alpha:.4f} of the new rows "
+            f"at L = {L}: it does not length-generalize")
 
 
 __all__ = ["alpha_cmd"]

@@ -91,7 +91,12 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
         if key in PAPERS:
             raise InputError(f"{name!r} is a paper, not a claim; try 'verify audit {name}' or one of: "
                              + ", ".join(c.id for c in claims if c.paper == key))
-        raise InputError(f"unknown claim {name!r}; known claims: {', '.join(c.id for c in claims)}")
+        import difflib
+
+        names = [c.id for c in claims] + sorted({c.name for c in claims})
+        close = difflib.get_close_matches(key, [n.lower() for n in names], n=3, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise InputError(f"unknown claim {name!r}; {hint}known claims: {', '.join(c.id for c in claims)}")
     given = [g for g in given_options]
     fitting = [c for c in candidates if all(c.option(g) is not None for g in given)]
     if len(fitting) == 1:
@@ -106,4 +111,5 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
     for c in fitting:
         own = [o.flag for o in c.options if all(other.option(o.name) is None for other in fitting if other is not c)]
         hints.append(c.id + (f" (takes {', '.join(own)})" if own else ""))
-    raise InputError(f"{name!r} is ambiguous; candidates: {'; '.join(hints)}")
+    shared = f" (every candidate takes {', '.join('--' + g for g in given)})" if given else ""
+    raise InputError(f"{name!r} is ambiguous{shared}; candidates: {'; '.join(hints)}")

@@ -157,7 +157,7 @@ def result_text(r: ClaimResult, verbose: bool = True) -> str:
     if r.notes:
         lines.append("  findings:")
         lines += [f"    - {n}" for n in r.notes]
-    if r.claim.repair and r.verdict in ("FAILS", "HOLDS WITH FIX"):
+    if r.claim.repair and (r.verdict == "HOLDS WITH FIX" or (r.verdict == "FAILS" and not r.fix)):
         lines.append(f"  repair:    {r.claim.repair}")
     if verbose and r.claim.caveats:
         lines.append("  caveats:")

@@ -169,9 +169,14 @@ def check(
         from verify.solver.certify import NonLinear, farkas_certificate
 
         try:
-            res.certificate = farkas_certificate(constraints, timeout_ms, cases=exact_cases, core=core)
+            cert = farkas_certificate(constraints, timeout_ms, cases=exact_cases, core=core)
         except NonLinear as e:
             res.certificate_note = f"none (encoding beyond degree 2: {str(e)[:80]})"
+        else:
+            if cert.get("cases"):
+                res.certificate = cert  # multipliers found: 'checked' is the exact checker's verdict
+            else:  # no multipliers within the budget: no certificate, not a failed one
+                res.certificate_note = f"none ({cert.get('check', 'no multipliers found')})"
     policy = SECOND_OPINION if second_opinion is None else second_opinion
     policy = {True: "always", False: "never"}.get(policy, policy)  # type: ignore[arg-type]
     certified = bool(res.certificate and res.certificate.get("checked"))

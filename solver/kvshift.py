@@ -4,7 +4,8 @@ Source: Xu et al., arXiv 2411.19574 v2, Theorem 2 (Appendix B construction), Def
 
 exp is irrational, so the encodings never evaluate it:
 * (equality, per L <= Lmax)  the inner products g_i = <x_L, x_i> are free reals and each
-  softmax weight is E(l_t) for an *uninterpreted* function E with E > 0.  The obligation
+  softmax weight is ex(l_t) for an *uninterpreted* function ex, a positive unknown standing
+  for exp (ex > 0, nothing else assumed).  The obligation
   "some output coefficient of KVSA differs from IH's" is UNSAT exactly when the two
   outputs are equal for every input (arbitrary vectors: equal coefficients on every
   position give equal vectors) and for every positive function in place of exp, a
@@ -18,7 +19,10 @@ exp is irrational, so the encodings never evaluate it:
   IH's" is UNSAT: the outputs are apart by at least the rational delta.  Smaller
   inputs are first shown not to be witnesses (UNSAT of "differ" with free positive
   weights) or skipped when their difference is not decided.  The witness is re-checked
-  outside z3 with Fraction interval arithmetic.
+  outside z3 with Fraction interval arithmetic.  For a variant that keeps a boundary term
+  the headline witness is the smallest input whose difference persists with b1 = 1 (it
+  shows the boundary terms); a smaller input that shows only the value scale b1 = 1/sigma
+  is certified the same way and reported separately.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import z3
 from verify.constructions.kvshift import (
     Term,
     Variant,
+    boundary_positions,
     canonical_sequences,
     evaluate_weighted,
     fmt_vector,
@@ -42,6 +47,8 @@ from verify.constructions.kvshift import (
     kvsa_terms,
     logits,
     token_dot,
+    without_value_scale,
+    witness_text,
 )
 from verify.evidence import Evidence, engine_versions
 from verify.solver.common import solver_summary, ObligationResult, check, rval
@@ -50,14 +57,14 @@ from verify.solver.common import solver_summary, ObligationResult, check, rval
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
     def build(ctx: z3.Context):
         g = {i: z3.Real(f"g_{i}", ctx) for i in range(1, L + 1)}  # <x_L, x_i>
-        E = z3.Function("E", z3.RealSort(ctx), z3.RealSort(ctx))
+        ex = z3.Function("ex", z3.RealSort(ctx), z3.RealSort(ctx))  # a positive unknown standing for exp
         cons = []
         sig, mm = rval(ctx, sigma), rval(ctx, m)
         zero = z3.RealVal(0, ctx)
 
         def weights(terms: Sequence[Term]):
             ls = logits(terms, lambda i: g[i] if i else zero, sig, mm, zero)
-            ws = [E(z3.simplify(lg)) for lg in ls]
+            ws = [ex(z3.simplify(lg)) for lg in ls]
             cons.extend(w > 0 for w in ws)
             return ws
 
@@ -68,8 +75,20 @@ def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, tim
         differ = z3.Or([kv.get(i, zero) != ih.get(i, zero) for i in idx])
         return cons + [differ]
 
-    return check(f"L = {L}: some coefficient of KVSA differs from IH's (free inputs, any positive E in place of exp)",
-                 build, timeout_ms)
+    r = check(f"L = {L}: some coefficient of KVSA differs from IH's (free inputs; ex(t), any positive function, "
+              f"in place of exp(t))", build, timeout_ms)
+    return _explain_notes(r)
+
+
+def _explain_notes(r: ObligationResult) -> ObligationResult:
+    """Reword the generic certificate notes for the exp stand-in ex (what they mean here)."""
+    if r.answer == "sat" and "model value of ex" in r.reason:
+        r.reason = ("the model interprets ex, the positive stand-in for exp, as a function table, not a number; "
+                    "the token witness below is certified separately")
+    if r.certificate_note.startswith("none (encoding beyond degree 2") and "ex" in r.certificate_note:
+        r.certificate_note = ("none: no Farkas certificate, the encoding uses ex, an uninterpreted stand-in for exp"
+                              + (f"; cvc5 re-solved it: {r.second_answer}" if r.second_answer else ""))
+    return r
 
 
 def _witness_obligation(x: tuple[str, ...], var: Variant, m: Fraction, sigma: Fraction, delta: Fraction | None,
@@ -147,8 +166,26 @@ def _gap(x, var, m, sigma) -> tuple[Fraction, str, dict, dict]:
     return best, tok, kv, ih
 
 
-def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, max_L: int = 6, max_V: int = 3
-                 ) -> tuple[dict | None, list[ObligationResult]]:
+def _certify(x, var, m, sigma, gap, tok, kv, ih, timeout_ms) -> tuple[dict | None, ObligationResult, str]:
+    """z3 UNSAT of 'every token coefficient within delta' plus the Fraction re-check.
+
+    Returns (record or None, the obligation, why it was not certified).
+    """
+    delta = Fraction(math.floor(gap * 10**4), 10**4) or gap
+    r = _witness_obligation(x, var, m, sigma, delta, timeout_ms)
+    if r.answer != "unsat":
+        return None, r, f"z3 {r.answer}"
+    # exact re-check outside z3: Fraction enclosures apart by >= delta on `tok`
+    if not ((kv[tok][0] - ih[tok][1] >= delta) or (ih[tok][0] - kv[tok][1] >= delta)):
+        return None, r, "Fraction re-check failed"
+    mid = {t: (kv[t][0] + kv[t][1]) / 2 for t in sorted(set(x))}
+    ihm = {t: (ih[t][0] + ih[t][1]) / 2 for t in sorted(set(x))}
+    return ({"x": x, "L": len(x), "V": len(set(x)), "delta": delta, "token": tok, "KVSA": mid, "IH": ihm,
+             "KVSA_enclosure": {t: [str(v) for v in outward(kv[t][0], kv[t][1])] for t in kv}}, r, "")
+
+
+def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, max_L: int = 6, max_V: int = 3,
+                 beyond_scale: bool = False) -> tuple[dict | None, list[ObligationResult]]:
     """The smallest (L, vocabulary, x) whose outputs are apart by a rational delta > 0.
 
     Candidates in order L = 3.., V = 1.., induction prompts first
@@ -157,36 +194,47 @@ def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, ma
     or when the Fraction enclosures do not separate it; the first separated candidate is
     certified by z3 (UNSAT of "all within delta") and re-checked in Fractions.
 
+    Args:
+        beyond_scale: also skip candidates whose difference vanishes once b1 = 1 (they show
+            only the value scale); the first such candidate is certified all the same and
+            returned as ``value_scale_witness`` in the witness dict.
+
     Returns:
         (witness dict or None, obligations run).
     """
     obligations: list[ObligationResult] = []
     skipped: list[str] = []
+    scale_w: dict | None = None
+    unscaled = without_value_scale(var)
     for L in range(3, max_L + 1):
         for V in range(1, max_V + 1):
             for x in canonical_sequences(L, V):
                 gap, tok, kv, ih = _gap(x, var, m, sigma)
+                name = f"({', '.join(x)})"
                 if gap <= 0:
                     r = _witness_obligation(x, var, m, sigma, None, timeout_ms)
                     obligations.append(r)
-                    skipped.append(f"({', '.join(x)}): {'equal (proved)' if r.answer == 'unsat' else 'not separated'}")
+                    skipped.append(f"{name}: {'equal (proved)' if r.answer == 'unsat' else 'not separated'}")
                     continue
-                delta = Fraction(math.floor(gap * 10**4), 10**4) or gap
-                r = _witness_obligation(x, var, m, sigma, delta, timeout_ms)
+                scale_only_here = beyond_scale and _gap(x, unscaled, m, sigma)[0] <= 0
+                if scale_only_here and scale_w is not None:
+                    skipped.append(f"{name}: value scale only")
+                    continue
+                rec, r, why = _certify(x, var, m, sigma, gap, tok, kv, ih, timeout_ms)
                 obligations.append(r)
-                if r.answer != "unsat":
-                    skipped.append(f"({', '.join(x)}): z3 {r.answer}")
+                if rec is None:
+                    skipped.append(f"{name}: {why}")
                     continue
-                # exact re-check outside z3: Fraction enclosures apart by >= delta on `tok`
-                ok = (kv[tok][0] - ih[tok][1] >= delta) or (ih[tok][0] - kv[tok][1] >= delta)
-                if not ok:
-                    skipped.append(f"({', '.join(x)}): Fraction re-check failed")
+                if scale_only_here:
+                    if scale_only(rec["KVSA"], rec["IH"], sigma, 1e-6):
+                        scale_w = rec
+                        skipped.append(f"{name}: value scale only (KVSA = IH / sigma; certified, reported separately)")
+                    else:
+                        skipped.append(f"{name}: differs, but not once b1 = 1 (no boundary effect shown)")
                     continue
-                mid = {t: (kv[t][0] + kv[t][1]) / 2 for t in sorted(set(x))}
-                ihm = {t: (ih[t][0] + ih[t][1]) / 2 for t in sorted(set(x))}
-                return ({"x": x, "L": L, "V": V, "delta": delta, "token": tok, "KVSA": mid, "IH": ihm,
-                         "KVSA_enclosure": {t: [str(v) for v in outward(kv[t][0], kv[t][1])] for t in kv},
-                         "smaller_candidates": skipped}, obligations)
+                rec["smaller_candidates"] = skipped
+                rec["value_scale_witness"] = scale_w
+                return rec, obligations
     return None, obligations
 
 
@@ -220,8 +268,9 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     cert = {"equality": [r.summary() for r in eq]}
     numbers: dict[str, Any] = {"Lmax": Lmax, "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
-                               "exp_encoding": "uninterpreted positive E (equality); positive unknowns in rational "
-                                               "exp enclosures, ordered by exponent (witness)"}
+                               "exp_encoding": "equality: ex(t), an uninterpreted positive function standing for "
+                                               "exp(t); witness: one positive unknown per exponent, inside a rational "
+                                               "enclosure of exp and ordered like the exponents"}
     numbers.update(solver_summary(eq))
     base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), certificate=cert, numbers=numbers)
     unknown = [r for r in eq if r.answer == "unknown"]
@@ -229,11 +278,12 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})",
                         bound=f"L <= {Lmax}", **base)
     if first_sat is None:
-        return Evidence(status="proved", bound=f"every L in 3..{Lmax}, every input vectors, any positive E in place of exp",
+        return Evidence(status="proved", bound=(f"every L in 3..{Lmax}, every input (arbitrary vectors), any positive "
+                                                f"function ex(t) in place of exp(t)"),
                         summary=(f"UNSAT for every L <= {Lmax}: KVSA[{var.name}] and IH have equal coefficients on every "
                                  f"position (sigma = {sigma}, m = {m}); no witness up to the bound"),
                         details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq], **base)
-    w, obs = find_witness(var, m, sigma, timeout_ms)
+    w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked)
     cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in obs]
     numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in obs), 3)
     if w is None:
@@ -241,22 +291,41 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         return Evidence(status="inconclusive", bound="L <= 6, vocabulary <= 3",
                         summary=f"the term structure differs at L = {first_sat} but no certified token witness up to L = 6"
                                 + (f" ({len(unk)} unknown)" if unk else ""), **base)
-    xs = ", ".join(w["x"])
-    ih_txt, kv_txt = _vec(w["IH"]), _vec(w["KVSA"])
-    witness = {"x": f"({xs})", "L": w["L"], "vocabulary": w["V"], "m": str(m), "sigma": str(sigma),
-               "IH": ih_txt, "KVSA": kv_txt,
-               "KVSA_coefficients": {t: round(float(v), 4) for t, v in w["KVSA"].items()},
-               "IH_coefficients": {t: round(float(v), 4) for t, v in w["IH"].items()},
-               "apart_by_at_least": str(w["delta"]), "on_token": w["token"],
-               "KVSA_enclosure": w["KVSA_enclosure"],
-               "rechecked_in": "fractions.Fraction interval enclosures of exp (gap >= delta)"}
+    text, bt = witness_text(w["x"], w["KVSA"], w["IH"], var, m, sigma)
+    witness = _record(w, m, sigma)
+    if bt:
+        witness["boundary_tokens"] = bt
+        witness["boundary_terms"] = boundary_positions(w["x"], bt, var)
     numbers["smaller_candidates"] = w["smaller_candidates"]
-    scale = scale_only(w["KVSA"], w["IH"], sigma, 1e-6)
-    if scale:
-        witness["value_scale"] = f"KVSA = IH / sigma: the value scale b1 = 1/sigma = {1 / Fraction(sigma)}"
-    return Evidence(status="refuted", witness=witness, bound=f"smallest (L, vocabulary); structure differs from L = {first_sat}",
-                    summary=(f"x = ({xs}), m = {m}, sigma = {sigma}: IH = {ih_txt}; KVSA = {kv_txt}; "
-                             f"|KVSA - IH| >= {w['delta']} on {w['token']} (z3 UNSAT of 'within {w['delta']}', "
-                             f"re-checked in Fractions)" + (f"; KVSA = IH / sigma: the value scale b1 = 1/sigma" if scale else "")),
-                    details=[f"{r.name}: {r.answer.upper()}" for r in eq] + [f"smaller inputs: {'; '.join(w['smaller_candidates']) or 'none'}"],
-                    **base)
+    cert_txt = (f"|KVSA - IH| >= {w['delta']} on {w['token']} (z3 UNSAT of 'within {w['delta']}', "
+                f"re-checked in Fractions)")
+    summary = f"{text}; {cert_txt}"
+    details = [f"{r.name}: {r.answer.upper()}" for r in eq] + [f"headline witness: {text}; {cert_txt}"]
+    sw = w.get("value_scale_witness")
+    if sw is not None:
+        stext, _ = witness_text(sw["x"], sw["KVSA"], sw["IH"], var, m, sigma)
+        witness["value_scale_fact"] = stext
+        numbers["value_scale_witness"] = _record(sw, m, sigma)
+        summary += f". Value scale, separately: {stext}; |KVSA - IH| >= {sw['delta']} on {sw['token']}"
+        details.append(f"value-scale witness (certified the same way): {stext}; |KVSA - IH| >= {sw['delta']} "
+                       f"on {sw['token']}")
+    details.append(f"smaller inputs: {'; '.join(w['smaller_candidates']) or 'none'}")
+    return Evidence(status="refuted", witness=witness,
+                    bound=(f"smallest (L, vocabulary); structure differs from L = {first_sat}"
+                           + ("; the headline input is the smallest whose difference persists with b1 = 1 "
+                              "(value scale removed)" if sw is not None else "")),
+                    summary=summary, details=details, **base)
+
+
+def _record(w: dict, m: Fraction, sigma: Fraction) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "x": f"({', '.join(w['x'])})", "L": w["L"], "vocabulary": w["V"], "m": str(m), "sigma": str(sigma),
+        "IH": _vec(w["IH"]), "KVSA": _vec(w["KVSA"]),
+        "KVSA_coefficients": {t: round(float(v), 4) for t, v in sorted(w["KVSA"].items())},
+        "IH_coefficients": {t: round(float(v), 4) for t, v in sorted(w["IH"].items())},
+        "apart_by_at_least": str(w["delta"]), "on_token": w["token"],
+        "KVSA_enclosure": w["KVSA_enclosure"],
+        "rechecked_in": "fractions.Fraction interval enclosures of exp (gap >= delta)"}
+    if scale_only(w["KVSA"], w["IH"], sigma, 1e-6) and Fraction(sigma) != 1:
+        out["value_scale"] = f"KVSA = IH / sigma: the value scale b1 = 1/sigma = {1 / Fraction(sigma)}"
+    return out

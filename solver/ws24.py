@@ -191,10 +191,13 @@ def _recheck_witness(label, score, target, A, eps, family, res: ObligationResult
     for name, gram in (("z3 model", ModelGram(res.model)), ("orthonormal family", ortho)):
         vals_ok = all(abs(v) <= eps for v in res.model.values()) if name == "z3 model" else True
         S = score(gram)
-        violated = abs(S - target) > allowance or (target != 0 and S * target <= 0)
+        far = abs(S - target) > allowance
+        violated = far or (target != 0 and S * target <= 0)
         if vals_ok and violated and _is_psd(gram, family):
             inner = {k: str(v) for k, v in res.model.items() if v != 0} if name == "z3 model" else {}
-            return {"at": label, "family": name, "nonzero_inner_products": inner, "score": str(S),
+            clause = ("|score - target| > A(eps)" if far else
+                      "the association is not nonzero with the target's sign (score * target <= 0)")
+            return {"at": label, "family": name, "violated": clause, "nonzero_inner_products": inner, "score": str(S),
                     "statement_value": str(target), "allowance_A(eps)": str(allowance),
                     "eps": str(eps), "rechecked_in": "fractions.Fraction; Gram matrix PSD (sympy, exact)"}
     return None
@@ -236,6 +239,10 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
     numbers.update(solver_summary(results + sep_results))
     cert = {"obligations": [r.summary() for r in results + sep_results]}
     details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
+    if thr is not None and sp.Rational(eps.numerator, eps.denominator) >= thr:
+        details.insert(0, f"note: eps = {eps} is at or beyond the separation threshold eps* = {thr}: near-orthogonality this "
+                          "weak lets real families cancel the association, so a failure here says nothing about the "
+                          "orientation; choose eps < eps*")
     base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
                 bound=bound_text, details=details)
     unknown = [r for r in results + sep_results if r.answer == "unknown"]
@@ -304,7 +311,7 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts r_{{-1}}^T W^1_K w_E(v) further than "
                     f"A(eps) from chi(v); the as-written score is strictly below it for every eps < {thr}"),
         summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): r_{{-1}}^T W^1_K w_E(v) = {w['score']} at {w['at']} "
-                                f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']}; "
+                                f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
                                 f"for every eps-family |as-written score| <= {B_aw} and transposed score >= chi(v) - ({B_tr}); "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)
@@ -390,7 +397,7 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
         summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts (Phi_1 w_E(s))^T W^2_K w_E(T) further than "
                     f"A(eps) from psi(T)[s = T]; the as-written score is strictly below it for every eps < {thr}"),
         summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): (Phi_1 w_E(s))^T W^2_K w_E(T) = {w['score']} at {w['at']} "
-                                f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']}; "
+                                f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
                                 f"for every eps-family |as-written score| <= {B_aw} and transposed score >= psi(T) - ({B_tr}) at s = T; "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)

@@ -166,3 +166,22 @@ def test_forced_timeout_is_never_a_pass(monkeypatch):
     monkeypatch.setattr(sol, "check", timeout)
     ev = sol.check_theorem2(PrevTokenConstruction.uniform(3, "transposed"), F(1, 16))
     assert ev.status == "inconclusive" and "timeout" in ev.summary
+
+
+def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
+    from verify.proofs.certificates import rebuild_check
+    from verify.solver.recheck import encoding_hash
+
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
+    paths = write_certificates(r, tmp_path)
+    assert rebuild_check(tmp_path) == ([], [])
+    forged = paths[-1]
+    doc = json.loads(forged.read_text())
+    doc["certificate"]["cases"] = [{"rows": [{"coeffs": {}, "op": "<=", "rhs": "-1"}], "multipliers": ["1"]}]
+    doc["encoding_sha256"] = encoding_hash([c["rows"] for c in doc["certificate"]["cases"]])
+    forged.write_text(json.dumps(doc))
+    paths[0].unlink()
+    assert all(ok for _, ok, _ in recheck_dir(tmp_path))  # self-consistent: the plain recheck cannot tell
+    bad, missing = rebuild_check(tmp_path)
+    assert [f for f, _, _ in bad] == [forged] and len(missing) == 1
