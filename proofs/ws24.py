@@ -176,3 +176,42 @@ EQ14 = Claim(
 )
 
 CLAIMS = [THEOREM2, EQ14]
+
+
+# ------------------------------------------------------------------ prop4
+
+def _p4_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.symbolic import ws24 as sym
+
+    return sym.check_prop4()
+
+
+def _p4_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import ws24 as num
+
+    return num.check_prop4(p["d"], p["V"], p["T"], ctx.seed)
+
+
+def _p4_validate(p: Mapping[str, Any]) -> None:
+    if p["V"] + p["T"] > p["d"]:
+        raise InputError(f"--V {p['V']} plus --T {p['T']} exceeds --d {p['d']}: the orthonormal family needs V + T <= d")
+
+
+PROP4 = Claim(
+    id="ws24:prop4",
+    title="previous-token attention weight e/(t + e - 1)",
+    source="arXiv 2412.11459 v2, Proposition 4",
+    statement=("With layer-1 score 1 on the previous token and 0 elsewhere over t visible keys, the attention weight "
+               "on the previous token is e/(t + e - 1)."),
+    options=(Option("d", "embedding width of the built model", 256, kind="int", minimum=2),
+             Option("V", "vocabulary size of the built model", 16, kind="int", minimum=2),
+             Option("T", "sequence length (t = 2..T visible keys)", 64, kind="int", minimum=3, maximum=4096)),
+    checks={"symbolic": _p4_symbolic, "numeric": _p4_numeric},
+    expected={"": "HOLDS"},
+    validate=_p4_validate,
+    caveats=(RECONSTRUCTED, "No solver check: the statement is an identity in e, proved symbolically for every t; "
+             "the numeric layer evaluates it inside the built model."),
+    cost="symbolic < 1 s; numeric < 1 s at d = 256, T = 64",
+)
+
+CLAIMS.append(PROP4)

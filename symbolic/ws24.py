@@ -244,3 +244,39 @@ def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[A
 
 
 __all__ = ["check_theorem2", "check_eq14", "theorem2_closed_forms", "eq14_closed_forms", "OrthonormalGram", "show"]
+
+
+def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence:
+    """ws24 Prop. 4, exact for a symbolic number of visible keys t >= 1.
+
+    Args:
+        claimed: the paper's closed form as a function of t (default e / (t + e - 1));
+            the fault-injection tests pass a wrong one.
+
+    Returns:
+        ``proved`` when softmax(1 on the previous key, 0 on t - 1 others) simplifies to the
+        claimed form for symbolic t; ``refuted`` with the first t in 1..64 where they
+        differ (re-checked at 50 digits with mpmath) otherwise.
+    """
+    from verify.constructions.bilinear import prev_token_weight
+
+    t = sp.Symbol("t", integer=True, positive=True)
+    claimed = claimed or (lambda tt: sp.E / (tt + sp.E - 1))
+    weight = prev_token_weight(t, sp.exp)
+    diff = sp.simplify(weight - claimed(t))
+    base = dict(layer="symbolic", engines=engine_versions("sympy"),
+                numbers={"softmax_weight": str(sp.simplify(weight)), "claimed": str(claimed(t)), "difference": str(diff)})
+    if diff == 0:
+        return Evidence(status="proved", summary=f"softmax weight on the previous key = {str(sp.simplify(weight)).replace('E', 'e')} = e/(t + e - 1) for every t >= 1",
+                        bound="every t >= 1 (symbolic)", **base)
+    import mpmath
+
+    mpmath.mp.dps = 50
+    for tt in range(1, 65):
+        w = mpmath.e / (mpmath.e + tt - 1)
+        c = mpmath.mpf(sp.N(claimed(sp.Integer(tt)), 60))
+        if abs(w - c) > mpmath.mpf(10) ** -40:
+            return Evidence(status="refuted", summary=f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form gives {mpmath.nstr(c, 12)}",
+                            witness={"t": tt, "softmax_weight": mpmath.nstr(w, 20), "claimed": mpmath.nstr(c, 20),
+                                     "rechecked_in": "mpmath, 50 digits"}, **base)
+    return Evidence(status="inconclusive", summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them", **base)

@@ -186,3 +186,20 @@ def test_outer_sum_transpose_is_an_involution():
     W = OuterSum(((F(2), ("w_E", 1), ("r", -1)),), "W")
     assert W.transposed().transposed().terms == W.terms
     assert bilinear(("r", -1), W.transposed(), ("w_E", 1), sym.FractionOrthonormalGram()) == 2
+
+
+class TestProp4:
+    def test_symbolic_proved_for_every_t(self):
+        assert sym.check_prop4().status == "proved"
+
+    def test_wrong_closed_form_is_refuted(self):
+        ev = sym.check_prop4(lambda t: sp.E / (t + sp.E))  # normaliser off by one
+        assert ev.status == "refuted" and ev.witness["t"] == 1
+
+    def test_numeric_in_built_model(self):
+        ev = num.check_prop4(d=64, V=8, T=32, seed=0)
+        assert ev.outcome == "holds" and ev.numbers["max_abs_error"] < 1e-12
+
+    def test_claim_verdict(self):
+        r = run_claim(paper.PROP4, paper.PROP4.parse_params({"d": "64", "V": "8", "T": "16"}), Context(seed=0))
+        assert r.verdict == "HOLDS"

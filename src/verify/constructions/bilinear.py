@@ -238,3 +238,16 @@ def check_names(names: Sequence[Vec], family: Sequence[Vec]) -> None:
     missing = [n for n in names if n not in family]
     if missing:
         raise ValueError(f"vectors {missing} are not in the family {list(family)}")
+
+
+# ----------------------------------------------------------------------------- ws24 Prop. 4
+
+
+def prev_token_weight(t: Any, exp: Callable[[Any], Any]) -> Any:
+    """ws24 Prop. 4: softmax weight on the previous token over t visible keys when the
+    layer-1 score is 1 on the previous token and 0 on the other t - 1 keys.
+
+    weight = exp(1) / (exp(1) + (t - 1) exp(0)); the paper states e / (t + e - 1).
+    ``exp`` is the caller's exponential (sympy.exp, math.exp, torch.exp).
+    """
+    return exp(1) / (exp(1) + (t - 1) * exp(0))
