@@ -86,6 +86,8 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     from verify.constructions.kvshift import mechanism_sentence
 
     out = [mechanism_sentence(_var(p))]
+    if _var(p).b1_inv_sigma and p["sigma"] == 1:
+        out[0] += " At sigma = 1 that scale is 1, so only the boundary terms and the normaliser change the output."
     sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
     if sym is not None:
         n = sym.numbers

@@ -34,8 +34,12 @@ import sympy as sp
 
 from verify.constructions.kvshift import (
     Variant,
+    boundary_positions,
+    boundary_tokens,
     by_token,
+    DECOMPOSITION_LEGEND,
     canonical_sequences,
+    mechanism_sentence,
     evaluate,
     fmt_vector,
     scale_only,
@@ -45,11 +49,27 @@ from verify.constructions.kvshift import (
     kvsa_term,
     kvsa_terms,
     token_dot,
+    without_value_scale,
+    witness_text,
 )
 from verify.evidence import Evidence, engine_versions
 
 M = sp.Symbol("m", nonnegative=True)
 SIGMA = sp.Symbol("sigma", positive=True)
+
+
+class _Printer(sp.printing.str.StrPrinter):
+    """sympy's str printer, but Euler's number as exp(1) (sympy prints it as E)."""
+
+    def _print_Exp1(self, expr):  # noqa: N802 - sympy's printer protocol
+        return "exp(1)"
+
+
+def sstr(expr: Any) -> str:
+    """A sympy expression as text, with exp(1) for Euler's number (strings pass through)."""
+    if isinstance(expr, str):
+        return expr
+    return _Printer().doprint(sp.sympify(expr))
 
 
 def _q(x: Fraction) -> sp.Rational:
@@ -138,14 +158,21 @@ def termwise(var: Variant) -> dict[str, Any]:
             "ih_term": f"key {lin(ih.key)}, value {val(ih.value)}, dist {ih.dist}"}
 
 
-def smallest_witness(var: Variant, m: Fraction, sigma: Fraction, max_L: int = 5, max_V: int = 3) -> dict | None:
+def smallest_witness(var: Variant, m: Fraction, sigma: Fraction, max_L: int = 5, max_V: int = 3,
+                     beyond_scale: bool = False) -> dict | None:
     """The first (L, V, x) in size order with KVSA != IH exactly (sympy), or None.
 
     The difference is evaluated with sympy's exact exp; nonzero-ness is decided by an
     exact Fraction interval enclosure (verify.constructions.kvshift.exp_enclosure)
     excluding 0, i.e. re-checked outside sympy.
+
+    Args:
+        beyond_scale: only accept an input whose difference persists after the value
+            scale is removed (KVSA with b1 = 1 still differs from IH), i.e. one that shows
+            the boundary terms or the normaliser, not just b1 = 1/sigma.
     """
     mq, sq = _q(m), _q(sigma)
+    unscaled = without_value_scale(var)
     for L in range(3, max_L + 1):
         for V in range(1, max_V + 1):
             for x in canonical_sequences(L, V):
@@ -161,6 +188,10 @@ def smallest_witness(var: Variant, m: Fraction, sigma: Fraction, max_L: int = 5,
                 apart = [k for k in ihI if kvI[k][0] > ihI[k][1] or kvI[k][1] < ihI[k][0]]
                 if not apart:
                     continue
+                if beyond_scale:
+                    uI = _tok_intervals(kvsa_terms(L, unscaled, Fraction(sigma)), x, sigma, m)
+                    if not any(uI[k][0] > ihI[k][1] or uI[k][1] < ihI[k][0] for k in ihI):
+                        continue
                 return {"L": L, "V": V, "x": x, "IH": {k: sp.simplify(v) for k, v in ih.items()},
                         "KVSA": {k: sp.simplify(v) for k, v in kv.items()}, "diff": diffs,
                         "apart_on": apart, "KVSA_intervals": kvI, "IH_intervals": ihI}
@@ -183,6 +214,21 @@ def _vec(coefs: dict[str, Any]) -> str:
     return fmt_vector(coefs)
 
 
+def _witness_record(w: dict, m: Fraction, sigma: Fraction) -> dict[str, Any]:
+    return {"x": f"({', '.join(w['x'])})", "L": w["L"], "vocabulary": w["V"], "m": str(m), "sigma": str(sigma),
+            "IH": _vec(w["IH"]), "KVSA": _vec(w["KVSA"]),
+            "KVSA_exact": {k: sstr(v) for k, v in w["KVSA"].items()},
+            "IH_coefficients": {k: round(float(v), 4) for k, v in sorted(w["IH"].items())},
+            "KVSA_coefficients": {k: round(float(v), 4) for k, v in sorted(w["KVSA"].items())},
+            "apart_on": sorted(w["apart_on"]),
+            "rechecked_in": "fractions.Fraction interval enclosures of exp (outputs' enclosures disjoint)"}
+
+
+def headline(w: dict, var: Variant, m: Fraction, sigma: Fraction) -> tuple[str, list[str]]:
+    """The witness in paper notation with what it exhibits (:func:`witness_text`), and its boundary tokens."""
+    return witness_text(w["x"], w["KVSA"], w["IH"], var, m, sigma)
+
+
 def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     """Symbolic check of kvshift24 Theorem 2 (IH = KVSA) for a variant at (m, sigma).
 
@@ -194,8 +240,11 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     Returns:
         ``proved`` when every piece of the decomposition vanishes at this sigma and the
         summands agree term by term for symbolic s (so IH = KVSA for every L and input);
-        ``refuted`` with the smallest exact witness otherwise; ``error`` if the algebra
-        fails its own checks.
+        ``refuted`` with an exact witness otherwise; ``error`` if the algebra fails its
+        own checks.  The headline witness of a variant that keeps a boundary term is the
+        smallest input whose difference persists after the value scale is removed (it
+        shows the boundary terms); the smallest input showing only the value scale
+        b1 = 1/sigma, when it differs, is reported separately as ``value_scale_witness``.
     """
     aba = aba_closed_form(var)
     dec = decomposition(var)
@@ -203,20 +252,25 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     sigma_q = _q(sigma)
     nonzero = [k for k, v in dec["pieces"].items() if sp.simplify(v.subs(SIGMA, sigma_q)) != 0]
     numbers: dict[str, Any] = {
-        "closed_form_ABA_diff_A": str(aba["diff_A"]),
-        "closed_form_ABA_diff_B": str(aba["diff_B"]),
-        "closed_form_ABA_KVSA": {k: str(v) for k, v in aba["KVSA"].items()},
-        "decomposition": {k: str(v) for k, v in dec["pieces"].items()},
+        "closed_form_ABA_diff_A": sstr(aba["diff_A"]),
+        "closed_form_ABA_diff_B": sstr(aba["diff_B"]),
+        "closed_form_ABA_KVSA": {k: sstr(v) for k, v in aba["KVSA"].items()},
+        "decomposition": {k: sstr(v) for k, v in dec["pieces"].items()},
+        "decomposition_symbols": DECOMPOSITION_LEGEND,
         "nonzero_pieces_at_sigma": nonzero,
-        "termwise": {k: (str(v) if not isinstance(v, bool) else v) for k, v in tw.items()},
+        "termwise": {k: (sstr(v) if not isinstance(v, bool) else v) for k, v in tw.items()},
         "m": str(m), "sigma": str(sigma),
     }
     details = [
-        f"(A, B, A): KVSA - IH = ({aba['diff_A']}) A + ({aba['diff_B']}) B",
-        "general L: KVSA - IH = " + " + ".join(f"[{k}] {v}" for k, v in dec["pieces"].items()),
+        mechanism_sentence(var),
+        f"(A, B, A) with A.A = 1, A.B = 0, exact in m and sigma: KVSA - IH = ({sstr(aba['diff_A'])}) A "
+        f"+ ({sstr(aba['diff_B'])}) B",
+        "general L: KVSA - IH = " + " + ".join(f"[{k}] {sstr(v)}" for k, v in dec["pieces"].items())
+        + f"; {DECOMPOSITION_LEGEND}",
         f"decomposition identity: {'verified' if dec['identity_ok'] else 'FAILED'}; index split s=1 | 2..L-1 | L "
         f"{'verified' if dec['split_ok'] else 'FAILED'} (expanded, L = 3..8)",
-        f"summand at symbolic s (2 <= s <= L-1): KVSA {tw['kvsa_term']}; IH {tw['ih_term']}",
+        f"summand at symbolic s (2 <= s <= L-1): KVSA {tw['kvsa_term']}; IH {tw['ih_term']} "
+        f"(g(i) = <x_L, x_i>, the query's product with key x_i; x(i) = x_i; dist = the ALiBi distance L - s)",
     ]
     base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
     if not (dec["identity_ok"] and dec["split_ok"]):
@@ -226,19 +280,33 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
         return Evidence(status="proved", bound=f"every L >= 3 and every input (symbolic index s, symbolic L), sigma = {sigma}",
                         summary=(f"KVSA[{var.name}] = IH exactly for every L and input at sigma = {sigma}: no boundary "
                                  f"term, same normaliser, value scale 1, summands equal term by term for symbolic s"), **base)
-    w = smallest_witness(var, Fraction(m), Fraction(sigma))
-    if w is None:
+    first = smallest_witness(var, Fraction(m), Fraction(sigma))
+    if first is None:
         return Evidence(status="error", summary=f"nonzero pieces {nonzero} but no concrete witness up to L = 5", **base)
-    xs = ", ".join(w["x"])
-    ih_txt, kv_txt = _vec(w["IH"]), _vec(w["KVSA"])
-    witness = {"x": f"({xs})", "L": w["L"], "vocabulary": w["V"], "m": str(m), "sigma": str(sigma),
-               "IH": ih_txt, "KVSA": kv_txt,
-               "KVSA_exact": {k: str(v) for k, v in w["KVSA"].items()},
-               "IH_coefficients": {k: round(float(v), 4) for k, v in w["IH"].items()},
-               "KVSA_coefficients": {k: round(float(v), 4) for k, v in w["KVSA"].items()},
-               "apart_on": w["apart_on"],
-               "rechecked_in": "fractions.Fraction interval enclosures of exp (outputs' enclosures disjoint)"}
-    scale_note = " = IH / sigma" if scale_only(w["KVSA"], w["IH"], sigma) else ""
-    return Evidence(status="refuted", witness=witness, bound=f"smallest input in (L, vocabulary) order, L <= 5",
-                    summary=(f"x = ({xs}), m = {m}, sigma = {sigma}: IH = {ih_txt}; KVSA = {kv_txt}{scale_note} "
-                             f"(nonzero pieces: {', '.join(nonzero) or 'none'})"), **base)
+    w, scale_w = first, None
+    if not var.masked and scale_only(first["KVSA"], first["IH"], sigma):
+        # the smallest input shows only b1 = 1/sigma; headline the smallest one that shows the boundary terms
+        bw = smallest_witness(var, Fraction(m), Fraction(sigma), beyond_scale=True)
+        if bw is not None:
+            w, scale_w = bw, first
+    text, bt = headline(w, var, m, sigma)
+    witness = _witness_record(w, m, sigma)
+    if bt:
+        witness["boundary_tokens"] = bt
+        witness["boundary_terms"] = boundary_positions(w["x"], bt, var)
+    summary = text
+    numbers["headline_witness"] = text
+    if scale_w is not None:
+        stext, _ = headline(scale_w, var, m, sigma)
+        witness["value_scale_fact"] = stext
+        numbers["value_scale_witness"] = _witness_record(scale_w, m, sigma)
+        summary += f". Value scale, separately: {stext}"
+        details.insert(1, f"headline witness: {text}")
+        details.insert(2, f"value-scale witness (smallest input; every value there is the same token, so the "
+                          f"boundary terms cannot show): {stext}")
+    summary += f" [nonzero pieces of KVSA - IH: {', '.join(nonzero) or 'none'}]"
+    return Evidence(status="refuted", witness=witness,
+                    bound=("smallest input in (L, vocabulary) order, L <= 5"
+                           + ("; the headline one is the smallest on which the difference persists with b1 = 1 "
+                              "(value scale removed)" if scale_w else "")),
+                    summary=summary, **base)

@@ -69,6 +69,60 @@ def test_witness_ABA_numbers():
     assert "(A, A, A): equal (proved)" in ev.numbers["smaller_candidates"]
 
 
+@pytest.mark.parametrize("layer", ["symbolic", "solver"])
+def test_none_headline_shows_boundary_term_and_value_scale_separately(layer):
+    """Default sigma = 2: the headline witness is not the value-scale-only (A, A, A) but one where KVSA
+    puts weight on a token IH gives weight 0 (a boundary term); the value-scale fact is reported too."""
+    if layer == "symbolic":
+        from verify.symbolic.kvshift import check_theorem2
+    else:
+        from verify.solver.kvshift import check_theorem2
+    ev = check_theorem2(kc.variant("none"), Fraction(1, 2), Fraction(2))
+    assert ev.status == "refuted"
+    w = ev.witness
+    assert w["x"] == "(A, B, A)" and w["IH"] == "B"
+    boundary = [t for t, c in w["IH_coefficients"].items() if c == 0 and w["KVSA_coefficients"][t] > 0]
+    assert boundary == ["A"] == w["boundary_tokens"]
+    # exact: c_A = (1 + e)/(2(1 + 2e)), c_B = e/(2(1 + 2e)) at m = 1/2, sigma = 2
+    e = math.e
+    assert w["KVSA_coefficients"]["A"] == pytest.approx((1 + e) / (2 * (1 + 2 * e)), abs=1e-4)
+    assert w["KVSA_coefficients"]["B"] == pytest.approx(e / (2 * (1 + 2 * e)), abs=1e-4)
+    assert ev.summary.startswith("x = (A, B, A), m = 1/2, sigma = 2: IH = B; KVSA = 0.2888 A + 0.2112 B")
+    # the value scale, separately labelled
+    assert w["value_scale_fact"].startswith("x = (A, A, A), m = 1/2, sigma = 2: IH = A; KVSA = 0.5000 A = IH / sigma")
+    vs = ev.numbers["value_scale_witness"]
+    assert vs["x"] == "(A, A, A)" and vs["KVSA_coefficients"] == {"A": 0.5} and vs["IH_coefficients"] == {"A": 1.0}
+    assert "Value scale, separately: x = (A, A, A)" in ev.summary
+
+
+def test_mask_headline_is_the_value_scale():
+    from verify.solver.kvshift import check_theorem2 as sol
+    from verify.symbolic.kvshift import check_theorem2 as sym
+
+    for ev in (sym(kc.variant("mask"), Fraction(1, 2), Fraction(2)),
+               sol(kc.variant("mask"), Fraction(1, 2), Fraction(2), Lmax=6)):
+        assert ev.status == "refuted" and ev.witness["x"] == "(A, A, A)"
+        assert "= IH / sigma" in ev.summary and "value_scale_fact" not in ev.witness
+
+
+def test_user_facing_text_is_self_contained(capsys):
+    """No development paths, no sympy 'E' for Euler's number, the plain mechanism sentence, symbols defined."""
+    import json
+    import re
+
+    code = main(["kvshift24:theorem2", "--m", "0.5", "--sigma", "1", "--L", "32", "--d", "16", "--format", "json"])
+    assert code == 1
+    doc = json.loads(capsys.readouterr().out)
+    text = json.dumps(doc)
+    assert "CLAIMS.md" not in text and "../shared" not in text and "every input vectors" not in text
+    assert not re.search(r"\bE\b", text), re.findall(r".{30}\bE\b.{30}", text)
+    r = doc["results"][0]
+    assert r["findings"][0].startswith(kc.MECHANISM)
+    assert r["layers"]["symbolic"]["details"][0] == kc.MECHANISM
+    assert "Z = e_2 + ... + e_{L-1}" in " ".join(r["layers"]["symbolic"]["details"])
+    assert r["layers"]["symbolic"]["witness"]["KVSA_exact"]["A"] == "(1 + exp(1))/(1 + exp(1) + exp(3/2))"
+
+
 def test_symbolic_closed_form_ABA():
     import sympy as sp
 

@@ -3,8 +3,8 @@
 Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2:
 Definition 1 (the induction-head machine IH), Eqs. 4-6 (KV shifting attention) with the
 ALiBi bias -m|L - s| of Theorems 1-2, the Appendix B parameters of the Theorem 2 proof
-(a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections), and the repairs of
-../shared/CLAIMS.md (mask: drop s = 1 and s = L; mask+scale: also b1 = 1).
+(a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections), and the repairs named in
+the claim catalog (mask: drop s = 1 and s = L; mask+scale: also b1 = 1).
 
 Both mechanisms, read at the last position L (1-indexed), are softmax averages
 
@@ -99,7 +99,7 @@ class Variant:
         return not (self.first_num or self.first_den or self.last_num or self.last_den)
 
 
-#: the statement's variants (CLAIMS.md) and the fault injections of the tests (DESIGN.md)
+#: the statement's variants (the claim catalog) and the fault injections of the tests
 VARIANTS: dict[str, Variant] = {
     "none": Variant("none", True, True, True, True, True),
     "mask": Variant("mask", False, False, False, False, True),
@@ -419,3 +419,89 @@ def outward(lo: Fraction, hi: Fraction, digits: int = 10) -> tuple[Fraction, Fra
 def scale_only(kv: dict[str, Any], ih: dict[str, Any], sigma: Any, tol: float = 1e-9) -> bool:
     """True when the KVSA token coefficients are IH's divided by sigma (the value-scale error alone)."""
     return all(abs(float(kv.get(t, 0)) - float(ih.get(t, 0)) / float(sigma)) < tol for t in set(kv) | set(ih))
+
+
+def without_value_scale(var: Variant) -> Variant:
+    """The same variant with b1 = 1: what KVSA would give once the value scale 1/sigma is removed.
+
+    A difference between KVSA and IH that survives this is caused by the boundary terms or
+    the normaliser, not by b1 = 1/sigma alone.
+    """
+    return replace(var, name=f"{var.name} (b1 = 1)", b1_inv_sigma=False)
+
+
+def boundary_tokens(kv: dict[str, Any], ih: dict[str, Any], tol: float = 1e-12) -> list[str]:
+    """Tokens that KVSA weights but IH gives weight exactly 0.
+
+    IH's weights on s = 2..L-1 are all positive, so a token with IH weight 0 occurs only
+    at positions 1 and/or L: its KVSA weight comes from the boundary terms s = 1, s = L.
+    """
+    return sorted(t for t in kv if float(ih.get(t, 0)) == 0 and abs(float(kv[t])) > tol)
+
+
+def boundary_positions(x: Sequence[str], toks: Iterable[str], var: Variant) -> list[str]:
+    """'s = 1 (value x_1 = A)' / 's = L (value x_3 = A)' for the kept boundary terms carrying ``toks``."""
+    toks = set(toks)
+    L = len(x)
+    out = []
+    if var.first_num and x[0] in toks:
+        out.append(f"s = 1 (value x_1 = {x[0]})")
+    if var.last_num and x[-1] in toks:
+        out.append(f"s = L (value x_{L} = {x[-1]})")
+    return out
+
+
+#: symbols of the general-L decomposition, defined where the formula is printed
+DECOMPOSITION_LEGEND = (
+    "where, at the last position L, e_s = exp(<x_L, key_s>/sigma - m(L - s)) is the unnormalised softmax weight "
+    "of term s (e_1 = exp(-m(L-1)) because the s = 1 key is the zero row Shift pads in front; "
+    "e_L = exp(<x_L, x_{L-1}>/sigma)); Z = e_2 + ... + e_{L-1} is IH's normaliser and "
+    "N = e_2 x_2 + ... + e_{L-1} x_{L-1} its numerator, so IH = N/Z; x_1 and x_L stand for one coordinate of "
+    "the first and last inputs (the identity is linear in the values, so one coordinate suffices)"
+)
+
+#: the as-written difference in one plain sentence
+MECHANISM = (
+    "At the last position KV-shift attention's softmax runs over s = 1..L while IH's runs over s = 2..L-1: "
+    "the s = L term (key x_{L-1}, value x_L) and the s = 1 term (key 0 under Shift, unnormalised weight "
+    "exp(-m(L-1)), value x_1) are added, the normaliser changes from L-2 to L terms, and b1 = 1/sigma "
+    "scales every value."
+)
+
+
+def mechanism_sentence(var: Variant) -> str:
+    """:data:`MECHANISM`, followed by what the variant keeps of it."""
+    if var.name == "none":
+        return MECHANISM
+    if var.masked:
+        rest = ("both boundary terms are masked, so the softmax runs over the same s = 2..L-1 as IH's"
+                + ("; only the value scale b1 = 1/sigma remains, so KVSA = IH / sigma" if var.b1_inv_sigma
+                   else ", and b1 = 1, so every summand equals IH's"))
+    else:
+        kept = [n for n, k in (("the s = 1 term", var.first_num), ("the s = L term", var.last_num)) if k]
+        den = [n for n, k in (("s = 1", var.first_den), ("s = L", var.last_den)) if k]
+        rest = (f"it keeps {' and '.join(kept) or 'no boundary value'}, "
+                f"the normaliser has {('L-2', 'L-1', 'L')[len(den)]} terms"
+                f"{' (extra: ' + ', '.join(den) + ')' if den else ''}, "
+                f"and b1 = {'1/sigma' if var.b1_inv_sigma else '1'}")
+    label = f"--fix {var.name}" if var.name in FIXES else f"variant {var.name}"
+    return f"As written, a{MECHANISM[1:]} Under {label}: {rest}."
+
+
+def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: Variant, m: Any, sigma: Any
+                 ) -> tuple[str, list[str]]:
+    """A witness in paper notation, with what it exhibits; and its boundary tokens.
+
+    ``x = (A, B, A), m = 1/2, sigma = 2: IH = B; KVSA = 0.2888 A + 0.2112 B (weight 0.2888
+    on A, which IH gives weight 0: the boundary terms ...)``, or ``... = IH / sigma (...)``
+    when the input shows only the value scale.  Coefficients to 4 decimals (fmt_vector).
+    """
+    txt = f"x = ({', '.join(x)}), m = {m}, sigma = {sigma}: IH = {fmt_vector(ih)}; KVSA = {fmt_vector(kv)}"
+    bt = boundary_tokens(kv, ih)
+    if Fraction(sigma) != 1 and scale_only(kv, ih, sigma, 1e-9):
+        txt += " = IH / sigma (only the value scale b1 = 1/sigma shows here)"
+    elif bt:
+        ws = ", ".join(f"{float(kv[t]):.4f} on {t}" for t in bt)
+        txt += (f" (weight {ws}, which IH gives weight 0: the boundary terms "
+                f"{' and '.join(boundary_positions(x, bt, var))})")
+    return txt, bt
