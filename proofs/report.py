@@ -79,7 +79,7 @@ def fmt_value(v: Any, _depth: int = 0) -> str:
 
 def _status_word(ev: Any) -> str:
     if ev.status == "consistent":
-        return f"consistent ({'supports' if ev.outcome == 'holds' else 'contradicts'} the statement)"
+        return f"consistent with {'the statement' if ev.outcome == 'holds' else 'its failure'} (numeric)"
     return ev.status
 
 
@@ -178,7 +178,7 @@ def _layer_section(ev: Any, timings: bool) -> list[str]:
         lines += ["Measured values:", ""] + _kv_table(numbers) + [""]
     if ev.witness:
         w = _scrub(to_jsonable(ev.witness), timings)
-        lines += ["Witness (a concrete case where the statement fails or is attained):", ""]
+        lines += ["Witness (a concrete case that decides the statement, re-checked outside the engine that found it):", ""]
         lines += (_kv_table(w) if isinstance(w, dict) else ["```", json.dumps(w, indent=2, sort_keys=True), "```"])
         lines.append("")
     if ev.certificate:
