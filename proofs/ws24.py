@@ -55,28 +55,32 @@ def _fix(p: Mapping[str, Any]) -> str | None:
     return None
 
 
-# ------------------------------------------------------------------ theorem2
+# ------------------------------------------------------------------ theorem2 / eq14 wiring
 
-def _t2(p: Mapping[str, Any], V: int) -> PrevTokenConstruction:
-    return PrevTokenConstruction.uniform(V, p["orientation"])
+def _orientation_checks(cls: Any, name: str) -> dict[str, Any]:
+    """The three layer checks of an orientation claim: the construction ``cls`` at the
+    ``--orientation`` option, handed to each layer's ``check_<name>`` (theorem2 / eq14):
+    symbolic and solver at vocabulary ``--Vmax`` (the solver for every V <= Vmax), numeric
+    at ``--V`` with ``--d``, ``--T``, ``--N``."""
+    def make(p: Mapping[str, Any], V: int) -> Any:
+        return cls.uniform(V, p["orientation"])
 
+    def symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+        from verify.symbolic import ws24 as sym
 
-def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.symbolic import ws24 as sym
+        return getattr(sym, f"check_{name}")(make(p, p["Vmax"]))
 
-    return sym.check_theorem2(_t2(p, p["Vmax"]))
+    def solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
+        from verify.solver import ws24 as sol
 
+        return getattr(sol, f"check_{name}_upto")(lambda V: make(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
 
-def _t2_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.solver import ws24 as sol
+    def numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+        from verify.numeric import ws24 as num
 
-    return sol.check_theorem2_upto(lambda V: _t2(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
+        return getattr(num, f"check_{name}")(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed)
 
-
-def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import ws24 as num
-
-    return num.check_theorem2(_t2(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed)
+    return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
 
 
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
@@ -105,7 +109,7 @@ THEOREM2 = Claim(
     statement=("W^1_K = sum_{k in Q} chi(k) w_E(k) r_{-1}^T + (W^1_K)' (Eq. 13), and the previous-token association "
                "r_{-1}^T W^1_K w_E(v) is nonzero (= chi(v)), equal for every v in Q, and independent of the position t."),
     options=(ORIENTATION, VMAX8) + SIZES,
-    checks={"symbolic": _t2_symbolic, "solver": _t2_solver, "numeric": _t2_numeric},
+    checks=_orientation_checks(PrevTokenConstruction, "theorem2"),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}),
     expected={"as-written": "FAILS", "transposed": "HOLDS WITH FIX"},
     fix=_fix,
@@ -119,28 +123,6 @@ THEOREM2 = Claim(
 
 
 # ------------------------------------------------------------------ eq14
-
-def _e14(p: Mapping[str, Any], V: int) -> InductionKeyConstruction:
-    return InductionKeyConstruction.uniform(V, p["orientation"])
-
-
-def _e14_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.symbolic import ws24 as sym
-
-    return sym.check_eq14(_e14(p, p["Vmax"]))
-
-
-def _e14_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.solver import ws24 as sol
-
-    return sol.check_eq14_upto(lambda V: _e14(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
-
-
-def _e14_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import ws24 as num
-
-    return num.check_eq14(_e14(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed)
-
 
 def _e14_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     out = []
@@ -163,7 +145,7 @@ EQ14 = Claim(
     statement=("W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T (Eq. 14), and the proof's score (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) "
                "equals psi(z_T) [z_s = z_T]."),
     options=(ORIENTATION, VMAX6) + SIZES,
-    checks={"symbolic": _e14_symbolic, "solver": _e14_solver, "numeric": _e14_numeric},
+    checks=_orientation_checks(InductionKeyConstruction, "eq14"),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}),
     expected={"as-written": "FAILS", "transposed": "HOLDS WITH FIX"},
     fix=_fix,
