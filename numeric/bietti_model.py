@@ -167,6 +167,18 @@ def one_step_protocol(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tens
         fr: frozen parts; tokens (N, T); targets (N,); pe: ``"rpe"`` or ``"ape"``;
         lr: the step size of all three steps.
     """
+    previous = torch.are_deterministic_algorithms_enabled()
+    # the embedding-table gathers backpropagate through index_put(accumulate=True), whose
+    # multithreaded CPU kernel sums in a varying order; the deterministic kernel makes the
+    # result (and the JSON) bit-identical across runs for a seed
+    torch.use_deterministic_algorithms(True)
+    try:
+        return _one_step(fr, tokens, targets, pe, lr)
+    finally:
+        torch.use_deterministic_algorithms(previous)
+
+
+def _one_step(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tensor, pe: str, lr: float) -> OneStepWeights:
     d = fr.d
     zero = torch.zeros(d, d, dtype=fr.w_E.dtype)
 

@@ -6,9 +6,10 @@ as ``--orientation``) and one check per layer.  Running a claim variant yields o
 :class:`~verify.evidence.Evidence` per layer; :func:`aggregate` turns them into a
 verdict with an explicit order (INCONSISTENT is always an error and shown first):
 
-    INCONSISTENT > FAILS > INCONCLUSIVE > HOLDS WITH FIX > HOLDS
+    INCONSISTENT > INCONCLUSIVE > FAILS > HOLDS WITH FIX > HOLDS
 
-Rules, applied in order:
+(a layer that did not finish outranks a failure: a claim is never reported FAILS on the
+layers that happened to finish while another layer is unknown). Rules, applied in order:
 1. two solvers that contradict each other on an obligation (``numbers["solvers_disagree"]``),
    or two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
 2. any layer ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not
@@ -31,7 +32,7 @@ FAILS = "FAILS"
 HOLDS_WITH_FIX = "HOLDS WITH FIX"
 INCONCLUSIVE = "INCONCLUSIVE"
 INCONSISTENT = "INCONSISTENT"
-VERDICTS = (INCONSISTENT, FAILS, INCONCLUSIVE, HOLDS_WITH_FIX, HOLDS)
+VERDICTS = (INCONSISTENT, INCONCLUSIVE, FAILS, HOLDS_WITH_FIX, HOLDS)
 
 #: exit code for a single claim's verdict (DESIGN.md, CLI contract)
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
@@ -227,6 +228,31 @@ class ClaimResult:
         return None
 
 
+def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
+    """One line per published figure our run did not reproduce (an entry of a layer's
+    ``numbers["published"]`` whose note says it differs), so a HOLDS about the
+    qualitative statement is never read as 'the paper's numbers reproduced'."""
+    out = []
+    for ev in evidence:
+        for row in (ev.numbers.get("published") or []) if isinstance(ev.numbers, dict) else []:
+            if isinstance(row, dict) and "differs" in str(row.get("note", "")):
+                out.append(f"Published figure not reproduced: {row.get('figure')}: paper {row.get('paper')}, "
+                           f"ours {row.get('ours')} (the verdict is about the statement, not this figure).")
+    return out
+
+
+def _second_way_required(ev: Evidence) -> Evidence:
+    """A solver 'proved' whose UNSAT answers were not all checked a second way (a Farkas
+    certificate re-checked without a solver, or cvc5 answering UNSAT too) is downgraded
+    to 'inconclusive': z3 alone is not enough for 'proved' (DESIGN.md, issue 6)."""
+    neither = (ev.numbers.get("second_way") or {}).get("neither") if isinstance(ev.numbers, dict) else None
+    if ev.layer == "solver" and ev.status == "proved" and neither:
+        ev.status, ev.outcome = "inconclusive", None
+        ev.summary = (f"UNSAT from z3 only on {len(neither)} obligation(s) (no re-checked certificate, cvc5 did not "
+                      f"confirm), e.g. {neither[0]!r}; " + ev.summary)
+    return ev
+
+
 def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str]:
     """The claim verdict and a one-line reason from per-layer evidence (rules above)."""
     ran = [e for e in evidence if e.status != "skipped"]
@@ -278,7 +304,7 @@ def run_claim(
             evidence.append(Evidence(layer=layer, status="skipped", summary="not requested (--layers)"))
             continue
         ctx.note(f"{claim.display_id(params)}: {layer} layer")
-        evidence.append(timed(layer, lambda check=check: check(params, ctx)))
+        evidence.append(_second_way_required(timed(layer, lambda check=check: check(params, ctx))))
     fix = claim.fix(params)
     verdict, reason = aggregate(evidence, fix)
     expected = None
@@ -286,4 +312,5 @@ def run_claim(
         # the recorded expectation applies to the variant at its default sizes only
         expected = claim.expected.get(claim.variant_label(params))
     notes = claim.explain(params, evidence) if claim.explain else []
+    notes += _unreproduced(evidence)
     return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)

@@ -311,16 +311,56 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
 
 
 def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
-    """Re-solve an SMT-LIB 2 encoding with cvc5.
+    """Re-solve an SMT-LIB 2 encoding with cvc5, under a hard wall-clock limit.
+
+    cvc5 runs in a forked child process with its own ``tlimit-per`` budget; the parent
+    waits at most the budget plus one second and kills the child after that (cvc5's
+    nonlinear procedures do not always poll their time limit), so an overrun becomes
+    ``unknown`` instead of a hang.
 
     Returns:
         ``(answer, reason)`` with answer ``"sat"``, ``"unsat"`` or ``"unknown"``
         (``"unavailable"`` when the cvc5 package is missing).
     """
+    import multiprocessing as mp
+
     try:
-        import cvc5
+        import cvc5  # noqa: F401  (imported once here, inherited by the child)
     except ImportError:  # pragma: no cover
         return "unavailable", "the cvc5 package is not installed"
+    ctx = mp.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_cvc5_child, args=(smt2, timeout_ms, seed, sender), daemon=True)
+    proc.start()
+    sender.close()
+    limit = timeout_ms / 1000 + 1.0
+    try:
+        if receiver.poll(limit):
+            return receiver.recv()
+        return "unknown", f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
+    except EOFError:
+        return "unknown", "cvc5 exited without an answer"
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        receiver.close()
+
+
+def _cvc5_child(smt2: str, timeout_ms: int, seed: int, out) -> None:  # pragma: no cover - runs in a child
+    try:
+        out.send(_cvc5_solve(smt2, timeout_ms, seed))
+    except Exception as e:  # noqa: BLE001
+        out.send(("unknown", f"cvc5 error: {type(e).__name__}: {str(e)[:120]}"))
+    finally:
+        out.close()
+
+
+def _cvc5_solve(smt2: str, timeout_ms: int, seed: int) -> tuple[str, str]:
+    import re
+
+    import cvc5
+
     tm = cvc5.TermManager()
     slv = cvc5.Solver(tm)
     slv.setOption("seed", str(seed))
@@ -330,8 +370,6 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
     body = "\n".join(line for line in smt2.splitlines() if line.strip() != "(check-sat)")
     # quantifier-free real arithmetic gets cvc5's complete NRA procedure (coverings);
     # under logic ALL it falls back to incremental linearisation, ~50x slower here
-    import re
-
     has_functions = re.search(r"\(declare-fun \S+ \([^)]", body) is not None
     real_only = (" Int)" not in body and "forall" not in body and "exists" not in body
                  and not has_functions and "declare-datatype" not in body)

@@ -145,13 +145,19 @@ def _check_rows(
     """Run (bound) and (statement) obligations for each row.
 
     rows: (label, score(gram), target, B(eps), A(eps)).
-    Returns (results, first witness or None, problems).
+    Returns (results, first witness or None, problems, notes on vacuous allowances).
     """
     results: list[ObligationResult] = []
     witness = None
     problems: list[str] = []
+    vacuous: list[str] = []
     for label, score, target, B, A in rows:
         s0 = score(ortho)
+        a_val = A.subs(EPS, _sym(eps)) if A != 0 else sp.Integer(0)
+        if target != 0 and a_val >= abs(_sym(target)):
+            problems_note = (f"at {label} the allowance A(eps) = {a_val} is at least |target| = {abs(target)}: the "
+                             "magnitude clause is vacuous there and only the sign clause can fail")
+            vacuous.append(problems_note)
 
         def bound(ctx: z3.Context, score=score, s0=s0, B=B):
             g = Z3Gram(ctx, rval(ctx, eps))
@@ -181,7 +187,7 @@ def _check_rows(
             if witness is None:
                 # the relaxation admits a violation but no real family was exhibited
                 r2.answer, r2.reason = "unknown", "SAT only in the Gram relaxation (witness Gram matrix not PSD)"
-    return results, witness, problems
+    return results, witness, problems, vacuous
 
 
 def _recheck_witness(label, score, target, A, eps, family, res: ObligationResult) -> dict | None:
@@ -239,6 +245,8 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
     numbers.update(solver_summary(results + sep_results))
     cert = {"obligations": [r.summary() for r in results + sep_results]}
     details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
+    if extra_numbers.get("vacuous_allowance"):
+        details.insert(0, "note: " + extra_numbers["vacuous_allowance"][0])
     if thr is not None and sp.Rational(eps.numerator, eps.denominator) >= thr:
         details.insert(0, f"note: eps = {eps} is at or beyond the separation threshold eps* = {thr}: near-orthogonality this "
                           "weak lets real families cancel the association, so a failure here says nothing about the "
@@ -300,11 +308,12 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         B = triangle_bound(("r", -1), con.W, ("w_E", v))
         A = triangle_bound(("r", -1), tr.W, ("w_E", v))
         rows.append((f"v = {v}", lambda g, v=v: con.displayed_score(v, g), con.target(v), B, A))
-    results, witness, problems = _check_rows(rows, con.family(), eps, timeout_ms)
+    results, witness, problems, vacuous = _check_rows(rows, con.family(), eps, timeout_ms)
     B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
     B_tr = triangle_bound(("r", -1), tr.W, ("w_E", 1))
     thr, sep = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr, eps, timeout_ms)
-    extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}", "bound_transposed": f"r^T W w_E(v) >= chi(v) - ({B_tr})"}
+    extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}", "bound_transposed": f"r^T W w_E(v) >= chi(v) - ({B_tr})",
+             "vacuous_allowance": vacuous}
     return _evidence(
         "theorem2", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation, no PSD needed for UNSAT)",
@@ -362,6 +371,11 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
         for key in ("solvers_disagree", "farkas_failed"):
             pick.numbers[key] = [f"V = {i + 1}: {n}" for i, e in enumerate(evs) for n in e.numbers.get(key, [])]
         pick.numbers["certify_seconds"] = round(sum(e.numbers.get("certify_seconds", 0) for e in evs), 4)
+        ways = [e.numbers.get("second_way") or {} for e in evs]
+        pick.numbers["second_way"] = {
+            "farkas": sum(w.get("farkas", 0) for w in ways),
+            "cvc5_unsat": sum(w.get("cvc5_unsat", 0) for w in ways),
+            "neither": [f"V = {i + 1}: {n}" for i, w in enumerate(ways) for n in w.get("neither", [])]}
     pick.bound = f"every V = 1..{Vmax}; " + (pick.bound or "")
     return pick
 
@@ -385,12 +399,12 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
         B = triangle_bound(("Phi_1 w_E", s), con.W, ("w_E", T))
         A = triangle_bound(("Phi_1 w_E", s), tr.W, ("w_E", T))
         rows.append((f"z_s = {s}, z_T = {T}", lambda g, s=s, T=T: con.displayed_score(s, T, g), con.target(s, T), B, A))
-    results, witness, problems = _check_rows(rows, con.family(), eps, timeout_ms)
+    results, witness, problems, vacuous = _check_rows(rows, con.family(), eps, timeout_ms)
     B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
     B_tr = triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1))
     thr, sep = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr, eps, timeout_ms)
     extra = {"bound_as_written": f"|(Phi_1 w_E(s))^T W w_E(T)| <= {B_aw} at s = T",
-             "bound_transposed": f">= psi(T) - ({B_tr}) at s = T"}
+             "bound_transposed": f">= psi(T) - ({B_tr}) at s = T", "vacuous_allowance": vacuous}
     return _evidence(
         "eq14", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, {len(pairs)} token pairs, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation)",

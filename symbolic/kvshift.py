@@ -152,7 +152,10 @@ def termwise(var: Variant) -> dict[str, Any]:
     key_eq = sp.simplify(lin(kv.key) - lin(ih.key)) == 0
     val_diff = sp.simplify(val(kv.value) - val(ih.value))
     dist_eq = sp.simplify(sp.sympify(kv.dist) - sp.sympify(ih.dist)) == 0
+    # the value may differ from IH's only by the scalar b1 (the value-scale piece)
+    scaled_diff = sp.simplify(val(kv.value) - b1 * val(ih.value))
     return {"key_equal": bool(key_eq), "value_equal": val_diff == 0, "value_difference": val_diff,
+            "value_equal_up_to_scale": scaled_diff == 0,
             "dist_equal": bool(dist_eq),
             "kvsa_term": f"key {lin(kv.key)}, value {val(kv.value)}, dist {kv.dist}",
             "ih_term": f"key {lin(ih.key)}, value {val(ih.value)}, dist {ih.dist}"}
@@ -275,7 +278,10 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
     if not (dec["identity_ok"] and dec["split_ok"]):
         return Evidence(status="error", summary="the decomposition identity did not verify", **base)
-    term_ok = tw["key_equal"] and tw["dist_equal"] and (tw["value_equal"] or sigma == 1 or not var.b1_inv_sigma)
+    # summands: same key and ALiBi distance; values equal, or equal up to the scalar b1 when
+    # b1 = 1 at this sigma (a value taken from another position is never excused)
+    term_ok = (tw["key_equal"] and tw["dist_equal"] and tw["value_equal_up_to_scale"]
+               and (tw["value_equal"] or sigma == 1 or not var.b1_inv_sigma))
     if not nonzero and term_ok:
         return Evidence(status="proved", bound=f"every L >= 3 and every input (symbolic index s, symbolic L), sigma = {sigma}",
                         summary=(f"KVSA[{var.name}] = IH exactly for every L and input at sigma = {sigma}: no boundary "

@@ -185,3 +185,30 @@ def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
     assert all(ok for _, ok, _ in recheck_dir(tmp_path))  # self-consistent: the plain recheck cannot tell
     bad, missing = rebuild_check(tmp_path)
     assert [f for f, _, _ in bad] == [forged] and len(missing) == 1
+
+
+def test_unsat_without_a_second_way_is_not_proved(monkeypatch):
+    """An UNSAT that neither a re-checked certificate nor cvc5 confirmed downgrades the
+    solver layer to inconclusive (z3 alone is not 'proved')."""
+    import verify.solver.certify as certify
+
+    monkeypatch.setattr(certify, "cvc5_opinion", lambda smt2, t, seed=0: ("unknown", "forced"))
+    monkeypatch.setattr(common, "CERTIFY", False)
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
+    ev = r.layer("solver")
+    assert ev.status == "inconclusive" and "z3 only" in ev.summary and r.verdict == "INCONCLUSIVE"
+
+
+def test_cvc5_wall_clock_limit_is_enforced(monkeypatch):
+    import time
+
+    import verify.solver.certify as certify
+
+    def hang(smt2, timeout_ms, seed):
+        time.sleep(60)
+
+    monkeypatch.setattr(certify, "_cvc5_solve", hang)
+    t0 = time.perf_counter()
+    answer, reason = certify.cvc5_opinion("(declare-fun x () Real)", 200, 0)
+    assert answer == "unknown" and "wall-clock" in reason and time.perf_counter() - t0 < 5

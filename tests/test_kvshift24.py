@@ -330,3 +330,25 @@ def test_t1_decay_only_without_boundary_terms():
 def test_all_three_registered():
     ids = [c.id for c in registry.paper_claims("kvshift24")]
     assert ids == ["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3"]
+
+
+def test_value_taken_from_the_wrong_position_is_not_proved(monkeypatch):
+    """Fault injection (adversarial review): values x_{s-1} instead of x_s must not be
+    excused as a 'value scale' by the symbolic layer."""
+    import verify.constructions.kvshift as K
+    import verify.symbolic.kvshift as S
+    from verify.evidence import Context
+    from verify.proofs import registry
+    from verify.proofs.model import run_claim
+
+    orig = K.kvsa_term
+
+    def shifted(s, L, a1, a2, b1, b2):
+        return orig(s, L, a1, a2, b2, b1)
+
+    monkeypatch.setattr(K, "kvsa_term", shifted)
+    monkeypatch.setattr(S, "kvsa_term", shifted)
+    claim = registry.get("kvshift24:theorem2")
+    r = run_claim(claim, claim.parse_params({"fix": "mask+scale"}), Context(seed=0), layers=("symbolic",))
+    ev = r.layer("symbolic")
+    assert ev.status == "refuted" and "boundary terms )" not in ev.summary

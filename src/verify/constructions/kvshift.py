@@ -502,6 +502,8 @@ def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: 
         txt += " = IH / sigma (only the value scale b1 = 1/sigma shows here)"
     elif bt:
         ws = ", ".join(f"{float(kv[t]):.4f} on {t}" for t in bt)
-        txt += (f" (weight {ws}, which IH gives weight 0: the boundary terms "
-                f"{' and '.join(boundary_positions(x, bt, var))})")
+        where = boundary_positions(x, bt, var)
+        txt += (f" (weight {ws}, which IH gives weight 0: " +
+                (f"the boundary terms {' and '.join(where)})" if where else
+                 "not from a boundary term, so the summands themselves differ)"))
     return txt, bt
