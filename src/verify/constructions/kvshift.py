@@ -210,26 +210,7 @@ def evaluate(
     Returns:
         index -> coefficient (index 0, the zero row, is omitted).
     """
-    weights = []
-    for t in terms:
-        logit = zero
-        for c, i in t.key:
-            if i != 0:
-                logit = logit + c * dot_query(i)
-        weights.append(exp(logit / sigma - m * t.dist))
-    Z = zero
-    for t, w in zip(terms, weights):
-        if t.den:
-            Z = Z + w
-    out: dict[int, Any] = {}
-    for t, w in zip(terms, weights):
-        if not t.num:
-            continue
-        for c, i in t.value:
-            if i == 0:
-                continue
-            out[i] = out.get(i, zero) + c * w / Z
-    return out
+    return evaluate_weighted(terms, [exp(lg) for lg in logits(terms, dot_query, sigma, m, zero)], zero)
 
 
 def evaluate_weighted(terms: Sequence[Term], weights: Sequence[Any], zero: Any = 0) -> dict[int, Any]:
