@@ -23,7 +23,6 @@ Protocol (the engine other claims reuse):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Sequence

@@ -51,13 +51,16 @@ from verify.proofs.model import ClaimResult
 SCHEMA = "verify/1"
 
 
-#: keys that hold wall-clock measurements; ``--no-timings`` writes them as 0
-TIMING_KEYS = frozenset({"wall_time_s", "seconds", "solver_seconds", "certify_seconds"})
+def is_timing_key(key: str) -> bool:
+    """Keys that hold wall-clock measurements (``wall_time_s``, ``seconds``, ``solver_seconds``,
+    ``certify_seconds``, ...): ``--no-timings`` writes them as 0 and the audit leaves them out."""
+    k = key.lower()
+    return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s")
 
 
 def _zero_timings(obj: Any) -> Any:
     if isinstance(obj, dict):
-        return {k: (0.0 if k in TIMING_KEYS else _zero_timings(v)) for k, v in obj.items()}
+        return {k: (0.0 if is_timing_key(str(k)) else _zero_timings(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_zero_timings(v) for v in obj]
     return obj

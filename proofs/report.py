@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from verify import __version__
 from verify.evidence import to_jsonable
 from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
+from verify.proofs.render import _strip_heavy, is_timing_key
 
 __all__ = ["audit_markdown", "fmt_value"]
 
@@ -99,11 +100,11 @@ def _untime(text: str, timings: bool) -> str:
 
 
 def _scrub(v: Any, timings: bool) -> Any:
-    """Drop wall-time entries (see :func:`_is_timing`) from nested values unless ``timings``."""
+    """Drop wall-time entries (see :func:`verify.proofs.render.is_timing_key`) from nested values unless ``timings``."""
     if timings:
         return v
     if isinstance(v, dict):
-        return {k: _scrub(x, timings) for k, x in v.items() if not _is_timing(str(k))}
+        return {k: _scrub(x, timings) for k, x in v.items() if not is_timing_key(str(k))}
     if isinstance(v, list):
         return [_scrub(x, timings) for x in v]
     return v
@@ -126,8 +127,6 @@ def _is_rows(v: Any) -> bool:
 
 
 def _certificate(cert: Any, timings: bool) -> list[str]:
-    from verify.proofs.render import _strip_heavy
-
     cert = _scrub(to_jsonable(_strip_heavy(cert)), timings)
     if isinstance(cert, dict):
         lines = ["Certificate (each solver obligation is answered independently: unsat = no counterexample "
@@ -144,10 +143,6 @@ def _certificate(cert: Any, timings: bool) -> list[str]:
     return ["Certificate:", "", "```", json.dumps(cert, indent=2, sort_keys=True), "```"]
 
 
-def _is_timing(key: str) -> bool:
-    """Measured values that are wall times (left out unless ``timings``, so reports are reproducible)."""
-    k = key.lower()
-    return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s")
 
 
 def _layer_section(ev: Any, timings: bool) -> list[str]:

@@ -133,9 +133,10 @@ def check(
     """
     ctx, s = fresh_solver(timeout_ms, seed)
     constraints = list(build(ctx))
+    certify = CERTIFY if certify is None else certify
     exact_cases = rows() if rows is not None else None
-    track = (exact_cases is not None and len(exact_cases) == 1 and len(exact_cases[0]) == len(constraints)
-             and (CERTIFY if certify is None else certify))
+    track = (certify and exact_cases is not None and len(exact_cases) == 1
+             and len(exact_cases[0]) == len(constraints))
     for c in constraints:
         s.add(c)
     t0 = time.perf_counter()
@@ -165,7 +166,7 @@ def check(
             names = {str(c) for c in s2.unsat_core()}
             core = [i for i in range(len(constraints)) if f"__row{i}" in names]
     t1 = time.perf_counter()
-    if res.answer == "unsat" and (CERTIFY if certify is None else certify):
+    if res.answer == "unsat" and certify:
         from verify.solver.certify import NonLinear, farkas_certificate
 
         try:
@@ -224,7 +225,3 @@ def rval(ctx: z3.Context, x: Fraction | int) -> z3.ArithRef:
     """An exact z3 rational constant in ``ctx``."""
     x = Fraction(x)
     return z3.RealVal(f"{x.numerator}/{x.denominator}", ctx)
-
-
-def z3_version() -> str:
-    return z3.get_version_string()

@@ -37,7 +37,6 @@ from verify.constructions.bilinear import (
     OuterSum,
     PrevTokenConstruction,
     Vec,
-    bilinear,
     show,
 )
 from verify.evidence import Evidence, engine_versions
@@ -126,14 +125,6 @@ def _threshold(s0_aw: Fraction, B_aw: sp.Expr, s0_tr: Fraction, B_tr: sp.Expr) -
         return sp.Integer(0)
     roots = [r for r in sp.solve(sp.Eq(B_aw + B_tr, gap), EPS) if r.is_real and r > 0]
     return min(roots) if roots else None
-
-
-def _rational_below(x: sp.Expr) -> Fraction:
-    """x itself when rational, else a rational strictly below x (1e-12 under)."""
-    if x.is_Rational:
-        return Fraction(int(x.p), int(x.q))
-    approx = sp.Rational(sp.floor(sp.N(x, 30) * 10**12), 10**12)
-    return Fraction(int(approx.p), int(approx.q))
 
 
 def _check_rows(

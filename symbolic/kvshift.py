@@ -35,7 +35,6 @@ import sympy as sp
 from verify.constructions.kvshift import (
     Variant,
     boundary_positions,
-    boundary_tokens,
     by_token,
     DECOMPOSITION_LEGEND,
     canonical_sequences,

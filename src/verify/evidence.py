@@ -28,7 +28,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 STATUSES = ("proved", "refuted", "consistent", "inconclusive", "error", "skipped")
 OUTCOMES = ("holds", "fails")
@@ -133,18 +133,6 @@ def to_jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-class Timer:
-    """Context manager measuring wall time in seconds (``.elapsed``)."""
-
-    def __enter__(self) -> "Timer":
-        self._t0 = time.perf_counter()
-        self.elapsed = 0.0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.elapsed = time.perf_counter() - self._t0
-
-
 def timed(layer: str, fn: Callable[[], Evidence]) -> Evidence:
     """Run ``fn`` and return its Evidence with ``wall_time_s`` set.
 
@@ -200,11 +188,3 @@ def engine_versions(*names: str) -> dict[str, str]:
         except Exception:  # noqa: BLE001
             out[name] = "unavailable"
     return out
-
-
-def iter_pairs(n: int) -> Iterator[tuple[int, int]]:
-    """All ordered pairs (i, j), i != j, of range(n)."""
-    for i in range(n):
-        for j in range(n):
-            if i != j:
-                yield i, j

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 ORIENTATIONS = ("as-written", "transposed")
 
@@ -72,11 +72,6 @@ class OuterSum:
     def transposed(self) -> "OuterSum":
         """W^T = sum_k coef_k * right_k left_k^T."""
         return OuterSum(tuple((c, r, l) for c, l, r in self.terms), self.label + "^T")
-
-    def names(self) -> list[Vec]:
-        """Every vector name that occurs in the terms (sorted, stable)."""
-        out = {n for _, l, r in self.terms for n in (l, r)}
-        return sorted(out, key=repr)
 
 
 def bilinear(u: Vec, W: OuterSum, v: Vec, gram: Callable[[Vec, Vec], Any]) -> Any:
@@ -231,13 +226,6 @@ class InductionKeyConstruction:
     def target(self, s_tok: int, T_tok: int) -> Fraction:
         """psi(z_T) [z_s = z_T]."""
         return self.psi[T_tok - 1] if s_tok == T_tok else Fraction(0)
-
-
-def check_names(names: Sequence[Vec], family: Sequence[Vec]) -> None:
-    """Raise ValueError if a name is not in the family (a construction bug)."""
-    missing = [n for n in names if n not in family]
-    if missing:
-        raise ValueError(f"vectors {missing} are not in the family {list(family)}")
 
 
 # ----------------------------------------------------------------------------- ws24 Prop. 4
