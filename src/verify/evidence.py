@@ -35,6 +35,35 @@ OUTCOMES = ("holds", "fails")
 LAYERS = ("symbolic", "solver", "numeric")
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One published number set against ours (paper-against-ours, first-class).
+
+    A claim's verdict is about its *statement*; the numbers a paper prints beside it
+    (a table cell, a Monte-Carlo rate, a figure's data point) are reported separately as
+    Figures, so "HOLDS" is never read as "the paper's numbers reproduced".
+
+    Attributes:
+        figure: what the number is, with its place in the paper (``"Prop. 4: RoPE on
+            attend-first, alpha_30"``).
+        paper: the published value (number or string as printed).
+        ours: our value (number or string).
+        reproduced: True when ours agrees with the paper's within the rule stated in
+            ``note`` (an interval, an exact match, a stated tolerance); False otherwise.
+        note: the agreement rule and, when not reproduced, the mechanism we see.
+    """
+
+    figure: str
+    paper: Any
+    ours: Any
+    reproduced: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"figure": self.figure, "paper": to_jsonable(self.paper), "ours": to_jsonable(self.ours),
+                "reproduced": bool(self.reproduced), "note": self.note}
+
+
 @dataclass
 class Evidence:
     """The result of one layer's check of one claim variant.
@@ -53,6 +82,8 @@ class Evidence:
         seed: the seed used (None when the layer is deterministic without one).
         wall_time_s: wall-clock seconds of the check (the only non-deterministic field).
         details: free-form lines for the report.
+        figures: published numbers set against ours (:class:`Figure`); the verdict
+            reason counts them separately from the statement.
     """
 
     layer: str
@@ -68,6 +99,7 @@ class Evidence:
     seed: int | None = None
     wall_time_s: float = 0.0
     details: list[str] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.layer not in LAYERS:
