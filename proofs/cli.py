@@ -42,6 +42,7 @@ from verify.proofs.model import (
     Claim,
     ClaimResult,
     InputError,
+    figures_tally,
     run_claim,
 )
 from verify.proofs.render import result_text, table_text, to_json
@@ -186,6 +187,11 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
             unchecked = [r for r in results if r.expected is None and all(e.status == "skipped" for e in r.evidence)]
             click.echo(f"\nall {len(results) - len(unchecked)} verdicts equal their expectations"
                        + (f" ({len(unchecked)} claim variant(s) have no check in the requested layers)" if unchecked else ""))
+        tallies = [figures_tally(r.evidence) for r in results]
+        k, n = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
+        if n:
+            click.echo(f"published figures reproduced {k}/{n} (counted apart from the verdicts; "
+                       "'verify CLAIM' lists each)")
     else:
         for r in results:
             click.echo(result_text(r, verbose=not brief))

@@ -73,7 +73,8 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
                            time=f"{t:.3f}")
         tp = ET.SubElement(tc, "properties")
         items = [("claim", r.claim.id), ("variant", r.variant), ("verdict", r.verdict),
-                 ("expected", r.expected or ""), ("seed", str(seed)), ("source", r.claim.source)]
+                 ("expected", r.expected or ""), ("seed", str(seed)), ("source", r.claim.source),
+                 ("figures_reproduced", r.figures_reproduced or "")]
         engines: dict[str, str] = {}
         for ev in r.evidence:
             items.append((f"layer.{ev.layer}", ev.status if ev.status != "consistent" else f"consistent ({ev.outcome})"))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from verify.evidence import LAYERS, Context, Evidence, timed
+from verify.evidence import LAYERS, Context, Evidence, Figure, timed
 
 HOLDS = "HOLDS"
 FAILS = "FAILS"
@@ -221,6 +221,17 @@ class ClaimResult:
     def exit_code(self) -> int:
         return VERDICT_EXIT[self.verdict]
 
+    @property
+    def figures(self) -> list[tuple[str, Figure]]:
+        """The published figures set against ours, as ``(layer, Figure)``."""
+        return figure_rows(self.evidence)
+
+    @property
+    def figures_reproduced(self) -> str | None:
+        """``"k/n"``: how many of the n published figures our run reproduced (None when n = 0)."""
+        k, n = figures_tally(self.evidence)
+        return f"{k}/{n}" if n else None
+
     def layer(self, name: str) -> Evidence | None:
         for ev in self.evidence:
             if ev.layer == name:
@@ -228,17 +239,23 @@ class ClaimResult:
         return None
 
 
+def figure_rows(evidence: Sequence[Evidence]) -> list[tuple[str, Figure]]:
+    """Every published figure the layers set against ours, as ``(layer, Figure)`` in layer order."""
+    return [(ev.layer, f) for ev in evidence for f in ev.figures]
+
+
+def figures_tally(evidence: Sequence[Evidence]) -> tuple[int, int]:
+    """``(reproduced, total)`` over the published figures of one claim variant."""
+    rows = figure_rows(evidence)
+    return sum(1 for _, f in rows if f.reproduced), len(rows)
+
+
 def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
-    """One line per published figure our run did not reproduce (an entry of a layer's
-    ``numbers["published"]`` whose note says it differs), so a HOLDS about the
-    qualitative statement is never read as 'the paper's numbers reproduced'."""
-    out = []
-    for ev in evidence:
-        for row in (ev.numbers.get("published") or []) if isinstance(ev.numbers, dict) else []:
-            if isinstance(row, dict) and "differs" in str(row.get("note", "")):
-                out.append(f"Published figure not reproduced: {row.get('figure')}: paper {row.get('paper')}, "
-                           f"ours {row.get('ours')} (the verdict is about the statement, not this figure).")
-    return out
+    """One finding per published figure our run did not reproduce, so a HOLDS about the
+    statement is never read as 'the paper's numbers reproduced'."""
+    return [f"Published figure not reproduced: {f.figure}: paper {f.paper}, ours {f.ours}"
+            + (f" ({f.note})" if f.note else "") + " (the verdict is about the statement, not this figure)."
+            for _, f in figure_rows(evidence) if not f.reproduced]
 
 
 def _second_way_required(ev: Evidence) -> Evidence:
@@ -307,6 +324,10 @@ def run_claim(
         evidence.append(_second_way_required(timed(layer, lambda check=check: check(params, ctx))))
     fix = claim.fix(params)
     verdict, reason = aggregate(evidence, fix)
+    k, n = figures_tally(evidence)
+    if n:
+        # the verdict is about the statement; its published numbers are counted apart
+        reason = f"statement: {reason}; published figures reproduced {k}/{n}"
     expected = None
     if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
         # the recorded expectation applies to the variant at its default sizes only

@@ -18,6 +18,9 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
           "reason": str, "expected": str | null, "matches_expected": bool | null,
           "source": str, "statement": str, "fix": str | null, "repair": str,
           "caveats": [str], "findings": [str],
+          "figures": [{"figure": str, "paper": value, "ours": value,   # published numbers against ours
+                       "reproduced": bool, "note": str, "layer": str}],  # (additive; [] when none)
+          "figures_reproduced": "k/n" | null,  # k of the n figures reproduced (additive)
           "layers": {"symbolic" | "solver" | "numeric": {
               "status": str, "outcome": "holds" | "fails" | null, "summary": str,
               "numbers": {...}, "witness": ... | null, "certificate": ... | null,
@@ -31,9 +34,10 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
 ``wall_time_s`` (and solver ``seconds`` / ``solver_seconds``) are the only fields that vary between runs with the same inputs;
 ``--no-timings`` sets it to 0 so the JSON is byte-identical across runs.
 
-Convention for published figures: a layer may put ``"published": [{"figure": str,
-"paper": value, "ours": value, "note": str}, ...]`` in its ``numbers``; the audit
-report renders it as a paper-against-ours table.
+Published figures are first-class (:class:`verify.evidence.Figure` on each layer's evidence):
+they appear once per result under ``figures`` (with the layer that computed them) and are
+counted in ``figures_reproduced``; the verdict ``reason`` separates the statement from them
+("statement: ...; published figures reproduced k/n").  The layer dicts do not repeat them.
 
 :data:`JSON_SCHEMA` is the schema above as a JSON-Schema (draft 2020-12) dict, and
 :func:`validate` checks a document against it without third-party packages.
@@ -84,6 +88,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
     for ev in r.evidence:
         d = _strip_heavy(ev.to_dict())
         d.pop("layer")
+        d.pop("figures", None)  # reported once, at the result level
         if not timings:
             d = _zero_timings(d)
         layers[ev.layer] = d
@@ -107,6 +112,8 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         "repair": r.claim.repair,
         "caveats": list(r.claim.caveats),
         "findings": r.notes,
+        "figures": [{**f.to_dict(), "layer": layer} for layer, f in r.figures],
+        "figures_reproduced": r.figures_reproduced,
         "layers": layers,
     })
 
@@ -160,6 +167,10 @@ def result_text(r: ClaimResult, verbose: bool = True) -> str:
     if r.notes:
         lines.append("  findings:")
         lines += [f"    - {n}" for n in r.notes]
+    if r.figures:
+        lines.append(f"  published figures (reproduced {r.figures_reproduced}):")
+        lines += [f"    {'yes' if f.reproduced else 'NO ':<4}{f.figure}: paper {_fmt(f.paper)}, ours {_fmt(f.ours)}"
+                  + (f" ({f.note})" if verbose and f.note else "") for _, f in r.figures]
     if r.claim.repair and (r.verdict == "HOLDS WITH FIX" or (r.verdict == "FAILS" and not r.fix)):
         lines.append(f"  repair:    {r.claim.repair}")
     if verbose and r.claim.caveats:
@@ -167,6 +178,10 @@ def result_text(r: ClaimResult, verbose: bool = True) -> str:
         lines += [f"    - {c}" for c in r.claim.caveats]
     lines.append(f"  verdict:   {r.verdict} ({r.reason})")
     return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def _flat(w: Any) -> list[tuple[str, Any]]:
@@ -177,14 +192,16 @@ def _flat(w: Any) -> list[tuple[str, Any]]:
 
 def table_text(results: Sequence[ClaimResult]) -> str:
     """One row per claim variant: id, verdict, expected, per-layer statuses, time."""
-    head = f"{'claim':<34} {'verdict':<15} {'expected':<15} {'symbolic':<12} {'solver':<12} {'numeric':<18} {'time':>7}"
+    head = (f"{'claim':<34} {'verdict':<15} {'expected':<15} {'symbolic':<12} {'solver':<12} {'numeric':<18} "
+            f"{'figures':>7} {'time':>7}")
     rows = [head, "-" * len(head)]
     for r in results:
         st = {ev.layer: _status(ev) for ev in r.evidence}
         total = sum(ev.wall_time_s for ev in r.evidence)
         mark = "" if r.expected in (None, r.verdict) else "  <- changed"
         rows.append(f"{r.display_id:<34} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
-                    f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {total:>6.1f}s{mark}")
+                    f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {r.figures_reproduced or '-':>7} "
+                    f"{total:>6.1f}s{mark}")
     return "\n".join(rows)
 
 
@@ -206,6 +223,12 @@ _EVIDENCE = {
         "wall_time_s": {"type": "number"},
         "details": {"type": "array", "items": _STR},
     },
+}
+_FIGURE = {
+    "type": "object",
+    "required": ["figure", "paper", "ours", "reproduced", "note", "layer"],
+    "properties": {"figure": _STR, "reproduced": {"type": "boolean"}, "note": _STR,
+                   "layer": {"enum": ["symbolic", "solver", "numeric"]}},
 }
 _RESULT = {
     "type": "object",
@@ -229,6 +252,8 @@ _RESULT = {
         "repair": _STR,
         "caveats": {"type": "array", "items": _STR},
         "findings": {"type": "array", "items": _STR},
+        "figures": {"type": "array", "items": _FIGURE},
+        "figures_reproduced": {"type": ["string", "null"], "pattern": "^[0-9]+/[0-9]+$"},
         "layers": {"type": "object", "additionalProperties": _EVIDENCE,
                    "propertyNames": {"enum": ["symbolic", "solver", "numeric"]}},
     },

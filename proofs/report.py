@@ -3,8 +3,8 @@
 The report is written for a reader who has the paper open: a summary verdict table;
 then, per claim, the statement as written with its source, and per variant what each
 layer did and found (numbers, witness, certificate, bound, tolerance), the verdict, the
-findings, a paper-against-ours table of published figures (when a layer provides
-``numbers["published"]``, see :mod:`verify.proofs.render`), the repair and the caveats.
+findings, a paper-against-ours table of published figures (the layers' typed
+:class:`~verify.evidence.Figure` entries, each marked reproduced or not), the repair and the caveats.
 
 The output is deterministic for given inputs: no timestamps, and wall times (the layers'
 ``wall_time_s``, measured values named ``*seconds``/``*_time_s``, certificate ``seconds``
@@ -168,7 +168,7 @@ def _layer_section(ev: Any, timings: bool) -> list[str]:
         facts.append(f"- {_untime(d, timings)}")
     if facts:
         lines += facts + [""]
-    numbers = _scrub({k: v for k, v in ev.numbers.items() if k != "published"}, timings)
+    numbers = _scrub(dict(ev.numbers), timings)
     if numbers:
         lines += ["Measured values:", ""] + _kv_table(numbers) + [""]
     if ev.witness:
@@ -181,23 +181,11 @@ def _layer_section(ev: Any, timings: bool) -> list[str]:
     return lines
 
 
-def _published(r: ClaimResult) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for ev in r.evidence:
-        pub = ev.numbers.get("published") if isinstance(ev.numbers, dict) else None
-        if isinstance(pub, list):
-            for row in pub:
-                if isinstance(row, dict):
-                    rows.append({"layer": ev.layer, **row})
-    return rows
-
-
-def _published_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| figure | paper | ours | note | layer |", "|---|---|---|---|---|"]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(fmt_value(row.get(k, ""))) if k not in ("figure", "note", "layer")
-                                       else _cell(row.get(k, "")) for k in ("figure", "paper", "ours", "note", "layer"))
-                     + " |")
+def _figures_table(r: ClaimResult) -> list[str]:
+    lines = ["| figure | paper | ours | reproduced | note | layer |", "|---|---|---|---|---|---|"]
+    for layer, f in r.figures:
+        lines.append(f"| {_cell(f.figure)} | {_cell(fmt_value(f.paper))} | {_cell(fmt_value(f.ours))} | "
+                     f"{'yes' if f.reproduced else '**no**'} | {_cell(f.note)} | {layer} |")
     return lines
 
 
@@ -248,7 +236,8 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
 
     # summary
     out += ["## Summary", ""]
-    out += ["| claim | variant | verdict | expected | symbolic | solver | numeric |", "|---|---|---|---|---|---|---|"]
+    out += ["| claim | variant | verdict | expected | symbolic | solver | numeric | figures reproduced |",
+            "|---|---|---|---|---|---|---|---|"]
     ordered = sorted(results, key=lambda r: 0 if r.verdict == INCONSISTENT else 1)
     for r in ordered:
         st = {ev.layer: _status_word(ev) for ev in r.evidence}
@@ -256,7 +245,8 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         if r.expected and r.expected != r.verdict:
             exp += " (changed)"
         out.append(f"| {_cell(r.claim.id)} | {_cell(r.variant or '-')} | **{r.verdict}** | {_cell(exp)} | "
-                   f"{_cell(st.get('symbolic', '-'))} | {_cell(st.get('solver', '-'))} | {_cell(st.get('numeric', '-'))} |")
+                   f"{_cell(st.get('symbolic', '-'))} | {_cell(st.get('solver', '-'))} | {_cell(st.get('numeric', '-'))} | "
+                   f"{r.figures_reproduced or '-'} |")
     out.append("")
     if changes:
         out += ["Verdicts that differ from their recorded expectations:", ""]
@@ -287,9 +277,10 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
                 out += _layer_section(ev, timings)
             if r.notes:
                 out += ["#### Findings", ""] + [f"- {n}" for n in r.notes] + [""]
-            pub = _published(r)
-            if pub:
-                out += ["#### Paper against ours", ""] + _published_table(pub) + [""]
+            if r.figures:
+                out += [f"#### Paper against ours (published figures reproduced {r.figures_reproduced})", "",
+                        "The verdict above is about the statement; the paper's printed numbers are counted "
+                        "separately here.", ""] + _figures_table(r) + [""]
         if c.repair:
             needs = any(r.verdict in (FAILS, HOLDS_WITH_FIX) for r in rs)
             out += ["### Repair", "", c.repair if needs else f"(not needed by these results) {c.repair}", ""]

@@ -8,13 +8,14 @@ numeric Evidence so no heavy work runs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, Figure
 from verify.proofs import registry
 from verify.proofs.cli import main
 from verify.proofs.model import ClaimResult, InputError, run_claim
@@ -166,9 +167,9 @@ def _synthetic(t2_results: list[ClaimResult]) -> ClaimResult:
     num = Evidence(layer="numeric", status="consistent", outcome="holds", summary="synthetic",
                    numbers={"d": 64, "V": 8, "T": 8,
                             "score_vs_t_rpe": [0.5, 0.25, 0.125, 0.0625, 0.03, 0.01],
-                            "score_vs_t_ape": [0.4, 0.3, 0.2, 0.1, 0.05, 0.02],
-                            "published": [{"figure": "Fig. 3, t = 16", "paper": 1.0, "ours": 0.9489,
-                                           "note": "one-step gradient"}]},
+                            "score_vs_t_ape": [0.4, 0.3, 0.2, 0.1, 0.05, 0.02]},
+                   figures=[Figure("Fig. 3, t = 16", 1.0, 0.9489, False, "one-step gradient"),
+                            Figure("Fig. 3, t = 32", 0.5, 0.5, True, "exact")],
                    tolerance="0.128 (4 standard errors)", seed=0)
     ev = [e for e in r.evidence if e.layer != "numeric"] + [num]
     return ClaimResult(r.claim, r.params, r.verdict, r.reason, ev, r.fix, r.expected, r.notes)
@@ -177,10 +178,39 @@ def _synthetic(t2_results: list[ClaimResult]) -> ClaimResult:
 def test_published_table_and_numbers(t2_results: list[ClaimResult]) -> None:
     from verify.proofs.report import audit_markdown
 
-    md = audit_markdown("ws24", [_synthetic(t2_results)])
-    assert "#### Paper against ours" in md
-    assert "| Fig. 3, t = 16 | 1 | 0.9489 | one-step gradient | numeric |" in md
+    r = _synthetic(t2_results)
+    md = audit_markdown("ws24", [r])
+    assert "#### Paper against ours (published figures reproduced 1/2)" in md
+    assert "| Fig. 3, t = 16 | 1 | 0.9489 | **no** | one-step gradient | numeric |" in md
+    assert "| Fig. 3, t = 32 | 0.5 | 0.5 | yes | exact | numeric |" in md
     assert "Tolerance: 0.128 (4 standard errors)" in md
+    assert r.figures_reproduced == "1/2"
+
+
+def test_figures_in_json_text_and_reason(t2_results: list[ClaimResult]) -> None:
+    """Figures are first-class: listed once per result with their layer, counted k/n, and kept
+    out of the statement's verdict; the unreproduced one becomes a finding."""
+    import json
+    from verify.proofs.model import run_claim
+    from verify.proofs.render import result_text, to_json, validate
+
+    r = _synthetic(t2_results)
+    doc = json.loads(to_json([r], "claim", 0, 0))
+    assert validate(doc) == []
+    res = doc["results"][0]
+    assert res["figures_reproduced"] == "1/2"
+    assert [f["reproduced"] for f in res["figures"]] == [False, True]
+    assert res["figures"][0]["layer"] == "numeric" and "figures" not in res["layers"]["numeric"]
+    text = result_text(r)
+    assert "published figures (reproduced 1/2):" in text and "NO  Fig. 3, t = 16" in text
+    # through run_claim: the reason separates the statement from its figures
+    num = [e for e in r.evidence if e.layer == "numeric"][0]
+    claim = dataclasses.replace(r.claim, checks={"numeric": lambda p, c: num}, explain=None)
+    out = run_claim(claim, r.params, Context(), layers=("numeric",))
+    assert out.reason.endswith("published figures reproduced 1/2")
+    assert out.reason.startswith("statement: ")
+    assert any(n.startswith("Published figure not reproduced: Fig. 3, t = 16") for n in out.notes)
+    assert not any("t = 32" in n for n in out.notes)
 
 
 def test_plots(t2_results: list[ClaimResult], tmp_path: Path) -> None:
