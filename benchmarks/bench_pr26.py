@@ -1,4 +1,4 @@
-"""Benchmark for pr26 (issue 4): Prop. 1 solver reach and alpha_L at L = 512.
+"""Benchmark for pr26 : Prop. 1 solver reach and alpha_L at L = 512.
 
     python benchmarks/bench_pr26.py
 

@@ -1,4 +1,4 @@
-"""Benchmark for pr26's figures (issue 5): alpha_L at L = 17665 (time, peak memory), the interval
+"""Benchmark for pr26's figures : alpha_L at L = 17665 (time, peak memory), the interval
 proof, the Prop. 2 Monte Carlo, and the whole pr26 default run.
 
     python benchmarks/bench_pr26_figures.py [--quick]
@@ -6,7 +6,7 @@ proof, the Prop. 2 Monte Carlo, and the whole pr26 default run.
 Peak memory: torch's allocations are invisible to tracemalloc, so each alpha measurement runs in
 a fresh subprocess and reports its peak resident set size (resource.getrusage ru_maxrss); the
 baseline row is the same subprocess doing everything but the evaluation (Python + torch + verify).
-Targets (issue 5): alpha_17665 < 60 s and < 4 GB; the whole pr26 default run < 60 s.
+Targets: alpha_17665 < 60 s and < 4 GB; the whole pr26 default run < 60 s.
 """
 
 from __future__ import annotations

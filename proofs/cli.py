@@ -1,4 +1,4 @@
-"""The ``verify`` command line (DESIGN.md, CLI contract).
+"""The ``verify`` command line (the CLI contract in the README).
 
     verify list                      the registered claims
     verify show CLAIM                a claim's statement, source, options, cost

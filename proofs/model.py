@@ -1,6 +1,6 @@
 """Claims, options, verdicts, and how a verdict is reached from per-layer evidence.
 
-DESIGN.md, "The core objects".  A :class:`Claim` is one published statement
+The core objects.  A :class:`Claim` is one published statement
 (``paper:name``) with its source, its statement as written, its options (variants such
 as ``--orientation``) and one check per layer.  Running a claim variant yields one
 :class:`~verify.evidence.Evidence` per layer; :func:`aggregate` turns them into a
@@ -34,7 +34,7 @@ INCONCLUSIVE = "INCONCLUSIVE"
 INCONSISTENT = "INCONSISTENT"
 VERDICTS = (INCONSISTENT, INCONCLUSIVE, FAILS, HOLDS_WITH_FIX, HOLDS)
 
-#: exit code for a single claim's verdict (DESIGN.md, CLI contract)
+#: exit code for a single claim's verdict (the README's exit-code table)
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 VERDICT_EXIT = {
     HOLDS: EXIT_OK,
@@ -261,7 +261,7 @@ def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
 def _second_way_required(ev: Evidence) -> Evidence:
     """A solver 'proved' whose UNSAT answers were not all checked a second way (a Farkas
     certificate re-checked without a solver, or cvc5 answering UNSAT too) is downgraded
-    to 'inconclusive': z3 alone is not enough for 'proved' (DESIGN.md, issue 6)."""
+    to 'inconclusive': z3 alone is not enough for 'proved' (the README's verdict rules)."""
     neither = (ev.numbers.get("second_way") or {}).get("neither") if isinstance(ev.numbers, dict) else None
     if ev.layer == "solver" and ev.status == "proved" and neither:
         ev.status, ev.outcome = "inconclusive", None

@@ -4,7 +4,7 @@ Each paper module (``verify.proofs.ws24``, ...) exposes ``CLAIMS: list[Claim]``.
 registry imports a paper module only when one of its claims is needed, so ``verify
 list`` stays fast (the layers pull in sympy, z3 and torch only when checks run).
 
-Name resolution (DESIGN.md, CLI contract): a full id ``paper:name`` matches exactly;
+Name resolution (the README, "Using it"): a full id ``paper:name`` matches exactly;
 a short name (``theorem2``) matches every claim with that name; a paper key
 (``ws24``) is not a claim.  Options disambiguate: a candidate must accept every option
 the user gave, so ``theorem2 --orientation transposed`` means ``ws24:theorem2``.

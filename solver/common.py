@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
-#: the fixed seed every solver call uses (DESIGN.md: "fixed z3/cvc5 seeds")
+#: the fixed seed every solver call uses (determinism: fixed z3/cvc5 seeds)
 SOLVER_SEED = 0
 
 

@@ -1,5 +1,5 @@
 """Certificates and the second solver: every UNSAT re-proved, tampering caught, solver
-disagreement surfaced (issue 6)."""
+disagreement surfaced."""
 
 from __future__ import annotations
 

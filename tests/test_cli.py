@@ -1,5 +1,5 @@
 """The CLI contract: exit codes, one-line errors before any work, JSON structure,
-determinism, and name resolution (DESIGN.md, CLI contract)."""
+determinism, and name resolution (the README's CLI contract)."""
 
 from __future__ import annotations
 

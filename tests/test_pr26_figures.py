@@ -1,4 +1,4 @@
-"""pr26 figures (issue 5): Prop. 2 Monte Carlo, Prop. 3 interval proof and alpha at 17665, Prop. 4 table."""
+"""pr26 figures: Prop. 2 Monte Carlo, Prop. 3 interval proof and alpha at 17665, Prop. 4 table."""
 
 from __future__ import annotations
 

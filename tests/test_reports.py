@@ -1,4 +1,4 @@
-"""Reports and CI (issue 7): JSON schema, JUnit, Markdown audit, --expect regression,
+"""Reports and CI: JSON schema, JUnit, Markdown audit, --expect regression,
 plots, claim specs and the pytest plugin.
 
 Claims run with the symbolic and solver layers only (the numeric layer is not needed to

@@ -2,10 +2,10 @@
 
 This module is shared by the three layers (``verify.symbolic``, ``verify.solver``,
 ``verify.numeric``) and by ``verify.proofs``; it imports none of them, so the import
-arrows of DESIGN.md ("proofs imports the layers; the layers never import proofs")
+arrows of the layout ("proofs imports the layers; the layers never import proofs")
 hold.
 
-Status taxonomy (DESIGN.md, "The core objects"), kept apart in the CrossHair manner:
+Status taxonomy (the README, "Verdicts and evidence"), kept apart in the CrossHair manner:
 
 ========== =====================================================================
 proved      a symbolic identity, or an UNSAT answer (bounded results state the bound)
