@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.kvshift import KVShiftParams, Term, Variant, ih_terms, kvsa_terms
-from verify.evidence import Evidence, engine_versions
+from verify.constructions.kvshift import (KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
+                                          t1_terms)
+from verify.evidence import Evidence, Figure, engine_versions
 
 DTYPE = torch.float64
 #: float64 tolerance for an exact identity: softmax averages of L <= 4096 terms agree to ~1e-13
 TOL = 1e-9
-#: the threshold the issue asks to map
+#: the threshold below which a grid cell counts as agreeing (reported, not the verdict's tolerance)
 REPORT_THRESHOLD = 1e-6
 M_GRID = (Fraction(0), Fraction(1, 64), Fraction(1, 8), Fraction(1, 2), Fraction(2))
 SIGMA_GRID = (Fraction(1, 64), Fraction(1, 8), Fraction(1, 2), Fraction(1), Fraction(2), Fraction(8), Fraction(32))
@@ -288,76 +289,127 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11)
 
 # ============================================================== Theorem 1: two layers, width 2d
 
-def t1_two_layer(X: torch.Tensor, p: float, sigma: float, m: float) -> torch.Tensor:
-    """The two-layer width-2d ALiBi construction (Appendix A, reconstructed), output at L.
+#: the O(e^-p) rule, stated up front: fitted rate and a bounded e^p * error
+T1_MIN_RATE = 0.9
+T1_MAX_GROWTH = 10.0
+#: errors at or below this are float64 rounding and are left out of the fit
+T1_FLOOR = 1e-13
 
-    Layer 1 (residual): zero query/key, ALiBi slope p, value writes x into the second half:
-    h_i = (x_i, o_i), o_i = sum_{j <= i} e^{-p(i-j)} x_j / sum_{j <= i} e^{-p(i-j)}.
-    Layer 2 (no residual, W^2_O = (I, 0)): query x_L (first half), key
-    k_s = e^p ((1 + e^{-p}) o_s - x_s) = x_{s-1} + O(e^{-p}) (second and first half),
-    value x_s (first half), ALiBi slope m, causal over s = 1..L, scores k_s . x_L / sigma.
+
+def t1_two_layer(X: torch.Tensor, p: float, masks: T1Masks | str, sigma: float, m: float) -> torch.Tensor:
+    """Appendix A's two-layer width-2d construction, output at the last position L (float64).
+
+    Evaluates the shared term table :func:`verify.constructions.kvshift.t1_terms` (layer 1:
+    zero query/key, ALiBi slope p, value into the second half, with the residual; layer 2:
+    query x_L, key y_s, value x_s, slope m, W^(2)_O = (I, 0)) over the key ranges of
+    ``masks`` (as displayed in Appendix A, or standard causal).
 
     Args:
-        X: (B, L+1, d) float64 with the zero row first.
+        X: (B, L+1, d) float64 with the zero row first (rows 1..L are x_1..x_L).
+        p: first-layer ALiBi slope (> 0).
+        masks: a :class:`T1Masks` or its name.
+        sigma, m: second-layer score scale and ALiBi slope.
+
     Returns:
         (B, d) float64.
     """
-    x = X[:, 1:]
-    B, L, d = x.shape
-    i = torch.arange(L, dtype=DTYPE)
-    W = torch.exp(-p * (i[:, None] - i[None, :])).tril()  # (L, L) causal ALiBi weights, scores 0
-    o = torch.einsum("ij,bjd->bid", W / W.sum(1, keepdim=True), x)
-    r = math.exp(-p)
-    k = (1 / r) * ((1 + r) * o - x)
-    scores = torch.einsum("bsd,bd->bs", k, x[:, -1]) / sigma - m * (L - 1 - i)[None]
-    w = torch.softmax(scores, dim=1)
-    return torch.einsum("bs,bsd->bd", w, x)
+    B, L1, d = X.shape
+    L = L1 - 1
+    terms = t1_terms(L, math.exp(-p), masks, 1.0)
+    K = torch.zeros(len(terms), L1, dtype=DTYPE)
+    vi = torch.tensor([t.value[0][1] for t in terms])
+    for r, t in enumerate(terms):
+        for c, i in t.key:
+            K[r, i] = float(c)
+    dist = torch.tensor([float(t.dist) for t in terms], dtype=DTYPE)
+    dots = torch.einsum("bld,bd->bl", X, X[:, L])
+    lg = dots @ K.T / sigma - m * dist[None]
+    w = torch.softmax(lg, dim=1)
+    return torch.einsum("bt,btd->bd", w, X[:, vi])
 
 
-def check_theorem1(ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int, sigma: float = 1.0,
-                   m: float = 0.5, V: int = 64) -> Evidence:
-    """kvshift24 Theorem 1: sup |two-layer(x) - IH(x)| over random inputs and L, and its decay in p.
+def _fit(ps: Sequence[float], es: Sequence[float]) -> tuple[float, float]:
+    """Least-squares fit log err = log C - lambda p over the points above :data:`T1_FLOOR`."""
+    pts = [(p, math.log(v)) for p, v in zip(ps, es) if v > T1_FLOOR]
+    if len(pts) < 2:
+        return float("nan"), float("nan")
+    n = len(pts)
+    mx = sum(a for a, _ in pts) / n
+    my = sum(b for _, b in pts) / n
+    slope = sum((a - mx) * (b - my) for a, b in pts) / sum((a - mx) ** 2 for a, _ in pts)
+    return -slope, math.exp(my - slope * mx)
 
-    Fits log(err) = log C - lambda p over the p grid; O(e^{-p}) holds when lambda >= 0.9
-    and the error keeps falling (the last p's error below 1e-3). Also reports the error
-    against IH extended to s = 1..L (the sum a vanilla layer 2 computes), which separates
-    the p-decay from the boundary terms.
+
+def t1_errors(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int,
+              sigma: float = 1.0, m: float = 0.5, V: int = 64) -> list[float]:
+    """sup over the sampled inputs and lengths of |two-layer(x) - IH(x)|_inf, one value per p."""
+    data = [sample_inputs(B, L, d, V, seed + n) for n, L in enumerate(Ls)]
+    ihs = [attend(table_tensors(ih_terms(L)), X, dots, sigma, m) for L, (X, dots) in zip(Ls, data)]
+    return [max(float((t1_two_layer(X, p, masks, sigma, m) - ih).abs().max()) for (X, _), ih in zip(data, ihs))
+            for p in ps]
+
+
+def t1_paper_bound(p: float, d: int, sigma: float) -> float:
+    """Appendix A's closing bound 4 ||I/sigma||_{1,1} e^{-p}/(1 - e^{-p}), with ||I/sigma||_{1,1} = d/sigma
+    (the entrywise 1-norm of the d x d matrix I/sigma)."""
+    return 4 * d / sigma * math.exp(-p) / (1 - math.exp(-p))
+
+
+def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int,
+                   sigma: float = 1.0, m: float = 0.5, V: int = 64) -> Evidence:
+    """kvshift24 Theorem 1 (Eq. 8): sup |TF(x) - IH(x)| over random inputs and L, and its decay in p.
+
+    Source: arXiv 2411.19574 v2, Theorem 1 and its proof in Appendix A.  TF is Appendix A's
+    construction over the key ranges of ``masks`` (:class:`T1Masks`); IH is Definition 1.
+
+    Args:
+        masks: ``as-displayed`` (Appendix A's ranges), ``causal`` (standard causal layers) or an
+            attribution (one layer standard causal).
+        ps: first-layer ALiBi slopes p (ascending).
+        Ls: sequence lengths; d: embedding width; B: batch per length; V: vocabulary
+            (token embeddings N(0, I/d)); seed: master seed (torch.Generator).
+        sigma, m: second-layer scale and slope (also IH's).
+
+    Returns:
+        ``consistent`` (float64 numbers, never ``proved``): outcome ``holds`` when the fit
+        log err = log C - lambda p has lambda >= 0.9 and e^p err(p) stays within a factor 10
+        of its value at the smallest p (i.e. err = O(e^-p) on the grid); ``fails`` otherwise.
+        For a reading other than ``as-displayed`` the one-layer attributions are measured too.
     """
-    errs, errs_ext = [], []
-    for p in ps:
-        e = e_ext = 0.0
-        for n, L in enumerate(Ls):
-            X, dots = sample_inputs(B, L, d, V, seed + n)
-            out = t1_two_layer(X, p, sigma, m)
-            ih = attend(table_tensors(ih_terms(L)), X, dots, sigma, m)
-            ext = attend(table_tensors(kvsa_terms(L, "fault:scale-without-mask", 1)), X, dots, sigma, m)
-            e = max(e, float((out - ih).abs().max()))
-            e_ext = max(e_ext, float((out - ext).abs().max()))
-        errs.append(e)
-        errs_ext.append(e_ext)
-
-    def fit(es):
-        pts = [(p, math.log(max(v, 1e-300))) for p, v in zip(ps, es) if v > 1e-14]
-        if len(pts) < 2:
-            return float("nan"), float("nan")
-        n = len(pts)
-        mx = sum(a for a, _ in pts) / n
-        my = sum(b for _, b in pts) / n
-        slope = sum((a - mx) * (b - my) for a, b in pts) / sum((a - mx) ** 2 for a, _ in pts)
-        return -slope, math.exp(my - slope * mx)
-
-    lam, C = fit(errs)
-    lam_ext, C_ext = fit(errs_ext)
-    holds = lam >= 0.9 and errs[-1] < 1e-3
-    numbers = {"p": list(ps), "sup_err_vs_IH": errs, "sup_err_vs_IH_over_1..L": errs_ext, "fit_rate_vs_IH": lam,
-               "fit_constant_vs_IH": C, "fit_rate_vs_IH_over_1..L": lam_ext, "fit_constant_vs_IH_over_1..L": C_ext,
-               "L": list(Ls), "d": d, "batch": B, "sigma": sigma, "m": m}
-    details = [f"p = {p:g}: sup err vs IH {e:.3e}, vs IH over s = 1..L {x:.3e}" for p, e, x in zip(ps, errs, errs_ext)]
-    details.append(f"fit err ~ C e^(-lambda p): vs IH lambda = {lam:.3f}, C = {C:.3g}; vs IH over s = 1..L lambda = "
-                   f"{lam_ext:.3f}, C = {C_ext:.3g}")
+    masks = t1_masks(masks) if isinstance(masks, str) else masks
+    errs = t1_errors(masks, ps, Ls, d, B, seed, sigma, m, V)
+    lam, C = _fit(ps, errs)
+    scaled = [e * math.exp(p) for p, e in zip(ps, errs)]
+    growth = max(scaled) / scaled[0] if scaled[0] > 0 else float("inf")
+    holds = bool(lam >= T1_MIN_RATE and growth <= T1_MAX_GROWTH)
+    numbers: dict[str, Any] = {"masks": masks.name, "p": list(ps), "sup_err_vs_IH": errs, "fit_rate_lambda": lam,
+                               "fit_constant_C": C, "e^p_times_err": scaled, "growth_of_e^p_err": growth,
+                               "L": list(Ls), "d": d, "batch": B, "vocabulary": V, "sigma": sigma, "m": m}
+    details = [f"p = {p:g}: sup |TF - IH| = {e:.3e}" for p, e in zip(ps, errs)]
+    details.append(f"fit err ~ C e^(-lambda p): lambda = {lam:.3f}, C = {C:.3g}; e^p err ranges "
+                   f"{min(scaled):.3g}..{max(scaled):.3g} (growth x{growth:.3g})")
+    figures = []
+    if masks.name == "as-displayed":
+        bound = [t1_paper_bound(p, d, sigma) for p in ps]
+        ok = all(e <= b for e, b in zip(errs, bound))
+        numbers["paper_bound"] = bound
+        figures.append(Figure(
+            figure=f"Appendix A, closing bound 4||I/sigma||_(1,1) e^-p/(1 - e^-p) at p = {ps[-1]:g} (d = {d}, sigma = {sigma:g})",
+            paper=bound[-1], ours=errs[-1], reproduced=ok,
+            note=("reproduced when the measured sup error is at or below the printed bound at every p of the grid "
+                  f"({list(ps)}); ||I/sigma||_(1,1) read as the entrywise 1-norm d/sigma")))
+    else:
+        attrib = {}
+        for name in ("layer 1 causal only", "layer 2 causal only"):
+            attrib[name] = t1_errors(t1_masks(name), [ps[-1]], Ls, d, B, seed, sigma, m, V)[0]
+        numbers["attribution_at_largest_p"] = attrib
+        details.append(f"at p = {ps[-1]:g}, one standard causal layer at a time: " +
+                       "; ".join(f"{k}: {v:.3g}" for k, v in attrib.items()))
     return Evidence(layer="numeric", status="consistent", outcome="holds" if holds else "fails", numbers=numbers,
-                    details=details, seed=seed, engines=engine_versions("torch"),
-                    tolerance="O(e^-p) accepted when the fitted rate lambda >= 0.9 and the error at the largest p < 1e-3",
-                    bound=f"p in {list(ps)}, L in {list(Ls)}, d = {d}, batch {B}, sigma = {sigma}, m = {m}",
-                    summary=(f"sup |two-layer - IH| goes from {errs[0]:.3g} (p = {ps[0]:g}) to {errs[-1]:.3g} (p = {ps[-1]:g}); "
-                             f"fitted rate lambda = {lam:.3f} (C = {C:.3g}); against IH over s = 1..L lambda = {lam_ext:.3f}"))
+                    details=details, seed=seed, engines=engine_versions("torch"), figures=figures,
+                    tolerance=(f"O(e^-p) accepted when the fitted rate lambda >= {T1_MIN_RATE} and e^p * err(p) grows "
+                               f"by at most x{T1_MAX_GROWTH:g} over the grid; errors <= {T1_FLOOR:g} (float64 rounding) "
+                               f"are left out of the fit"),
+                    bound=f"p in {list(ps)}, L in {list(Ls)}, d = {d}, batch {B}, vocabulary {V}, sigma = {sigma}, m = {m}",
+                    summary=(f"[{masks.name}] sup |TF - IH| goes from {errs[0]:.3g} (p = {ps[0]:g}) to {errs[-1]:.3g} "
+                             f"(p = {ps[-1]:g}); fitted rate lambda = {lam:.3f} (C = {C:.3g})"))

@@ -2,9 +2,12 @@
 
 Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2:
 Definition 1 (the induction-head machine IH), Eqs. 4-6 (KV shifting attention) with the
-ALiBi bias -m|L - s| of Theorems 1-2, the Appendix B parameters of the Theorem 2 proof
-(a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections), and the repairs named in
-the claim catalog (mask: drop s = 1 and s = L; mask+scale: also b1 = 1).
+ALiBi bias -m|L - s| that Definition 1 (Eq. 7) and the Appendix B proof add (Eq. 6 itself,
+Sec. 2.2, has only the causal mask and the 1/sigma scale; ``Variant.alibi`` switches the
+bias off), the Appendix B parameters of the Theorem 2 proof (a1 = 0, a2 = 1, b1 = 1/sigma,
+b2 = 0, identity projections, ALiBi slope p = m), and two repairs of ours (mask: drop
+s = 1 and s = L; mask+scale: also b1 = 1).  Theorem 1's two-layer construction
+(Appendix A) is at the end of the module (:func:`t1_terms`).
 
 Both mechanisms, read at the last position L (1-indexed), are softmax averages
 
@@ -85,6 +88,9 @@ class Variant:
         first_num/first_den: keep s = 1 in the numerator / normaliser.
         last_num/last_den: keep s = L in the numerator / normaliser.
         b1_inv_sigma: b1 = 1/sigma (as written) instead of b1 = 1.
+        alibi: KVSA carries the ALiBi bias -m|L - s| (Theorem 2 with Appendix B's p = m);
+            False is Eq. 6 as printed (Sec. 2.2: causal mask and 1/sigma only), while IH keeps
+            its bias (Eq. 7).
     """
 
     name: str
@@ -93,6 +99,7 @@ class Variant:
     last_num: bool
     last_den: bool
     b1_inv_sigma: bool
+    alibi: bool = True
 
     @property
     def masked(self) -> bool:
@@ -112,13 +119,18 @@ VARIANTS: dict[str, Variant] = {
 }
 
 
-def variant(name: str) -> Variant:
+def variant(name: str, alibi: bool = True) -> Variant:
     """The named variant (``none``, ``mask``, ``mask+scale`` or a ``fault:...``).
+
+    Args:
+        name: the variant's name.
+        alibi: False drops KVSA's ALiBi bias (Eq. 6 as printed); IH keeps its own.
 
     Raises:
         KeyError: unknown name.
     """
-    return VARIANTS[name]
+    var = VARIANTS[name]
+    return var if alibi else replace(var, name=f"{var.name}, no ALiBi", alibi=False)
 
 
 def ih_term(s: Any, L: Any) -> Term:
@@ -179,6 +191,8 @@ def kvsa_terms(L: int, var: Variant | str, sigma: Any = 1, params: KVShiftParams
     out = []
     for s in range(1, L + 1):
         t = kvsa_term(s, L, p.a1, p.a2, b1, p.b2)
+        if not var.alibi:
+            t = replace(t, dist=0)
         if s == 1:
             t = replace(t, num=var.first_num, den=var.first_den)
         elif s == L:
@@ -450,8 +464,18 @@ MECHANISM = (
 )
 
 
+#: what dropping KVSA's ALiBi bias changes (Eq. 6 as printed vs Definition 1 / Appendix B)
+NO_ALIBI = ("Without ALiBi (Eq. 6 as printed in Sec. 2.2 has only the causal mask and the 1/sigma scale), KVSA's "
+            "summand s has the logit <x_L, x_{s-1}>/sigma while IH's (Eq. 7) has <x_L, x_{s-1}>/sigma - m(L - s): "
+            "the weights differ whenever m != 0, even with both boundary terms masked and b1 = 1.")
+
+
 def mechanism_sentence(var: Variant) -> str:
-    """:data:`MECHANISM`, followed by what the variant keeps of it."""
+    """:data:`MECHANISM`, followed by what the variant keeps of it (and :data:`NO_ALIBI` when
+    the variant drops KVSA's ALiBi bias)."""
+    if not var.alibi:
+        base = mechanism_sentence(replace(var, name=var.name.split(",")[0], alibi=True))
+        return base.replace("so every summand equals IH's", "so every value equals IH's") + " " + NO_ALIBI
     if var.name == "none":
         return MECHANISM
     if var.masked:
@@ -488,3 +512,98 @@ def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: 
                 (f"the boundary terms {' and '.join(where)})" if where else
                  "not from a boundary term, so the summands themselves differ)"))
     return txt, bt
+
+
+# ============================================================ Theorem 1 (Appendix A), two layers
+
+#: ``--masks`` choices of kvshift24:theorem1
+T1_MASKS = ("as-displayed", "causal")
+
+
+@dataclass(frozen=True)
+class T1Masks:
+    """Which keys each layer of Appendix A's two-layer construction attends over.
+
+    Attributes:
+        name: label.
+        layer1_strict: layer 1 at position s attends to tau = 1..s-1, as Appendix A displays
+            its output y_s = (x_s, sum_{tau=1}^{s-1} softmax(-p(s-1-tau)) x_tau); False is a
+            standard causal layer, tau = 1..s, with the ALiBi bias -p|s - tau|.
+        layer2_interior: layer 2 at the last position attends to s = 2..L-1, as Appendix A
+            displays the second layer's output sum_{s=2}^{L-1} softmax(x_L^T y_s/sigma - m|L-s|) x_s;
+            False is a standard causal layer, s = 1..L.
+    """
+
+    name: str
+    layer1_strict: bool
+    layer2_interior: bool
+
+
+#: the two readings of Appendix A, and the two one-layer attributions (also used as faults)
+T1_VARIANTS: dict[str, T1Masks] = {
+    "as-displayed": T1Masks("as-displayed", True, True),
+    "causal": T1Masks("causal", False, False),
+    "layer 1 causal only": T1Masks("layer 1 causal only", False, True),
+    "layer 2 causal only": T1Masks("layer 2 causal only", True, False),
+}
+
+
+def t1_masks(name: str) -> T1Masks:
+    """The named Theorem 1 mask reading (``as-displayed``, ``causal`` or an attribution).
+
+    Raises:
+        KeyError: unknown name.
+    """
+    return T1_VARIANTS[name]
+
+
+def t1_layer1_weights(s: int, r: Any, masks: T1Masks, one: Any = 1) -> dict[int, Any]:
+    """Layer 1's softmax weights at position s (1-indexed) as ``{tau: weight}``.
+
+    W^(1)_Q = W^(1)_K = 0 (Theorem 1), so the scores are the ALiBi bias alone.  With
+    r = e^{-p} (p the first-layer slope, in the caller's arithmetic), the as-displayed
+    layer (Appendix A) weights tau = 1..s-1 by r^(s-1-tau), normalised; the standard causal
+    layer weights tau = 1..s by r^(s-tau) (bias -p|s - tau|).  At s = 1 the as-displayed
+    range is empty: the sum is 0 (no weights), as the zero row a shift pads in front.
+    """
+    taus = range(1, s) if masks.layer1_strict else range(1, s + 1)
+    top = s - 1 if masks.layer1_strict else s
+    raw = {tau: one * r ** (top - tau) for tau in taus}
+    Z = sum(raw.values(), 0 * one)
+    return {tau: w / Z for tau, w in raw.items()}
+
+
+def t1_terms(L: int, r: Any, masks: T1Masks | str, one: Any = 1) -> list[Term]:
+    """Layer 2's term table at the last position L of Appendix A's construction.
+
+    Layer 2 (no residual, W^(2)_O = (I, 0)) reads the query x_L, the key y_s (layer 1's
+    second half, a combination of x_tau with :func:`t1_layer1_weights`), the value x_s and
+    the ALiBi distance L - s (slope m), over s = 2..L-1 (as displayed) or s = 1..L (causal).
+    Evaluate with :func:`evaluate` / :func:`logits` in any arithmetic; at r = 0 (p -> infinity)
+    the as-displayed table is IH's (:func:`ih_terms`) term by term.
+
+    Raises:
+        ValueError: L < 3.
+    """
+    if L < 3:
+        raise ValueError(f"Theorem 1 vs IH needs L >= 3, got L = {L}")
+    masks = t1_masks(masks) if isinstance(masks, str) else masks
+    ss = range(2, L) if masks.layer2_interior else range(1, L + 1)
+    out = []
+    for s in ss:
+        key = tuple((w, tau) for tau, w in sorted(t1_layer1_weights(s, r, masks, one).items()) if not _is_zero(w))
+        out.append(Term(s=s, key=key, value=((1, s),), dist=L - s))
+    return out
+
+
+#: where Appendix A departs from a standard causal layer (one sentence per layer)
+T1_DEPARTURES = (
+    "Layer 1: Appendix A writes the first layer's output at position s as x_s stacked on "
+    "sum_{tau=1}^{s-1} softmax(-p(s-1-tau)) x_tau, i.e. the current key tau = s is excluded; a standard causal "
+    "layer (keys tau <= s) with zero query/key puts its largest weight on tau = s, so its second half tends to "
+    "x_s, not x_{s-1}.",
+    "Layer 2: Appendix A writes the second layer's last output as sum_{s=2}^{L-1} softmax(x_L^T y_s/sigma - m|L - s|) x_s, "
+    "i.e. the keys s = 1 and s = L are excluded; a standard causal layer at the last position also attends to "
+    "s = 1 (key y_1 = 0 or x_1) and s = L (key y_L, about x_{L-1}, value x_L), the boundary terms of Theorem 2, "
+    "whose weights do not depend on p.",
+)
