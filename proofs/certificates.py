@@ -13,6 +13,10 @@ One JSON file per UNSAT proof obligation that carries a certificate:
       "certificate": {"kind": "farkas", "cases": [{"rows": [...], "multipliers": [...]}]}
     }
 
+A completed run writes ``MANIFEST.json`` last (atomically): every file's SHA-256 and run id.
+``verify recheck`` requires it, so a partial set from an interrupted run, a file overwritten by a
+run with other parameters, or a foreign file is reported invalid.
+
 Rows are the encoding in exact rationals (strings ``"p/q"``); product rows carry
 ``product_of`` and are re-derived by the checker.  ``verify recheck DIR`` re-checks every
 file with :mod:`verify.solver.recheck`, which imports no solver.
@@ -20,39 +24,60 @@ file with :mod:`verify.solver.recheck`, which imports no solver.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
 
 from verify.evidence import to_jsonable
 from verify.proofs.model import ClaimResult, InputError
+from verify.safeio import UnsafeInput, read_regular_file
 
 FORMAT = "verify-certificate/1"
+
+
+MANIFEST = "MANIFEST.json"
+MANIFEST_FORMAT = "verify-certificate-manifest/1"
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60]
 
 
-def write_certificates(result: ClaimResult, directory: str | Path) -> list[Path]:
-    """Write one file per certified obligation of the result's solver evidence.
+def _stem(rid: str) -> str:
+    """File stem of a run id: readable slug plus a hash of the whole id (distinct parameters,
+    distinct names, however long the id)."""
+    return f"{_slug(rid)}__{hashlib.sha256(rid.encode()).hexdigest()[:10]}"
+
+
+def write_certificates(result: ClaimResult, directory: str | Path) -> list[tuple[Path, str]]:
+    """Write one file per certified obligation of the result's solver evidence, atomically.
+
+    File names derive from the run id (claim, variant and every non-default parameter), so two
+    runs with different parameters never share a file.  The files count only once
+    :func:`write_manifest` has listed them.
 
     Returns:
-        The paths written (sorted, stable names: ``<claim>__<variant>__<NNN>.json``).
+        ``(path, run id)`` per file written, in obligation order
+        (``<run-id slug>__<hash>__<NNN>.json``).
 
     Raises:
-        InputError: the directory cannot be created.
+        InputError: the directory cannot be created (its parent must exist) or a file cannot be written.
     """
+    from verify.proofs.inputs import atomic_write_text
+    from verify.proofs.specs import run_id
+
     out = Path(directory)
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
     except OSError as e:
         raise InputError(f"--certificates {directory}: cannot create the directory ({e.strerror})") from None
     ev = result.layer("solver")
     if ev is None or not isinstance(ev.certificate, dict):
         return []
     written = []
-    stem = f"{_slug(result.claim.id)}__{_slug(result.variant or 'default')}"
+    rid = run_id(result.claim, result.params)
+    stem = _stem(rid)
     for k, ob in enumerate(_obligations(ev.certificate)):
         cert = ob.get("farkas_certificate")
         if not cert or not cert.get("cases"):
@@ -61,6 +86,7 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[Path]
             "format": FORMAT,
             "claim": result.claim.id,
             "variant": result.variant,
+            "run_id": rid,
             "params": to_jsonable(result.params),
             "obligation": ob["name"],
             "answer": ob["answer"],
@@ -71,9 +97,60 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[Path]
             "certificate": {"kind": cert["kind"], "cases": cert["cases"]},
         }
         path = out / f"{stem}__{k:03d}.json"
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True))
-        written.append(path)
+        atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True), "--certificates")
+        written.append((path, rid))
     return written
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(read_regular_file(path)).hexdigest()
+
+
+def _read_manifest(directory: Path) -> dict[str, dict]:
+    """The manifest's ``files`` map (file name -> {sha256, run_id}).
+
+    Raises:
+        UnsafeInput / ValueError: no manifest, or one that is not ours.
+    """
+    doc = json.loads(read_regular_file(directory / MANIFEST).decode("utf-8"))
+    if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT or not isinstance(doc.get("files"), dict):
+        raise ValueError(f"{MANIFEST} is not a {MANIFEST_FORMAT} document")
+    files = doc["files"]
+    if not all(isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
+               for k, v in files.items()):
+        raise ValueError(f"{MANIFEST}: malformed file entry")
+    return files
+
+
+def write_manifest(directory: str | Path, written: list[tuple[Path, str]]) -> Path:
+    """Record the files of this run in ``MANIFEST.json`` (written last, atomically).
+
+    Entries of earlier runs with other run ids are kept; those of the run ids written now
+    are replaced, and their stale files removed.  A run interrupted before this call leaves
+    files the manifest does not list, and ``verify recheck`` reports them as such.
+
+    Returns:
+        The manifest path.
+    """
+    from verify.proofs.inputs import atomic_write_text
+
+    d = Path(directory)
+    try:
+        files = _read_manifest(d)
+    except (UnsafeInput, ValueError, RecursionError):
+        files = {}
+    now = {rid for _, rid in written}
+    for name, entry in list(files.items()):
+        if entry.get("run_id") in now:
+            del files[name]
+            stale = d / name
+            if stale.is_file() and stale not in {p for p, _ in written}:
+                stale.unlink()
+    for path, rid in written:
+        files[path.name] = {"sha256": _sha256_file(path), "run_id": rid}
+    doc = {"format": MANIFEST_FORMAT, "files": dict(sorted(files.items()))}
+    atomic_write_text(d / MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n", "--certificates")
+    return d / MANIFEST
 
 
 def _obligations(obj) -> list[dict]:
@@ -95,8 +172,13 @@ def _obligations(obj) -> list[dict]:
 def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
     """Re-check every ``*.json`` certificate in a directory (no solver involved).
 
+    The directory must carry the ``MANIFEST.json`` a completed ``--certificates`` run writes
+    last: a file it does not list (an interrupted run, a foreign file), a file whose bytes
+    differ from the listed hash (overwritten), or a listed file that is missing is invalid.
+    Only regular files are read (a FIFO or device is reported, never opened for reading).
+
     Returns:
-        ``(path, ok, message)`` per file, sorted by path.
+        ``(path, ok, message)`` per file, sorted by path (missing listed files included).
 
     Raises:
         InputError: the directory does not exist or holds no certificate file.
@@ -106,10 +188,37 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
     d = Path(directory)
     if not d.is_dir():
         raise InputError(f"{directory}: not a directory")
-    files = sorted(d.glob("*.json"))
+    files = sorted(f for f in d.glob("*.json") if f.name != MANIFEST)
     if not files:
         raise InputError(f"{directory}: no certificate files (*.json)")
-    return [(f, *recheck_file(f)) for f in files]
+    try:
+        listed: dict[str, dict] | None = _read_manifest(d)
+        why_no = ""
+    except (UnsafeInput, ValueError, RecursionError) as e:
+        listed, why_no = None, str(e)
+    rows: list[tuple[Path, bool, str]] = []
+    for f in files:
+        if listed is None:
+            rows.append((f, False, f"no valid {MANIFEST} in the directory ({why_no}): an interrupted run or files "
+                                   "from elsewhere; rerun with --certificates"))
+            continue
+        entry = listed.get(f.name)
+        if entry is None:
+            rows.append((f, False, f"not listed in {MANIFEST} (an interrupted run, or a file from elsewhere)"))
+            continue
+        try:
+            digest = _sha256_file(f)
+        except UnsafeInput as e:
+            rows.append((f, False, str(e)))
+            continue
+        if digest != entry["sha256"]:
+            rows.append((f, False, f"its bytes differ from the hash in {MANIFEST} (overwritten or edited)"))
+            continue
+        rows.append((f, *recheck_file(f)))
+    if listed is not None:
+        rows += [(d / name, False, f"listed in {MANIFEST} but missing")
+                 for name in sorted(listed) if not (d / name).exists()]
+    return sorted(rows, key=lambda r: str(r[0]))
 
 
 def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path, bool, str]], list[str]]:
@@ -132,10 +241,14 @@ def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path
 
     groups: dict[tuple[str, str], list[tuple[Path, dict]]] = {}
     for f in sorted(Path(directory).glob("*.json")):
+        if f.name == MANIFEST:
+            continue
         try:
-            doc = json.loads(f.read_text())
+            doc = json.loads(read_regular_file(f).decode("utf-8"))
+            if not isinstance(doc.get("params", {}), dict) or not isinstance(doc["claim"], str):
+                continue
             key = (doc["claim"], json.dumps(doc.get("params", {}), sort_keys=True))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (UnsafeInput, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             continue  # unreadable files are reported by recheck_dir
         groups.setdefault(key, []).append((f, doc))
     bad: list[tuple[Path, bool, str]] = []

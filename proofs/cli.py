@@ -45,6 +45,16 @@ from verify.proofs.model import (
     figures_tally,
     run_claim,
 )
+from verify.proofs.inputs import (
+    atomic_write_text,
+    check_distinct_outputs,
+    check_duplicate_flags,
+    check_seed,
+    check_timeout,
+    clip,
+    probe_output_dir,
+    probe_output_file,
+)
 from verify.proofs.render import result_text, table_text, to_json
 
 EXIT_HELP = """\b
@@ -113,18 +123,17 @@ class _Progress:
 
 
 def _context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False) -> Context:
-    if timeout <= 0:
-        raise InputError(f"--timeout must be positive, got {timeout}")
-    return Context(seed=seed, full=full, timeout_ms=int(timeout * 1000), progress=progress)
+    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress)
 
 
 def _write_certificates(results: Sequence[ClaimResult], directory: str | None, prog: "_Progress") -> None:
     if directory is None:
         return
-    from verify.proofs.certificates import write_certificates
+    from verify.proofs.certificates import write_certificates, write_manifest
 
-    n = sum(len(write_certificates(r, directory)) for r in results)
-    prog.note(f"{n} certificate file(s) written to {directory}")
+    written = [w for r in results for w in write_certificates(r, directory)]
+    write_manifest(directory, written)
+    prog.note(f"{len(written)} certificate file(s) and their manifest written to {directory}")
 
 
 def _layers(raw: str) -> tuple[str, ...]:
@@ -135,28 +144,27 @@ def _layers(raw: str) -> tuple[str, ...]:
     return names
 
 
-def _check_out_file(path: str | None, flag: str) -> None:
-    """Refuse an output file whose directory does not exist (before any work starts)."""
-    if path is None:
-        return
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise InputError(f"{flag} {path}: directory {parent} does not exist")
-
-
-def _preflight(junit: str | None, plots: str | None, report: str | None = None) -> None:
-    _check_out_file(junit, "--junit")
-    _check_out_file(report, "--report")
+def _preflight(seed: int, timeout: float, junit: str | None, plots: str | None, certificates: str | None,
+               report: str | None = None) -> None:
+    """Every option and output path checked before any work starts (one line, exit 2)."""
+    check_seed(seed)
+    check_timeout(timeout)
+    check_distinct_outputs(report=report, junit=junit, plots=plots, certificates=certificates)
+    probe_output_file(junit, "--junit")
+    probe_output_file(report, "--report")
+    probe_output_dir(certificates, "--certificates")
+    if junit == "-":
+        raise InputError("--junit -: JUnit goes to a file; stdout carries the report")
     if plots is not None:
         from verify.proofs.plots import require_matplotlib
 
         require_matplotlib()
-        if Path(plots).exists() and not Path(plots).is_dir():
-            raise InputError(f"--plots {plots}: exists and is not a directory")
+        probe_output_dir(plots, "--plots")
 
 
 def _side_outputs(results: Sequence[ClaimResult], *, junit: str | None, plots: str | None, mode: str,
-                  suite: str, seed: int, layers: Sequence[str], timings: bool, prog: _Progress) -> list[Path]:
+                  suite: str, seed: int, layers: Sequence[str], timings: bool, prog: _Progress,
+                  not_checked: Sequence[str] = ()) -> list[Path]:
     """Write the JUnit file and the figures; return the figures written."""
     files: list[Path] = []
     if plots is not None:
@@ -168,14 +176,15 @@ def _side_outputs(results: Sequence[ClaimResult], *, junit: str | None, plots: s
     if junit is not None:
         from verify.proofs.junit import write_junit
 
-        write_junit(junit, results, suite=suite, mode=mode, seed=seed, layers=layers, timings=timings)
+        write_junit(junit, results, suite=suite, mode=mode, seed=seed, layers=layers, timings=timings,
+                    not_checked=not_checked)
     return files
 
 
 def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, code: int,
-          changes: Sequence[str], timings: bool, brief: bool) -> None:
+          changes: Sequence[str], timings: bool, brief: bool, not_checked: Sequence[str] = ()) -> None:
     if fmt == "json":
-        click.echo(to_json(results, command, seed, code, changes, timings))
+        click.echo(to_json(results, command, seed, code, changes, timings, not_checked))
         return
     if command in ("all", "audit"):
         click.echo(table_text(results))
@@ -184,9 +193,9 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
             for c in changes:
                 click.echo(f"  {c}")
         else:
-            unchecked = [r for r in results if r.expected is None and all(e.status == "skipped" for e in r.evidence)]
-            click.echo(f"\nall {len(results) - len(unchecked)} verdicts equal their expectations"
-                       + (f" ({len(unchecked)} claim variant(s) have no check in the requested layers)" if unchecked else ""))
+            click.echo(f"\nall {len(results)} verdicts equal their expectations")
+        if not_checked:
+            click.echo(f"not checked (no check in the requested layers): {', '.join(not_checked)}")
         tallies = [figures_tally(r.evidence) for r in results]
         k, n = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
         if n:
@@ -249,7 +258,8 @@ def _claim_command(name: str) -> click.Command:
             claim = registry.resolve(name, given)
             p = claim.parse_params({k: raw[k] for k in given})
         lay = _layers(layers)
-        _preflight(junit, plots)
+        _preflight(seed, timeout, junit, plots, certificates)
+        _require_checks(claim, lay)
         prog = _Progress(quiet)
         with prog.running() as progress:
             result = run_claim(claim, p, _context(seed, timeout, progress, full), lay)
@@ -324,9 +334,30 @@ def show_cmd(claim: str) -> None:
         click.echo(f"  caveat:    {cav}")
 
 
+NOT_CHECKED_RULE = ("a claim variant with no check in the requested layers is not run: 'verify CLAIM' refuses it "
+                    "(exit 2); 'all' and 'audit' leave it out of the verdicts and list it as not checked")
+
+
+def _require_checks(claim: Claim, layers: Sequence[str]) -> None:
+    """``verify CLAIM --layers X`` where the claim has no check in X: refuse before any work."""
+    if not any(claim.checks.get(layer) for layer in layers):
+        raise InputError(f"{claim.id} has no check in --layers {','.join(layers)}; its layers: "
+                         f"{', '.join(x for x in LAYERS if claim.checks.get(x))}")
+
+
+@dataclasses.dataclass
+class RunAll:
+    """What ``verify all``/``audit`` ran: the results, the changed verdicts (``"ID: EXPECTED -> GOT"``)
+    and the run ids left out because none of the requested layers has a check for them."""
+
+    results: list[ClaimResult]
+    changes: list[str]
+    not_checked: list[str]
+
+
 def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
-            expectations: Sequence[tuple[Claim, dict[str, Any], str]] = ()) -> tuple[list[ClaimResult], list[str]]:
-    """Run every variant of every claim; return results and the list of changed verdicts.
+            expectations: Sequence[tuple[Claim, dict[str, Any], str]] = ()) -> RunAll:
+    """Run every variant of every claim and compare each verdict with its expectation.
 
     Args:
         claims: the claims whose recorded variants (``Claim.variants``) are run.
@@ -337,7 +368,8 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
             ones is added to the run.
 
     Returns:
-        (results, changes) where each change reads ``"ID: EXPECTED -> GOT"``.
+        A :class:`RunAll`.  A variant none of whose checks is among ``layers`` is not run
+        (:data:`NOT_CHECKED_RULE`) and appears only in ``not_checked``.
     """
     from verify.proofs.specs import run_id
 
@@ -357,6 +389,8 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
         if k not in keys:
             keys.add(k)
             planned.append((c, p))
+    not_checked = [run_id(c, p) for c, p in planned if not any(c.checks.get(x) for x in layers)]
+    planned = [(c, p) for c, p in planned if any(c.checks.get(x) for x in layers)]
     results: list[ClaimResult] = []
     changes: list[str] = []
     base = ctx.progress
@@ -365,19 +399,13 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
             ctx, progress=lambda msg, i=i: base(f"[{i}/{len(planned)}] {msg}"))
         r = run_claim(c, p, step, layers)
         k = run_id(c, p)
-        expected = override.get(k, c.expected.get(c.variant_label(p)))
+        r.expected = override.get(k, c.expected.get(c.variant_label(p)))
         results.append(r)
-        if all(e.status == "skipped" for e in r.evidence) and set(layers) != set(LAYERS):
-            # none of the requested layers has a check for this claim: nothing to compare
-            r.notes.append(f"not checked: this claim has no check in the requested layers ({', '.join(layers)})")
-            r.expected = None
-            continue
-        r.expected = expected
-        if expected is not None and expected != r.verdict:
-            changes.append(f"{k}: {expected} -> {r.verdict}")
-        elif expected is None:
+        if r.expected is not None and r.expected != r.verdict:
+            changes.append(f"{k}: {r.expected} -> {r.verdict}")
+        elif r.expected is None:
             changes.append(f"{k}: no expectation recorded (got {r.verdict})")
-    return results, changes
+    return RunAll(results, changes, not_checked)
 
 
 def _load_expect(path: str | None) -> list[tuple[Claim, dict[str, Any], str]]:
@@ -397,16 +425,17 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = _layers(layers)
     expectations = _load_expect(expect_file)
-    _preflight(junit, plots)
+    _preflight(seed, timeout, junit, plots, certificates)
     claims = [c for c in registry.all_claims() if full or not c.heavy]
     prog = _Progress(quiet)
     with prog.running() as progress:
-        results, changes = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
+        ran = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
+    results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
-    _emit(results, "all", fmt, seed, code, changes, not no_timings, brief)
+    _emit(results, "all", fmt, seed, code, changes, not no_timings, brief, ran.not_checked)
     _side_outputs(results, junit=junit, plots=plots, mode="expect", suite="verify all", seed=seed, layers=lay,
-                  timings=not no_timings, prog=prog)
+                  timings=not no_timings, prog=prog, not_checked=ran.not_checked)
     raise click.exceptions.Exit(code)
 
 
@@ -431,31 +460,30 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
     lay = _layers(layers)
     expectations = [e for e in _load_expect(expect_file) if e[0].paper == key]
-    _preflight(junit, plots, report)
+    _preflight(seed, timeout, junit, plots, certificates, report)
     prog = _Progress(quiet)
     with prog.running() as progress:
-        results, changes = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
+        ran = run_all(claims, _context(seed, timeout, progress, full), lay, expectations)
+    results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
     figures = _side_outputs(results, junit=junit, plots=plots, mode="expect", suite=f"verify audit {key}",
-                            seed=seed, layers=lay, timings=not no_timings, prog=prog)
+                            seed=seed, layers=lay, timings=not no_timings, prog=prog, not_checked=ran.not_checked)
     from verify.proofs.report import audit_markdown
 
     rel_to = Path(report).resolve().parent if report else Path.cwd()
     figs = [os.path.relpath(f.resolve(), rel_to) for f in figures]
-    md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs)
-    if report is not None:
-        try:
-            Path(report).write_text(md, encoding="utf-8")
-        except OSError as e:
-            raise InputError(f"--report {report}: cannot write ({e.strerror or e})") from None
+    md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs,
+                        not_checked=ran.not_checked)
+    if report is not None and report != "-":
+        atomic_write_text(report, md, "--report")
         if fmt == "json":
-            click.echo(to_json(results, "audit", seed, code, changes, not no_timings))
+            click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
         else:
-            _emit(results, "audit", fmt, seed, code, changes, not no_timings, brief)
+            _emit(results, "audit", fmt, seed, code, changes, not no_timings, brief, ran.not_checked)
         prog.note(f"report written to {report}")
     elif fmt == "json":
-        click.echo(to_json(results, "audit", seed, code, changes, not no_timings))
+        click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
     else:
         click.echo(md, nl=False)
     raise click.exceptions.Exit(code)
@@ -501,19 +529,26 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool) -> None:
     raise click.exceptions.Exit(EXIT_FAIL if bad else EXIT_OK)
 
 
+def _error(message: str) -> None:
+    """One line on stderr, never longer than a screen line or two."""
+    click.echo(f"verify: error: {clip(' '.join(message.split()), 400)}", err=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verify`` console script; returns the exit code."""
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="verify", standalone_mode=False)
+        check_duplicate_flags(args)
+        rv = cli.main(args=args, prog_name="verify", standalone_mode=False)
         if isinstance(rv, int):  # click returns Exit codes instead of raising when not standalone
             return rv
     except click.exceptions.Exit as e:
         return int(e.exit_code)
     except InputError as e:
-        click.echo(f"verify: error: {e}", err=True)
+        _error(str(e))
         return EXIT_USAGE
     except click.UsageError as e:
-        click.echo(f"verify: error: {e.format_message()}", err=True)
+        _error(e.format_message())
         return EXIT_USAGE
     except click.Abort:
         click.echo("verify: aborted", err=True)

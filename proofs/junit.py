@@ -51,8 +51,11 @@ def _outcome(r: ClaimResult, mode: str) -> tuple[str | None, str]:
 
 
 def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: str = "holds", seed: int = 0,
-               layers: Sequence[str] = (), timings: bool = True) -> ET.ElementTree:
-    """The JUnit document as an ElementTree (``<testsuites><testsuite>...``)."""
+               layers: Sequence[str] = (), timings: bool = True, not_checked: Sequence[str] = ()) -> ET.ElementTree:
+    """The JUnit document as an ElementTree (``<testsuites><testsuite>...``).
+
+    ``not_checked``: run ids with no check in the requested layers; each becomes a
+    ``<skipped>`` testcase (never a failure, never a pass)."""
     from verify.proofs.render import result_text
     from verify.proofs.specs import run_id
 
@@ -101,12 +104,15 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
             el.text = "\n".join(body)
         out = ET.SubElement(tc, "system-out")
         out.text = result_text(r, verbose=False)
-    ts.set("tests", str(len(results)))
+    for rid in not_checked:
+        tc = ET.SubElement(ts, "testcase", classname=rid.split(":", 1)[0], name=rid, time="0.000")
+        ET.SubElement(tc, "skipped", message=f"{rid}: no check in the requested layers ({','.join(layers)})")
+    ts.set("tests", str(len(results) + len(not_checked)))
     ts.set("failures", str(n_fail))
     ts.set("errors", str(n_err))
-    ts.set("skipped", "0")
+    ts.set("skipped", str(len(not_checked)))
     ts.set("time", f"{total:.3f}")
-    for k in ("tests", "failures", "errors"):
+    for k in ("tests", "failures", "errors", "skipped"):
         root.set(k, ts.get(k))
     root.set("time", ts.get("time"))
     ET.indent(root)
@@ -120,12 +126,11 @@ def junit_xml(results: Sequence[ClaimResult], **kw) -> str:
 
 
 def write_junit(path: str | Path, results: Sequence[ClaimResult], **kw) -> None:
-    """Write the JUnit document to ``path``.
+    """Write the JUnit document to ``path`` atomically (temporary file, then rename).
 
     Raises:
         InputError: the file cannot be written.
     """
-    try:
-        Path(path).write_text(junit_xml(results, **kw), encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--junit {path}: cannot write ({e.strerror or e})") from None
+    from verify.proofs.inputs import atomic_write_text
+
+    atomic_write_text(path, junit_xml(results, **kw), "--junit")

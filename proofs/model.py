@@ -21,6 +21,8 @@ layers that happened to finish while another layer is unknown). Rules, applied i
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
@@ -85,33 +87,58 @@ class Option:
     def parse(self, raw: Any) -> Any:
         """Parse and range-check a raw command-line value.
 
+        Numbers follow a strict grammar (decimal integers; decimals with an optional
+        exponent of at most three digits for floats and rationals; ``p/q`` for rationals),
+        at most :data:`MAX_OPTION_CHARS` characters, finite, and inside the option's bounds;
+        an option with no stated maximum is capped at :data:`DEFAULT_MAX_MAGNITUDE` in
+        absolute value (no layer can use a larger size, slope or scale).
+
         Raises:
             InputError: with a one-line message naming the flag and what is allowed.
         """
         if raw is None:
             return self.default
+        text = str(raw).strip()
+        shown = text if len(text) <= 40 else text[:20] + "..." + f" ({len(text)} characters)"
         if self.kind == "choice":
-            if raw not in self.choices:
+            if text not in self.choices:
                 raise InputError(
-                    f"{self.flag} {raw!r} is not valid; choose one of: {', '.join(self.choices)}"
+                    f"{self.flag} {shown!r} is not valid; choose one of: {', '.join(self.choices)}"
                 )
-            return raw
+            return text
+        grammar = {"int": _INT, "float": _FLOAT, "rational": _RATIONAL_OPT}[self.kind]
+        if len(text) > MAX_OPTION_CHARS or not grammar.fullmatch(text):
+            want = {"int": "an integer", "float": "a decimal number (e.g. 0.5 or 1e-3)",
+                    "rational": "a number such as 0.5, 1e-3 or 1/2"}[self.kind]
+            raise InputError(f"{self.flag} expects {want}, got {shown!r}")
         try:
             if self.kind == "int":
-                val: Any = int(raw)
+                val: Any = int(text)
             elif self.kind == "float":
-                val = float(raw)
-            elif self.kind == "rational":
-                val = Fraction(str(raw))
-            else:  # pragma: no cover - programming error
-                raise AssertionError(self.kind)
+                val = float(text)
+            else:
+                val = Fraction(text)
         except (ValueError, ZeroDivisionError):
-            raise InputError(f"{self.flag} expects {'an integer' if self.kind == 'int' else 'a number'}, got {raw!r}") from None
+            raise InputError(f"{self.flag} expects a finite number, got {shown!r}") from None
+        if self.kind == "float" and not math.isfinite(val):
+            raise InputError(f"{self.flag} expects a finite number, got {shown!r}")
         if self.minimum is not None and val < self.minimum:
-            raise InputError(f"{self.flag} must be >= {self.minimum}, got {raw}")
-        if self.maximum is not None and val > self.maximum:
-            raise InputError(f"{self.flag} must be <= {self.maximum}, got {raw}")
+            raise InputError(f"{self.flag} must be >= {self.minimum}, got {shown}")
+        top = self.maximum if self.maximum is not None else DEFAULT_MAX_MAGNITUDE
+        if val > top:
+            raise InputError(f"{self.flag} must be <= {top}, got {shown}")
+        if self.minimum is None and val < -DEFAULT_MAX_MAGNITUDE:
+            raise InputError(f"{self.flag} must be >= {-DEFAULT_MAX_MAGNITUDE}, got {shown}")
         return val
+
+
+#: longest numeric option value accepted, characters
+MAX_OPTION_CHARS = 40
+#: cap on |value| for numeric options that state no maximum of their own
+DEFAULT_MAX_MAGNITUDE = 10**6
+_INT = re.compile(r"[+-]?[0-9]{1,18}")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
+_RATIONAL_OPT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?|[+-]?[0-9]{1,18}/[0-9]{1,18}")
 
 
 LayerCheck = Callable[[Mapping[str, Any], Context], Evidence]

@@ -74,9 +74,16 @@ def _numbers(r: ClaimResult, layer: str = "numeric") -> dict[str, Any]:
 
 
 def _save(fig: Any, path: Path, plt: Any) -> Path:
+    """Render the figure to PNG and write it atomically (temporary file, then rename)."""
+    import io
+
+    from verify.proofs.inputs import atomic_write_bytes
+
     fig.tight_layout()
-    fig.savefig(path, dpi=120, metadata={"Software": None})
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})
     plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue(), "--plots")
     return path
 
 
@@ -96,7 +103,7 @@ def write_plots(results: Sequence[ClaimResult], out_dir: str | Path) -> tuple[li
     plt = require_matplotlib()
     d = Path(out_dir)
     try:
-        d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(exist_ok=True)  # its parent was checked before any work
     except OSError as e:
         raise InputError(f"--plots {out_dir}: cannot create directory ({e.strerror or e})") from None
     files: list[Path] = []

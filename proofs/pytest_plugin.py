@@ -59,7 +59,7 @@ class ClaimItem(pytest.Item):
         from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, run_claim
 
         cfg = self.config
-        ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=int(cfg.getoption("verify_timeout") * 1000))
+        ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms)  # type: ignore[attr-defined]
         self.result = run_claim(self.claim, self.params, ctx, _layers(cfg.getoption("verify_layers")))
         self.user_properties.append(("verdict", self.result.verdict))
         if self.result.verdict not in (HOLDS, HOLDS_WITH_FIX):
@@ -116,7 +116,16 @@ def _specs(config: pytest.Config) -> list[tuple[Any, dict[str, Any]]]:
 def pytest_configure(config: pytest.Config) -> None:
     """Validate the options early (usage errors before any collection)."""
     if config.getoption("verify_claims", default=None):
+        from verify.proofs.inputs import check_seed, check_timeout
+        from verify.proofs.model import InputError
+
         _layers(config.getoption("verify_layers"))
+        try:
+            check_seed(config.getoption("verify_seed"), "--verify-seed")
+            config._verify_timeout_ms = check_timeout(config.getoption("verify_timeout"),  # type: ignore[attr-defined]
+                                                      "--verify-timeout")
+        except InputError as e:
+            raise pytest.UsageError(str(e)) from None
         config._verify_specs = _specs(config)  # type: ignore[attr-defined]
 
 

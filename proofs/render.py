@@ -28,8 +28,9 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
               "seed": int | null, "wall_time_s": float, "details": [str]}}
         }
       ],
-      "changes": [str]                        # `all`/`audit`: verdicts that differ from expectations
-    }
+      "changes": [str],                       # `all`/`audit`: verdicts that differ from expectations
+      "not_checked": [str]                    # `all`/`audit`: run ids with no check in the requested
+    }                                         # layers, left out of the results (additive)
 
 ``wall_time_s`` (and solver ``seconds`` / ``solver_seconds``) are the only fields that vary between runs with the same inputs;
 ``--no-timings`` sets it to 0 so the JSON is byte-identical across runs.
@@ -119,7 +120,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
 
 
 def to_json(results: Sequence[ClaimResult], command: str, seed: int, exit_code: int,
-            changes: Sequence[str] = (), timings: bool = True) -> str:
+            changes: Sequence[str] = (), timings: bool = True, not_checked: Sequence[str] = ()) -> str:
     """The ``verify/1`` JSON document (indented, deterministic key order)."""
     doc = {
         "schema": SCHEMA,
@@ -129,6 +130,7 @@ def to_json(results: Sequence[ClaimResult], command: str, seed: int, exit_code: 
         "exit_code": exit_code,
         "results": [result_dict(r, timings) for r in results],
         "changes": list(changes),
+        "not_checked": list(not_checked),
     }
     return json.dumps(doc, indent=2, sort_keys=False)
 
@@ -273,6 +275,7 @@ JSON_SCHEMA: dict[str, Any] = {
         "exit_code": {"type": "integer", "minimum": 0, "maximum": 3},
         "results": {"type": "array", "items": _RESULT},
         "changes": {"type": "array", "items": _STR},
+        "not_checked": {"type": "array", "items": _STR},
     },
 }
 

@@ -204,7 +204,8 @@ def _param_list(r: ClaimResult) -> str:
 
 def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence[str] = (), *,
                    seed: int = 0, layers: Sequence[str] = ("symbolic", "solver", "numeric"),
-                   timings: bool = False, title: str | None = None, plots: Sequence[str] = ()) -> str:
+                   timings: bool = False, title: str | None = None, plots: Sequence[str] = (),
+                   not_checked: Sequence[str] = ()) -> str:
     """The Markdown referee report for one paper.
 
     Args:
@@ -216,6 +217,7 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         timings: include wall times (off by default so the report is reproducible).
         title: the paper's full reference (default: the registry's title or the key).
         plots: paths of figures written for this audit, listed at the end.
+        not_checked: run ids left out because none of the requested layers checks them.
 
     Returns:
         The report text, ending with a newline.
@@ -253,8 +255,11 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         out += [f"- {c}" for c in changes] + [""]
     elif results:
         out += [f"All {len(results)} verdicts equal their recorded expectations.", ""]
-    else:
+    elif not not_checked:
         out += ["No claims of this paper are registered yet.", ""]
+    if not_checked:
+        out += [f"Not checked (no check in the requested layers {', '.join(layers)}): "
+                + ", ".join(f"`{x}`" for x in not_checked) + ".", ""]
 
     # per claim
     claims: list[Any] = []

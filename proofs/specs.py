@@ -163,7 +163,9 @@ _TEXT_LINE = re.compile(r"^(?P<spec>\S+?)\s*(?:[:=]\s*|\s+)(?P<verdict>[A-Za-z][
 
 def _check_verdict(v: Any, where: str) -> str:
     if not isinstance(v, str) or v.strip().upper() not in VERDICTS:
-        raise InputError(f"{where}: expected verdict {v!r} is not one of: {', '.join(VERDICTS)}")
+        from verify.proofs.inputs import clip
+
+        raise InputError(f"{where}: expected verdict {clip(repr(v))} is not one of: {', '.join(VERDICTS)}")
     return v.strip().upper()
 
 
@@ -177,25 +179,40 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str
     Raises:
         InputError: unreadable file, bad syntax, unknown claim or verdict.
     """
-    p = Path(path)
+    from verify.proofs.inputs import clip, read_input_file
+
+    raw = read_input_file(path, "--expect")
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"--expect {path}: cannot read ({e.strerror or e})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"--expect {clip(path)}: not UTF-8 text (byte {e.start})") from None
     pairs: list[tuple[str, str, str]] = []  # spec, verdict, where
     stripped = text.lstrip()
     if stripped.startswith("{"):
+        def no_duplicates(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            keys = [k for k, _ in items]
+            dup = next((k for k in keys if keys.count(k) > 1), None)
+            if dup is not None:
+                raise InputError(f"--expect {clip(path)}: the key {clip(dup)!r} appears twice")
+            return dict(items)
+
         try:
-            doc = json.loads(text)
+            doc = json.loads(text, object_pairs_hook=no_duplicates)
         except json.JSONDecodeError as e:
-            raise InputError(f"--expect {path}: invalid JSON at line {e.lineno}: {e.msg}") from None
+            raise InputError(f"--expect {clip(path)}: invalid JSON at line {e.lineno}: {e.msg}") from None
+        except (ValueError, RecursionError) as e:
+            raise InputError(f"--expect {clip(path)}: unreadable JSON ({clip(e)})") from None
+        if not isinstance(doc, dict):
+            raise InputError(f"--expect {clip(path)}: expected a JSON object")
         if isinstance(doc.get("results"), list) and "schema" in doc:
             for r in doc["results"]:
+                if not isinstance(r, dict):
+                    raise InputError(f"--expect {clip(path)}: every result must be an object")
                 spec = r.get("run_id") or r.get("display_id")
-                pairs.append((spec, r.get("verdict"), f"{path}: {spec}"))
+                pairs.append((spec, r.get("verdict"), f"{clip(path)}: {clip(spec)}"))
         else:
             for k in sorted(doc):
-                pairs.append((k, doc[k], f"{path}: {k}"))
+                pairs.append((k, doc[k], f"{clip(path)}: {clip(k)}"))
     else:
         for n, line in enumerate(text.splitlines(), 1):
             line = line.split("#", 1)[0].strip()
@@ -203,13 +220,22 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str
                 continue
             m = _TEXT_LINE.match(line)
             if not m:
-                raise InputError(f"{path}:{n}: expected 'CLAIM: VERDICT', got {line!r}")
-            pairs.append((m.group("spec"), m.group("verdict"), f"{path}:{n}"))
+                raise InputError(f"{clip(path)}:{n}: expected 'CLAIM: VERDICT', got {clip(line)!r}")
+            pairs.append((m.group("spec"), m.group("verdict"), f"{clip(path)}:{n}"))
     out: list[tuple[Claim, dict[str, Any], str]] = []
+    first: dict[str, str] = {}
     for spec, verdict, where in pairs:
         v = _check_verdict(verdict, where)
         if not isinstance(spec, str):
             raise InputError(f"{where}: claim spec must be a string")
-        for claim, params in parse_spec(spec):
+        try:
+            named = parse_spec(spec)
+        except InputError as e:
+            raise InputError(f"{where}: {e}") from None
+        for claim, params in named:
+            rid = run_id(claim, params)
+            if rid in first:
+                raise InputError(f"{where}: {rid} already has an expectation ({first[rid]}); give each variant once")
+            first[rid] = where
             out.append((claim, params, v))
     return out

@@ -1,4 +1,4 @@
-"""Solver-free re-checking of certificates (imports no solver: fractions, json, hashlib only).
+"""Solver-free re-checking of certificates (imports no solver: fractions, json, hashlib, re only).
 
 A Farkas certificate proves a system of linear constraints over the reals infeasible:
 
@@ -29,11 +29,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable
 
+from verify.safeio import UnsafeInput, read_regular_file
+
 OPS = ("<=", "<", "=")
+#: cap on the terms of one re-derived product row (a hostile file cannot make the checker quadratic)
+MAX_PRODUCT_TERMS = 1_000_000
 
 
 def mono_mul(a: str, b: str) -> str:
@@ -54,6 +59,8 @@ def product_row(r1: dict, r2: dict) -> dict:
     for r in (r1, r2):
         if r["op"] != "<=" or any("*" in m for m in r["coeffs"]):
             raise ValueError("products are formed from linear '<=' rows only")
+    if len(r1["coeffs"]) * len(r2["coeffs"]) > MAX_PRODUCT_TERMS:
+        raise ValueError(f"a product row with more than {MAX_PRODUCT_TERMS} terms")
     b1, b2 = frac(r1["rhs"]), frac(r2["rhs"])
     co: dict[str, Fraction] = {}
 
@@ -91,15 +98,34 @@ def _expand(rows: list[dict]) -> tuple[list[dict] | None, str]:
     return out, ""
 
 
+#: the only number syntax a certificate may use: an integer or p/q, each part at most MAX_DIGITS digits
+#: (no exponent, no decimal point: "1e999999999" would build 10^999999999 before any check)
+MAX_DIGITS = 2000
+_RATIONAL = re.compile(r"-?[0-9]{1,%d}(?:/[0-9]{1,%d})?" % (MAX_DIGITS, MAX_DIGITS))
+
+
 def frac(s: Any) -> Fraction:
-    """Parse an exact rational written as ``"p/q"``, ``"p"`` or an int."""
+    """Parse an exact rational written as ``"p/q"``, ``"p"`` or an int (strict grammar, size-capped).
+
+    Raises:
+        ValueError: anything else (floats, exponents, decimals, booleans, more than
+            ``MAX_DIGITS`` digits per part, a zero denominator).
+    """
     if isinstance(s, bool):
         raise ValueError("boolean is not a rational")
     if isinstance(s, int):
+        if s.bit_length() > MAX_DIGITS * 10 // 3:
+            raise ValueError(f"integer with more than {MAX_DIGITS} digits")
         return Fraction(s)
     if isinstance(s, str):
-        return Fraction(s)
-    raise ValueError(f"not an exact rational: {s!r} (write rationals as strings 'p/q')")
+        if len(s) > 2 * MAX_DIGITS + 2 or not _RATIONAL.fullmatch(s):
+            raise ValueError(f"not an exact rational 'p' or 'p/q' (at most {MAX_DIGITS} digits each): "
+                             f"{s[:40]!r}{'...' if len(s) > 40 else ''}")
+        num, _, den = s.partition("/")
+        if den and int(den) == 0:
+            raise ValueError("zero denominator")
+        return Fraction(int(num), int(den) if den else 1)
+    raise ValueError(f"not an exact rational: {str(s)[:40]!r} (write rationals as strings 'p/q')")
 
 
 def check_farkas(rows: list[dict], multipliers: list[Any]) -> tuple[bool, str]:
@@ -173,9 +199,13 @@ def recheck_file(path: Path) -> tuple[bool, str]:
     exact construction elsewhere; here they are reported as not re-checkable.
     """
     try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        return False, f"unreadable: {e}"
+        doc = json.loads(read_regular_file(path).decode("utf-8"))
+    except UnsafeInput as e:
+        return False, str(e)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        return False, f"unreadable: {type(e).__name__}: {str(e)[:120]}"
+    if not isinstance(doc, dict):
+        return False, f"a certificate file holds a JSON object, not {type(doc).__name__}"
     if doc.get("format") not in (None, "verify-certificate/1"):
         return False, f"unknown certificate format {doc.get('format')!r}"
     if doc.get("answer") not in (None, "unsat"):
@@ -186,5 +216,5 @@ def recheck_file(path: Path) -> tuple[bool, str]:
         if doc.get("encoding_sha256") != encoding_hash(rows):
             return False, "the encoding does not match its recorded hash (edited constraints)"
         return check_certificate(cert)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
-        return False, f"malformed certificate: {type(e).__name__}: {e}"
+    except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError, RecursionError) as e:
+        return False, f"malformed certificate: {type(e).__name__}: {str(e)[:120]}"

@@ -15,7 +15,23 @@ from hypothesis import strategies as st
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
 from verify.evidence import Context, Evidence
 from verify.proofs import ws24 as paper
-from verify.proofs.certificates import recheck_dir, write_certificates
+from verify.proofs.certificates import recheck_dir, write_certificates, write_manifest
+
+
+def _write(result, directory):
+    """What a completed '--certificates DIR' run does: the files, then the manifest."""
+    written = write_certificates(result, directory)
+    write_manifest(directory, written)
+    return [p for p, _ in written]
+
+
+def _reseal(directory):
+    """A forger who also rewrites the manifest (hashes of whatever is there now)."""
+    import hashlib
+
+    files = {f.name: {"sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "run_id": "forged"}
+             for f in sorted(directory.glob("*.json")) if f.name != "MANIFEST.json"}
+    (directory / "MANIFEST.json").write_text(json.dumps({"format": "verify-certificate-manifest/1", "files": files}))
 from verify.proofs.model import aggregate, run_claim
 from verify.solver import common
 from verify.solver import ws24 as sol
@@ -127,7 +143,7 @@ class TestFiles:
     def test_write_and_recheck_then_tamper(self, tmp_path):
         p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
         r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
-        paths = write_certificates(r, tmp_path)
+        paths = _write(r, tmp_path)
         assert paths, "no certificate written"
         results = recheck_dir(tmp_path)
         assert all(ok for _, ok, _ in results)
@@ -138,7 +154,10 @@ class TestFiles:
         row["rhs"] = str(F(row["rhs"]) + F(1, 7))
         victim.write_text(json.dumps(doc))
         bad = [(f, why) for f, ok, why in recheck_dir(tmp_path) if not ok]
-        assert [f for f, _ in bad] == [victim] and "hash" in bad[0][1]
+        assert [f for f, _ in bad] == [victim] and "MANIFEST.json" in bad[0][1]
+        _reseal(tmp_path)  # with a resealed manifest the file's own encoding hash still catches it
+        bad = [(f, why) for f, ok, why in recheck_dir(tmp_path) if not ok]
+        assert [f for f, _ in bad] == [victim] and "recorded hash" in bad[0][1]
         # a multiplier change with a recomputed hash is still caught by the Farkas check
         target = paths[-1]  # the largest V: rows with variables
         doc = json.loads(target.read_text())
@@ -174,7 +193,7 @@ def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
 
     p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
     r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
-    paths = write_certificates(r, tmp_path)
+    paths = _write(r, tmp_path)
     assert rebuild_check(tmp_path) == ([], [])
     forged = paths[-1]
     doc = json.loads(forged.read_text())
@@ -182,7 +201,9 @@ def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
     doc["encoding_sha256"] = encoding_hash([c["rows"] for c in doc["certificate"]["cases"]])
     forged.write_text(json.dumps(doc))
     paths[0].unlink()
-    assert all(ok for _, ok, _ in recheck_dir(tmp_path))  # self-consistent: the plain recheck cannot tell
+    assert {f for f, ok, _ in recheck_dir(tmp_path) if not ok} == {forged, paths[0]}  # the manifest tells
+    _reseal(tmp_path)
+    assert all(ok for _, ok, _ in recheck_dir(tmp_path))  # self-consistent and resealed: plain recheck cannot tell
     bad, missing = rebuild_check(tmp_path)
     assert [f for f, _, _ in bad] == [forged] and len(missing) == 1
 

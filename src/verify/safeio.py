@@ -1,0 +1,48 @@
+"""Reading untrusted input files safely (shared by every layer and the front ends).
+
+Source files for re-checking (certificates) and user files (expectations) come from
+elsewhere and are treated as hostile: only a *regular* file is opened (a FIFO, a device
+or a directory is refused before ``open``, so nothing blocks), and its size is capped
+before and while reading.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+#: largest input file read, bytes
+MAX_INPUT_BYTES = 64 * 2**20
+
+
+class UnsafeInput(ValueError):
+    """An input file that is not a regular file, is too large, or cannot be read."""
+
+
+def read_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes.
+
+    Raises:
+        UnsafeInput: missing or unreadable, not a regular file (FIFO, device, directory,
+            socket), or larger than ``limit``; the message names the problem, not the path.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise UnsafeInput(f"cannot read ({e.strerror or e})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeInput("not a regular file")
+    if st.st_size > limit:
+        raise UnsafeInput(f"{st.st_size} bytes, more than the {limit}-byte limit")
+    try:
+        # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open still returns
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise UnsafeInput("not a regular file")
+            data = fh.read(limit + 1)
+    except OSError as e:
+        raise UnsafeInput(f"cannot read ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise UnsafeInput(f"more than the {limit}-byte limit")
+    return data
