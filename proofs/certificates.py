@@ -198,6 +198,11 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
         listed, why_no = None, str(e)
     rows: list[tuple[Path, bool, str]] = []
     for f in files:
+        try:
+            digest = _sha256_file(f)
+        except UnsafeInput as e:
+            rows.append((f, False, str(e)))
+            continue
         if listed is None:
             rows.append((f, False, f"no valid {MANIFEST} in the directory ({why_no}): an interrupted run or files "
                                    "from elsewhere; rerun with --certificates"))
@@ -205,11 +210,6 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
         entry = listed.get(f.name)
         if entry is None:
             rows.append((f, False, f"not listed in {MANIFEST} (an interrupted run, or a file from elsewhere)"))
-            continue
-        try:
-            digest = _sha256_file(f)
-        except UnsafeInput as e:
-            rows.append((f, False, str(e)))
             continue
         if digest != entry["sha256"]:
             rows.append((f, False, f"its bytes differ from the hash in {MANIFEST} (overwritten or edited)"))
