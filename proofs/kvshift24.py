@@ -196,32 +196,49 @@ def _t3_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     if num is None:
         return []
     n = num.numbers
-    return [f"The empirical loss matches {n['empirical_matches']} (the derivation has a2*beta2; the paper's plotting code "
-            f"writes a2+beta2); minimisers: Eq. 10 {n['argmin_derivation']}, plotting code {n['argmin_plotting']}, "
-            f"exact d -> infinity limit {n['argmin_exact_limit']}.",
-            f"Eq. 10 (leading order) differs from the exact d -> infinity limit of the construction by RMSE "
-            f"{n['rmse_derivation_vs_exact_limit']:.4f} over the grid (the dropped O(1/S) logits)."]
+    lim = n["exact_limit"]
+    d = max(n["per_d"], key=int)
+    top = n["per_d"][d]
+    r = top["rmse"]
+    return [
+        f"At d = {d} the empirical loss is within the tolerance {n['tolerance']:.4f} of: "
+        f"{', '.join(n['empirical_matches']) or 'no reading of Eq. 10'} (RMSE: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in r.items()) + "). The tolerance is a quarter of the separation "
+        f"{n['separation_a2*beta2_vs_a2+beta2']:.4f} between a2*beta2 (Eq. 10) and a2+beta2 (Appendix E's plotting "
+        f"code), so the data tell the two apart.",
+        f"The exact d -> infinity limit (orthonormal embeddings) matches {lim['best']} (RMSE "
+        f"{lim['rmse'][lim['best']]:.2g}); Eq. 10 as printed is {lim['rmse']['Eq. 10 as printed (a2*beta2)']:.4f} away "
+        f"because Table 5 and Eq. 10 give the x_{{i-1}} and x_T logits beta1/S + beta2 a2 where Appendix C's own "
+        f"derivation (value beta1 x_i + beta2 x_{{i-1}} at position i, weight a1) has beta2 a1.",
+        f"Minimisers on the grid: empirical {top['argmin_alpha1_beta1']}, exact limit {lim['argmin']}, "
+        + ", ".join(f"{k} {v}" for k, v in n["argmin_per_formula"].items()) + ".",
+    ]
 
 
 THEOREM3 = Claim(
     id="kvshift24:theorem3",
     title="loss landscape of one-layer KV-shift attention as d -> infinity (Eq. 10)",
-    source="arXiv 2411.19574 v2, Theorem 3, Eq. 10",
-    statement=("With tied N(0, 1/d) embeddings, identity projections, vocabulary T, length T + 1 (every token once, the "
-               "last repeated), the last-token loss tends as d -> infinity to Eq. 10 in (a1, a2, b1, b2), minimised at "
-               "(alpha1, beta1) = (0, 1) when alpha2 = 1 - alpha1, beta2 = 1 - beta1."),
+    source="arXiv 2411.19574 v2, Theorem 3, Eq. 10, Table 5 and proof in Appendix C; plotting code in Appendix E",
+    statement=("With tied N(0, 1/d) embeddings, identity projections, no residual/MLP/normalisation/PE, vocabulary T, "
+               "length T + 1 (every token once, the last repeated), the last-token loss tends as d -> infinity to Eq. 10 "
+               "in (a1, a2, b1, b2); with alpha2 = 1 - alpha1, beta2 = 1 - beta1 the induction head is (alpha1, beta1) "
+               "= (0, 1)."),
     options=T3_OPTIONS,
     checks={"numeric": _t3_numeric},
     variants=({},),
     expected={"": "HOLDS"},
     validate=_t3_validate,
-    caveats=("Eq. 10 is reconstructed from the claim catalog's summary of it (the paper's text was not at hand): a1 = e^{alpha1}/S, "
-             "a2 = e^{alpha2}/S, S = e^{alpha2} + 2 e^{alpha1} + (T - 2); target logit a2 beta1, repeated-token logit "
-             "2 a1 beta1 + a2 beta2, other logits 0 (leading order in 1/S); loss = log(e^{c_t} + e^{c_q} + T - 2) - c_t. "
-             "The plotting-code variant replaces a2 beta2 by a2 + beta2. Scores are unscaled (no 1/sqrt(d)), j is uniform "
-             "in 1..T-1. Only the numeric layer has a check; agreement is 'consistent', never 'proved'.",),
+    caveats=("Eq. 10 as printed: S = e^{alpha2} + 2 e^{alpha1} + O(T), a1 = e^{alpha1}/S, a2 = e^{alpha2}/S, target logit "
+             "a2 beta1 + beta2/S, the x_{i-1} and x_T logits beta1/S + beta2 a2 (twice), the repeated token's 2 a1 beta1 + "
+             "a2 beta2, plus O(T). The text leaves both O(T) open; we take them from Table 5 and Appendix C: T - 2 "
+             "positions with score 0 in S and T - 4 other tokens with logit (beta1 + beta2)/S in the loss. Appendix E's "
+             "plotting code writes a2+beta2 for a2 beta2 (and e^{O(T)} for O(T)); Appendix C's derivation has beta2 a1 "
+             "where Table 5 has beta2 a2. The repeated position i is drawn from 2..T-2 (footnote 16 assumes 1 < i < T).",
+             "The minimiser (0, 1) is what Figure 2's caption names as the induction head; the text does not print a "
+             "minimiser for Eq. 10 itself. Scores are unscaled (no 1/sqrt(d)), as in Appendix C. Only the numeric layer "
+             "has a check; agreement is 'consistent', never 'proved'."),
     explain=_t3_explain,
-    cost="numeric ~8 s (d = 256, 1024, 11 x 11 grid, N = 128); +16 s for d = 4096 with full",
+    cost="numeric ~1-3 s (d = 256, 1024, 11 x 11 grid, N = 128); +2 s for d = 4096 with full",
 )
 
 
