@@ -106,7 +106,7 @@ class Variant:
         return not (self.first_num or self.first_den or self.last_num or self.last_den)
 
 
-#: the statement's variants (the claim catalog) and the fault injections of the tests
+#: the statement as written (none), our two repairs, and the fault injections of the tests
 VARIANTS: dict[str, Variant] = {
     "none": Variant("none", True, True, True, True, True),
     "mask": Variant("mask", False, False, False, False, True),
