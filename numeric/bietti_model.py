@@ -1,9 +1,20 @@
 """The two-layer Bietti-style induction model and the Appendix C.2 data, in torch.
 
-Sources: Bietti et al., arXiv 2306.00802 (the public ``transformer-birth`` model), and
-Wang & Sato, arXiv 2412.11459 v2, Appendix C.2 (RPE variant, one-step training
-protocol).  The model is RECONSTRUCTED from the public Bietti et al. code and the
-review record of ws24; the printed output says so.
+Sources, element by element (what the reachable text settles, and what stays a caveat):
+* layer scores query^T W_K key with W_Q the identity: bietti23's public code
+  (``ihead_basic_model.py``, ``Attention.forward``: scores = x_t . (W_K x_s); its memory
+  probe ``test_wk0`` queries p_t against W_K p_{t-1});
+* frozen value path Phi_1 = W^1_O W^1_V, frozen W^2_V, trained W^1_K, W^2_K, W^2_O, frozen
+  random embeddings: bietti23's simplified model (the same code: layer 1 freezes wv, wo;
+  layer 2 freezes wv; ``freeze_embeddings``, ``freeze_output``);
+* RPE layer-1 score w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}), the three one-step gradient
+  steps (W^2_O, W^2_K, W^1_K) and the Appendix C.2 data: ws24 Theorem 2 / appendix
+  Theorem 3 and Appendix C.2 as the review record describes them.  The ws24 text past its
+  introduction was not reachable for this build, so these stay reconstructed and are
+  printed as such; the step size of each gradient step is not settled either (``lr``).
+* loss on the final token only: reconstructed (the analysed sequences put the second
+  trigger at the last position); bietti23's code trains on every output token
+  (``loss_head_only``), which differs.
 
 Shapes (all float32 unless noted):
   tokens  (N, T) int64, 0-indexed token ids (the paper's token v is id v-1);
@@ -178,22 +189,54 @@ def one_step_protocol(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tens
         torch.use_deterministic_algorithms(previous)
 
 
-def _one_step(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tensor, pe: str, lr: float) -> OneStepWeights:
+def _one_step(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tensor, pe: str, lr: float,
+              split: bool = False) -> OneStepWeights:
+    """The three steps; with ``split`` the batch is cut into three equal thirds and step i
+    uses third i only (independent data per step, see :func:`one_step_protocol_split`)."""
     d = fr.d
     zero = torch.zeros(d, d, dtype=fr.w_E.dtype)
+    if split:
+        n = tokens.shape[0] // 3
+        data = [(tokens[i * n:(i + 1) * n], targets[i * n:(i + 1) * n]) for i in range(3)]
+    else:
+        data = [(tokens, targets)] * 3
 
-    def grad(which: str, W1K: torch.Tensor, W2K: torch.Tensor, W2O: torch.Tensor) -> torch.Tensor:
+    def grad(which: str, W1K: torch.Tensor, W2K: torch.Tensor, W2O: torch.Tensor, step: int) -> torch.Tensor:
         mats = {"W1K": W1K.clone(), "W2K": W2K.clone(), "W2O": W2O.clone()}
         mats[which].requires_grad_(True)
-        logits = forward(fr, mats["W1K"], mats["W2K"], mats["W2O"], tokens, pe)
-        loss = torch.nn.functional.cross_entropy(logits, targets)
+        tok, y = data[step]
+        logits = forward(fr, mats["W1K"], mats["W2K"], mats["W2O"], tok, pe)
+        loss = torch.nn.functional.cross_entropy(logits, y)
         (g,) = torch.autograd.grad(loss, mats[which])
         return g
 
-    W2O = -lr * grad("W2O", zero, zero, zero)
-    W2K = -lr * grad("W2K", zero, zero, W2O)
-    W1K = -lr * grad("W1K", zero, W2K, W2O)
+    W2O = -lr * grad("W2O", zero, zero, zero, 0)
+    W2K = -lr * grad("W2K", zero, zero, W2O, 1)
+    W1K = -lr * grad("W1K", zero, W2K, W2O, 2)
     return OneStepWeights(W2O=W2O, W2K=W2K, W1K=W1K)
+
+
+def one_step_protocol_split(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tensor,
+                            pe: str = "rpe", lr: float = 1.0) -> OneStepWeights:
+    """The ws24 protocol with independent data per step (thirds of the batch, in order).
+
+    With one batch for all three steps, the third step's gradient is a product of three
+    sample means, whose expectation carries an O(1/n) bias (the covariance of the means)
+    that can swamp the population value; with independent thirds the steps are
+    conditionally unbiased, so averaging runs estimates the population protocol (up to the
+    softmax's curvature in W^2_O, W^2_K, which is small at small step sizes).
+
+    Raises:
+        ValueError: fewer than 3 sequences.
+    """
+    if tokens.shape[0] < 3:
+        raise ValueError(f"need at least 3 sequences, got {tokens.shape[0]}")
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        return _one_step(fr, tokens, targets, pe, lr, split=True)
+    finally:
+        torch.use_deterministic_algorithms(previous)
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -207,3 +250,30 @@ def memory_bytes(d: int, V: int, T: int, N: int) -> int:
     per = 4
     acts = N * T * d * 6 + N * T * T * 6
     return per * (acts + 6 * d * d + (2 * V + 2 * T) * d)
+
+
+def orthonormal_frozen(V: int, T: int, dtype: torch.dtype = torch.float64) -> FrozenParts:
+    """The model's frozen parts with Assumption 1 idealized as an exact orthonormal family.
+
+    Coordinates of R^d, d = 5V + 2T, are split into blocks: w_E(k) = e_k; Phi_1 w_E(k) = f_k
+    (a fresh block); W^2_V maps w_E(k) and f_k to two further fresh blocks; w_U(k), r_{-i}
+    and p_t get their own blocks.  Every vector the forward pass touches is then a member of
+    one orthonormal family, so the one-step gradient has no near-orthogonality noise left:
+    what remains is the sampling of the data, which a Monte-Carlo interval measures.
+
+    Args:
+        V: vocabulary size; T: sequence length (both >= 1).
+
+    Returns:
+        FrozenParts with w_E, w_U (V, d), r, p (T, d), Phi_1, W2V (d, d); float64 by default.
+
+    Raises:
+        ValueError: V or T not positive.
+    """
+    if V <= 0 or T <= 0:
+        raise ValueError(f"V, T must be positive, got V={V}, T={T}")
+    d = 5 * V + 2 * T
+    eye = torch.eye(d, dtype=dtype)
+    E, F, G1, G2, U = (eye[i * V:(i + 1) * V] for i in range(5))
+    R, P = eye[5 * V:5 * V + T], eye[5 * V + T:5 * V + 2 * T]
+    return FrozenParts(w_E=E, w_U=U, r=R, p=P, Phi_1=F.T @ E, W2V=G1.T @ E + G2.T @ F)

@@ -14,8 +14,9 @@ checked PSD, which the witness re-check does in exact rationals.
 Obligations, for each token (pair) and the given eps:
   (bound)      UNSAT  |S - S_0| > B(eps)        S_0 the orthonormal value, B the
                                                 triangle bound of the construction;
-  (statement)  UNSAT  |S - target| > A(eps)     A(eps) the near-orthogonality allowance
-               of the statement, taken as the repaired construction's bound B_fix(eps);
+  (statement)  UNSAT  |S - target| > A or sign(S) != sign(target), for the variant's
+               reading and for the model's own score (query^T W_K key); A = REL_TOL * scale
+               is fixed up front and independent of every construction's bound;
                SAT gives a witness family, re-checked in fractions.Fraction and PSD;
   (separation) eps* the root of S_0,aw + B_aw(eps) = S_0,tr - B_tr(eps) (exact, sympy:
                below it the triangle bounds separate the two scores); UNSAT of
@@ -262,11 +263,37 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
     return Evidence(status="proved", summary=summary_ok, **base)
 
 
+#: the statement's allowance, fixed up front and independent of every construction: the
+#: association must stay within REL_TOL * scale of its target (scale = max |chi| or max |psi|)
+#: and keep the target's sign.  It is not derived from any construction's own triangle bound.
+REL_TOL = Fraction(1, 2)
+
+
+def _exact_refutation(summary: str, witness: dict) -> Evidence:
+    """A refutation decided in exact arithmetic without a solver call (said so in the evidence)."""
+    return Evidence(layer="solver", status="refuted", witness=witness, engines={},
+                    numbers={"decided_by": "fractions.Fraction on the orthonormal family (no solver call)"},
+                    summary=summary + " (decided in exact arithmetic; no solver call)")
+
+
+def _score_numbers(rows, eps: Fraction) -> dict:
+    """``displayed_score`` / ``model_score`` for the first row of each kind: the orthonormal
+    value and the triangle bound of its deviation over eps-families."""
+    out: dict = {}
+    for label, score, _target, B, _A, kind in rows:
+        if kind not in out:
+            out[kind] = {"at": label, "orthonormal": str(score(ortho)), "deviation_bound_B(eps)": str(B),
+                         "deviation_bound_at_eps": str(B.subs(EPS, _sym(eps)))}
+    return out
+
+
 def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 20_000) -> Evidence:
     """Bounded check of ws24 Theorem 2 for every eps-family at the construction's V.
 
-    Statement: |r_{-1}^T W^1_K w_E(v) - chi(v)| <= A(eps) for every v, where A(eps) is
-    the transposed construction's triangle bound (eps * sum_{k != v} |chi(k)|).
+    Statement: for every v, both the variant's reading of the association (r_{-1}^T W^1_K
+    w_E(v), or w_E(v)^T W^1_K r_{-1} for ``read-score``) and the model's own score
+    w_E(v)^T W^1_K r_{-1} (query^T W_K key) lie within A = REL_TOL * max|chi| of chi(v)
+    with chi(v)'s sign.  A is fixed up front, independent of the construction's bounds.
 
     Args:
         con: construction (V, chi, orientation); V up to about 8 is quick.
@@ -277,42 +304,51 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         ``proved`` (all obligations UNSAT), ``refuted`` (witness family re-checked
         exactly and PSD), ``inconclusive`` (some unknown) or ``error``.
     """
-    other = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "as-written" else "as-written")
-    aw, tr = (con, other) if con.orientation == "as-written" else (other, con)
+    aw = PrevTokenConstruction(con.V, con.chi, "as-written")
+    tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score")
     zero = next((v for v in range(1, con.V + 1) if con.chi[v - 1] == 0), None)
     if zero is not None:
         w = {"at": f"v = {zero}", "family": "orthonormal family", "score": str(con.displayed_score(zero, ortho)),
              "statement_value": "nonzero", "rechecked_in": "fractions.Fraction"}
-        return Evidence(layer="solver", status="refuted", witness=w, engines=engine_versions("z3"),
-                        summary=f"chi({zero}) = 0: the association r_{{-1}}^T W^1_K w_E({zero}) is not nonzero "
-                                f"(orthonormal family: {w['score']})")
+        return _exact_refutation(f"chi({zero}) = 0: the association at v = {zero} is not nonzero "
+                                 f"(orthonormal family: {w['score']})", w)
     if len(set(con.chi)) > 1:
         v2 = next(v for v in range(2, con.V + 1) if con.chi[v - 1] != con.chi[0])
         w = {"at": f"v = 1 and v = {v2}", "family": "orthonormal family",
              "score": [str(con.displayed_score(1, ortho)), str(con.displayed_score(v2, ortho))],
              "statement_value": "equal for every v in Q", "rechecked_in": "fractions.Fraction"}
-        return Evidence(layer="solver", status="refuted", witness=w, engines=engine_versions("z3"),
-                        summary=f"chi is not constant on Q (chi(1) = {con.chi[0]}, chi({v2}) = {con.chi[v2 - 1]}): "
-                                "the association cannot be equal for every v")
+        return _exact_refutation(f"chi is not constant on Q (chi(1) = {con.chi[0]}, chi({v2}) = {con.chi[v2 - 1]}): "
+                                 "the association cannot be equal for every v", w)
+    scale = _sym(max(abs(c) for c in con.chi))
+    A = sp.Rational(REL_TOL.numerator, REL_TOL.denominator) * scale
+    left, right = ((("w_E", None), ("r", -1)) if con.orientation == "read-score" else (("r", -1), ("w_E", None)))
     rows = []
-    for v in range(1, con.V + 1):
-        B = triangle_bound(("r", -1), con.W, ("w_E", v))
-        A = triangle_bound(("r", -1), tr.W, ("w_E", v))
-        rows.append((f"v = {v}", lambda g, v=v: con.displayed_score(v, g), con.target(v), B, A))
-    results, witness, problems, vacuous = _check_rows(rows, con.family(), eps, timeout_ms)
+    # chi is constant here (the early returns above): W^1_K and the eps-family constraints are
+    # invariant under every relabelling of the tokens, so v = 1 represents every v
+    for v in (1,):
+        lv = ("w_E", v) if left[0] == "w_E" else left
+        rv = ("w_E", v) if right[0] == "w_E" else right
+        rows.append((f"v = {v}, reading", lambda g, v=v: con.displayed_score(v, g), con.target(v),
+                     triangle_bound(lv, con.W, rv), A, "displayed_score"))
+        rows.append((f"v = {v}, model score", lambda g, v=v: con.model_score(v, g), con.target(v),
+                     triangle_bound(("w_E", v), con.W, ("r", -1)), A, "model_score"))
+    results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
     B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
-    B_tr = triangle_bound(("r", -1), tr.W, ("w_E", 1))
+    B_tr = triangle_bound(*((("w_E", 1), tr.W, ("r", -1)) if tr.orientation == "read-score" else (("r", -1), tr.W, ("w_E", 1))))
     thr, sep = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr, eps, timeout_ms)
-    extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}", "bound_transposed": f"r^T W w_E(v) >= chi(v) - ({B_tr})",
-             "vacuous_allowance": vacuous}
+    extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}",
+             "bound_repaired_reading": f"{'w_E(v)^T W r' if tr.orientation == 'read-score' else 'r^T W^T-form w_E(v)'} >= chi(v) - ({B_tr})",
+             "allowance_A": f"{A} = {REL_TOL} * max|chi| (fixed up front, independent of the construction)",
+             "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
     return _evidence(
         "theorem2", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation, no PSD needed for UNSAT)",
-        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts r_{{-1}}^T W^1_K w_E(v) further than "
-                    f"A(eps) from chi(v); the as-written score is strictly below it for every eps < {thr}"),
-        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): r_{{-1}}^T W^1_K w_E(v) = {w['score']} at {w['at']} "
+        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts the association or the model's score "
+                    f"w_E(v)^T W^1_K r_{{-1}} further than {A} from chi(v) or off its sign; the as-written display is "
+                    f"strictly below the repaired reading for every eps < {thr}"),
+        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): at {w['at']} the score is {w['score']} "
                                 f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
-                                f"for every eps-family |as-written score| <= {B_aw} and transposed score >= chi(v) - ({B_tr}); "
+                                f"for every eps-family |as-written display| <= {B_aw} and the repaired reading >= chi(v) - ({B_tr}); "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)
 
@@ -373,36 +409,49 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
 
 def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 20_000,
                pairs: Sequence[tuple[int, int]] | None = None) -> Evidence:
-    """Bounded check of ws24 Eq. 14: |(Phi_1 w_E(s))^T W^2_K w_E(T) - psi(T)[s = T]| <= A(eps).
+    """Bounded check of ws24 Eq. 14: the variant's reading of the score and the model's own
+    score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) both within A = REL_TOL * max|psi| of
+    psi(z_T)[z_s = z_T] (with psi's sign at z_s = z_T), for every eps-family.
 
     Args:
         con: construction (V, psi, orientation).
         eps: near-orthogonality bound.
         timeout_ms: per-obligation budget.
-        pairs: (z_s, z_T) token pairs to check (default: every pair).
+        pairs: (z_s, z_T) token pairs to check (default: :func:`representative_pairs`).
     """
-    other = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "as-written" else "as-written")
-    aw, tr = (con, other) if con.orientation == "as-written" else (other, con)
+    aw = InductionKeyConstruction(con.V, con.psi, "as-written")
+    tr = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "transposed" else "read-score")
     if pairs is None:
         pairs = representative_pairs(con)
+    scale = _sym(max(abs(p) for p in con.psi)) or sp.Integer(1)
+    A = sp.Rational(REL_TOL.numerator, REL_TOL.denominator) * scale
     rows = []
-    for s, T in pairs:
-        B = triangle_bound(("Phi_1 w_E", s), con.W, ("w_E", T))
-        A = triangle_bound(("Phi_1 w_E", s), tr.W, ("w_E", T))
-        rows.append((f"z_s = {s}, z_T = {T}", lambda g, s=s, T=T: con.displayed_score(s, T, g), con.target(s, T), B, A))
-    results, witness, problems, vacuous = _check_rows(rows, con.family(), eps, timeout_ms)
+    for s_, T in pairs:
+        if con.orientation == "read-score":
+            Bd = triangle_bound(("w_E", T), con.W, ("Phi_1 w_E", s_))
+        else:
+            Bd = triangle_bound(("Phi_1 w_E", s_), con.W, ("w_E", T))
+        rows.append((f"z_s = {s_}, z_T = {T}, reading", lambda g, s_=s_, T=T: con.displayed_score(s_, T, g),
+                     con.target(s_, T), Bd, A, "displayed_score"))
+        rows.append((f"z_s = {s_}, z_T = {T}, model score", lambda g, s_=s_, T=T: con.model_score(s_, T, g),
+                     con.target(s_, T), triangle_bound(("w_E", T), con.W, ("Phi_1 w_E", s_)), A, "model_score"))
+    results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
     B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
-    B_tr = triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1))
+    B_tr = (triangle_bound(("w_E", 1), tr.W, ("Phi_1 w_E", 1)) if tr.orientation == "read-score"
+            else triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1)))
     thr, sep = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr, eps, timeout_ms)
     extra = {"bound_as_written": f"|(Phi_1 w_E(s))^T W w_E(T)| <= {B_aw} at s = T",
-             "bound_transposed": f">= psi(T) - ({B_tr}) at s = T", "vacuous_allowance": vacuous}
+             "bound_repaired_reading": f">= psi(T) - ({B_tr}) at s = T",
+             "allowance_A": f"{A} = {REL_TOL} * max|psi| (fixed up front, independent of the construction)",
+             "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
     return _evidence(
         "eq14", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, {len(pairs)} token pairs, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation)",
-        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts (Phi_1 w_E(s))^T W^2_K w_E(T) further than "
-                    f"A(eps) from psi(T)[s = T]; the as-written score is strictly below it for every eps < {thr}"),
-        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): (Phi_1 w_E(s))^T W^2_K w_E(T) = {w['score']} at {w['at']} "
+        summary_ok=(f"UNSAT: no eps-family (eps = {eps}, V = {con.V}) puts the reading or the model's score "
+                    f"w_E(T)^T W^2_K Phi_1 w_E(s) further than {A} from psi(T)[s = T]; the as-written display is "
+                    f"strictly below the repaired reading for every eps < {thr}"),
+        summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): at {w['at']} the score is {w['score']} "
                                 f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
-                                f"for every eps-family |as-written score| <= {B_aw} and transposed score >= psi(T) - ({B_tr}) at s = T; "
+                                f"for every eps-family |as-written display| <= {B_aw} and the repaired reading >= psi(T) - ({B_tr}) at s = T; "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import sympy as sp
 
 from verify.constructions.bilinear import (
+    ORIENTATIONS,
     InductionKeyConstruction,
     OuterSum,
     PrevTokenConstruction,
@@ -78,19 +79,23 @@ def theorem2_closed_forms() -> dict[str, dict[str, sp.Expr]]:
     """Closed forms of the displayed and model scores of Eq. 13, for symbolic V.
 
     Returns:
-        ``{orientation: {"displayed": expr, "model": expr}}`` with expressions in
-        ``chi(v)``; valid for every vocabulary size V >= v (V = v + m, m >= 0).
+        ``{orientation: {"displayed": expr, "model": expr}}`` for every orientation of
+        :data:`ORIENTATIONS`, with expressions in ``chi(v)``; valid for every vocabulary
+        size V >= v (V = v + m, m >= 0).  "displayed" is the variant's reading of the
+        association (r_{-1}^T W w_E(v), or w_E(v)^T W r_{-1} for ``read-score``); "model"
+        is the model's own score w_E(v)^T W r_{-1} (query^T W_K key).
     """
     v = sp.Symbol("v", integer=True, positive=True)
     m = sp.Symbol("m", integer=True, nonnegative=True)
     chi = sp.Function("chi")
     gram = OrthonormalGram()
     out: dict[str, dict[str, sp.Expr]] = {}
-    for orientation in ("as-written", "transposed"):
-        def W_k(k: sp.Symbol) -> OuterSum:
+    for orientation in ORIENTATIONS:
+        def W_k(k: sp.Symbol, orientation: str = orientation) -> OuterSum:
             return OuterSum((PrevTokenConstruction.term(k, chi(k), orientation),), "W^1_K")
 
-        displayed = _sum_over_vocab(lambda k: bilinear(("r", -1), W_k(k), ("w_E", v), gram), v + m)
+        disp_left, disp_right = ((("w_E", v), ("r", -1)) if orientation == "read-score" else (("r", -1), ("w_E", v)))
+        displayed = _sum_over_vocab(lambda k: bilinear(disp_left, W_k(k), disp_right, gram), v + m)
         model = _sum_over_vocab(lambda k: bilinear(("w_E", v), W_k(k), ("r", -1), gram), v + m)
         out[orientation] = {"displayed": displayed, "model": model}
     return out
@@ -101,7 +106,8 @@ def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
 
     Returns:
         ``{orientation: {"displayed": {case: expr}, "model": {case: expr}}}`` with
-        cases ``"s = T"``, ``"s < T"``, ``"s > T"`` (V >= max(s, T) arbitrary).
+        cases ``"s = T"``, ``"s < T"``, ``"s > T"`` (V >= max(s, T) arbitrary), for every
+        orientation of :data:`ORIENTATIONS`.
     """
     v = sp.Symbol("v", integer=True, positive=True)
     j = sp.Symbol("j", integer=True, nonnegative=True)
@@ -110,23 +116,44 @@ def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
     gram = OrthonormalGram()
     cases = {"s = T": (v, v, v + m), "s < T": (v, v + j + 1, v + j + 1 + m), "s > T": (v + j + 1, v, v + j + 1 + m)}
     out: dict[str, Any] = {}
-    for orientation in ("as-written", "transposed"):
-        def W_k(k: sp.Symbol) -> OuterSum:
+    for orientation in ORIENTATIONS:
+        def W_k(k: sp.Symbol, orientation: str = orientation) -> OuterSum:
             return OuterSum((InductionKeyConstruction.term(k, psi(k), orientation),), "W^2_K")
 
         disp, mod = {}, {}
         for case, (s, T, V) in cases.items():
-            disp[case] = _sum_over_vocab(lambda k: bilinear(("Phi_1 w_E", s), W_k(k), ("w_E", T), gram), V)
+            if orientation == "read-score":
+                disp[case] = _sum_over_vocab(lambda k: bilinear(("w_E", T), W_k(k), ("Phi_1 w_E", s), gram), V)
+            else:
+                disp[case] = _sum_over_vocab(lambda k: bilinear(("Phi_1 w_E", s), W_k(k), ("w_E", T), gram), V)
             mod[case] = _sum_over_vocab(lambda k: bilinear(("w_E", T), W_k(k), ("Phi_1 w_E", s), gram), V)
         out[orientation] = {"displayed": disp, "model": mod}
     return out
 
 
+def _sym_rat(x: Fraction) -> sp.Rational:
+    return sp.Rational(x.numerator, x.denominator)
+
+
+def position_profile(con: PrevTokenConstruction, v: int, u: int, gram: Callable[[Vec, Vec], Any]) -> sp.Expr:
+    """The model's layer-1 score of the previous position as a function of the position t:
+    w_E(v)^T W^1_K (w_E(u) + r_{s-t}) at s = t - 1, with t a sympy integer symbol and the
+    RPE relative index taken from the construction (``rel_offset``).  Independence of t
+    means the simplified expression has no t in it."""
+    t = sp.Symbol("t", integer=True)
+    return sp.simplify(sp.sympify(con.layer1_score(t, t - 1, v, u, gram)))
+
+
 def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None = None) -> Evidence:
     """Exact check of ws24 Theorem 2 under the orthonormal idealization.
 
-    Statement: r_{-1}^T W^1_K w_E(v) = chi(v), nonzero and equal for every v in Q (and,
-    having no t in it, independent of the position t).
+    Statement checked (the whole statement, for the variant's reading of the score):
+    (a) the association (r_{-1}^T W^1_K w_E(v), or w_E(v)^T W^1_K r_{-1} for ``read-score``)
+        equals chi(v), nonzero and equal for every v in Q;
+    (b) the model's own previous-token score w_E(v)^T W^1_K r_{-1} (query^T W_K key, the
+        convention of the base model) equals chi(v): the head still attends to t - 1;
+    (c) the model's layer-1 score at (t, t - 1), built for a symbolic position t through the
+        RPE key w_E(z_s) + r_{s-t}, has no t in it and equals chi(v).
 
     Args:
         con: the construction (V, chi, orientation).
@@ -134,100 +161,153 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
             the fault-injection tests pass a non-orthogonal one.
 
     Returns:
-        ``proved`` when every v satisfies the statement and the symbolic-V closed form
-        equals chi(v); ``refuted`` with the first failing v as witness (re-checked in
-        fractions.Fraction) otherwise.
+        ``proved`` when (a)-(c) hold for every v and the symbolic-V closed forms equal
+        chi(v); ``refuted`` with the first failing clause and v as witness (re-checked in
+        fractions.Fraction) otherwise.  Numbers carry ``displayed_score`` and
+        ``model_score`` (closed forms) for every variant.
     """
     forms = theorem2_closed_forms()[con.orientation]
     gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
     scores = [sp.sympify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
     model = [sp.sympify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
     frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
+    u = 2 if con.V >= 2 else 1
+    profile = position_profile(con, 1, u, gram)
+    t = sp.Symbol("t", integer=True)
     numbers = {
+        "displayed_score": str(forms["displayed"]),
+        "model_score": str(forms["model"]),
         "closed_form_displayed": str(forms["displayed"]),
         "closed_form_model": str(forms["model"]),
         "displayed_scores": [str(s) for s in scores],
         "model_scores": [str(s) for s in model],
+        "layer1_score_at_(t,t-1)": str(profile),
+        "t_in_layer1_score": t in profile.free_symbols,
         "chi": [str(c) for c in con.chi],
     }
-    bad = _first_violation(
-        [(v, scores[v - 1], con.target(v)) for v in range(1, con.V + 1)],
-        recheck=lambda v: con.displayed_score(v, frac_gram),
-    )
+    reading = "w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
     base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers,
-                bound=f"closed form for every V >= v; concrete construction at V = {con.V}")
+                bound=f"closed form for every V >= v; concrete construction at V = {con.V}; position t symbolic")
     details = [
-        f"closed form (every V): r_{{-1}}^T W^1_K w_E(v) = {forms['displayed']}",
+        f"closed form (every V): {reading} = {forms['displayed']}  (the variant's reading of the association)",
         f"closed form (every V): w_E(v)^T W^1_K r_{{-1}} = {forms['model']}  (the model's query^T W_K key)",
+        f"layer-1 score at (t, t-1), v = 1, z_{{t-1}} = {u}, symbolic t: {profile}",
     ]
-    chi = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
-    general_ok = sp.simplify(forms["displayed"] - chi) == 0
+    chi_v = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
+    # (a) the variant's reading
+    bad = _first_violation([(v, scores[v - 1], con.target(v)) for v in range(1, con.V + 1)],
+                           recheck=lambda v: con.displayed_score(v, frac_gram))
     if bad is None and len(set(scores)) > 1:
         v2 = next(v for v in range(2, con.V + 1) if scores[v - 1] != scores[0])
         return Evidence(status="refuted", summary=(
             f"the scores are not equal across Q: v = 1 gives {scores[0]}, v = {v2} gives {scores[v2 - 1]}"),
-            witness={"v": [1, v2], "displayed_score": [str(con.displayed_score(1, frac_gram)),
-                                                        str(con.displayed_score(v2, frac_gram))],
+            witness={"clause": "equal for every v in Q", "v": [1, v2],
+                     "displayed_score": [str(con.displayed_score(1, frac_gram)), str(con.displayed_score(v2, frac_gram))],
                      "rechecked_in": "fractions.Fraction"}, details=details, **base)
-    if bad is None and general_ok:
-        return Evidence(status="proved", summary=(
-            f"r_{{-1}}^T W^1_K w_E(v) = chi(v) exactly (orthonormal family), for every V; "
-            f"all {con.V} concrete scores equal chi(v) != 0 and do not depend on t"), details=details, **base)
-    if bad is None:
+    if bad is None and sp.simplify(forms["displayed"] - chi_v) != 0:
         bad = (1, scores[0], con.target(1), con.displayed_score(1, frac_gram))
-    v, got, want, exact = bad
-    return Evidence(status="refuted", summary=(
-        f"r_{{-1}}^T W^1_K w_E(v) = {forms['displayed']} in closed form; at v = {v} the score is {got} "
-        f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
-        witness={"v": v, "displayed_score": str(exact), "chi(v)": str(want),
-                 "rechecked_in": "fractions.Fraction"},
+    if bad is not None:
+        v, got, want, exact = bad
+        return Evidence(status="refuted", summary=(
+            f"{reading} = {forms['displayed']} in closed form; at v = {v} the score is {got} "
+            f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
+            witness={"clause": "the association equals chi(v)", "v": v, "displayed_score": str(exact),
+                     "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
+            details=details, **base)
+    # (b) the model's own score: the previous-token head must still work
+    bad = _first_violation([(v, model[v - 1], con.target(v)) for v in range(1, con.V + 1)],
+                           recheck=lambda v: con.model_score(v, frac_gram))
+    if bad is None and sp.simplify(forms["model"] - chi_v) != 0:
+        bad = (1, model[0], con.target(1), con.model_score(1, frac_gram))
+    if bad is not None:
+        v, got, want, exact = bad
+        return Evidence(status="refuted", summary=(
+            f"the variant's reading gives chi(v), but the model's own score w_E(v)^T W^1_K r_{{-1}} = {forms['model']} "
+            f"in closed form: at v = {v} it is {got} where the previous-token head needs chi({v}) = {want}"),
+            witness={"clause": "the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "v": v,
+                     "model_score": str(exact), "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
+            details=details, **base)
+    # (c) the score at (t, t-1) as a function of the position t
+    if t in profile.free_symbols or sp.simplify(profile - _sym_rat(con.target(1))) != 0:
+        vals = {tt: sp.simplify(profile.subs(t, tt)) for tt in (2, 3, 4, 5)}
+        return Evidence(status="refuted", summary=(
+            f"the model's layer-1 score at (t, t-1) is {profile} as a function of t "
+            f"(t = 2..5: {', '.join(str(x) for x in vals.values())}), not the constant chi(1) = {con.target(1)}"),
+            witness={"clause": "independent of the position t", "v": 1, "z_(t-1)": u,
+                     "score_at_t": {str(k): str(x) for k, x in vals.items()}, "chi(v)": str(con.target(1)),
+                     "rechecked_in": "sympy substitution at t = 2..5"},
+            details=details, **base)
+    return Evidence(status="proved", summary=(
+        f"{reading} = w_E(v)^T W^1_K r_{{-1}} = chi(v) exactly (orthonormal family), for every V; all {con.V} "
+        f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {profile} for symbolic t"),
         details=details, **base)
 
 
 def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None = None) -> Evidence:
     """Exact check of ws24 Eq. 14 under the orthonormal idealization.
 
-    Statement: (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T) [z_s = z_T] for all tokens
-    z_s, z_T, with psi(v) != 0.
+    Statement checked: the variant's reading of the score ((Phi_1 w_E(z_s))^T W^2_K w_E(z_T),
+    or w_E(z_T)^T W^2_K Phi_1 w_E(z_s) for ``read-score``) equals psi(z_T) [z_s = z_T] with
+    psi(v) != 0, and so does the model's own layer-2 score w_E(z_T)^T W^2_K Phi_1 w_E(z_s)
+    (query^T W_K key), for all tokens z_s, z_T.
 
     Returns:
-        ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction).
+        ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction); numbers
+        carry ``displayed_score`` and ``model_score`` closed forms by case.
     """
     forms = eq14_closed_forms()[con.orientation]
     gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
     frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
-    rows = []
+    rows, mrows = [], []
     for T in range(1, con.V + 1):
         for s in range(1, con.V + 1):
             rows.append(((s, T), sp.sympify(con.displayed_score(s, T, gram)), con.target(s, T)))
-    bad = _first_violation(rows, recheck=lambda st: con.displayed_score(st[0], st[1], frac_gram))
+            mrows.append(((s, T), sp.sympify(con.model_score(s, T, gram)), con.target(s, T)))
     nonzero_bad = next((v for v in range(1, con.V + 1) if con.psi[v - 1] == 0), None)
     psi_v = sp.Function("psi")(sp.Symbol("v", integer=True, positive=True))
+
+    def ok(cases: dict) -> bool:
+        g = {c: sp.simplify(e) for c, e in cases.items()}
+        return sp.simplify(g["s = T"] - psi_v) == 0 and g["s < T"] == 0 and g["s > T"] == 0
+
     general = {c: sp.simplify(e) for c, e in forms["displayed"].items()}
-    general_ok = (sp.simplify(general["s = T"] - psi_v) == 0
-                  and general["s < T"] == 0 and general["s > T"] == 0)
-    details = [f"closed form, case {c}: (Phi_1 w_E(s))^T W^2_K w_E(T) = {e}" for c, e in general.items()]
+    gmodel = {c: sp.simplify(e) for c, e in forms["model"].items()}
+    reading = ("w_E(T)^T W^2_K Phi_1 w_E(s)" if con.orientation == "read-score" else "(Phi_1 w_E(s))^T W^2_K w_E(T)")
+    details = [f"closed form, case {c}: {reading} = {e}" for c, e in general.items()]
     details += [f"closed form, case {c}: w_E(T)^T W^2_K Phi_1 w_E(s) = {e}  (the model's query^T W_K key)"
-                for c, e in forms["model"].items()]
+                for c, e in gmodel.items()]
     base = dict(layer="symbolic", engines=engine_versions("sympy"),
-                numbers={"closed_form_displayed": {c: str(e) for c, e in general.items()},
-                         "closed_form_model": {c: str(e) for c, e in forms["model"].items()},
+                numbers={"displayed_score": {c: str(e) for c, e in general.items()},
+                         "model_score": {c: str(e) for c, e in gmodel.items()},
                          "psi": [str(p) for p in con.psi]},
                 bound=f"closed form for every V >= max(s, T); concrete construction at V = {con.V}",
                 details=details)
-    if bad is None and nonzero_bad is None and general_ok:
-        return Evidence(status="proved", summary=(
-            "(Phi_1 w_E(s))^T W^2_K w_E(T) = psi(T)[s = T] exactly (orthonormal family), for every V"), **base)
-    if bad is None:
+    bad = _first_violation(rows, recheck=lambda st: con.displayed_score(st[0], st[1], frac_gram))
+    if bad is None and (nonzero_bad is not None or not ok(forms["displayed"])):
         v = nonzero_bad or 1
         bad = ((v, v), sp.sympify(con.displayed_score(v, v, gram)), con.target(v, v),
                con.displayed_score(v, v, frac_gram))
-    (s, T), got, want, exact = bad
-    return Evidence(status="refuted", summary=(
-        f"(Phi_1 w_E(s))^T W^2_K w_E(T) at s = T = {T}: closed form {general['s = T']}; the score is {got} "
-        f"where the statement needs psi({T})[s = T] = {want if want != 0 else 'psi(T) != 0'}"),
-        witness={"z_s": s, "z_T": T, "displayed_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
-                 "rechecked_in": "fractions.Fraction"}, **base)
+    if bad is not None:
+        (s, T), got, want, exact = bad
+        return Evidence(status="refuted", summary=(
+            f"{reading} at s = T = {T}: closed form {general['s = T']}; the score is {got} "
+            f"where the statement needs psi({T})[s = T] = {want if want != 0 else 'psi(T) != 0'}"),
+            witness={"clause": "the variant's reading equals psi(z_T)[z_s = z_T]", "z_s": s, "z_T": T,
+                     "displayed_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
+                     "rechecked_in": "fractions.Fraction"}, **base)
+    bad = _first_violation(mrows, recheck=lambda st: con.model_score(st[0], st[1], frac_gram))
+    if bad is None and not ok(forms["model"]):
+        bad = ((1, 1), sp.sympify(con.model_score(1, 1, gram)), con.target(1, 1), con.model_score(1, 1, frac_gram))
+    if bad is not None:
+        (s, T), got, want, exact = bad
+        return Evidence(status="refuted", summary=(
+            f"the variant's reading gives psi(T)[s = T], but the model's own score w_E(T)^T W^2_K Phi_1 w_E(s) at "
+            f"s = T = {T} is {got} (closed form {gmodel['s = T']}) where the induction head needs psi({T}) = {want}"),
+            witness={"clause": "the model's score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) equals psi(z_T)[z_s = z_T]",
+                     "z_s": s, "z_T": T, "model_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
+                     "rechecked_in": "fractions.Fraction"}, **base)
+    return Evidence(status="proved", summary=(
+        f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V"), **base)
 
 
 def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[Any], Fraction]):

@@ -30,7 +30,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
-ORIENTATIONS = ("as-written", "transposed")
+ORIENTATIONS = ("as-written", "transposed", "read-score")
+"""The variants of the orientation question (ws24 Eq. 13 / Eq. 14):
+
+* ``as-written``: the matrix as the equation prints it, the score as the proof displays it;
+* ``transposed``: the matrix transposed, the displayed score kept (repairs the display);
+* ``read-score``: the matrix as printed, the score read the model's way, query^T W_K key
+  (the convention of the base model: in the public bietti23 code the layer-1 and layer-2
+  scores are x_t . (W_K x_s) with W_Q the identity).
+"""
+
+
+def matrix_orientation(orientation: str) -> str:
+    """The orientation of the matrix itself: ``read-score`` keeps the printed matrix."""
+    return "transposed" if orientation == "transposed" else "as-written"
 
 
 Vec = tuple  # (kind: str, index)
@@ -106,7 +119,8 @@ class PrevTokenConstruction:
 
     As written:  W^1_K = sum_{k in Q} chi(k) w_E(k) r_{-1}^T        (Eq. 13)
     Transposed:  W^1_K = sum_{k in Q} chi(k) r_{-1} w_E(k)^T
-    Displayed score (kept in both):  r_{-1}^T W^1_K w_E(v)
+    Displayed score (as written, transposed):  r_{-1}^T W^1_K w_E(v)
+    Read-score:  Eq. 13 kept, the display read as w_E(v)^T W^1_K r_{-1}
     Model's own score (query^T W_K key, query w_E(z_t), key part r_{s-t}):
         w_E(v)^T W^1_K r_{-1}
 
@@ -115,7 +129,10 @@ class PrevTokenConstruction:
            uniform Appendix C.2 data).
         chi: chi(k) for k = 1..V, exact rationals (the uniform data give a constant
            chi; normalised to 1 by default).
-        orientation: ``"as-written"`` or ``"transposed"``.
+        orientation: one of ``ORIENTATIONS``.
+
+    Raises:
+        ValueError: V < 1, chi of the wrong length, unknown orientation.
     """
 
     V: int
@@ -140,8 +157,9 @@ class PrevTokenConstruction:
         """The k-th term of W^1_K: chi(k) w_E(k) r_{-1}^T (as written) or its transpose.
 
         ``k`` may be a sympy Symbol (the symbolic layer sums the term over k = 1..V).
+        ``read-score`` keeps the printed matrix (only the reading of the score changes).
         """
-        return (coef, wE(k), R_PREV) if orientation == "as-written" else (coef, R_PREV, wE(k))
+        return (coef, wE(k), R_PREV) if matrix_orientation(orientation) == "as-written" else (coef, R_PREV, wE(k))
 
     @property
     def W(self) -> OuterSum:
@@ -155,12 +173,33 @@ class PrevTokenConstruction:
         return [wE(k) for k in range(1, self.V + 1)] + [R_PREV]
 
     def displayed_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
-        """r_{-1}^T W^1_K w_E(v): the score the paper displays (Theorem 2)."""
+        """The variant's reading of the previous-token association.
+
+        ``as-written`` and ``transposed``: r_{-1}^T W^1_K w_E(v), the score Theorem 2
+        displays; ``read-score``: w_E(v)^T W^1_K r_{-1} (the display read as query^T W_K key).
+        """
+        if self.orientation == "read-score":
+            return bilinear(wE(v), self.W, R_PREV, gram)
         return bilinear(R_PREV, self.W, wE(v), gram)
 
     def model_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
-        """w_E(v)^T W^1_K r_{-1}: the model's own score query^T W_K key at s = t-1."""
+        """w_E(v)^T W^1_K r_{-1}: the model's own score query^T W_K key at s = t-1
+        (the key-side part r_{s-t} of w_E(z_s) + r_{s-t}), whatever the variant."""
         return bilinear(wE(v), self.W, R_PREV, gram)
+
+    @staticmethod
+    def rel_offset(t: Any, s: Any) -> Any:
+        """The relative index of the RPE key vector r_{s-t} (query position t, key s)."""
+        return s - t
+
+    def layer1_score(self, t: Any, s: Any, z_t: Any, z_s: Any, gram: Callable[[Vec, Vec], Any]) -> Any:
+        """The model's layer-1 score w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}) of key s for query t.
+
+        ``t``, ``s`` may be sympy expressions (the symbolic layer passes a symbolic t and
+        s = t - 1, so the score is built as a function of the position).
+        """
+        return (bilinear(wE(z_t), self.W, wE(z_s), gram)
+                + bilinear(wE(z_t), self.W, ("r", self.rel_offset(t, s)), gram))
 
     def target(self, v: int) -> Fraction:
         """What the statement says the displayed score equals: chi(v)."""
@@ -181,7 +220,10 @@ class InductionKeyConstruction:
     Attributes:
         V: vocabulary size.
         psi: psi(k), k = 1..V, exact rationals.
-        orientation: ``"as-written"`` or ``"transposed"``.
+        orientation: one of ``ORIENTATIONS``.
+
+    Raises:
+        ValueError: V < 1, psi of the wrong length, unknown orientation.
     """
 
     V: int
@@ -202,8 +244,9 @@ class InductionKeyConstruction:
 
     @staticmethod
     def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
-        """The k-th term of W^2_K: psi(k) w_E(k) (Phi_1 w_E(k))^T (as written) or its transpose."""
-        return (coef, wE(k), phi_wE(k)) if orientation == "as-written" else (coef, phi_wE(k), wE(k))
+        """The k-th term of W^2_K: psi(k) w_E(k) (Phi_1 w_E(k))^T (as written, and ``read-score``)
+        or its transpose."""
+        return (coef, wE(k), phi_wE(k)) if matrix_orientation(orientation) == "as-written" else (coef, phi_wE(k), wE(k))
 
     @property
     def W(self) -> OuterSum:
@@ -216,7 +259,10 @@ class InductionKeyConstruction:
         return [wE(k) for k in range(1, self.V + 1)] + [phi_wE(k) for k in range(1, self.V + 1)]
 
     def displayed_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
-        """(Phi_1 w_E(z_s))^T W^2_K w_E(z_T), with z_s = s_tok, z_T = T_tok."""
+        """The variant's reading: (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) (as written, transposed) or
+        w_E(z_T)^T W^2_K Phi_1 w_E(z_s) (``read-score``), with z_s = s_tok, z_T = T_tok."""
+        if self.orientation == "read-score":
+            return bilinear(wE(T_tok), self.W, phi_wE(s_tok), gram)
         return bilinear(phi_wE(s_tok), self.W, wE(T_tok), gram)
 
     def model_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
