@@ -474,9 +474,14 @@ def t1_two_layer(X: torch.Tensor, p: float, masks: T1Masks | str, sigma: float, 
     terms = t1_terms(L, math.exp(-p), masks, 1.0)
     K = torch.zeros(len(terms), L1, dtype=DTYPE)
     vi = torch.tensor([t.value[0][1] for t in terms])
+    rows, cols, vals = [], [], []
     for r, t in enumerate(terms):
         for c, i in t.key:
-            K[r, i] = float(c)
+            rows.append(r)
+            cols.append(i)
+            vals.append(float(c))
+    if rows:
+        K[torch.tensor(rows), torch.tensor(cols)] = torch.tensor(vals, dtype=DTYPE)
     dist = torch.tensor([float(t.dist) for t in terms], dtype=DTYPE)
     dots = torch.einsum("bld,bd->bl", X, X[:, L])
     lg = dots @ K.T / sigma - m * dist[None]
