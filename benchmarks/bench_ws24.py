@@ -20,8 +20,7 @@ CONFIGS = {
     "small": ["--d", "256", "--V", "16", "--T", "8", "--N", "64", "--Vmax", "4"],
     "default": [],
 }
-CLAIMS = [("ws24:theorem2", "as-written"), ("ws24:theorem2", "transposed"),
-          ("ws24:eq14", "as-written"), ("ws24:eq14", "transposed")]
+CLAIMS = [(c, o) for c in ("ws24:theorem2", "ws24:eq14") for o in ("as-written", "transposed", "read-score")]
 
 
 def run(claim: str, orientation: str, extra: list[str]) -> dict[str, float]:
