@@ -281,7 +281,7 @@ def _t1_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     if num is not None:
         n = num.numbers
         errs = ", ".join(f"p = {q}: {e:.2g}" for q, e in zip(n["p"], n["sup_err_vs_IH"]))
-        out.append(f"Sup error against IH ({p['masks']} key ranges): {errs}; log-error slope in p: -{n['fit_rate_lambda']:.3f} "
+        out.append(f"Sup error against IH ({p['masks']} key ranges): {errs}; log-error slope in p: {-n['fit_rate_lambda']:.3f} "
                    f"(fit err = C e^(-lambda p), C = {n['fit_constant_C']:.3g}).")
     if p["masks"] == "as-displayed":
         out.append("Appendix A's key ranges are not those of standard causal layers; where the construction departs: "
