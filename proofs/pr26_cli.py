@@ -1,13 +1,19 @@
 """``verify alpha``: fit a positional-only head at L0 and measure alpha_L at L (pr26).
 
-    verify alpha --pe NAME --task NAME --L0 N --L N [--format json] [--seed S]
+    verify alpha --pe NAME --task NAME --L0 N --L N [--lr X] [--steps N] [--weight-decay X]
+                 [--selection ce|min-norm] [--format json] [--seed S]
 
 Prints alpha_L (the fraction of new query rows i in [L0, L) whose strict causal masked
 argmax is the target t_L(i); exact ties fail), the minimum margin on the old rows (the
 fit at L0, g0) and on the new rows (gL), the first failing rows (paper's 1-indexed rows
-in brackets) and a summary of the fitted head.  The JSON has an ``alpha`` field.
+in brackets) and a summary of the fitted head.  The JSON has an ``alpha`` field and the fit
+settings used (``fit``: selection, learning rate, steps, weight decay, init; for min-norm the
+certified duality gap).  The default learning rate is the engine's LR, chosen by a stated joint
+rule over the paper's published figures (see verify.numeric.pr26.LR).
 Exit codes: 0 measured; 2 bad input (one line on stderr: unknown family/task, L <= L0,
-L0 < 2, sizes too large).  Source: pr26 (TMLR 2026), the fit/transfer protocol.
+L0 < 2, sizes too large, non-positive lr/steps, negative weight decay) or no head to select
+(min-norm: no parameter reaches margin 1 at L0, or the solver could not certify its optimum).
+Source: pr26 (TMLR 2026), the fit/transfer protocol (full text not reachable; reconstructed).
 """
 
 from __future__ import annotations
@@ -68,14 +74,32 @@ def _f(x: float) -> str:
 @click.option("--L", "L", type=int, default=64, show_default=True, help="evaluation length (> L0)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the init and of untrained features")
-def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int) -> None:
-    """Fit a positional-only head at L0 (Adam lr 0.05, 400 steps, weight decay 1e-4, init
-    N(0, 0.02^2)) and report alpha_L, margins and failing rows at L (pr26)."""
+@click.option("--lr", type=float, default=None, help="Adam learning rate of the ce fit [default: the engine's LR, "
+              "chosen by the joint rule over the published figures]")
+@click.option("--steps", type=int, default=400, show_default=True, help="Adam steps of the ce fit")
+@click.option("--weight-decay", "weight_decay", type=float, default=1e-4, show_default=True,
+              help="L2 weight decay of the ce fit")
+@click.option("--selection", type=click.Choice(["ce", "min-norm"]), default="ce", show_default=True,
+              help="ce: regularised cross-entropy (Adam); min-norm: minimum ||W||_F with margin >= 1 on every L0 row")
+def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int, lr: float | None, steps: int,
+              weight_decay: float, selection: str) -> None:
+    """Select a positional-only head at L0 (ce: Adam, 400 steps, weight decay 1e-4, init
+    N(0, 0.02^2), the default learning rate; or min-norm) and report alpha_L, margins and
+    failing rows at L (pr26)."""
     fam, task = _validate(pe_name, task_name, L0, L)
+    if lr is not None and not (math.isfinite(lr) and lr > 0):
+        raise InputError(f"--lr must be a positive number, got {lr}")
+    if steps < 1 or steps > 20_000:
+        raise InputError(f"--steps must be in 1..20000, got {steps}")
+    if not (math.isfinite(weight_decay) and weight_decay >= 0):
+        raise InputError(f"--weight-decay must be >= 0, got {weight_decay}")
     from verify.evidence import to_jsonable
-    from verify.numeric.pr26 import fit, kernel_summary, transfer
+    from verify.numeric.pr26 import MinNormError, fit, kernel_summary, transfer
 
-    fr = fit(fam, task, L0, seed)
+    try:
+        fr = fit(fam, task, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
+    except MinNormError as e:
+        raise InputError(str(e)) from None
     tr = transfer(fr, L)
     ks = kernel_summary(fr, L)
     if fmt == "json":
@@ -104,8 +128,13 @@ def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int
     else:
         lines.append("  failing rows: none")
     s = fr.settings
-    lines.append(f"  fit: {s['optimizer']} lr {s['lr']}, {s['steps']} steps, weight decay {s['weight_decay']}, init "
-                 f"{s['init']}; loss {fr.loss_first:.4g} -> {fr.loss_last:.4g}")
+    if s["selection"] == "min-norm":
+        lines.append(f"  selection: min-norm (minimum ||W||_F = {s['frobenius_norm']:.6g} with margin >= 1 on every L0 "
+                     f"row; {s['constraints']} constraints, duality gap {s['relative_duality_gap']:.1e} after "
+                     f"{s['iterations']} iterations); cross-entropy of the head {fr.loss_last:.4g}")
+    else:
+        lines.append(f"  fit: {s['optimizer']} lr {s['lr']}, {s['steps']} steps, weight decay {s['weight_decay']}, "
+                     f"init {s['init']}; loss {fr.loss_first:.4g} -> {fr.loss_last:.4g}")
     lines.append("  head: " + ", ".join(f"{k} = {_short(v)}" for k, v in ks.items()))
     lines.append(f"  PE: {fam.description}")
     lines.append(f"  task: {task.description}")

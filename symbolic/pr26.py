@@ -1,7 +1,8 @@
 """Symbolic layer for pr26: Prop. 1 for every n and W, the deep-row argument of Theorem 2,
 and the causal-mask block identity of Theorem 1, in sympy.
 
-Source: pr26 (TMLR 2026), Prop. 1, Theorem 2, Theorem 1.  The feature maps and tasks
+Source: pr26 (TMLR 2026), Prop. 1, Theorem 2, Theorem 1 (the paper's full text was not
+reachable: statements as summarised, arguments reconstructed below).  The feature maps and tasks
 are the shared definitions of :mod:`verify.constructions.pe`, evaluated here with an
 exact sympy arithmetic (positions/offsets may be sympy Symbols where the map allows).
 
@@ -133,9 +134,15 @@ def check_prop1(families: Sequence[Family]) -> Evidence:
 def deep_row_analysis(task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Target offsets o(i, L) = i - t_L(i) of each task, symbolically, and the deep-row consequence.
 
+    The number of deep rows that are right at length L = 2m is computed, never assumed: a
+    constant offset o makes every deep row right (delta* = o); an offset o(L) that depends on L
+    only makes every row right exactly at the lengths solving o(2m) = delta* (sympy.solve) and none
+    beyond the last of them; an offset that varies with i is right on as many rows as
+    o(i, L) = delta* has solutions i.
+
     Returns:
-        task -> {"offset": str, "kind": "constant" | "grows with L" | "varies with i",
-                 "successes_per_length": str, "failing_fraction_limit": sympy number}
+        task -> {"offset": str, "kind": "constant" | "grows with L" | "depends on L" | "varies with i",
+                 "deep_rows_right_at_most": str, "failing_fraction_limit": sympy number}
         (L taken even, L = 2m, for the limit; query rows i in [ceil(L/2), L) or as the task says).
     """
     i, L, d = sp.symbols("i L delta_star", integer=True, nonnegative=True)
@@ -147,13 +154,20 @@ def deep_row_analysis(task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
         first = sp.simplify(task.first_row(L))
         n_rows = sp.simplify((L - first).subs(L, 2 * m))
         fs = o.free_symbols
+        k = sp.Symbol("k", integer=True, nonnegative=True)
         if not fs:
             kind, succ = "constant", n_rows  # delta* = o: every deep row is right
             frac = sp.Integer(0)
         elif i not in fs:
-            kind, succ = "grows with L", sp.Integer(0)  # right only when o(L) = delta*; o(L) -> oo
-            frac = sp.limit(1 - succ / n_rows, m, sp.oo)
-            assert sp.limit(o.subs(L, 2 * m), m, sp.oo) == sp.oo
+            # o depends on L only: a row is right iff o(L) = delta*; solve for the lengths L = 2m where that happens
+            o_m = sp.simplify(o.subs(L, 2 * m))
+            sols = sp.solve(sp.Eq(o_m, d), m)
+            kind = "grows with L" if sp.limit(o_m, m, sp.oo) == sp.oo else "depends on L"
+            succ = sp.Piecewise(*[(n_rows, sp.Eq(m, sv)) for sv in sols], (0, True)) if sols else sp.Integer(0)
+            # beyond the last solving length (m = last + 1 + k, k >= 0) no deep row is right
+            last = max(sols, key=lambda v: sp.default_sort_key(v)) if sols else None
+            eventually = sp.simplify(succ.subs(m, last + 1 + k)) if sols else sp.Integer(0)
+            frac = sp.limit(1 - eventually / n_rows, m, sp.oo) if not eventually.has(m) else sp.nan
         else:
             sols = sp.solve(sp.Eq(o, d), i)
             kind, succ = "varies with i", sp.Integer(len(sols))
@@ -189,8 +203,57 @@ def check_theorem2(K: int = 3) -> Evidence:
     return Evidence(status="refuted", summary="the deep-row classification does not give the stated dichotomy", **base)
 
 
+def margin_identity(families: Sequence[Family], tasks: Sequence[Any], L0: int = 5, L: int = 9, seed: int = 0,
+                    draws: int = 3) -> dict:
+    """Theorem 1's margin part, exactly: margin at L over all query rows = min(g0, gL).
+
+    For each family with rational features (exact in fractions.Fraction), task and draw, a random
+    integer parameter (entries in -4..4, ``random.Random`` seeded by (seed, family, task, draw)):
+    g0 = min exact margin over the query rows at L0 (targets t_L0), gL = min over the new query rows
+    [L0, L) at L, and the claim is  min over all query rows at L  ==  min(g0, gL); each old row's margin
+    at L also equals its margin at L0.  Needs length-stable targets (t_L(i) = t_L0(i) for i < L0).
+
+    Returns:
+        {"checked": n, "mismatches": [witness dicts], "families": [...], "tasks": [...]}.
+    """
+    import random
+
+    from verify.constructions.pe import FractionArith, exact_row_margin
+
+    checked, bad = 0, []
+    fams = [f for f in families if f.rational]
+    for fam in fams:
+        ar = FractionArith(seed)
+        feats = [fam.features(n, L0, ar) for n in range(L)]
+        for task in tasks:
+            for dr in range(draws):
+                g = random.Random(f"pr26-theorem1:{seed}:{fam.name}:{task.name}:{dr}")
+                shape = fam.param_shape(L0)
+                if len(shape) == 2:
+                    P = [[Fraction(g.randint(-4, 4)) for _ in range(shape[1])] for _ in range(shape[0])]
+                else:
+                    P = [Fraction(g.randint(-4, 4)) for _ in range(shape[0])]
+
+                def marg(rows, n):
+                    return {i: exact_row_margin(fam, task, P, i, n, L0, ar, feats) for i in rows}
+
+                old0 = {i: v for i, v in marg(task.rows(L0), L0).items() if v is not None}
+                atL = {i: v for i, v in marg(task.rows(L), L).items() if v is not None}
+                new = [v for i, v in atL.items() if i >= L0]
+                want = min(list(old0.values()) + new)
+                got = min(atL.values())
+                moved = [i for i in old0 if atL.get(i) != old0[i]]
+                checked += 1
+                if got != want or moved:
+                    bad.append({"family": fam.name, "task": task.name, "draw": dr, "L0": L0, "L": L,
+                                "margin_at_L": str(got), "min(g0, gL)": str(want),
+                                "old_rows_whose_margin_moved": moved[:5]})
+    return {"checked": checked, "mismatches": bad, "families": [f.name for f in fams],
+            "tasks": [t.name for t in tasks], "L0": L0, "L": L}
+
+
 def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), families: Sequence[Family] | None = None,
-                   seed: int = 0) -> Evidence:
+                   seed: int = 0, tasks: Sequence[Any] | None = None) -> Evidence:
     """The block identity of pr26 Theorem 1 for every family, exactly.
 
     For each family, L0 in L0s and L in Ls: the first L0 feature rows (positions;
@@ -249,11 +312,28 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
         else:
             details.append(f"{fam.name}: first L0 feature rows identical at L0 = {list(L0s)} and L = {list(Ls)} "
                            f"(r = {fam.dim(3)}; block identity by the matrix identity)")
+    tks = list(tasks) if tasks is not None else [get_task(t) for t in ("prev", "skip-2", "attend-first")]
+    mi = margin_identity(fams, tks, L0s[-1], Ls[0], seed)
+    numbers = {"families": [f.name for f in fams], "L0": list(L0s), "L": list(Ls), "margin_identity": mi}
+    if mi["mismatches"]:
+        w = mi["mismatches"][0]
+        return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"), numbers=numbers,
+                        details=details, witness=w,
+                        summary=(f"{w['family']}/{w['task']}: at L = {w['L']} the exact margin is {w['margin_at_L']} "
+                                 f"against min(g0, gL) = {w['min(g0, gL)']}, and old rows "
+                                 f"{w['old_rows_whose_margin_moved'] or 'none'} changed margin "
+                                 f"({len(mi['mismatches'])} of {mi['checked']} draws differ)"))
+    details.append(f"margin part, exactly (fractions): {mi['checked']} random integer parameters over "
+                   f"{', '.join(mi['families'])} x {', '.join(mi['tasks'])} at L0 = {mi['L0']}, L = {mi['L']}: margin "
+                   "at L = min(g0, gL) and every old row keeps its margin")
     return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy"), details=details,
-                    numbers={"families": [f.name for f in fams], "L0": list(L0s), "L": list(Ls)},
-                    bound=f"L0 in {list(L0s)}, L in {list(Ls)}; every W (symbolic); every family's map is independent of L",
+                    numbers=numbers,
+                    bound=(f"block identity: L0 in {list(L0s)}, L in {list(Ls)}, every W (symbolic); margin identity: "
+                           f"{mi['checked']} exact random integer parameters (rational families), L0 = {mi['L0']}, "
+                           f"L = {mi['L']}"),
                     summary=("the top-left L0 x L0 block of P_L(W) equals P_L0(W) for every family (features never depend "
-                             "on L); with length-stable targets the margin at L is min(g0, gL)"))
+                             f"on L), and with length-stable targets the exact margin at L equals min(g0, gL) on "
+                             f"{mi['checked']} random parameters"))
 
 
 __all__ = ["check_prop1", "check_theorem2", "check_theorem1", "deep_row_analysis", "symbolic_row", "SympyArith"]

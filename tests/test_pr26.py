@@ -60,7 +60,8 @@ def test_fit_reaches_l0_and_is_seeded():
     c = num.fit(get_family("rope"), get_task("prev"), 20, seed=4)
     assert torch.equal(a.param, b.param) and not torch.equal(a.param, c.param)
     assert a.loss_last < 0.1 < a.loss_first
-    assert a.settings["lr"] == 0.05 and a.settings["steps"] == 400 and a.settings["weight_decay"] == 1e-4
+    assert a.settings["lr"] == num.LR and a.settings["steps"] == 400 and a.settings["weight_decay"] == 1e-4
+    assert a.settings["selection"] == "ce"
 
 
 def test_chunked_evaluation_matches_unchunked():
@@ -173,6 +174,8 @@ def test_deep_row_analysis():
     an = sym.deep_row_analysis(["prev", "skip-4", "copy", "reverse", "attend-first"])
     assert an["prev"]["kind"] == "constant" and an["skip-4"]["offset"] == "4"
     assert an["copy"]["kind"] == "grows with L" and an["copy"]["failing_fraction_limit"] == 1
+    # computed, not assumed: every copy row is right exactly at the one length with ceil(L/2) = delta*
+    assert an["copy"]["deep_rows_right_at_most"] == "Piecewise((m, Eq(delta_star, m)), (0, True))"
     assert an["reverse"]["deep_rows_right_at_most"] == "1" and an["reverse"]["failing_fraction_limit"] == 1
 
 

@@ -131,10 +131,12 @@ def test_prop4_table_and_published():
     assert ev.outcome == "holds", ev.numbers["problems"]
     t = ev.numbers["table"]
     assert t["clamped-absolute/prev"]["target_tied"][30] == t["clamped-absolute/prev"]["rows"][30] == 10
-    # the fit's other key wins by ~6.3 (reported next to the paper's margin 0)
-    assert t["clamped-absolute/prev"]["first_failing"][0]["margin"] < -6
-    figs = {r["figure"]: r for r in ev.numbers["published"]}
-    assert figs["Prop. 4: RoPE on attend-first, alpha_30"]["paper"] == 0.80
+    # the fit's other key wins outright (reported next to the paper's margin 0)
+    assert t["clamped-absolute/prev"]["first_failing"][0]["margin"] < 0
+    figs = {f.figure: f for f in ev.figures}
+    assert figs["Prop. 4: RoPE on attend-first, alpha_30"].paper == 0.80
+    assert figs["Prop. 4: RoPE on attend-first, alpha_30"].reproduced == (t["rope/attend-first"]["passed"][30] == 8)
+    assert "published" not in ev.numbers
 
 
 # ----------------------------------------------------------------------------- claims, JSON, audit
@@ -146,7 +148,7 @@ def _cli_json(capsys, *args):
 
 
 def _published(res):
-    return [row for ev in res["layers"].values() for row in (ev.get("numbers") or {}).get("published", [])]
+    return res["figures"]
 
 
 def test_claims_registered_and_hold(capsys):
@@ -159,8 +161,8 @@ def test_claims_registered_and_hold(capsys):
     pub = _published(res)
     figures = {r["figure"] for r in pub}
     assert "Prop. 3: alpha_60 of prev, sinusoidal, L0-fit" in figures
-    assert all(set(r) >= {"figure", "paper", "ours", "note"} for r in pub)
-    assert any("Paper against ours" in n for n in res["findings"])
+    assert all(set(r) >= {"figure", "paper", "ours", "note", "reproduced"} for r in pub)
+    assert res["figures_reproduced"] == f"{sum(r['reproduced'] for r in pub)}/{len(pub)}"
 
 
 def test_prop2_claim_json_published(capsys):
@@ -169,8 +171,9 @@ def test_prop2_claim_json_published(capsys):
     res = doc["results"][0]
     pub = _published(res)
     paper = {r["figure"]: r["paper"] for r in pub}
-    assert paper["Prop. 2 L = 30: conditional hit rate (winner a new key)"] == 0.115
-    assert paper["Prop. 2 L = 30: winner among new keys"] == "30%"
+    assert paper["Prop. 2 (L = 30): conditional hit rate, winner a new key"] == 0.115
+    assert paper["Prop. 2 (L = 30): winner among new keys"] == 0.30
+    assert res["layers"]["numeric"]["numbers"]["fit_settings"]["lr"] == 0.07
 
 
 def test_prop3_refuses_oversized_chunk():
