@@ -2,6 +2,11 @@
 proof, the Prop. 2 Monte Carlo, and the whole pr26 default run.
 
     python benchmarks/bench_pr26_figures.py [--quick]
+    python benchmarks/bench_pr26_figures.py --select-lr [--json FILE]
+
+``--select-lr`` reruns the rule that chose the default learning rate (verify.numeric.pr26.LR;
+the rule is verify.numeric.pr26_figures.LR_RULE): every rate of the fixed grid LR_GRID scored on
+the seven published figures jointly; prints the table and the chosen rate (~15 s).
 
 Peak memory: torch's allocations are invisible to tracemalloc, so each alpha measurement runs in
 a fresh subprocess and reports its peak resident set size (resource.getrusage ru_maxrss); the
@@ -37,7 +42,31 @@ def child(L: int, chunk: int, run: bool) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def select_lr() -> None:
+    from verify.numeric import pr26 as eng
+    from verify.numeric import pr26_figures as fig
+
+    t = time.perf_counter()
+    res = fig.lr_selection_table()
+    print("rule:", res["rule"])
+    names = [f["figure"] for f in res["rows"][0]["figures"]]
+    print(f"\n{'lr':>6} {'k/n':>5} {'error':>7}  " + "  ".join(f"F{i + 1}" for i in range(len(names))))
+    for r in res["rows"]:
+        marks = "  ".join(("yes" if f["reproduced"] else " no") + f"({f['ours']})" for f in r["figures"])
+        print(f"{r['lr']:>6} {r['reproduced']:>2}/{r['n']:<2} {r['error']:7.4f}  {marks}")
+    print("\n" + "\n".join(f"F{i + 1} = {n} (paper {res['rows'][0]['figures'][i]['paper']})" for i, n in enumerate(names)))
+    print(f"\nchosen lr = {res['chosen']} (engine default LR = {eng.LR}; "
+          f"{'equal' if res['chosen'] == eng.LR else 'DIFFERENT: update verify.numeric.pr26.LR'}); "
+          f"{time.perf_counter() - t:.1f} s")
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as fh:
+            json.dump(res, fh, indent=2)
+
+
 def main() -> None:
+    if "--select-lr" in sys.argv:
+        select_lr()
+        return
     quick = "--quick" in sys.argv
     base = child(17665, 512, False)
     print("alpha_L of copy at L = 17665, kernel sin(delta theta_min), sinusoidal W, chunked (fresh process each)")
@@ -60,8 +89,8 @@ def main() -> None:
     fig.check_prop2((30, 60), 20, 8000, 0)
     print(f"{'Prop. 2 Monte Carlo (8000 trials at L=30, 4000 at L=60)':<58} {time.perf_counter() - t:8.2f}")
     t = time.perf_counter()
-    fig.check_prop4(20, (30, 40, 60, 128, 256, 512), 3, 0, sens_seeds=(0, 1, 2, 3, 4))
-    print(f"{'Prop. 4 table + sensitivity (19 fits, L up to 512)':<58} {time.perf_counter() - t:8.2f}")
+    fig.check_prop4(20, (30, 40, 60, 128, 256, 512), 3, 0)
+    print(f"{'Prop. 4 table + lr band (20 fits, L up to 512)':<58} {time.perf_counter() - t:8.2f}")
     if not quick:
         t = time.perf_counter()
         rc = subprocess.run(["verify", "audit", "pr26"], capture_output=True, text=True).returncode

@@ -1,8 +1,9 @@
 """Symbolic layer for pr26's figures: Prop. 3's maximiser claim proved with interval arithmetic,
 the copy kernel's alpha_17665 = 1 as a consequence, and Prop. 4's clamped tie.
 
-Source: pr26 (TMLR 2026), Prop. 3 ("delta -> sin(delta theta_min) increases up to delta = 8833;
-at L = 17665 the copy offset ceil(L/2) is 8833 and that kernel has alpha_L = 1") and Prop. 4.
+Source: pr26 (TMLR 2026), Prop. 3 (sin(delta theta_min) increases up to delta = 8833, and at
+L = 17665, where the copy offset ceil(L/2) is 8833, that kernel has alpha_L = 1) and Prop. 4, as
+summarised (the paper's full text was not reachable; no equation numbers can be cited).
 
 Maximiser proof (rigorous; mpmath.iv, outward-rounded interval arithmetic).  Let
 theta = theta_min = 10000^(-15/16) and x* = pi / (2 theta).
@@ -33,7 +34,7 @@ from typing import Any
 import sympy as sp
 
 from verify.constructions.pe import N_FREQ, ceil_half
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Figure, engine_versions
 
 
 def _iv(dps: int):
@@ -130,19 +131,31 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
         "window 0..i, so its strict argmax is the target: alpha_L = 1 (deep-row argument)",
     ]
     ok = res["ok"] and ident and c == copy_offset
+    figures = []
+    if k == N_FREQ - 1:
+        th = float(sp.Integer(10000) ** sp.Rational(-k, N_FREQ))
+        nearest = res["nearest_integer_to_x_star"]
+        figures = [
+            Figure("Prop. 3: theta_min = 10000^(-15/16)", "1.78e-4", float(f"{th:.6g}"), f"{th:.3g}" == "0.000178",
+                   "rule: ours rounded to 3 significant digits equals the published value"),
+            Figure("Prop. 3: sin(delta theta_min) increases up to delta", 8833, nearest,
+                   nearest == 8833 and bool(res["increasing_up_to_claimed"] or c != 8833),
+                   "rule: exact equality with the nearest integer to pi / (2 theta_min), certified by interval "
+                   "arithmetic (strictly inside (c - 1/2, c + 1/2))"),
+        ]
     if ok:
         return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy", "mpmath"),
                         summary=(f"interval arithmetic ({dps} digits): delta -> sin(delta theta_min) on 0..{L - 1} has the "
                                  f"strict unique maximiser {c} = ceil(L/2) (gap to the runner-up >= "
                                  f"{res['min_certified_gap']['lower_bound']:.3e}); hence alpha_{L} = 1 on copy"),
-                        numbers=res, details=details, bound=f"integers 0..{L - 1}",
+                        numbers=res, details=details, bound=f"integers 0..{L - 1}", figures=figures,
                         certificate={"method": "mpmath.iv outward-rounded enclosures", "steps": details[:4]})
     witness = res["violation"] or {"nearest_integer_to_x_star": res["nearest_integer_to_x_star"]}
     return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy", "mpmath"),
                     summary=(f"the claimed maximiser {c} is not the strict unique maximiser on 0..{L - 1}: "
                              f"the nearest integer to pi/(2 theta_min) is {res['nearest_integer_to_x_star']}"
                              + ("" if c == copy_offset else f"; ceil(L/2) = {copy_offset}")),
-                    numbers=res, details=details, witness=witness, bound=f"integers 0..{L - 1}")
+                    numbers=res, details=details, witness=witness, bound=f"integers 0..{L - 1}", figures=figures)
 
 
 def check_prop4_clamped_tie(L0: int = 20, L: int = 64) -> Evidence:
@@ -159,7 +172,10 @@ def check_prop4_clamped_tie(L0: int = 20, L: int = 64) -> Evidence:
     tie = sp.expand((pi.T * W * sp.Matrix(fam.features(i - 1, L0, ar)))[0, 0]
                     - (pi.T * W * sp.Matrix(fam.features(i, L0, ar)))[0, 0]) == 0
     ok = same and tie
+    fig = Figure("Prop. 4: clamped absolute on prev, margin", 0, 0 if tie else "nonzero", bool(tie),
+                 "rule: logit(i, i-1) - logit(i, i) is identically 0 for a symbolic W (exact), so the margin is 0 at best")
     return Evidence(layer="symbolic", status="proved" if ok else "refuted", engines=engine_versions("sympy"),
+                    figures=[fig],
                     summary=(f"clamped absolute: phi(i) = phi(i-1) for every i in [{L0}, {L}) and logit(i, i-1) - "
                              f"logit(i, i) = 0 for a symbolic W: prev's margin is <= 0 on every new row for every W"
                              if ok else "clamped features of i and i - 1 differ: no forced tie"),

@@ -1,7 +1,9 @@
 """Positional-encoding families and tasks of pr26, defined once for every layer.
 
 Source: "A Positional Realizability Theory of Length Generalization in Single-Head
-Attention" (pr26, TMLR 2026; exact feature maps reconstructed, see CLAIMS.md).
+Attention" (pr26, TMLR 2026).  The paper's full text was not reachable: the exact feature maps
+below are reconstructed from a summary of it (each family's description says what was taken),
+so no section or equation can be cited for them.
 
 A positional-only head has positional logits that are *linear in its parameter*:
 
