@@ -67,7 +67,7 @@ Exit codes:
   3  inconclusive (solver unknown, budget exhausted, a layer errored)
 """
 
-EXPECT_HELP = ("expectations for your own variants: JSON {\"ws24:theorem2[transposed]\": \"HOLDS WITH FIX\"} "
+EXPECT_HELP = ("expectations for your own variants: JSON {\"ws24:theorem2[read-score]\": \"HOLDS WITH FIX\"} "
                "or text lines 'SPEC: VERDICT' (or a previous --format json output); they override the "
                "recorded ones, and variants not run by default are added")
 
@@ -286,7 +286,7 @@ def cli() -> None:
     verify list                                  the registered claims
     verify show CLAIM                            statement, source, options, cost
     verify CLAIM [options]                       check one claim, e.g.
-        verify theorem2 --orientation transposed
+        verify theorem2 --orientation read-score
     verify all [--expect FILE] [--junit FILE]    every claim against its expectation
     verify audit PAPER [--report FILE.md]        referee-style Markdown audit of a paper
     verify alpha --pe rope --task prev --L0 20 --L 64   positional realizability (pr26)

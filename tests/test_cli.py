@@ -22,7 +22,7 @@ def run(capsys, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("orientation,code,verdict", [("transposed", 0, "HOLDS WITH FIX"), ("as-written", 1, "FAILS")])
+@pytest.mark.parametrize("orientation,code,verdict", [("read-score", 0, "HOLDS WITH FIX"), ("transposed", 1, "FAILS"), ("as-written", 1, "FAILS")])
 def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
     rc, out, err = run(capsys, "theorem2", "--orientation", orientation, "--format", "json", *SMALL)
     assert rc == code
@@ -34,14 +34,16 @@ def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
     for layer in res["layers"].values():
         assert layer["status"] in ("proved", "refuted", "consistent")
         assert isinstance(layer["wall_time_s"], float)
-    if verdict == "FAILS":
+    if orientation == "as-written":
         assert res["layers"]["symbolic"]["witness"]["displayed_score"] == "0"
+    elif orientation == "transposed":  # the display is fixed, the model's own score is not
+        assert res["layers"]["symbolic"]["witness"]["model_score"] == "0"
 
 
 def test_text_output_has_witness_and_caveat(capsys):
     rc, out, _ = run(capsys, "ws24:theorem2", *SMALL)
     assert rc == 1
-    assert "FAILS" in out and "witness:" in out and "reconstructed from the public Bietti et al. code" in out
+    assert "FAILS" in out and "witness:" in out and "the ws24 text past its introduction was not reachable" in out
     assert "w_E(v)^T W^1_K r_{-1}" in out  # the equivalent repair is named
 
 
@@ -99,7 +101,7 @@ def test_same_inputs_same_json(capsys):
 
 
 def test_layers_option_skips(capsys):
-    rc, out, _ = run(capsys, "theorem2", "--orientation", "transposed", "--layers", "symbolic", "--format", "json")
+    rc, out, _ = run(capsys, "theorem2", "--orientation", "read-score", "--layers", "symbolic", "--format", "json")
     doc = json.loads(out)
     layers = doc["results"][0]["layers"]
     assert layers["symbolic"]["status"] == "proved" and layers["numeric"]["status"] == "skipped"
@@ -127,5 +129,5 @@ def test_inconclusive_is_exit_3(capsys, monkeypatch):
     import verify.solver.ws24 as sol
 
     monkeypatch.setattr(sol, "check", unknown)
-    rc, out, _ = run(capsys, "theorem2", "--orientation", "transposed", "--layers", "symbolic,solver")
+    rc, out, _ = run(capsys, "theorem2", "--orientation", "read-score", "--layers", "symbolic,solver")
     assert rc == 3 and "INCONCLUSIVE" in out

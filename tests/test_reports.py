@@ -58,7 +58,7 @@ def t2_results() -> list[ClaimResult]:
 
 
 def test_json_validates_against_schema(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["theorem2", "--orientation", "transposed", "--Vmax", "3", "--format", "json", "--no-timings", *FAST])
+    rc = main(["theorem2", "--orientation", "read-score", "--Vmax", "3", "--format", "json", "--no-timings", *FAST])
     assert rc == 0
     out = capsys.readouterr()
     doc = json.loads(out.out)  # stdout carries only the report
@@ -66,7 +66,7 @@ def test_json_validates_against_schema(capsys: pytest.CaptureFixture[str]) -> No
     assert doc["schema"] == "verify/1"
     r = doc["results"][0]
     assert (r["display_id"], r["verdict"], r["run_id"], r["paper"]) == (
-        "ws24:theorem2[transposed]", "HOLDS WITH FIX", "ws24:theorem2[transposed,Vmax=3]", "ws24")
+        "ws24:theorem2[read-score]", "HOLDS WITH FIX", "ws24:theorem2[read-score,Vmax=3]", "ws24")
     try:  # a second opinion when the package happens to be installed (not a dependency)
         import jsonschema
     except ImportError:
@@ -92,8 +92,9 @@ def test_all_junit_one_testcase_per_variant(only_theorem2, tmp_path: Path) -> No
     assert root.tag == "testsuites"
     cases = list(root.iter("testcase"))
     assert [(c.get("classname"), c.get("name")) for c in cases] == [
-        ("ws24", "ws24:theorem2[as-written]"), ("ws24", "ws24:theorem2[transposed]")]
-    assert root.find("testsuite").get("tests") == "2"
+        ("ws24", "ws24:theorem2[as-written]"), ("ws24", "ws24:theorem2[transposed]"),
+        ("ws24", "ws24:theorem2[read-score]")]
+    assert root.find("testsuite").get("tests") == "3"
     assert root.find("testsuite").get("failures") == "0"
     props = {p.get("name"): p.get("value") for p in cases[0].find("properties")}
     assert props["verdict"] == "FAILS" and props["expected"] == "FAILS" and props["seed"] == "0"
@@ -103,22 +104,22 @@ def test_all_junit_one_testcase_per_variant(only_theorem2, tmp_path: Path) -> No
 def test_expect_file_changed_expectation_exits_1(only_theorem2, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     exp = tmp_path / "expect.txt"
-    exp.write_text("# my expectations\nws24:theorem2[transposed]: FAILS\n")
+    exp.write_text("# my expectations\nws24:theorem2[read-score]: FAILS\n")
     j = tmp_path / "j.xml"
     assert main(["all", "--expect", str(exp), "--junit", str(j), *FAST]) == 1
     out = capsys.readouterr().out
-    assert "ws24:theorem2[transposed]: FAILS -> HOLDS WITH FIX" in out
+    assert "ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX" in out
     failures = [tc for tc in ET.parse(j).getroot().iter("testcase") if tc.find("failure") is not None]
-    assert [tc.get("name") for tc in failures] == ["ws24:theorem2[transposed]"]
+    assert [tc.get("name") for tc in failures] == ["ws24:theorem2[read-score]"]
     f = failures[0].find("failure")
     assert f.get("type") == "HOLDS WITH FIX" and "FAILS -> HOLDS WITH FIX" in f.get("message")
 
     # JSON form; a user variant not run by default is added, an expectation that holds exits 0
     exp2 = tmp_path / "expect.json"
-    exp2.write_text(json.dumps({"ws24:theorem2[transposed,Vmax=4]": "HOLDS WITH FIX"}))
+    exp2.write_text(json.dumps({"ws24:theorem2[read-score,Vmax=4]": "HOLDS WITH FIX"}))
     assert main(["all", "--expect", str(exp2), "--format", "json", "--no-timings", *FAST]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [r["run_id"] for r in doc["results"]][-1] == "ws24:theorem2[transposed,Vmax=4]"
+    assert [r["run_id"] for r in doc["results"]][-1] == "ws24:theorem2[read-score,Vmax=4]"
     assert doc["changes"] == [] and validate(doc) == []
 
 
@@ -130,7 +131,8 @@ def test_junit_claim_failure_carries_witness(t2_results: list[ClaimResult]) -> N
     fail = cases["ws24:theorem2[as-written]"].find("failure")
     assert fail is not None and fail.get("type") == "FAILS"
     assert "witness (symbolic)" in fail.text and "chi(v)" in fail.text
-    assert cases["ws24:theorem2[transposed]"].find("failure") is None
+    assert cases["ws24:theorem2[read-score]"].find("failure") is None
+    assert cases["ws24:theorem2[transposed]"].find("failure") is not None  # the display-only repair fails
 
 
 # ------------------------------------------------------------------ Markdown audit
@@ -254,7 +256,7 @@ def test_specs() -> None:
     got = [run_id(c, p) for c, p in parse_specs(
         "ws24:theorem2[orientation=transposed],theorem2[transposed],ws24:theorem2,ws24:eq14[*],theorem2[as-written,d=64]")]
     assert got == ["ws24:theorem2[transposed]", "ws24:theorem2[as-written]", "ws24:eq14[as-written]",
-                   "ws24:eq14[transposed]", "ws24:theorem2[as-written,d=64]"]
+                   "ws24:eq14[transposed]", "ws24:eq14[read-score]", "ws24:theorem2[as-written,d=64]"]
     assert {c.paper for c, _ in parse_specs("ws24")} == {"ws24"}
     for bad in ("ws24:theorem2[sideways]", "ws24:theorem2[d=-1]", "ws24:nothing", "ws24:theorem2[", "x[y]z"):
         with pytest.raises(InputError):
@@ -277,11 +279,11 @@ def test_expectations_file_errors(tmp_path: Path) -> None:
 
 
 def test_plugin_passing_variant(pytester: pytest.Pytester) -> None:
-    res = pytester.runpytest("-p", "no:cacheprovider", "--verify-claims=ws24:theorem2[orientation=transposed]",
+    res = pytester.runpytest("-p", "no:cacheprovider", "--verify-claims=ws24:theorem2[orientation=read-score]",
                              "--verify-layers=symbolic,solver", "-v")
     res.assert_outcomes(passed=1)
     assert res.ret == 0
-    res.stdout.fnmatch_lines(["*verify-claims::ws24:theorem2[[]transposed[]] PASSED*"])
+    res.stdout.fnmatch_lines(["*verify-claims::ws24:theorem2[[]read-score[]] PASSED*"])
 
 
 def test_plugin_failing_claim_shows_witness(pytester: pytest.Pytester) -> None:
