@@ -151,7 +151,7 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     out = ["Condition (ii) as encoded in the solver: k has a strict unique global maximiser delta* over offsets 0..L-1 "
            "and delta* < L0 (deep rows exist at both lengths). With the maximiser taken over 0..L-1 alone the last row at "
            "L always sees every offset, so any kernel realizing copy at L has one; the deep-row reading is what makes "
-           "the condition bite (reconstruction).",
+           "the condition bite (a reconstruction: the full text was not reachable).",
            "Numeric layer: the statement is checked on kernels whose hypothesis is verified at each length (a strict "
            "unique global maximiser over the offsets that occur): constructed kernels w = psi(delta) peaked at delta, and "
            "fitted heads at the lengths where their own peak is unique. A fitted head is selection, not existence: "
@@ -169,13 +169,15 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                        + f" at L = {num.numbers['L']}")
         for ff in num.numbers.get("fitted_extrapolation", []):
             if ff.get("first_failing_length") is not None:
-                out.append(f"RoPE extrapolation finding: the {ff['family']} head fitted on {ff['task']} at L0 = "
+                ds = ff["delta_star_trained"]
+                out.append(f"Extrapolation finding: the {ff['family']} head fitted on {ff['task']} at L0 = "
                            f"{num.numbers['L0']} first fails at L = {ff['first_failing_length']} (row "
-                           f"{ff['failing_row_paper']} attends to key {ff['argmax_key_paper']}, paper's 1-indexing): its "
-                           f"kernel's global peak moves from offset {ff['delta_star_trained']} to offset "
-                           f"{ff['hypothesis_break_offset']}, outside the trained window. The theorem's hypothesis no "
-                           "longer holds at delta = 1 there, so this is no counterexample; a kernel peaked at 1 exists "
-                           "at every length (checked).")
+                           f"{ff['failing_row_paper']} attends to key {ff['argmax_key_paper']} instead of "
+                           f"{ff['target_key_paper']}, paper's 1-indexing): its kernel's global peak moves from offset "
+                           f"{ds} to offset {ff['hypothesis_break_offset']}, outside the trained window. The theorem's "
+                           f"hypothesis with delta* = {ds} no longer holds there, so this is no counterexample; a kernel "
+                           f"peaked at {ds} that keeps its unique peak at every checked length exists (w = psi({ds}), "
+                           "checked).")
     return out
 
 
@@ -192,7 +194,7 @@ THEOREM2 = Claim(
     checks={"symbolic": _t2_sym, "solver": _t2_sol, "numeric": _t2_num},
     expected={"": "HOLDS"},
     caveats=(RECONSTRUCTED, TRIG, FIT, "Solver layer: bounded (L0, L) pairs with L >= 2 L0; condition (ii) "
-             "reconstructed as 'strict unique global maximiser delta* < L0' (see findings).",
+             "reconstructed as 'strict unique global maximiser delta* < L0' (full text not reachable; see findings).",
              "Numeric layer: the hypothesis is checked in float64 (gap > 1e-9 x max|k|); alpha_L are exact row counts."),
     explain=_t2_explain,
     cost="symbolic < 1 s; solver ~2 s (42 LPs + rope/alibi prev); numeric ~1.5 s (4 constructed kernels, 12 fits at "
