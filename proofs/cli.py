@@ -234,12 +234,15 @@ def _claim_command(name: str) -> click.Command:
     def _help(o: Any) -> str:
         return o.help + (f" [{', '.join(owners[o.name])}]" if several else "")
 
-    params = [click.Option([o.flag, o.name], default=None, help=_help(o)) for o in seen.values()]
+    # click keyword names cannot hold '-': a claim option 'weight-decay' travels as weight_decay
+    dest = {o.name.replace("-", "_"): o.name for o in seen.values()}
+    params = [click.Option([o.flag, o.name.replace("-", "_")], default=None, help=_help(o)) for o in seen.values()]
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
                  brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
                  **raw: Any) -> None:
+        raw = {dest.get(k, k): v for k, v in raw.items()}
         given = [k for k, v in raw.items() if v is not None]
         if "[" in name:  # a run id as printed by 'verify all' / JUnit: ws24:theorem2[transposed]
             from verify.proofs.specs import parse_spec

@@ -22,7 +22,7 @@ RECONSTRUCTED = ("The exact feature maps are reconstructed from a summary of the
 FIT = ("Fit protocol: the summary gives 400 Adam steps and weight decay 1e-4 but not the learning rate, the "
        "initialisation or the Adam constants (full text not reachable). The default learning rate 0.07 is chosen from "
        "a fixed grid by one joint rule over every published figure the fit affects (verify.numeric.pr26.LR: the most "
-       "figures reproduced, ties by the summed normalised error); --lr, --steps, --weight_decay override it and the "
+       "figures reproduced, ties by the summed normalised error); --lr, --steps, --weight-decay override it and the "
        "settings used are in the JSON (fit_settings).")
 
 #: the fit defaults, as the engine's (verify.numeric.pr26: LR, STEPS, WEIGHT_DECAY; a test keeps them equal)
@@ -34,7 +34,7 @@ def _fit_opts(selection: bool) -> tuple:
     out = (Option("lr", "learning rate of the cross-entropy fit (default: the joint rule's choice)", DEFAULT_LR,
                   kind="float", minimum=1e-6, maximum=10.0),
            Option("steps", "Adam steps of the cross-entropy fit", DEFAULT_STEPS, kind="int", minimum=1, maximum=20_000),
-           Option("weight_decay", "L2 weight decay of the cross-entropy fit", DEFAULT_WD, kind="float", minimum=0.0,
+           Option("weight-decay", "L2 weight decay of the cross-entropy fit", DEFAULT_WD, kind="float", minimum=0.0,
                   maximum=1.0))
     if selection:
         out += (Option("selection", "selection rule at L0: ce (cross-entropy, Adam) or min-norm (minimum ||W||_F with "
@@ -44,7 +44,7 @@ def _fit_opts(selection: bool) -> tuple:
 
 def _fit_kw(p: Mapping[str, Any]) -> dict:
     """The fit settings of a claim's parameters, as keyword arguments of verify.numeric.pr26.fit."""
-    kw = {"lr": p["lr"], "steps": p["steps"], "weight_decay": p["weight_decay"]}
+    kw = {"lr": p["lr"], "steps": p["steps"], "weight_decay": p["weight-decay"]}
     if "selection" in p:
         kw["selection"] = p["selection"]
     return kw
