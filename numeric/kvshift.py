@@ -22,6 +22,7 @@ import torch
 
 from verify.constructions.kvshift import (KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
                                           t1_terms, without_value_scale)
+from verify.constructions import kvshift_reference as ref
 from verify.evidence import Evidence, Figure, engine_versions
 
 DTYPE = torch.float64
@@ -98,6 +99,25 @@ def sample_inputs(B: int, L: int, d: int, V: int, seed: int) -> tuple[torch.Tens
     X[:, 1:] = E[toks]
     dots = torch.einsum("bld,bd->bl", X, X[:, L])
     return X, dots
+
+
+def ref_tensors(X: Sequence[tuple]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rational rows x_1..x_L (a fixed input of the cross-checks) as a batch of one:
+    X (1, L+1, d) float64 with the zero row first, and dots (1, L+1) = <x_L, x_i>."""
+    L, d = len(X), len(X[0])
+    T = torch.zeros(1, L + 1, d, dtype=DTYPE)
+    T[0, 1:] = torch.tensor([[float(v) for v in row] for row in X], dtype=DTYPE)
+    return T, torch.einsum("bld,bd->bl", T, T[:, L])
+
+
+def _num_evaluate_many(X, fns, m, sigma) -> list[list[float]]:
+    """The numeric layer's values of term tables on one fixed input (:func:`attend`, float64)."""
+    T, dots = ref_tensors(X)
+    return [attend(table_tensors(fn(Fraction(sigma))), T, dots, float(sigma), float(m))[0].tolist() for fn in fns]
+
+
+#: the numeric layer's tolerance against the independent evaluation (float64 on O(1) values)
+XCHECK_TOL = 1e-10
 
 
 def input_bytes(B: int, L: int, d: int) -> int:
@@ -208,6 +228,14 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
         ``consistent`` with outcome ``holds`` when max |KVSA - IH| <= 1e-9 at (m, sigma) at
         every size, else ``consistent`` with outcome ``fails``.
     """
+    xc = ref.cross_check_t2(_num_evaluate_many, var, m, sigma, XCHECK_TOL)
+    if not xc["ok"]:
+        return Evidence(layer="numeric", status="error", seed=seed, engines=engine_versions("torch"),
+                        numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]}},
+                        details=[ref.summary_line(xc, "IH and KVSA values (attend)")],
+                        summary=(f"the numeric evaluation of the construction disagrees with an independent evaluation "
+                                 f"of Definition 1 / Eqs. 4-6 on fixed inputs ({len(xc['problems'])} values); first: "
+                                 f"{xc['problems'][0]}"))
     sizes = sorted({(3, min(d, 64)), (16, min(d, 64)), (L, d)} | ({(4096, 1024)} if full else set()))
     ms = tuple(sorted(set(M_GRID) | {Fraction(m)}))
     sigmas = tuple(sorted(set(SIGMA_GRID) | {Fraction(sigma)}))
@@ -245,6 +273,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
     details.append(f"sigma = {REGIME_SIGMA}, m = {REGIME_M} (the small-sigma, small-m regime), orthonormal tokens, by input class: " + "; ".join(
         f"{k}: boundary error with b1 = 1 {v['boundary_error_b1=1']:.2g}, error as the variant has it "
         f"{v['error_as_variant']:.2g} (value scale alone {v['value_scale_error']:.2g})" for k, v in regime.items()))
+    details.append(ref.summary_line(xc, "IH and KVSA values (attend)"))
+    numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
     outcome = "holds" if worst <= TOL else "fails"
     figures = [Figure(figure="Theorem 2, Eq. 9: IH = KVSA (exact equality, difference 0)", paper=0, ours=worst,
                       reproduced=worst <= TOL,
@@ -489,6 +519,18 @@ def t1_two_layer(X: torch.Tensor, p: float, masks: T1Masks | str, sigma: float, 
     return torch.einsum("bt,btd->bd", w, X[:, vi])
 
 
+def _t1_eval(X, p, masks_name, m, sigma) -> list[float]:
+    """The numeric layer's two-layer output on one fixed input (:func:`t1_two_layer`)."""
+    T, _ = ref_tensors(X)
+    return t1_two_layer(T, float(p), masks_name, float(sigma), float(m))[0].tolist()
+
+
+def _ih_eval(X, m, sigma) -> list[float]:
+    """The numeric layer's IH on one fixed input (:func:`attend` on :func:`ih_terms`)."""
+    T, dots = ref_tensors(X)
+    return attend(table_tensors(ih_terms(len(X))), T, dots, float(sigma), float(m))[0].tolist()
+
+
 def _fit(ps: Sequence[float], es: Sequence[float]) -> tuple[float, float]:
     """Least-squares fit log err = log C - lambda p over the points above :data:`T1_FLOOR`."""
     pts = [(p, math.log(v)) for p, v in zip(ps, es) if v > T1_FLOOR]
@@ -538,6 +580,24 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
         For a reading other than ``as-displayed`` the one-layer attributions are measured too.
     """
     masks = t1_masks(masks) if isinstance(masks, str) else masks
+    xc = ref.cross_check_t1(_t1_eval, _ih_eval, Fraction(m), Fraction(sigma), XCHECK_TOL)
+    # positive control on the same inputs: Appendix A's displayed ranges must give O(e^-p) here
+    # (a construction broken further would still "fail" under standard masks, and go unseen)
+    control = None
+    if masks.name != "as-displayed":
+        ce = t1_errors(t1_masks("as-displayed"), [ps[0], ps[-1]], Ls, d, B, seed, sigma, m, V)
+        rate = (math.log(ce[0] / ce[1]) / (ps[-1] - ps[0])) if ce[1] > T1_FLOOR else float("inf")
+        control = {"p": [ps[0], ps[-1]], "sup_err": ce, "rate": rate, "ok": rate >= T1_MIN_RATE}
+    problems = xc["problems"] + ([] if control is None or control["ok"] else
+                                 [f"positive control: the as-displayed reading on the same inputs decays at rate "
+                                  f"{control['rate']:.3g} < {T1_MIN_RATE} (errors {control['sup_err']})"])
+    if problems:
+        return Evidence(layer="numeric", status="error", seed=seed, engines=engine_versions("torch"),
+                        numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]},
+                                 "positive_control": control},
+                        details=[ref.summary_line(xc, "two-layer outputs and IH")],
+                        summary=(f"[{masks.name}] the numeric evaluation fails its own checks ({len(problems)}); first: "
+                                 f"{problems[0]}"))
     errs = t1_errors(masks, ps, Ls, d, B, seed, sigma, m, V)
     lam, C = _fit(ps, errs)
     scaled = [e * math.exp(p) for p, e in zip(ps, errs)]
@@ -549,6 +609,13 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
     details = [f"p = {p:g}: sup |TF - IH| = {e:.3e}" for p, e in zip(ps, errs)]
     details.append(f"fit err ~ C e^(-lambda p): lambda = {lam:.3f}, C = {C:.3g}; e^p err ranges "
                    f"{min(scaled):.3g}..{max(scaled):.3g} (growth x{growth:.3g})")
+    details.append(ref.summary_line(xc, "two-layer outputs (both readings, p = 3) and IH"))
+    numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
+    if control is not None:
+        numbers["positive_control_as_displayed"] = control
+        details.append(f"positive control, same inputs, Appendix A's displayed ranges: sup |TF - IH| = "
+                       f"{control['sup_err'][0]:.3g} at p = {ps[0]:g}, {control['sup_err'][1]:.3g} at p = {ps[-1]:g} "
+                       f"(rate {control['rate']:.3g} >= {T1_MIN_RATE})")
     figures = []
     if masks.name == "as-displayed":
         bound = [t1_paper_bound(p, d, sigma) for p in ps]

@@ -89,10 +89,11 @@ def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    from verify.constructions.kvshift import mechanism_sentence
+    from verify.constructions.kvshift import kvsa_table_facts, mechanism_sentence
 
+    facts = kvsa_table_facts(_var(p))  # what the evaluated table contains, not the variant's flags
     out = [mechanism_sentence(_var(p))]
-    if _var(p).b1_inv_sigma and p["sigma"] == 1:
+    if facts["b1"] == "1/sigma" and p["sigma"] == 1:
         out[0] += " At sigma = 1 that scale is 1, so only the boundary terms and the normaliser change the output."
     sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
     if sym is not None:
@@ -104,15 +105,16 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
         if w.get("value_scale_fact"):
             out.append(f"Value scale, a separate fact: {w['value_scale_fact']}; every value on that input is the "
                        f"same token, so the boundary terms cannot show there.")
-        out.append(f"On x = (A, B, A) (A.A = 1, A.B = 0): KVSA - IH = ({n['closed_form_ABA_diff_A']}) A + "
-                   f"({n['closed_form_ABA_diff_B']}) B, exact in m and sigma.")
-        if n["nonzero_pieces_at_sigma"]:
+        if "closed_form_ABA_diff_A" in n:
+            out.append(f"On x = (A, B, A) (A.A = 1, A.B = 0): KVSA - IH = ({n['closed_form_ABA_diff_A']}) A + "
+                       f"({n['closed_form_ABA_diff_B']}) B, exact in m and sigma.")
+        if n.get("nonzero_pieces_at_sigma"):
             out.append(f"At sigma = {p['sigma']} the difference has these nonzero pieces: "
                        f"{', '.join(n['nonzero_pieces_at_sigma'])}.")
-        if "value scale b1 = 1/sigma" in n["nonzero_pieces_at_sigma"] and _var(p).masked:
+        if "value scale b1 = 1/sigma" in n.get("nonzero_pieces_at_sigma", []) and facts["masked"]:
             out.append(f"The value scale b1 = 1/sigma = {1 / Fraction(p['sigma'])} multiplies every value: "
                        f"KVSA = (1/sigma) IH even with the boundary terms masked.")
-    num = next((e for e in evs if e.layer == "numeric" and e.numbers), None)
+    num = next((e for e in evs if e.layer == "numeric" and e.numbers and "largest_size" in e.numbers), None)
     if num is not None:
         n = num.numbers
         size = n["largest_size"]
@@ -120,7 +122,7 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                    f"{n['cells_below_1e-6']}/{n['cells_total']} (m, sigma) cells; sigma, m -> 0 regime: "
                    + ", ".join(f"{k}: {v:.2g}" for k, v in n["sigma_m_to_0_regime"].items()) + ".")
         reg = n.get("regime_by_input_class")
-        if reg and not _var(p).masked:
+        if reg and not facts["masked"]:
             c = reg["classes"]
             a, b, z = (c[k] for k in ("last two tokens differ, x_L seen before", "last two tokens equal",
                                       "x_L not seen before"))
@@ -132,7 +134,7 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                 f"({a['error_as_variant']:.3g}). They persist where no key beats them: x_{{L-1}} = x_L (the s = L key "
                 f"matches the query; {b['boundary_error_b1=1']:.3g}) and x_L not seen before (every key scores alike; "
                 f"{z['boundary_error_b1=1']:.3g}).")
-    if not _var(p).alibi:
+    if not facts["alibi"]:
         from verify.constructions.kvshift import NO_ALIBI
 
         out.append(NO_ALIBI + f" Here m = {p['m']}.")
@@ -277,7 +279,7 @@ def _t1_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     from verify.constructions.kvshift import T1_DEPARTURES
 
     out = []
-    num = next((e for e in evs if e.layer == "numeric" and e.numbers), None)
+    num = next((e for e in evs if e.layer == "numeric" and e.numbers and "sup_err_vs_IH" in e.numbers), None)
     if num is not None:
         n = num.numbers
         errs = ", ".join(f"p = {q}: {e:.2g}" for q, e in zip(n["p"], n["sup_err_vs_IH"]))

@@ -50,8 +50,10 @@ from verify.constructions.kvshift import (
     without_value_scale,
     witness_text,
 )
+from verify.constructions import kvshift_reference as ref
+from verify.constructions.kvshift import kvsa_table_facts, variant as variant_named
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import solver_summary, ObligationResult, check, rval
+from verify.solver.common import solver_summary, ObligationResult, check, fresh_solver, rval, to_fraction
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
@@ -91,54 +93,88 @@ def _explain_notes(r: ObligationResult) -> ObligationResult:
     return r
 
 
+def _encode(ctx: z3.Context, X: Sequence[tuple], tables: Sequence[Sequence[Term]], m: Fraction, sigma: Fraction,
+            enclose: bool) -> tuple[list, list[list]]:
+    """The witness encoding: rational input vectors, one positive unknown per distinct exponent
+    (shared by all tables), inside a rational enclosure of exp when ``enclose``, ordered like the
+    exponents (monotonicity of exp); each table's output as z3 terms, one per coordinate.
+
+    Returns:
+        (constraints, outputs) with outputs[k][j] the j-th coordinate of table k.
+    """
+    from verify.constructions.kvshift import exp_enclosure
+
+    L, d = len(X), len(X[0])
+    dots = {i: sum((Fraction(a) * Fraction(b) for a, b in zip(X[L - 1], X[i - 1])), Fraction(0)) for i in range(1, L + 1)}
+    zero = z3.RealVal(0, ctx)
+    cons: list = []
+    shared: dict[Fraction, Any] = {}
+    outs = []
+    for terms in tables:
+        ws = []
+        for lg in logits(terms, lambda i: dots[i] if i else Fraction(0), Fraction(sigma), Fraction(m), Fraction(0)):
+            if lg not in shared:
+                w = z3.Real(f"exp({lg})", ctx)
+                shared[lg] = w
+                cons.append(w > 0)
+                if enclose:
+                    lo, hi = exp_enclosure(lg)
+                    cons.extend([w >= rval(ctx, lo), w <= rval(ctx, hi)])
+            ws.append(shared[lg])
+        coef = evaluate_weighted(terms, ws, zero)
+        outs.append([sum((coef[i] * rval(ctx, X[i - 1][j]) for i in sorted(coef) if X[i - 1][j] != 0), zero)
+                     for j in range(d)])
+    keys = sorted(shared)
+    for a, b in zip(keys, keys[1:]):
+        cons.append(shared[a] < shared[b])  # monotonicity of exp
+    return cons, outs
+
+
 def _witness_obligation(x: tuple[str, ...], var: Variant, m: Fraction, sigma: Fraction, delta: Fraction | None,
                         timeout_ms: int) -> ObligationResult:
     """delta None: 'KVSA differs from IH' with free positive weights; else 'all within delta'
-    with weights in exp enclosures."""
-    from verify.constructions.kvshift import exp_enclosure
-
+    with weights in exp enclosures (one coordinate per token: orthonormal embeddings)."""
     L = len(x)
-    dot = token_dot(x)
     kt, it = kvsa_terms(L, var, sigma), ih_terms(L)
+    X = ref.token_vectors(x)
 
     def build(ctx: z3.Context):
-        zero = z3.RealVal(0, ctx)
-        cons = []
-
-        def weights(terms, tag):
-            ls = logits(terms, lambda i: Fraction(dot(i)), Fraction(sigma), Fraction(m), Fraction(0))
-            ws = []
-            shared: dict[Fraction, Any] = {}
-            for lg in ls:
-                if lg not in shared:
-                    w = z3.Real(f"exp({lg})", ctx)
-                    shared[lg] = w
-                    cons.append(w > 0)
-                    if delta is not None:
-                        lo, hi = exp_enclosure(lg)
-                        cons.extend([w >= rval(ctx, lo), w <= rval(ctx, hi)])
-                ws.append(shared[lg])
-            return ws, shared
-
-        wk, sk = weights(kt, "k")
-        wi, si = weights(it, "i")
-        allw = {**sk, **si}
-        keys = sorted(allw)
-        for a, b in zip(keys, keys[1:]):
-            cons.append(allw[a] < allw[b])  # monotonicity of exp
-        kv = evaluate_weighted(kt, wk, zero)
-        ih = evaluate_weighted(it, wi, zero)
-        toks = sorted(set(x))
-        tk = {t: sum((kv.get(i, zero) for i in range(1, L + 1) if x[i - 1] == t), zero) for t in toks}
-        ti = {t: sum((ih.get(i, zero) for i in range(1, L + 1) if x[i - 1] == t), zero) for t in toks}
+        cons, (tk, ti) = _encode(ctx, X, (kt, it), m, sigma, delta is not None)
         if delta is None:
-            return cons + [z3.Or([tk[t] != ti[t] for t in toks])]
+            return cons + [z3.Or([a != b for a, b in zip(tk, ti)])]
         d = rval(ctx, delta)
-        return cons + [z3.And([z3.And(tk[t] - ti[t] < d, ti[t] - tk[t] < d) for t in toks])]
+        return cons + [z3.And([z3.And(a - b < d, b - a < d) for a, b in zip(tk, ti)])]
 
     what = ("KVSA differs from IH (any positive monotone weights)" if delta is None
             else f"every token coefficient of KVSA within {delta} of IH's (weights in exp enclosures)")
     return check(f"x = ({', '.join(x)}): {what}", build, timeout_ms)
+
+
+def _box_nonempty(X: Sequence[tuple], tables: Sequence[Sequence[Term]], m: Fraction, sigma: Fraction,
+                  timeout_ms: int) -> tuple[bool, list[list[Fraction]]]:
+    """Positive control of the witness encoding: the enclosure boxes with monotonicity alone are
+    satisfiable (else an UNSAT 'within delta' would be vacuous).  Returns (sat, the tables'
+    outputs in z3's model, exact Fractions)."""
+    ctx, sol = fresh_solver(timeout_ms)
+    cons, outs = _encode(ctx, X, tables, m, sigma, True)
+    sol.add(*cons)
+    if sol.check() != z3.sat:
+        return False, []
+    mdl = sol.model()
+    return True, [[to_fraction(mdl.eval(e, model_completion=True)) for e in row] for row in outs]
+
+
+def _solver_evaluate_many(X, fns, m, sigma, timeout_ms: int = 20_000) -> list[list[Fraction]]:
+    """The solver layer's values of term tables: z3's model of the witness encoding (weights inside
+    the exp enclosures).  Raises ValueError when the boxes are empty (no model)."""
+    ok, vals = _box_nonempty(X, [fn(Fraction(sigma)) for fn in fns], Fraction(m), Fraction(sigma), timeout_ms)
+    if not ok:
+        raise ValueError("the exp enclosure boxes with monotonicity have no model (empty boxes)")
+    return vals
+
+
+#: the solver layer's tolerance against the independent evaluation (exp enclosed to ~1e-30)
+XCHECK_TOL = 1e-20
 
 
 def _tok_intervals(terms, x, sigma, m):
@@ -175,6 +211,10 @@ def _certify(x, var, m, sigma, gap, tok, kv, ih, timeout_ms) -> tuple[dict | Non
     r = _witness_obligation(x, var, m, sigma, delta, timeout_ms)
     if r.answer != "unsat":
         return None, r, f"z3 {r.answer}"
+    # the UNSAT is about the gap only if the boxes themselves have a model (positive control)
+    if not _box_nonempty(ref.token_vectors(x), (kvsa_terms(len(x), var, sigma), ih_terms(len(x))), m, sigma,
+                         timeout_ms)[0]:
+        return None, r, "the enclosure boxes are empty (the UNSAT is vacuous)"
     # exact re-check outside z3: Fraction enclosures apart by >= delta on `tok`
     if not ((kv[tok][0] - ih[tok][1] >= delta) or (ih[tok][0] - kv[tok][1] >= delta)):
         return None, r, "Fraction re-check failed"
@@ -255,6 +295,23 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         ``proved`` (every L <= Lmax UNSAT), ``refuted`` (a witness apart by a rational
         delta, certified by z3 and re-checked in Fractions), or ``inconclusive``.
     """
+    from verify.constructions.kvshift import exp_enclosure
+
+    # checks of the machinery itself, before any verdict: the exp enclosure against mpmath's interval exp,
+    # the layer's IH and KVSA values against the independent evaluation (the repaired table included),
+    # and the repaired table's equality obligation at L = 3 (it must be UNSAT: positive control)
+    bad_exp = ref.exp_enclosure_sane(exp_enclosure)
+    xc = ref.cross_check_t2(_solver_evaluate_many, var, m, sigma, XCHECK_TOL) if not bad_exp else None
+    control = _equality_obligation(3, variant_named("mask+scale"), m, sigma, timeout_ms)
+    problems = (bad_exp + (xc["problems"] if xc else [])
+                + ([] if control.answer == "unsat" else
+                   [f"positive control: KVSA[mask+scale] = IH at L = 3 was not proved (z3 {control.answer})"]))
+    if problems:
+        return Evidence(status="error", layer="solver", engines=engine_versions("z3", "cvc5"),
+                        summary=(f"the solver's evaluation of the construction fails its own checks ({len(problems)}); "
+                                 f"first: {problems[0]}"),
+                        numbers={"machinery_problems": problems[:5], "m": str(m), "sigma": str(sigma)},
+                        details=[ref.summary_line(xc, "IH and KVSA values in the witness encoding")] if xc else [])
     eq = []
     first_sat = None
     for L in range(3, Lmax + 1):
@@ -272,6 +329,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
                                                "exp(t); witness: one positive unknown per exponent, inside a rational "
                                                "enclosure of exp and ordered like the exponents"}
     numbers.update(solver_summary(eq))
+    numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
     base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), certificate=cert, numbers=numbers)
     unknown = [r for r in eq if r.answer == "unknown"]
     if unknown:
@@ -282,7 +340,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
                                                 f"function ex(t) in place of exp(t)"),
                         summary=(f"UNSAT for every L <= {Lmax}: KVSA[{var.name}] and IH have equal coefficients on every "
                                  f"position (sigma = {sigma}, m = {m}); no witness up to the bound"),
-                        details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq], **base)
+                        details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
+                        + [ref.summary_line(xc, "IH and KVSA values in the witness encoding")], **base)
     w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked)
     cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in obs]
     numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in obs), 3)
@@ -291,16 +350,22 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         return Evidence(status="inconclusive", bound="L <= 6, vocabulary <= 3",
                         summary=f"the term structure differs at L = {first_sat} but no certified token witness up to L = 6"
                                 + (f" ({len(unk)} unknown)" if unk else ""), **base)
+    known = [p for ww in (w, w.get("value_scale_witness")) if ww is not None for p in _known_value(ww, var, m, sigma)]
+    if known:
+        return Evidence(status="error", summary=f"the certified witness disagrees with the independent evaluation: "
+                                                f"{'; '.join(known[:3])}", **base)
     text, bt = witness_text(w["x"], w["KVSA"], w["IH"], var, m, sigma)
     witness = _record(w, m, sigma)
     if bt:
         witness["boundary_tokens"] = bt
-        witness["boundary_terms"] = boundary_positions(w["x"], bt, var)
+        witness["boundary_terms"] = boundary_positions(w["x"], bt, kvsa_terms(w["L"], var, Fraction(sigma)))
     numbers["smaller_candidates"] = w["smaller_candidates"]
     cert_txt = (f"|KVSA - IH| >= {w['delta']} on {w['token']} (z3 UNSAT of 'within {w['delta']}', "
                 f"re-checked in Fractions)")
     summary = f"{text}; {cert_txt}"
-    details = [f"{r.name}: {r.answer.upper()}" for r in eq] + [f"headline witness: {text}; {cert_txt}"]
+    details = ([f"{r.name}: {r.answer.upper()}" for r in eq] + [f"headline witness: {text}; {cert_txt}"]
+               + [ref.summary_line(xc, "IH and KVSA values in the witness encoding"),
+                  f"positive control: KVSA[mask+scale] = IH at L = 3: {control.answer.upper()}"])
     sw = w.get("value_scale_witness")
     if sw is not None:
         stext, _ = witness_text(sw["x"], sw["KVSA"], sw["IH"], var, m, sigma)
@@ -315,6 +380,24 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
                            + ("; the headline input is the smallest whose difference persists with b1 = 1 "
                               "(value scale removed)" if sw is not None else "")),
                     summary=summary, details=details, **base)
+
+
+def _known_value(w: dict, var: Variant, m: Fraction, sigma: Fraction) -> list[str]:
+    """A certified witness must carry the independent evaluation's values (within the enclosure
+    widths) and the independent evaluation must separate KVSA from IH by the certified delta."""
+    X = ref.token_vectors(w["x"])
+    toks = sorted(set(w["x"]))
+    rk, ri = ref.kvsa_variant(X, m, sigma, var), ref.ih(X, m, sigma)
+    out = []
+    name = f"({', '.join(w['x'])})"
+    for j, t in enumerate(toks):
+        for label, mine, r in (("KVSA", w["KVSA"][t], rk[j]), ("IH", w["IH"][t], ri[j])):
+            if ref._dev(mine, r) > 1e-12:
+                out.append(f"{name}: {label} on {t} is {float(mine):.10g}, independently {float(ref.mid(r)):.10g}")
+    j = toks.index(w["token"])
+    if abs(ref.mid(rk[j]) - ref.mid(ri[j])) < ref._mpf(Fraction(w["delta"])):
+        out.append(f"{name}: the independent evaluation does not separate KVSA from IH by {w['delta']} on {w['token']}")
+    return out
 
 
 def _record(w: dict, m: Fraction, sigma: Fraction) -> dict[str, Any]:

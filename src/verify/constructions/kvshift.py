@@ -434,16 +434,100 @@ def boundary_tokens(kv: dict[str, Any], ih: dict[str, Any], tol: float = 1e-12) 
     return sorted(t for t in kv if float(ih.get(t, 0)) == 0 and abs(float(kv[t])) > tol)
 
 
-def boundary_positions(x: Sequence[str], toks: Iterable[str], var: Variant) -> list[str]:
-    """'s = 1 (value x_1 = A)' / 's = L (value x_3 = A)' for the kept boundary terms carrying ``toks``."""
+def boundary_positions(x: Sequence[str], toks: Iterable[str], terms: Sequence[Term]) -> list[str]:
+    """'s = 1 (value x_1 = A)' / 's = L (value x_3 = A)' for the boundary summands of a KVSA term table
+    whose value carries one of ``toks``.
+
+    Read from the table itself (the summands s outside IH's 2..L-1 that sit in the numerator,
+    and the positions their values read), not from a variant's flags, so the text names only
+    terms the construction has.
+
+    Args:
+        x: the token input (1-indexed positions).
+        toks: the tokens to account for (e.g. :func:`boundary_tokens`).
+        terms: the KVSA term table at L = len(x) (:func:`kvsa_terms`).
+    """
     toks = set(toks)
     L = len(x)
     out = []
-    if var.first_num and x[0] in toks:
-        out.append(f"s = 1 (value x_1 = {x[0]})")
-    if var.last_num and x[-1] in toks:
-        out.append(f"s = L (value x_{L} = {x[-1]})")
+    for t in sorted(terms, key=lambda t: t.s):
+        if not t.num or 2 <= t.s <= L - 1:
+            continue
+        for c, i in t.value:
+            if i != 0 and not _is_zero(c) and x[i - 1] in toks:
+                out.append(f"s = {'1' if t.s == 1 else 'L'} (value x_{i} = {x[i - 1]})")
     return out
+
+
+#: the sigma at which :func:`kvsa_table_facts` reads the value scale off the table (any rational != 1)
+PROBE_SIGMA = Fraction(7, 3)
+#: the sequence length at which :func:`kvsa_table_facts` reads the table
+PROBE_L = 6
+
+
+def _pos_text(i: int, L: int) -> str:
+    return {0: "0", 1: "x_1", L: "x_L", L - 1: "x_{L-1}"}.get(i, f"x_{i}")
+
+
+def _lin_text(lin: Lin, L: int, scale: Any = 1) -> str:
+    """'x_{L-1}' / '0' / '2 x_1' for a linear combination, coefficients divided by ``scale``."""
+    parts = [(c / scale if scale not in (None, 0) else c, i) for c, i in lin if i != 0 and not _is_zero(c)]
+    if not parts:
+        return "0"
+    return " + ".join(_pos_text(i, L) if c == 1 else f"{c} {_pos_text(i, L)}" for c, i in parts)
+
+
+def kvsa_table_facts(var: Variant | str, L: int = PROBE_L) -> dict[str, Any]:
+    """What a KVSA term table *contains*, read off :func:`kvsa_terms` (not off the variant's flags).
+
+    At L = :data:`PROBE_L` and sigma = :data:`PROBE_SIGMA`: which boundary summands (s = 1, s = L)
+    are in the numerator / normaliser, their keys and values in paper notation, the value scale b1
+    of the interior summands ("1", "1/sigma", or the number read at sigma = 7/3), whether the
+    interior summands carry the ALiBi distance L - s, and whether their keys and values are IH's
+    (key x_{s-1}, value a multiple of x_s).  Used by every explanation and by the symbolic
+    decomposition, so text and pieces describe the construction that was evaluated.
+
+    Returns:
+        a dict with first_num, first_den, last_num, last_den (bool), first/last (the Term or
+        None), key/value texts, b1 ("1", "1/sigma" or a number as text), b1_value (Fraction or
+        None), alibi (bool), interior_like_ih (bool), den_count (int, at this L), masked (bool).
+    """
+    var = variant(var) if isinstance(var, str) else var
+    terms = kvsa_terms(L, var, PROBE_SIGMA)
+    by_s = {t.s: t for t in terms}
+    first, last = by_s.get(1), by_s.get(L)
+    inner = [by_s.get(s) for s in range(2, L)]
+    scales = set()
+    like_ih, alibi = True, True
+    for s, t in zip(range(2, L), inner):
+        if t is None or not (t.num and t.den):
+            like_ih = False
+            continue
+        keys = [(c, i) for c, i in t.key if i != 0 and not _is_zero(c)]
+        vals = [(c, i) for c, i in t.value if i != 0 and not _is_zero(c)]
+        if keys != [(1, s - 1)] or [i for _, i in vals] != [s]:
+            like_ih = False
+        scales.update(Fraction(c) if not isinstance(c, float) else c for c, _ in vals)
+        if t.dist != L - s:
+            alibi = False
+    b1 = scales.pop() if len(scales) == 1 else None
+    b1_text = ("1" if b1 == 1 else "1/sigma" if b1 == 1 / PROBE_SIGMA else
+               (f"{float(b1):.6g} at sigma = {PROBE_SIGMA}" if b1 is not None else "not one value"))
+    facts = {
+        "first_num": bool(first and first.num), "first_den": bool(first and first.den),
+        "last_num": bool(last and last.num), "last_den": bool(last and last.den),
+        "first": first, "last": last, "b1": b1_text, "b1_value": b1, "alibi": alibi,
+        "interior_like_ih": like_ih, "L": L,
+        "den_count": sum(1 for t in terms if t.den),
+    }
+    facts["masked"] = first is None and last is None
+    if first is not None:
+        w = f"exp(-m(L-1))" if first.dist == L - 1 else ("1" if first.dist == 0 else f"exp(-m*{first.dist})")
+        facts["first_text"] = (f"the s = 1 term (key {_lin_text(first.key, L)} under Shift, unnormalised weight {w}, "
+                               f"value {_lin_text(first.value, L, b1)})")
+    if last is not None:
+        facts["last_text"] = f"the s = L term (key {_lin_text(last.key, L)}, value {_lin_text(last.value, L, b1)})"
+    return facts
 
 
 #: symbols of the general-L decomposition, defined where the formula is printed
@@ -470,27 +554,56 @@ NO_ALIBI = ("Without ALiBi (Eq. 6 as printed in Sec. 2.2 has only the causal mas
             "the weights differ whenever m != 0, even with both boundary terms masked and b1 = 1.")
 
 
+def _den_range(f: dict[str, Any]) -> str:
+    return f"{'1' if f['first_den'] else '2'}..{'L' if f['last_den'] else 'L-1'}"
+
+
+def _den_count_text(f: dict[str, Any]) -> str:
+    extra = f["den_count"] - (f["L"] - 2)
+    return {0: "L-2", 1: "L-1", 2: "L"}.get(extra, f"{f['den_count']} (at L = {f['L']})")
+
+
+def _as_written_text(f: dict[str, Any]) -> str:
+    added = [f[k] for k in ("last_text", "first_text") if k in f]
+    head = (f"At the last position KV-shift attention's softmax runs over s = {_den_range(f)} while IH's runs over "
+            f"s = 2..L-1: ")
+    body = (f"{' and '.join(added)} {'are' if len(added) > 1 else 'is'} added, " if added else "no term is added, ")
+    body += (f"the normaliser changes from L-2 to {_den_count_text(f)} terms" if f["den_count"] != f["L"] - 2
+             else "the normaliser keeps L-2 terms")
+    body += (f", and b1 = {f['b1']} scales every value." if f["b1"] != "1" else ", and b1 = 1.")
+    if not f["interior_like_ih"]:
+        body += " The interior summands' keys or values differ from IH's (key x_{s-1}, value x_s)."
+    return head + body
+
+
 def mechanism_sentence(var: Variant) -> str:
-    """:data:`MECHANISM`, followed by what the variant keeps of it (and :data:`NO_ALIBI` when
-    the variant drops KVSA's ALiBi bias)."""
-    if not var.alibi:
-        base = mechanism_sentence(replace(var, name=var.name.split(",")[0], alibi=True))
-        return base.replace("so every summand equals IH's", "so every value equals IH's") + " " + NO_ALIBI
-    if var.name == "none":
-        return MECHANISM
-    if var.masked:
+    """The mechanism of KVSA - IH in one paragraph, derived from the term tables
+    (:func:`kvsa_table_facts`): the as-written table (:data:`MECHANISM` for the construction of
+    Appendix B), then what the variant's own table keeps of it, and :data:`NO_ALIBI` when the
+    variant's table carries no ALiBi distance."""
+    f = kvsa_table_facts(var)
+    ref = kvsa_table_facts(replace(VARIANTS["none"], alibi=var.alibi))
+    tail = "" if f["alibi"] else " " + NO_ALIBI
+    if var.name.split(",")[0] == "none":
+        return _as_written_text(f) + tail
+    if f["masked"]:
         rest = ("both boundary terms are masked, so the softmax runs over the same s = 2..L-1 as IH's"
-                + ("; only the value scale b1 = 1/sigma remains, so KVSA = IH / sigma" if var.b1_inv_sigma
-                   else ", and b1 = 1, so every summand equals IH's"))
+                + (f"; only the value scale b1 = {f['b1']} remains, so KVSA = IH / sigma" if f["b1"] == "1/sigma"
+                   else (", and b1 = 1, so every " + ("summand" if f["alibi"] else "value") + " equals IH's")
+                   if f["b1"] == "1" else f"; the value scale is b1 = {f['b1']}"))
     else:
-        kept = [n for n, k in (("the s = 1 term", var.first_num), ("the s = L term", var.last_num)) if k]
-        den = [n for n, k in (("s = 1", var.first_den), ("s = L", var.last_den)) if k]
+        kept = [n for n, k in (("the s = 1 term", f["first_num"]), ("the s = L term", f["last_num"])) if k]
+        den = [n for n, k in (("s = 1", f["first_den"]), ("s = L", f["last_den"])) if k]
         rest = (f"it keeps {' and '.join(kept) or 'no boundary value'}, "
-                f"the normaliser has {('L-2', 'L-1', 'L')[len(den)]} terms"
+                f"the normaliser has {_den_count_text(f)} terms"
                 f"{' (extra: ' + ', '.join(den) + ')' if den else ''}, "
-                f"and b1 = {'1/sigma' if var.b1_inv_sigma else '1'}")
-    label = f"--fix {var.name}" if var.name in FIXES else f"variant {var.name}"
-    return f"As written, a{MECHANISM[1:]} Under {label}: {rest}."
+                f"and b1 = {f['b1']}")
+    if not f["interior_like_ih"]:
+        rest += "; its interior summands' keys or values differ from IH's"
+    name = var.name.split(",")[0]
+    label = f"--fix {name}" if name in FIXES else f"variant {name}"
+    aw = _as_written_text(ref)
+    return f"As written, a{aw[1:]} Under {label}: {rest}.{tail}"
 
 
 def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: Variant, m: Any, sigma: Any
@@ -507,7 +620,7 @@ def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: 
         txt += " = IH / sigma (only the value scale b1 = 1/sigma shows here)"
     elif bt:
         ws = ", ".join(f"{float(kv[t]):.4f} on {t}" for t in bt)
-        where = boundary_positions(x, bt, var)
+        where = boundary_positions(x, bt, kvsa_terms(len(x), var, Fraction(sigma)))
         txt += (f" (weight {ws}, which IH gives weight 0: " +
                 (f"the boundary terms {' and '.join(where)})" if where else
                  "not from a boundary term, so the summands themselves differ)"))
