@@ -167,6 +167,80 @@ def learning_coefficients(V: int, T: int, n: int, runs: int, seed: int, lr: floa
             "norm_share_wE_x_r": share_q_left, "norm_share_r_x_wE": share_q_right}
 
 
+#: sequences of the built model that the index probe runs through (the per-token regression
+#: needs a few thousand positions, not all N x T)
+PROBE_SEQUENCES = 256
+
+
+def probe_tolerance(d: int, V: int) -> float:
+    """Four standard errors of the per-token regression coefficient beta = <s, c> / <c, c>
+    of sampled scores s(v) on their targets c(v): the near-orthogonality error of s(v) has
+    variance about (V + 3) |c|_rms^2 / d per token, so beta has standard error
+    sqrt((V + 3) / (d V))."""
+    return 4 * math.sqrt((V + 3) / (d * V))
+
+
+def _beta(scores: torch.Tensor, target: torch.Tensor) -> float:
+    """Regression coefficient (through 0) of scores on target: 1 when each score carries its
+    own row's coefficient, near 0 when the rows are confused (the probe's coefficients
+    correlate weakly under any relabelling)."""
+    return float((scores * target).sum() / (target * target).sum())
+
+
+def _theorem2_probe(con: PrevTokenConstruction, fr: FrozenParts, g: TorchGram, tokens: torch.Tensor, d: int) -> dict:
+    """The index probe of Theorem 2 at scale: Eq. 13 with distinct coefficients
+    (:func:`~verify.constructions.bilinear.legendre_ramp`, same variant), evaluated token by
+    token through the shared construction (the variant's reading) and through the built RPE
+    model (layer-1 score at s = t-1 grouped by the query token z_t, on the first
+    ``PROBE_SEQUENCES`` sequences).  A coefficient, vector or token read at the wrong row
+    drives a regression coefficient beta far from 1; the uniform chi of the data would hide it.
+    """
+    probe = PrevTokenConstruction.index_probe(con.V, con.orientation, pattern="legendre")
+    chi = torch.tensor([float(c) for c in probe.chi], dtype=torch.float64)
+    reading = torch.tensor([probe.displayed_score(v, g) for v in range(1, con.V + 1)], dtype=torch.float64)
+    tok = tokens[:PROBE_SEQUENCES]
+    S = layer1_scores(fr, _dense(probe, g).float(), tok, "rpe").double()
+    prev = torch.diagonal(S[:, 1:, :-1], dim1=1, dim2=2)  # S[n, t, t-1], t = 1..T-1 (0-indexed)
+    tol = probe_tolerance(d, con.V)
+    b_read, b_model = _beta(reading, chi), _beta(prev, chi[tok[:, 1:]])
+    return {"coefficients": "legendre_ramp (Legendre-symbol signs, magnitudes (V + k - 1)/V)",
+            "beta_reading": b_read, "beta_model": b_model, "tolerance": tol, "model_tolerance": 2 * tol,
+            "sequences": int(tok.shape[0]),
+            "ok": abs(b_read - 1) <= tol and abs(b_model - 1) <= 2 * tol}
+
+
+def _eq14_probe(con: InductionKeyConstruction, g: TorchGram, tokens: torch.Tensor, s0: torch.Tensor, d: int) -> dict:
+    """The index probe of Eq. 14 at scale: distinct psi
+    (:func:`~verify.constructions.bilinear.legendre_ramp`); the variant's reading on the
+    diagonal z_s = z_T against psi(z_T), and the built model's score of the induction target
+    grouped by the trigger z_T, each by its regression coefficient beta (1 when every row
+    carries its own psi)."""
+    probe = InductionKeyConstruction.index_probe(con.V, con.orientation, pattern="legendre")
+    psi = torch.tensor([float(p) for p in probe.psi], dtype=torch.float64)
+    diag = torch.tensor([probe.displayed_score(v, v, g) for v in range(1, con.V + 1)], dtype=torch.float64)
+    target = _induction_target_scores(_dense(probe, g), g, tokens, s0)[0]
+    tol = probe_tolerance(d, con.V)
+    b_read, b_model = _beta(diag, psi), _beta(target, psi[tokens[:, -1]])
+    return {"coefficients": "legendre_ramp (Legendre-symbol signs, magnitudes (V + k - 1)/V)",
+            "beta_reading": b_read, "beta_model": b_model, "tolerance": tol, "model_tolerance": 2 * tol,
+            "ok": abs(b_read - 1) <= tol and abs(b_model - 1) <= 2 * tol}
+
+
+def _induction_target_scores(W: torch.Tensor, g: TorchGram, tokens: torch.Tensor, s0: torch.Tensor
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The built model's layer-2 scores h_T^T W^2_K h_s (see :func:`check_eq14`): the score of
+    the induction target s0 + 1 per sequence (N,), and the mean over the other keys (N,)."""
+    hT = g.E[tokens[:, -1]] + g.F[tokens[:, -2]]  # (N, d)
+    q = hT @ W  # rows h_T^T W^2_K
+    A, B = q @ g.E.T, q @ g.F.T  # (N, V): against w_E(k) and Phi_1 w_E(k)
+    sc = torch.gather(A, 1, tokens[:, :-1])  # keys s < T: h_s = w_E(z_s) + Phi_1 w_E(z_{s-1})
+    sc[:, 1:] += torch.gather(B, 1, tokens[:, :-2])
+    rows = torch.arange(tokens.shape[0])
+    target = sc[rows, s0 + 1]
+    others = (sc.sum(1) - target) / (sc.shape[1] - 1)
+    return target, others
+
+
 #: (sequences per step, runs) of the learning estimate: default and --full
 LEARN_DEFAULT, LEARN_FULL = (128, 12), (512, 16)
 
@@ -209,7 +283,8 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     rows = torch.arange(2, T)
     argmax_rate = float((S[:, 2:, :].argmax(-1) == (rows - 1)).double().mean())
     model_ok = abs(model_in_net - mean_chi) <= 2 * tau and model_in_net > 0
-    holds = disp_ok and model_ok
+    probe = _theorem2_probe(con, fr, g, tokens, d)
+    holds = disp_ok and model_ok and probe["ok"]
     prof = _prev_token_profile(fr, W.float(), tokens, "rpe")
     n_step, runs = LEARN_FULL if full else LEARN_DEFAULT
     learn = [learning_coefficients(V, T, n_step, runs, seed)]
@@ -220,6 +295,7 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
         "chi_mean": mean_chi, "tolerance_tau": tau,
         "model_score_mean": sum(model) / V,
         "model_score_in_built_model": model_in_net,
+        "index_probe": probe,
         "prev_token_argmax_rate": argmax_rate,
         "layer1_prev_minus_others_mean": sum(prof) / len(prof),
         "gradient_norm_share_wE_x_r": learn[0]["norm_share_wE_x_r"],
@@ -260,8 +336,13 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
                        + ("sign-consistent; log-log slopes RPE {}, APE {}".format(numbers["loglog_slope_rpe_t>=8"], numbers["loglog_slope_ape_t>=8"])
                           if numbers["loglog_slope_rpe_t>=8"] is not None and numbers["loglog_slope_ape_t>=8"] is not None
                           else f"the profiles change sign across t: sampling noise dominates at N = {N}, so no decay rate is reported"))
+    details.append(f"index probe (distinct chi, {probe['coefficients']}): regression of the reading on chi(v) beta = "
+                   f"{probe['beta_reading']:.3f}, of the built model's score at s = t-1 on chi(z_t) beta = {probe['beta_model']:.3f} "
+                   f"(1 when every token carries its own chi; tolerances {probe['tolerance']:.3g}, {probe['model_tolerance']:.3g})")
     why = ("consistent with the statement" if holds else
-           "the reading misses chi(v)" if not disp_ok else "the model's own previous-token score misses chi(v): the head is broken")
+           "the reading misses chi(v)" if not disp_ok else
+           "the model's own previous-token score misses chi(v): the head is broken" if not model_ok else
+           "with distinct chi the scores do not follow chi token by token (index probe)")
     return Evidence(
         layer="numeric", status="consistent", outcome="holds" if holds else "fails",
         summary=(f"d = {d}, V = {V}: {reading} averages {mean_disp:.4f}, the model's score at s = t-1 averages "
@@ -269,10 +350,13 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
         numbers=numbers,
         tolerance=(f"tau = 4 sqrt((V+3)/(d V)) max|chi| = {tau:.4g} (four standard errors of the Gaussian near-orthogonality "
                    f"error of the mean) for the reading, every score > 0, spread <= 8 sqrt((V+3)/d); 2 tau for the "
-                   "model's score in the built model (adds the w_E(z_t)^T W w_E(z_(t-1)) cross term)"),
+                   "model's score in the built model (adds the w_E(z_t)^T W w_E(z_(t-1)) cross term); index probe: "
+                   f"|beta - 1| <= 4 sqrt((V+3)/(d V)) = {probe['tolerance']:.3g} for the reading, twice that in the built model"),
         engines=engine_versions("torch"), seed=seed, details=details,
         witness=None if holds else {"d": d, "V": V, "displayed_score_mean": round(mean_disp, 6), "chi(v)": mean_chi,
-                                    "model_score_in_built_model": round(model_in_net, 6)},
+                                    "model_score_in_built_model": round(model_in_net, 6),
+                                    "index_probe_beta_reading": round(probe["beta_reading"], 6),
+                                    "index_probe_beta_model": round(probe["beta_model"], 6)},
     )
 
 
@@ -309,18 +393,11 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
     tau = 4 * math.sqrt((V + 3) / (d * V)) * pmax
     disp_ok = abs(float(diag.mean()) - mean_psi) <= tau and abs(float(off.mean())) <= tau and float(diag.min()) > 0
     # the model's own layer-2 score of the induction target, in the built model
-    W = _dense(con, g)
-    hT = g.E[tokens[:, -1]] + g.F[tokens[:, -2]]  # (N, d)
-    q = hT @ W  # rows h_T^T W^2_K
-    A, B = q @ g.E.T, q @ g.F.T  # (N, V): against w_E(k) and Phi_1 w_E(k)
-    sc = torch.gather(A, 1, tokens[:, :-1])  # keys s < T: h_s = w_E(z_s) + Phi_1 w_E(z_{s-1})
-    sc[:, 1:] += torch.gather(B, 1, tokens[:, :-2])
-    rows = torch.arange(tokens.shape[0])
-    target = sc[rows, s0 + 1]
-    others = (sc.sum(1) - target) / (sc.shape[1] - 1)
+    target, others = _induction_target_scores(_dense(con, g), g, tokens, s0)
     model_in_net = float(target.mean())
     model_ok = abs(model_in_net - mean_psi) <= 2 * tau
-    holds = disp_ok and model_ok
+    probe = _eq14_probe(con, g, tokens, s0, d)
+    holds = disp_ok and model_ok and probe["ok"]
     numbers = {
         "d": d, "V": V, "N_sequences": N, "T": T,
         "displayed_score": float(diag.mean()), "model_score": model_in_net,
@@ -329,6 +406,7 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
         "model_diag_mean": float(torch.diagonal(M).mean()),
         "model_score_in_built_model": model_in_net,
         "model_score_other_keys_mean": float(others.mean()),
+        "index_probe": probe,
     }
     if full:
         _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
@@ -348,17 +426,27 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
         details.append(f"one-step gradient of W^2_K (Gaussian model, one batch for all steps): fitted psi(k) mean "
                        f"{numbers['gradient_psi_hat_mean']:.3g} (std over k {numbers['gradient_psi_hat_std']:.3g}), transposed fit "
                        f"mean {numbers['gradient_transposed_psi_hat_mean']:.3g}; single-batch estimates carry an O(1/N) bias")
+    details.append(f"index probe (distinct psi, {probe['coefficients']}): regression of the reading at s = T on psi(T) "
+                   f"beta = {probe['beta_reading']:.3f}, of the built model's induction-target score on psi(z_T) beta = "
+                   f"{probe['beta_model']:.3f} (1 when every token carries its own psi; tolerances {probe['tolerance']:.3g}, "
+                   f"{probe['model_tolerance']:.3g})")
     why = ("consistent with the statement" if holds else
-           "the reading misses psi(T)[s = T]" if not disp_ok else "the model's own induction score misses psi: the head is broken")
+           "the reading misses psi(T)[s = T]" if not disp_ok else
+           "the model's own induction score misses psi: the head is broken" if not model_ok else
+           "with distinct psi the scores do not follow psi token by token (index probe)")
     return Evidence(
         layer="numeric", status="consistent", outcome="holds" if holds else "fails",
         summary=(f"d = {d}, V = {V}: {reading} averages {numbers['displayed_diag_mean']:.4f} at s = T, the model's "
                  f"layer-2 score of the induction target averages {model_in_net:.4f}, against psi = {mean_psi:.4g} "
                  f"(tolerances {tau:.3g}, {2 * tau:.3g}); {why}"),
-        numbers=numbers, tolerance=f"tau = 4 sqrt((V+3)/(d V)) max|psi| = {tau:.4g}; every s = T score > 0; 2 tau for the model's score",
+        numbers=numbers, tolerance=(f"tau = 4 sqrt((V+3)/(d V)) max|psi| = {tau:.4g}; every s = T score > 0; 2 tau for the "
+                                    f"model's score; index probe: |beta - 1| <= 4 sqrt((V+3)/(d V)) = {probe['tolerance']:.3g} "
+                                    f"for the reading, twice that for the built model"),
         engines=engine_versions("torch"), seed=seed, details=details,
         witness=None if holds else {"d": d, "V": V, "displayed_score_mean_at_s=T": round(float(diag.mean()), 6),
-                                    "psi": mean_psi, "model_score_in_built_model": round(model_in_net, 6)},
+                                    "psi": mean_psi, "model_score_in_built_model": round(model_in_net, 6),
+                                    "index_probe_beta_reading": round(probe["beta_reading"], 6),
+                                    "index_probe_beta_model": round(probe["beta_model"], 6)},
     )
 
 

@@ -18,11 +18,19 @@ Obligations, for each token (pair) and the given eps:
                reading and for the model's own score (query^T W_K key); A = REL_TOL * scale
                is fixed up front and independent of every construction's bound;
                SAT gives a witness family, re-checked in fractions.Fraction and PSD;
+  (probe)      the (statement) obligations again, token by token (pair by pair), for the
+               index probe with coefficients (1, -2, 3): distinct, so that a coefficient,
+               target or vector read at the wrong row leaves the allowance (the uniform
+               coefficients of the data hide such faults); run once per sweep;
   (separation) eps* the root of S_0,aw + B_aw(eps) = S_0,tr - B_tr(eps) (exact, sympy:
                below it the triangle bounds separate the two scores); UNSAT of
                S_as-written >= S_transposed at the given eps < eps* (the eps-families shrink
                with eps, so this covers every smaller eps); SAT at eps* when it is rational
-               (the threshold is tight for the relaxation).
+               (the threshold is tight for the relaxation; the SAT model is evaluated exactly).
+
+Every UNSAT must be confirmed a second way (a Farkas certificate, with degree-2 product rows
+where the encoding has products, re-checked without a solver; or cvc5 answering UNSAT):
+an UNSAT from z3 alone leaves the layer inconclusive, never proved.
 """
 
 from __future__ import annotations
@@ -34,11 +42,14 @@ import sympy as sp
 import z3
 
 from verify.constructions.bilinear import (
+    R_PREV,
     InductionKeyConstruction,
     OuterSum,
     PrevTokenConstruction,
     Vec,
+    phi_wE,
     show,
+    wE,
 )
 from verify.evidence import Evidence, engine_versions
 from verify.solver.common import ObligationResult, check, rval, solver_summary
@@ -133,10 +144,13 @@ def _check_rows(
     family: Sequence[Vec],
     eps: Fraction,
     timeout_ms: int,
-) -> tuple[list[ObligationResult], dict | None, list[str]]:
+    self_check: bool = True,
+) -> tuple[list[ObligationResult], dict | None, list[str], list[str]]:
     """Run (bound) and (statement) obligations for each row.
 
     rows: (label, score(gram), target, B(eps), A(eps)).
+    self_check: run the (bound) encoding self-check (once per score function: not on rows
+        labelled 'model score', nor on the index probe, whose score functions are the main rows').
     Returns (results, first witness or None, problems, notes on vacuous allowances).
     """
     results: list[ObligationResult] = []
@@ -157,7 +171,7 @@ def _check_rows(
             b = _z3_of(B, ctx, g.eps)
             return g.constraints + [z3.Or(S - rval(ctx, s0) > b, rval(ctx, s0) - S > b)]
 
-        if not label.endswith("model score"):  # the encoding self-check once per score function
+        if self_check and not label.endswith("model score"):  # the encoding self-check once per score function
             r1 = check(f"|S - S_0| > B(eps) at {label}", bound, timeout_ms)
             results.append(r1)
             if r1.answer == "sat":
@@ -221,11 +235,23 @@ def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms) -> tu
 
         out.append(check(f"S_as-written >= S_transposed at eps = {eps} (covers every eps <= {eps})", sep, timeout_ms))
     if thr.is_Rational:
+        thr_q = Fraction(int(thr.p), int(thr.q))
+
         def tight(ctx: z3.Context):
-            g = Z3Gram(ctx, rval(ctx, Fraction(int(thr.p), int(thr.q))))
+            g = Z3Gram(ctx, rval(ctx, thr_q))
             return g.constraints + [score_aw(g) >= score_tr(g)]
 
-        out.append(check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms))
+        # a SAT answer is decided by evaluating its model exactly (no second solver needed:
+        # cvc5 can take seconds on this nonlinear system and would only repeat the answer)
+        res = check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms, second_opinion="never")
+        if res.answer == "sat":
+            mg = ModelGram(res.model)
+            inside = all(abs(x) <= thr_q for x in res.model.values()) and not res.reason
+            if inside and score_aw(mg) >= score_tr(mg):
+                res.second_reason = "not run: the SAT model re-checked exactly in fractions.Fraction"
+            else:
+                res.answer, res.reason = "unknown", "the SAT model did not re-check exactly in fractions.Fraction"
+        out.append(res)
     return thr, out
 
 
@@ -261,6 +287,11 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
         return Evidence(status="error", summary="separation below the threshold was not UNSAT (encoding bug)", **base)
     if witness is not None:
         return Evidence(status="refuted", summary=summary_fail(witness), witness=witness, **base)
+    neither = numbers["second_way"]["neither"]
+    if neither:  # an UNSAT with no re-checked certificate and no cvc5 agreement: z3 alone is not a proof
+        return Evidence(status="inconclusive", summary=(
+            f"UNSAT from z3 only on {len(neither)} obligation(s): no Farkas certificate re-checked without a solver "
+            f"and no UNSAT from cvc5, e.g. {neither[0]!r}"), **base)
     return Evidence(status="proved", summary=summary_ok, **base)
 
 
@@ -277,6 +308,78 @@ def _exact_refutation(summary: str, witness: dict) -> Evidence:
                     summary=summary + " (decided in exact arithmetic; no solver call)")
 
 
+#: vocabulary size of the index probe (coefficients (1, -2, 3): any two differ by more than
+#: half the largest, so a row confused with another leaves its allowance)
+PROBE_V = 3
+
+
+def _probe(rows, family: Sequence[Vec], eps: Fraction, timeout_ms: int, coeffs: Sequence[Fraction]
+           ) -> tuple[list[ObligationResult], dict | None, dict]:
+    """The (statement) obligations of the index probe (distinct coefficients, every token or
+    pair): a coefficient, target or vector read at the wrong row moves a score by at least 2
+    (the probe values differ pairwise by >= 2), beyond its allowance A = REL_TOL * |target|
+    (REL_TOL * min|c| on a zero target), fixed up front from the probe's values.
+
+    Run only where the probe's own triangle bounds keep every honest row inside its allowance
+    and sign at this eps (exact check, so a SAT can only come from a wrong row); otherwise
+    skipped with a note.  Returns (results, first witness or None, numbers)."""
+    info = {"coefficients": [str(c) for c in coeffs], "rows": len(rows)}
+    for label, _score, target, B, A in rows:
+        b = B.subs(EPS, _sym(eps))
+        room = min(A, abs(_sym(target))) if target != 0 else A
+        if b >= room:
+            info["skipped"] = (f"at eps = {eps} the probe's triangle bound at {label} is {b} >= {room}: an honest "
+                               "construction could leave its allowance, so the probe would not isolate index faults")
+            return [], None, info
+    results, witness, _problems, _vacuous = _check_rows(rows, family, eps, timeout_ms, self_check=False)
+    info["answers"] = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    return results, witness, info
+
+
+def _probe_allowance(target: Fraction, coeffs: Sequence[Fraction]) -> sp.Expr:
+    half = sp.Rational(REL_TOL.numerator, REL_TOL.denominator)
+    return half * (abs(_sym(target)) if target != 0 else min(abs(_sym(c)) for c in coeffs))
+
+
+def _theorem2_probe(orientation: str, eps: Fraction, timeout_ms: int) -> tuple[list[ObligationResult], dict | None, dict]:
+    """Theorem 2's per-token obligations for :meth:`PrevTokenConstruction.index_probe` at V = PROBE_V."""
+    probe = PrevTokenConstruction.index_probe(PROBE_V, orientation)
+    rows = []
+    for v in range(1, probe.V + 1):
+        t = probe.target(v)
+        A = _probe_allowance(t, probe.chi)
+        left, right = ((wE(v), R_PREV) if orientation == "read-score" else (R_PREV, wE(v)))
+        rows.append((f"index probe chi = {_tuple_txt(probe.chi)}, v = {v}, reading",
+                     lambda g, v=v: probe.displayed_score(v, g), t, triangle_bound(left, probe.W, right), A))
+        if orientation != "read-score":
+            rows.append((f"index probe chi = {_tuple_txt(probe.chi)}, v = {v}, model score",
+                         lambda g, v=v: probe.model_score(v, g), t, triangle_bound(wE(v), probe.W, R_PREV), A))
+    return _probe(rows, probe.family(), eps, timeout_ms, probe.chi)
+
+
+def _eq14_probe(orientation: str, eps: Fraction, timeout_ms: int) -> tuple[list[ObligationResult], dict | None, dict]:
+    """Eq. 14's per-pair obligations for :meth:`InductionKeyConstruction.index_probe` at V = PROBE_V."""
+    probe = InductionKeyConstruction.index_probe(PROBE_V, orientation)
+    rows = []
+    for T in range(1, probe.V + 1):
+        for s_ in range(1, probe.V + 1):
+            t = probe.target(s_, T)
+            A = _probe_allowance(t, probe.psi)
+            left, right = ((wE(T), phi_wE(s_)) if orientation == "read-score" else (phi_wE(s_), wE(T)))
+            rows.append((f"index probe psi = {_tuple_txt(probe.psi)}, z_s = {s_}, z_T = {T}, reading",
+                         lambda g, s_=s_, T=T: probe.displayed_score(s_, T, g), t,
+                         triangle_bound(left, probe.W, right), A))
+            if orientation != "read-score":
+                rows.append((f"index probe psi = {_tuple_txt(probe.psi)}, z_s = {s_}, z_T = {T}, model score",
+                             lambda g, s_=s_, T=T: probe.model_score(s_, T, g), t,
+                             triangle_bound(wE(T), probe.W, phi_wE(s_)), A))
+    return _probe(rows, probe.family(), eps, timeout_ms, probe.psi)
+
+
+def _tuple_txt(xs: Sequence[Fraction]) -> str:
+    return "(" + ", ".join(str(x) for x in xs) + ")"
+
+
 def _score_numbers(rows, eps: Fraction) -> dict:
     """``displayed_score`` / ``model_score`` for the first row of each kind: the orthonormal
     value and the triangle bound of its deviation over eps-families."""
@@ -290,7 +393,8 @@ def _score_numbers(rows, eps: Fraction) -> dict:
     return out
 
 
-def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 20_000) -> Evidence:
+def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 20_000,
+                   index_probe: bool = True) -> Evidence:
     """Bounded check of ws24 Theorem 2 for every eps-family at the construction's V.
 
     Statement: for every v, both the variant's reading of the association (r_{-1}^T W^1_K
@@ -302,10 +406,14 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         con: construction (V, chi, orientation); V up to about 8 is quick.
         eps: the near-orthogonality bound (exact rational, 0 <= eps < 1).
         timeout_ms: per-obligation budget.
+        index_probe: also run the per-token obligations of the index probe chi = (1, -2, 3)
+            (distinct coefficients, same variant; see :func:`_probe`), where a row read at the
+            wrong index leaves its allowance; the uniform chi of the data would hide it.
 
     Returns:
-        ``proved`` (all obligations UNSAT), ``refuted`` (witness family re-checked
-        exactly and PSD), ``inconclusive`` (some unknown) or ``error``.
+        ``proved`` (all obligations UNSAT, each confirmed a second way), ``refuted``
+        (witness family re-checked exactly and PSD), ``inconclusive`` (some unknown, or an
+        UNSAT from z3 alone) or ``error``.
     """
     aw = PrevTokenConstruction(con.V, con.chi, "as-written")
     tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score")
@@ -337,6 +445,11 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
             rows.append((f"v = {v}, model score", lambda g, v=v: con.model_score(v, g), con.target(v),
                          triangle_bound(("w_E", v), con.W, ("r", -1)), A, "model_score"))
     results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
+    probe_info = None
+    if index_probe:
+        p_results, p_witness, probe_info = _theorem2_probe(con.orientation, eps, timeout_ms)
+        results += p_results
+        witness = witness or p_witness
     B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
     B_tr = triangle_bound(*((("w_E", 1), tr.W, ("r", -1)) if tr.orientation == "read-score" else (("r", -1), tr.W, ("w_E", 1))))
     thr, sep = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr, eps, timeout_ms)
@@ -344,6 +457,8 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
              "bound_repaired_reading": f"{'w_E(v)^T W r' if tr.orientation == 'read-score' else 'r^T W^T-form w_E(v)'} >= chi(v) - ({B_tr})",
              "allowance_A": f"{A} = {REL_TOL} * max|chi| (fixed up front, independent of the construction)",
              "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
+    if probe_info is not None:
+        extra["index_probe"] = probe_info
     return _evidence(
         "theorem2", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation, no PSD needed for UNSAT)",
@@ -371,14 +486,16 @@ def representative_pairs(con: InductionKeyConstruction) -> list[tuple[int, int]]
 
 
 def check_theorem2_upto(make, Vmax: int, eps: Fraction, timeout_ms: int = 20_000) -> Evidence:
-    """:func:`check_theorem2` for every V = 1..Vmax (``make(V)`` builds the construction);
-    the worst status wins (error > inconclusive > refuted > proved)."""
-    return _sweep([check_theorem2(make(V), eps, timeout_ms) for V in range(1, Vmax + 1)], Vmax)
+    """:func:`check_theorem2` for every V = 1..Vmax (``make(V)`` builds the construction),
+    the index probe once (with V = Vmax); the worst status wins (error > inconclusive >
+    refuted > proved)."""
+    return _sweep([check_theorem2(make(V), eps, timeout_ms, index_probe=V == Vmax) for V in range(1, Vmax + 1)], Vmax)
 
 
 def check_eq14_upto(make, Vmax: int, eps: Fraction, timeout_ms: int = 20_000) -> Evidence:
-    """:func:`check_eq14` for every V = 1..Vmax; the worst status wins."""
-    return _sweep([check_eq14(make(V), eps, timeout_ms) for V in range(1, Vmax + 1)], Vmax)
+    """:func:`check_eq14` for every V = 1..Vmax, the index probe once (with V = Vmax); the
+    worst status wins."""
+    return _sweep([check_eq14(make(V), eps, timeout_ms, index_probe=V == Vmax) for V in range(1, Vmax + 1)], Vmax)
 
 
 def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
@@ -390,6 +507,9 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
                                           "threshold": e.numbers.get("separation_threshold_eps")}
                              for i, e in enumerate(evs)}
     pick.numbers["solver_seconds"] = round(sum(e.numbers.get("solver_seconds", 0) for e in evs), 3)
+    probe = next((e.numbers["index_probe"] for e in evs if "index_probe" in e.numbers), None)
+    if probe is not None:
+        pick.numbers["index_probe"] = probe
     # every V's obligations (and their certificates) are evidence, not just the headline V's
     obligations = []
     for i, e in enumerate(evs):
@@ -412,7 +532,7 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
 
 
 def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 20_000,
-               pairs: Sequence[tuple[int, int]] | None = None) -> Evidence:
+               pairs: Sequence[tuple[int, int]] | None = None, index_probe: bool = True) -> Evidence:
     """Bounded check of ws24 Eq. 14: the variant's reading of the score and the model's own
     score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) both within A = REL_TOL * max|psi| of
     psi(z_T)[z_s = z_T] (with psi's sign at z_s = z_T), for every eps-family.
@@ -422,6 +542,8 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
         eps: near-orthogonality bound.
         timeout_ms: per-obligation budget.
         pairs: (z_s, z_T) token pairs to check (default: :func:`representative_pairs`).
+        index_probe: also run the per-pair obligations of the index probe psi = (1, -2, 3)
+            (every pair; see :func:`_probe`).
     """
     aw = InductionKeyConstruction(con.V, con.psi, "as-written")
     tr = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "transposed" else "read-score")
@@ -441,6 +563,11 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
             rows.append((f"z_s = {s_}, z_T = {T}, model score", lambda g, s_=s_, T=T: con.model_score(s_, T, g),
                          con.target(s_, T), triangle_bound(("w_E", T), con.W, ("Phi_1 w_E", s_)), A, "model_score"))
     results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
+    probe_info = None
+    if index_probe:
+        p_results, p_witness, probe_info = _eq14_probe(con.orientation, eps, timeout_ms)
+        results += p_results
+        witness = witness or p_witness
     B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
     B_tr = (triangle_bound(("w_E", 1), tr.W, ("Phi_1 w_E", 1)) if tr.orientation == "read-score"
             else triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1)))
@@ -449,6 +576,8 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
              "bound_repaired_reading": f">= psi(T) - ({B_tr}) at s = T",
              "allowance_A": f"{A} = {REL_TOL} * max|psi| (fixed up front, independent of the construction)",
              "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
+    if probe_info is not None:
+        extra["index_probe"] = probe_info
     return _evidence(
         "eq14", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, {len(pairs)} token pairs, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation)",

@@ -153,7 +153,11 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
     (b) the model's own previous-token score w_E(v)^T W^1_K r_{-1} (query^T W_K key, the
         convention of the base model) equals chi(v): the head still attends to t - 1;
     (c) the model's layer-1 score at (t, t - 1), built for a symbolic position t through the
-        RPE key w_E(z_s) + r_{s-t}, has no t in it and equals chi(v).
+        RPE key w_E(z_s) + r_{s-t}, has no t in it and equals chi(v);
+    (d) (a)-(c) token by token for the index probe chi(k) = (-1)^(k+1) k (distinct, so a
+        coefficient, target or vector read at the wrong row changes a compared value; the
+        uniform data's constant chi would hide it).  'Equal for every v' is a property of the
+        data's chi and is checked on ``con`` only.
 
     Args:
         con: the construction (V, chi, orientation).
@@ -237,10 +241,63 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
                      "score_at_t": {str(k): str(x) for k, x in vals.items()}, "chi(v)": str(con.target(1)),
                      "rechecked_in": "sympy substitution at t = 2..5"},
             details=details, **base)
+    # (d) the same identities with distinct coefficients: a wrong row must change a number
+    probe = _theorem2_probe(con, gram, frac_gram, base, details)
+    if probe is not None:
+        return probe
     return Evidence(status="proved", summary=(
         f"{reading} = w_E(v)^T W^1_K r_{{-1}} = chi(v) exactly (orthonormal family), for every V; all {con.V} "
-        f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {profile} for symbolic t"),
+        f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {profile} for symbolic t; "
+        f"with distinct coefficients chi(k) = (-1)^(k+1) k the same identities hold token by token"),
         details=details, **base)
+
+
+_LABEL = {"displayed_score": "variant's reading", "model_score": "model's own score",
+          "layer1_score_at_(t,t-1)": "layer-1 score at (t, t-1)"}
+
+
+def _probe_size(V: int) -> int:
+    return max(V, 3)
+
+
+def _theorem2_probe(con: PrevTokenConstruction, gram, frac_gram, base: dict, details: list[str]) -> Evidence | None:
+    """Clause (d): the per-token identities (a)-(c) for the index probe chi(k) = (-1)^(k+1) k
+    (distinct coefficients, same variant, V = max(con.V, 3)), where a coefficient, target or
+    vector looked up at the wrong row changes the compared value.  The layer-1 score at
+    (t, t-1) is built for every query token v with a different key token z_(t-1) = v + 1
+    (cyclically), so a query/key token swap is seen too.  Returns the refutation, or None."""
+    probe = PrevTokenConstruction.index_probe(_probe_size(con.V), con.orientation)
+    t = sp.Symbol("t", integer=True)
+    chi_txt = "chi(k) = (-1)^(k+1) k"
+    base["numbers"]["index_probe"] = {"chi": [str(c) for c in probe.chi], "V": probe.V}
+    details.append(f"index probe ({chi_txt}, V = {probe.V}): the reading, the model's score and the layer-1 score at "
+                   "(t, t-1) compared with chi(v) token by token")
+    for v in range(1, probe.V + 1):
+        want = _sym_rat(probe.target(v))
+        u = v % probe.V + 1
+        checks = (("the association equals chi(v)", "displayed_score", lambda: probe.displayed_score(v, gram),
+                   lambda: probe.displayed_score(v, frac_gram)),
+                  ("the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "model_score",
+                   lambda: probe.model_score(v, gram), lambda: probe.model_score(v, frac_gram)),
+                  ("the layer-1 score at (t, t-1) equals chi(z_t)", "layer1_score_at_(t,t-1)",
+                   lambda: position_profile(probe, v, u, gram), None))
+        for clause, key, score, exact in checks:
+            got = sp.simplify(sp.sympify(score()))
+            if t in got.free_symbols or sp.simplify(got - want) != 0:
+                witness = {"clause": f"{clause} (index probe, {chi_txt})", "v": v, "chi(v)": str(want),
+                           key: str(exact() if exact is not None else got), "probe_chi": [str(c) for c in probe.chi],
+                           "rechecked_in": "fractions.Fraction" if exact is not None else "sympy"}
+                if exact is None:
+                    witness["z_(t-1)"] = u
+                return Evidence(status="refuted", summary=(
+                    f"with distinct coefficients {chi_txt} (V = {probe.V}) the {_LABEL[key]} at v = {v} is "
+                    f"{got} where chi({v}) = {want}: the identity does not hold token by token"),
+                    witness=witness, details=details, **base)
+    return None
+
+
+READING_CLAUSE = "the variant's reading equals psi(z_T)[z_s = z_T]"
+MODEL_CLAUSE = "the model's score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) equals psi(z_T)[z_s = z_T]"
 
 
 def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None = None) -> Evidence:
@@ -249,7 +306,8 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     Statement checked: the variant's reading of the score ((Phi_1 w_E(z_s))^T W^2_K w_E(z_T),
     or w_E(z_T)^T W^2_K Phi_1 w_E(z_s) for ``read-score``) equals psi(z_T) [z_s = z_T] with
     psi(v) != 0, and so does the model's own layer-2 score w_E(z_T)^T W^2_K Phi_1 w_E(z_s)
-    (query^T W_K key), for all tokens z_s, z_T.
+    (query^T W_K key), for all tokens z_s, z_T; then the same for every pair with the index
+    probe psi(k) = (-1)^(k+1) k (distinct coefficients: a wrong row changes a compared value).
 
     Returns:
         ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction); numbers
@@ -292,7 +350,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
         return Evidence(status="refuted", summary=(
             f"{reading} at s = T = {T}: closed form {general['s = T']}; the score is {got} "
             f"where the statement needs psi({T})[s = T] = {want if want != 0 else 'psi(T) != 0'}"),
-            witness={"clause": "the variant's reading equals psi(z_T)[z_s = z_T]", "z_s": s, "z_T": T,
+            witness={"clause": READING_CLAUSE, "z_s": s, "z_T": T,
                      "displayed_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
                      "rechecked_in": "fractions.Fraction"}, **base)
     bad = _first_violation(mrows, recheck=lambda st: con.model_score(st[0], st[1], frac_gram))
@@ -303,11 +361,30 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
         return Evidence(status="refuted", summary=(
             f"the variant's reading gives psi(T)[s = T], but the model's own score w_E(T)^T W^2_K Phi_1 w_E(s) at "
             f"s = T = {T} is {got} (closed form {gmodel['s = T']}) where the induction head needs psi({T}) = {want}"),
-            witness={"clause": "the model's score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) equals psi(z_T)[z_s = z_T]",
+            witness={"clause": MODEL_CLAUSE,
                      "z_s": s, "z_T": T, "model_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
                      "rechecked_in": "fractions.Fraction"}, **base)
+    # the same identities with distinct coefficients, so that a wrong row changes a number
+    probe = InductionKeyConstruction.index_probe(_probe_size(con.V), con.orientation)
+    base["numbers"]["index_probe"] = {"psi": [str(p) for p in probe.psi], "V": probe.V}
+    base["details"] = details + [f"index probe (psi(k) = (-1)^(k+1) k, V = {probe.V}): the reading and the model's score "
+                                 "compared with psi(z_T)[z_s = z_T] for every pair"]
+    for kind, fn in (("displayed_score", probe.displayed_score), ("model_score", probe.model_score)):
+        prow = [((s_, T_), sp.sympify(fn(s_, T_, gram)), probe.target(s_, T_))
+                for T_ in range(1, probe.V + 1) for s_ in range(1, probe.V + 1)]
+        bad = _first_violation(prow, recheck=lambda st, fn=fn: fn(st[0], st[1], frac_gram))
+        if bad is not None:
+            (s, T), got, want, exact = bad
+            return Evidence(status="refuted", summary=(
+                f"with distinct coefficients psi(k) = (-1)^(k+1) k (V = {probe.V}) the {_LABEL[kind]} at "
+                f"z_s = {s}, z_T = {T} is {got} where psi({T})[z_s = z_T] = {want}: the identity does not hold pair by pair"),
+                witness={"clause": (READING_CLAUSE if kind == "displayed_score" else MODEL_CLAUSE)
+                                   + " (index probe, psi(k) = (-1)^(k+1) k)",
+                         "z_s": s, "z_T": T, kind: str(exact), "psi(z_T)[z_s = z_T]": str(want),
+                         "probe_psi": [str(p) for p in probe.psi], "rechecked_in": "fractions.Fraction"}, **base)
     return Evidence(status="proved", summary=(
-        f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V"), **base)
+        f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V; "
+        f"with distinct coefficients psi(k) = (-1)^(k+1) k the same identity holds pair by pair"), **base)
 
 
 def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[Any], Fraction]):

@@ -49,6 +49,23 @@ def matrix_orientation(orientation: str) -> str:
 Vec = tuple  # (kind: str, index)
 
 
+def alternating_ramp(V: int) -> tuple[Fraction, ...]:
+    """The index-probe coefficients c(k) = (-1)^(k+1) k, k = 1..V: (1, -2, 3, -4, ...).
+
+    Uniform coefficients hide index bugs: with c constant, reading row k as row k' (a wrong
+    offset, an off-by-one, a swapped query and key token) changes no number.  These are
+    distinct and nonzero, so every such confusion changes an exact value; at V = 3 any two
+    of them differ by more than half the largest (|c(i) - c(j)| >= 2 > 3/2), so the
+    confusion also leaves a solver allowance of REL_TOL * max|c| = 3/2.
+
+    Raises:
+        ValueError: V < 1.
+    """
+    if V < 1:
+        raise ValueError(f"V must be >= 1, got {V}")
+    return tuple(Fraction((-1) ** (k + 1) * k) for k in range(1, V + 1))
+
+
 def wE(k: Any) -> Vec:
     """The input embedding w_E(k) (token k, 1-indexed)."""
     return ("w_E", k)
@@ -68,6 +85,36 @@ def show(x: Vec) -> str:
     if kind == "r":
         return f"r_{{{idx}}}"
     return f"{kind}({idx})"
+
+
+def legendre_ramp(V: int) -> tuple[Fraction, ...]:
+    """Index-probe coefficients for noisy layers: c(k) = L(k) (V + k - 1) / V, k = 1..V.
+
+    L(k) is the Legendre symbol (k | p) for the smallest prime p > V with p = 3 (mod 4), a
+    sign sequence with small autocorrelation at every lag; the magnitudes (1 to 2 - 1/V) are
+    distinct.  So the coefficients read through any shift or other relabelling of the
+    tokens correlate weakly with the true ones (their regression coefficient on c is far
+    from 1), which a sampled layer can see through its noise, where the alternating ramp's
+    lag-2 shift would not be seen.
+
+    Raises:
+        ValueError: V < 1.
+    """
+    if V < 1:
+        raise ValueError(f"V must be >= 1, got {V}")
+    p = V + 1
+    while p % 4 != 3 or any(p % q == 0 for q in range(2, int(p ** 0.5) + 1)):
+        p += 1
+    return tuple(Fraction(1 if pow(k, (p - 1) // 2, p) == 1 else -1) * Fraction(V + k - 1, V)
+                 for k in range(1, V + 1))
+
+
+def _ramp(V: int, pattern: str) -> tuple[Fraction, ...]:
+    if pattern == "alternating":
+        return alternating_ramp(V)
+    if pattern == "legendre":
+        return legendre_ramp(V)
+    raise ValueError(f"pattern must be 'alternating' or 'legendre', got {pattern!r}")
 
 
 @dataclass(frozen=True)
@@ -151,6 +198,17 @@ class PrevTokenConstruction:
     def uniform(cls, V: int, orientation: str = "as-written", chi: Fraction = Fraction(1)) -> "PrevTokenConstruction":
         """chi(k) = chi for every k (the symmetric Appendix C.2 data)."""
         return cls(V=V, chi=tuple(Fraction(chi) for _ in range(V)), orientation=orientation)
+
+    @classmethod
+    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating") -> "PrevTokenConstruction":
+        """Eq. 13 with distinct coefficients: chi(k) = (-1)^(k+1) k (:func:`alternating_ramp`,
+        the exact layers) or, with ``pattern="legendre"``, :func:`legendre_ramp` (sampled layers).
+
+        Not the uniform data's chi (whose constancy gives the statement's 'equal for every v'):
+        the layers use it to check the per-token identity 'association = chi(v)', which Eq. 13
+        gives for any chi, in a configuration where a wrong row changes the number compared.
+        """
+        return cls(V=V, chi=_ramp(V, pattern), orientation=orientation)
 
     @staticmethod
     def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
@@ -240,7 +298,16 @@ class InductionKeyConstruction:
 
     @classmethod
     def uniform(cls, V: int, orientation: str = "as-written", psi: Fraction = Fraction(1)) -> "InductionKeyConstruction":
+        """psi(k) = psi for every k (the symmetric Appendix C.2 data)."""
         return cls(V=V, psi=tuple(Fraction(psi) for _ in range(V)), orientation=orientation)
+
+    @classmethod
+    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating") -> "InductionKeyConstruction":
+        """Eq. 14 with distinct coefficients psi(k) = (-1)^(k+1) k (:func:`alternating_ramp`;
+        ``pattern="legendre"``: :func:`legendre_ramp`),
+        so that a wrong row (a coefficient, a target or a vector looked up at the wrong index)
+        changes a compared number."""
+        return cls(V=V, psi=_ramp(V, pattern), orientation=orientation)
 
     @staticmethod
     def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
