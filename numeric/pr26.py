@@ -22,10 +22,14 @@ Protocol (the engine other claims reuse):
 * transfer: keep the parameter, evaluate P_L(W) = Phi_L W Phi_L^T (or k(i - j)) in
   row chunks (memory O(chunk x L), so large L is possible).
 * strict masked argmax: row i passes iff logit(i, t) > max_{j <= i, j != t} logit(i, j)
-  (margin > 0); an exact tie fails.  Rows with |margin| <= TIE_TOL * scale are
-  re-decided in exact rational arithmetic (the float64 parameter taken as exact
-  rationals) when the family's features are rational; for trigonometric families the
-  float64 margin decides (stated in the result).
+  (margin > 0, the shared rule ``pe.attends``); an exact tie fails.  The statement is
+  about the head as given (the float64 parameter taken as the exact number it is), so
+  float64 decides only where it is certain: every logit carries a stated rounding bound E
+  (:func:`logit_error_bound`), and a row whose float margin is within 4 E of 0 is
+  re-decided outside float64, in exact rationals (rational families) or in mpmath
+  interval arithmetic at 30 digits (trigonometric families: an interval that still
+  contains 0 is a tie to that resolution and fails).  Likewise "another key ties the
+  target" is decided exactly (or by intervals), never by float equality alone.
 * alpha_L: fraction of new query rows i in [L0, L) that pass.
 """
 
@@ -37,6 +41,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task, exact_row_margin
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
@@ -71,7 +76,13 @@ SELECTIONS = ("ce", "min-norm")
 DUAL_BOUND = 1e8
 STEPS = 400
 WEIGHT_DECAY = 1e-4
-TIE_TOL = 1e-12
+#: float64 unit roundoff (the rounding bound of :func:`logit_error_bound` is in units of it)
+UNIT_ROUNDOFF = 2.0 ** -53
+#: near-tie rows re-decided outside float64 per evaluation; beyond it a near-tie row is counted as
+#: unresolved and fails (a row passes only when its margin is certified positive)
+MAX_RECHECK_ROWS = 4096
+#: digits of the mpmath interval re-check of trigonometric families
+INTERVAL_DPS = 30
 DTYPE = torch.float64
 
 
@@ -201,7 +212,7 @@ def constraint_matrix(family: Family, task: Task, L0: int, seed: int = 0) -> tor
     feats = feature_matrix(family, L0, L0, seed)
     out = []
     for i in rows:
-        t = int(task.target(i, L0))
+        t = pe.target_in_window(task, i, L0)
         js = torch.tensor([j for j in range(i + 1) if j != t], dtype=torch.long)
         if len(js) == 0:
             continue
@@ -288,7 +299,7 @@ def _ce_loss(family: Family, task: Task, L0: int, param: torch.Tensor, seed: int
     rows = list(task.rows(L0))
     feats = feature_matrix(family, L0, L0, seed)
     P = full_logits(family, param, feats, L0)[torch.tensor(rows)]
-    tgt = torch.tensor([int(task.target(i, L0)) for i in rows])
+    tgt = torch.tensor([pe.target_in_window(task, i, L0) for i in rows])
     return float(torch.nn.functional.cross_entropy(P, tgt))
 
 
@@ -312,7 +323,7 @@ def _fit(family: Family, task: Task, L0: int, seed: int, steps: int, lr: float,
     g = torch.Generator().manual_seed(int(seed))
     param = (torch.randn(family.param_shape(L0), generator=g, dtype=DTYPE) * init_std).requires_grad_(True)
     ridx = torch.tensor(rows)
-    tgt = torch.tensor([int(task.target(i, L0)) for i in rows])
+    tgt = torch.tensor([pe.target_in_window(task, i, L0) for i in rows])
     # Adam written out (identical to torch.optim.Adam with L2 weight_decay, eps = 1e-8);
     # avoids torch.optim's first-call import cost (~7 s) and keeps the update explicit.
     b1, b2, eps = 0.9, 0.999, 1e-8
@@ -349,7 +360,8 @@ def _fit(family: Family, task: Task, L0: int, seed: int, steps: int, lr: float,
 
 @dataclass
 class RowEval:
-    """Per-row results on rows[]: margin (float64), argmax (first maximiser), pass flags."""
+    """Per-row results on rows[]: margin (float64; the re-decided value on re-checked rows),
+    argmax (first maximiser), pass flags, and how the near ties were decided."""
 
     rows: torch.Tensor
     margin: torch.Tensor
@@ -357,19 +369,153 @@ class RowEval:
     passed: torch.Tensor
     exact_rechecked: int = 0
     target_tied: torch.Tensor | None = None  # bool: another key has exactly the target's logit
+    interval_rechecked: int = 0  # near-tie rows decided by mpmath intervals (trigonometric families)
+    unresolved: int = 0          # near-tie rows beyond MAX_RECHECK_ROWS: counted as failures
+    error_bound: float = 0.0     # E, the per-logit float64 rounding bound used
+
+
+def logit_error_bound(family: Family, param: torch.Tensor, feats: torch.Tensor) -> float:
+    """A bound E on |float64 logit - exact logit of (float64 parameter, true features)|, any row, any key.
+
+    Absolute families (K = Phi W^T, then Phi K^T; two dot products of length r):
+    E = 2 (2r + 4) u max_i ||phi(i)||_1^2 max|W|; relative (k = Psi w, one dot product, then an exact
+    gather): E = 2 (r + 3) u max|psi| ||w||_1, u = 2^-53.  Both are the standard gamma_n = n u / (1 - n u)
+    bound of a dot product (any summation order, FMA included) plus u per feature rounding, doubled.
+
+    Returns:
+        E >= 0 (float).
+    """
+    r = feats.shape[1] if feats.ndim == 2 else 1
+    if len(feats) == 0:
+        return 0.0
+    if family.kind == "absolute":
+        l1 = float(feats.abs().sum(dim=1).max())
+        B, g = l1 * l1 * float(param.abs().max()), 2 * r + 4
+    else:
+        B, g = float(feats.abs().max()) * float(param.abs().sum()), r + 3
+    return 2.0 * g * UNIT_ROUNDOFF * B / (1.0 - g * UNIT_ROUNDOFF)
+
+
+class _Recheck:
+    """Exact (Fraction) or interval (mpmath.iv) logits of one head, features cached by position/offset."""
+
+    def __init__(self, family: Family, param: torch.Tensor, L0: int, seed: int) -> None:
+        self.family, self.L0 = family, L0
+        self.exact = family.rational
+        if self.exact:
+            self.ar = FractionArith(seed)
+            self.param = _exact_param(param)
+        else:
+            from mpmath import iv
+
+            self.iv = iv
+            self.ar = _IntervalArith(iv, seed)
+            vals = param.tolist()
+            conv = iv.mpf
+            self.param = [conv(v) for v in vals] if param.ndim == 1 else [[conv(v) for v in row] for row in vals]
+        self.feats: dict[int, list] = {}
+        self.logits: dict[tuple[int, int], Any] = {}
+        self.wphi: dict[int, list] = {}
+        self.classes: dict[int, Any] = {}
+        self.class_of: dict[tuple, int] = {}
+
+    def _f(self, n: int) -> list:
+        f = self.feats.get(n)
+        if f is None:
+            f = self.feats[n] = self.family.features(n, self.L0, self.ar)
+        return f
+
+    def key_class(self, j: int) -> Any:
+        """Keys with identical exact features have identical logits in every row (absolute families)."""
+        if self.family.kind == "relative" or not self.exact:
+            return j
+        c = self.classes.get(j)
+        if c is None:
+            c = self.classes[j] = self.class_of.setdefault(tuple(self._f(j)), j)
+        return c
+
+    def logit(self, i: int, j: int) -> Any:
+        key = (i - j, 0) if self.family.kind == "relative" else (i, self.key_class(j))
+        v = self.logits.get(key)
+        if v is None:
+            if self.family.kind == "relative":
+                v = sum((a * b for a, b in zip(self.param, self._f(i - j))), self.ar.num(0))
+            else:
+                wj = self.wphi.get(j)
+                if wj is None:  # W phi(j), once per key
+                    pj = [(b, pb) for b, pb in enumerate(self._f(j)) if not (self.exact and pb == 0)]
+                    wj = self.wphi[j] = [sum((row[b] * pb for b, pb in pj), self.ar.num(0)) for row in self.param]
+                v = sum((pa * wj[a] for a, pa in enumerate(self._f(i)) if not (self.exact and pa == 0)),
+                        self.ar.num(0))
+            self.logits[key] = v
+        return v
+
+    def sign(self, x: Any) -> int:
+        """-1, 0, 1: the exact sign (Fractions) or the certified sign of an interval (0 if it contains 0)."""
+        if self.exact:
+            return (x > 0) - (x < 0)
+        return 1 if x.a > 0 else (-1 if x.b < 0 else 0)
+
+    def value(self, x: Any) -> Any:
+        """The decided margin: the exact Fraction, or for an interval its midpoint (0 when it contains 0)."""
+        if self.exact:
+            return x
+        return Fraction(float(x.mid)) if self.sign(x) else Fraction(0)
+
+
+class _IntervalArith:
+    """mpmath interval arithmetic for the feature maps (outward-rounded enclosures of sin/cos)."""
+
+    exact = False
+
+    def __init__(self, iv: Any, seed: int = 0) -> None:
+        self.iv, self.seed = iv, seed
+        self._theta: dict[int, Any] = {}
+
+    def num(self, q: Any) -> Any:
+        if isinstance(q, Fraction):
+            return self.iv.mpf(q.numerator) / q.denominator
+        return self.iv.mpf(q)
+
+    def theta(self, k: int) -> Any:
+        t = self._theta.get(k)
+        if t is None:
+            t = self._theta[k] = self.iv.exp(-(self.iv.mpf(k) / pe.N_FREQ) * self.iv.log(self.iv.mpf(10000)))
+        return t
+
+    def sin(self, k: int, n: int) -> Any:
+        return self.iv.sin(n * self.theta(k))
+
+    def cos(self, k: int, n: int) -> Any:
+        return self.iv.cos(n * self.theta(k))
+
+    def rand(self, n: int, a: int, r: int) -> Any:
+        from verify.constructions.pe import _rand
+
+        return self.iv.mpf(_rand(self.seed, n, a, r))
 
 
 def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
                   seed: int = 0, chunk: int = 1024, exact_ties: bool = True) -> RowEval:
     """Margins and strict masked argmax of the given rows at length L, in row chunks.
 
+    A row passes iff ``pe.attends(margin)`` (margin > 0: an exact tie fails).  With ``exact_ties``,
+    float64 decides only rows whose |margin| exceeds 4 E (E = :func:`logit_error_bound`); the
+    others (at most :data:`MAX_RECHECK_ROWS`, the rest count as unresolved failures) are re-decided
+    exactly (rational features: fractions.Fraction) or by mpmath intervals at :data:`INTERVAL_DPS`
+    digits (trigonometric features; an interval containing 0 is a tie to that resolution), over the
+    keys whose float logit is within 8 E of the target's (the only keys that can beat or tie it).
+    ``target_tied`` (another key has exactly the target's logit) is decided the same way.
+
     Args:
-        param: fitted parameter (float64).
+        param: the head's parameter (float64; taken as the exact number it is).
         rows: 0-indexed query rows (< L).
         chunk: rows per chunk (memory ~ chunk x L float64).
-        exact_ties: re-decide near-tie rows exactly when the family's features are rational.
+        exact_ties: False = float64 decides everything (used where only margins are compared).
     Returns:
         RowEval (tensors of shape (len(rows),); margin float64, argmax int64, passed bool).
+    Raises:
+        ValueError: a target outside its row's causal window (``pe.target_in_window``).
     """
     rows_t = torch.tensor(list(rows), dtype=torch.long)
     if len(rows_t) == 0:
@@ -382,7 +528,9 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         K = feats @ param.T  # row j: W phi(j)   -> logit(i, j) = phi(i) . (W phi(j))
     else:
         kern = feats @ param
+    E = logit_error_bound(family, param, feats)
     margins, argmaxes, ties = [], [], []
+    todo: list[tuple[int, torch.Tensor, bool]] = []  # (row index, candidate keys, near tie)
     cols = torch.arange(n)
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
@@ -391,29 +539,84 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         else:
             P = kern[(rc[:, None] - cols[None, :]).clamp(min=0)]
         P = P.masked_fill(cols[None, :] > rc[:, None], float("-inf"))
-        tgt = torch.tensor([int(task.target(int(i), L)) for i in rc])
+        tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
         other = P.scatter(1, tgt[:, None], float("-inf"))
-        margins.append(lt - other.max(dim=1).values)
-        ties.append((other == lt[:, None]).any(dim=1))
+        m = lt - other.max(dim=1).values
+        margins.append(m)
         argmaxes.append(P.argmax(dim=1))
+        if exact_ties:
+            close = (other - lt[:, None]).abs() <= 2 * E  # keys that may tie the target exactly
+            tie_rows = close.any(dim=1)
+            near = m.abs() <= 4 * E                        # rows whose sign float64 cannot certify
+            ties.append(torch.zeros(len(rc), dtype=torch.bool))
+            for k in (tie_rows | near).nonzero().flatten().tolist():
+                cand = (other[k] >= lt[k] - 8 * E if bool(near[k]) else close[k]).nonzero().flatten()
+                # closest keys first: an exact tie is found after one or two exact logits
+                cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
+                todo.append((s + k, cand, bool(near[k])))
+        else:
+            ties.append((other == lt[:, None]).any(dim=1))
     margin = torch.cat(margins)
-    passed = margin > 0
-    rechecked = 0
-    if exact_ties and family.rational:
-        scale = float(param.abs().max()) * max(1.0, float(n)) ** 2 + 1e-300
-        near = (margin.abs() <= TIE_TOL * scale).nonzero().flatten().tolist()
-        if near:
-            ar = FractionArith(seed)
-            P_ex = _exact_param(param)
-            feats_ex = [family.features(m, L0, ar) for m in range(n)]
-            for idx in near[:256]:
+    argmax = torch.cat(argmaxes)
+    tied = torch.cat(ties)
+    passed = pe.attends(margin)
+    exact_n = interval_n = unresolved = 0
+    if todo:
+        rc_ = _Recheck(family, param, L0, seed)
+        if not rc_.exact:
+            import mpmath
+
+            old_dps = mpmath.iv.dps
+            mpmath.iv.dps = INTERVAL_DPS
+        try:
+            for n_done, (idx, cand, near_row) in enumerate(todo):
                 i = int(rows_t[idx])
-                m = exact_row_margin(family, task, P_ex, i, L, L0, ar, feats_ex)
-                passed[idx] = m is not None and m > 0
-                margin[idx] = float(m) if m is not None else float("inf")
-                rechecked += 1
-    return RowEval(rows_t, margin, torch.cat(argmaxes), passed, rechecked, torch.cat(ties))
+                if n_done >= MAX_RECHECK_ROWS:
+                    if near_row:
+                        passed[idx] = False
+                        unresolved += 1
+                    continue
+                t = pe.target_in_window(task, i, L)
+                lt_x = rc_.logit(i, t)
+                gaps = []
+                seen = set()
+                for j in cand.tolist():
+                    c = rc_.key_class(j)
+                    if c in seen:  # same exact logit as a key already compared
+                        continue
+                    seen.add(c)
+                    g = lt_x - rc_.logit(i, j)
+                    gaps.append((j, g))
+                    if rc_.sign(g) == 0:
+                        tied[idx] = True
+                        if not near_row:
+                            break
+                if not near_row:
+                    continue
+                # decided margin: the smallest gap (its sign certified, or 0 = a tie to the resolution)
+                signs = [rc_.sign(g) for _, g in gaps]
+                if any(sg < 0 for sg in signs):
+                    worst = min((g for (_, g), sg in zip(gaps, signs) if sg < 0),
+                                key=lambda g: g if rc_.exact else g.mid)
+                    dec = rc_.value(worst)
+                    argmax[idx] = min((j for (j, g), sg in zip(gaps, signs) if sg < 0 and
+                                       (g == worst if rc_.exact else g.mid == worst.mid)))
+                elif any(sg == 0 for sg in signs):
+                    dec = Fraction(0)
+                else:
+                    dec = min((rc_.value(g) for _, g in gaps), default=Fraction(0))
+                    argmax[idx] = t
+                passed[idx] = bool(pe.attends(dec))
+                margin[idx] = float(dec)
+                if rc_.exact:
+                    exact_n += 1
+                else:
+                    interval_n += 1
+        finally:
+            if not rc_.exact:
+                mpmath.iv.dps = old_dps
+    return RowEval(rows_t, margin, argmax, passed, exact_n, tied, interval_n, unresolved, E)
 
 
 def _exact_param(param: torch.Tensor) -> Any:
@@ -437,6 +640,8 @@ class Transfer:
     exact_rechecked: int
     fit: FitResult
     new_rows_target_tied: int = 0  # new rows where another key's logit equals the target's exactly
+    interval_rechecked: int = 0    # near-tie rows decided by intervals (trigonometric families)
+    unresolved: int = 0            # near-tie rows left undecided (counted as failures)
 
 
 def transfer(fr: FitResult, L: int, chunk: int = 1024, max_failing: int = 5) -> Transfer:
@@ -468,7 +673,9 @@ def transfer(fr: FitResult, L: int, chunk: int = 1024, max_failing: int = 5) -> 
         gL=float(new.margin.min()) if len(new.margin) else float("nan"),
         old_margin_at_L=float(old_L.margin.min()) if len(old_L.margin) else float("nan"),
         failing=failing, exact_rechecked=old.exact_rechecked + new.exact_rechecked, fit=fr,
-        new_rows_target_tied=int(new.target_tied.sum()))
+        new_rows_target_tied=int(new.target_tied.sum()),
+        interval_rechecked=old.interval_rechecked + new.interval_rechecked,
+        unresolved=old.unresolved + new.unresolved)
 
 
 def alpha(family: Family, task: Task, L0: int, L: int, seed: int = 0) -> Transfer:
@@ -573,27 +780,86 @@ def _ev(**kw):
     return Evidence(layer="numeric", engines=engine_versions("torch"), **kw)
 
 
+def flat_row_controls(family: Family, rows: Sequence[int] = tuple(range(3, 41)),
+                      slopes: Sequence[float] = (0.1, 0.3, 0.7, 1.1)) -> dict:
+    """Affine heads whose row i0 is flat in the key, exactly or up to the rounding of W: the hardest inputs
+    for Prop. 1's decision (every key of row i0 ties, or nearly).
+
+    W = [[0.3, -i0 s], [0.7, s]] gives logit(i0, j) = 0.3 + 0.7 i0 + j (fl(-i0 s) + i0 s) for phi(i) = [1, i]:
+    constant in j up to the rounding of fl(-i0 s).  Prop. 1 says no W puts prev's interior target i0 - 1
+    strictly on top, so the engine's decision (``pe.attends`` on the margin, near ties re-decided exactly)
+    must pass none of these rows; float64 alone passes some (float noise above an exact tie).
+
+    Returns:
+        {"heads": n, "engine_passed", "float64_alone_passed", "exact_ties", "exact_rechecked"}; empty
+        when the family is not the two-dimensional affine map (the construction needs [1, i]).
+    """
+    if family.kind != "absolute" or family.dim(4) != 2:
+        return {}
+    prev = pe.get_task("prev")
+    out = {"heads": 0, "engine_passed": 0, "float64_alone_passed": 0, "exact_ties": 0, "exact_rechecked": 0}
+    for i0 in rows:
+        for sl in slopes:
+            W = torch.tensor([[0.3, -i0 * sl], [0.7, sl]], dtype=DTYPE)
+            ev = evaluate_rows(family, prev, W, i0 + 1, i0 + 1, [i0])
+            fl = evaluate_rows(family, prev, W, i0 + 1, i0 + 1, [i0], exact_ties=False)
+            out["heads"] += 1
+            out["engine_passed"] += int(ev.passed.sum())
+            out["float64_alone_passed"] += int(fl.passed.sum())
+            out["exact_ties"] += int(ev.exact_rechecked > 0 and float(ev.margin[0]) == 0.0)
+            out["exact_rechecked"] += ev.exact_rechecked
+    return out
+
+
 def check_prop1(family: Family, n: int = 256, seed: int = 0, samples: int = 2000,
-                opt_lengths: Sequence[int] = (64, 256)):
+                opt_lengths: Sequence[int] = (64, 256), control: Family | None = None):
     """pr26 Prop. 1 at scale: random W (``samples`` draws, N(0, 1) entries) at length n and W
     fitted to prev (the Adam protocol) at each length in opt_lengths never give a strict
-    interior argmax (tolerance 1e-9 relative to the row's largest |logit|).
+    interior argmax (tolerance 1e-9 relative to the row's largest |logit|), and the near-flat
+    affine rows of :func:`flat_row_controls` never pass prev under the engine's exact decision.
+
+    Positive control: the same random search with ``control`` features (default the quadratic
+    [1, i, i^2], where interior maxima exist) must find strict interior argmax rows; if it finds none
+    the search cannot see what it looks for and the layer reports an error.
 
     Returns:
         Evidence ``consistent`` with outcome holds (no interior strict argmax, prev rows
-        passed = 0) or fails (with the counts).
+        passed = 0) or fails (with the counts); ``error`` when the positive control finds nothing.
     """
+    from verify.constructions.pe import QUADRATIC
+
+    control = control or QUADRATIC
     res = prop1_search(family, n, seed, samples, opt_lengths)
+    ctl = prop1_search(control, 64, seed, 64, ())
+    res["control"] = {"family": control.description, "n": 64, "random_W": 64,
+                      "interior_strict_argmax_rows": ctl["random_interior_strict_argmax_rows"]}
+    flat = flat_row_controls(family)
+    res["flat_rows"] = flat
     interior = res["random_interior_strict_argmax_rows"] + sum(o["interior_strict_argmax_rows"] for o in res["optimised"])
-    passed = sum(o["prev_rows_passed"] for o in res["optimised"])
+    passed = sum(o["prev_rows_passed"] for o in res["optimised"]) + flat.get("engine_passed", 0)
     holds = interior == 0 and passed == 0
-    return _ev(status="consistent", outcome="holds" if holds else "fails", numbers=res, seed=seed,
-               tolerance="a row's argmax counts as strict when it beats the runner-up by > 1e-9 x the row's max |logit| (float64)",
+    details = [f"fitted at n = {o['n']}: prev rows right {o['prev_rows_passed']}/{o['rows']}, interior strict "
+               f"argmax rows {o['interior_strict_argmax_rows']}, final loss {o['final_loss']:.4f}"
+               for o in res["optimised"]]
+    details.append(f"positive control ({control.description}): 64 random W at n = 64 give "
+                   f"{res['control']['interior_strict_argmax_rows']} strict interior argmax rows (must be > 0)")
+    if flat:
+        details.append(f"near-flat affine rows (W = [[0.3, -i0 s], [0.7, s]], i0 = 3..40, 4 slopes): prev passes "
+                       f"{flat['engine_passed']} of {flat['heads']} under the exact decision ({flat['exact_ties']} exact "
+                       f"ties, which fail); float64 alone would pass {flat['float64_alone_passed']}")
+    tol = ("a row's argmax counts as strict when it beats the runner-up by > 1e-9 x the row's max |logit| (float64); "
+           "prev rows decided by the engine (margin > 0, near ties re-decided exactly)")
+    if ctl["random_interior_strict_argmax_rows"] == 0:
+        return _ev(status="error", numbers=res, seed=seed, tolerance=tol, details=details,
+                   summary=(f"positive control failed: {control.description} shows no strict interior argmax in 64 "
+                            "random W, so the search cannot see the maxima Prop. 1 excludes"))
+    return _ev(status="consistent", outcome="holds" if holds else "fails", numbers=res, seed=seed, tolerance=tol,
                summary=(f"{samples} random W at n = {n} ({res['random_rows_checked']} rows) and prev-fitted W at n = "
-                        f"{list(opt_lengths)}: {interior} rows with a strict interior argmax, {passed} prev rows (i >= 2) right"),
-               details=[f"fitted at n = {o['n']}: prev rows right {o['prev_rows_passed']}/{o['rows']}, interior strict "
-                        f"argmax rows {o['interior_strict_argmax_rows']}, final loss {o['final_loss']:.4f}"
-                        for o in res["optimised"]])
+                        f"{list(opt_lengths)}: {interior} rows with a strict interior argmax, {passed} prev rows (i >= 2) "
+                        "right" + (f" (including {flat['heads']} near-flat rows, where float64 alone would pass "
+                                   f"{flat['float64_alone_passed']})" if flat else "")
+                        + f"; quadratic control: {res['control']['interior_strict_argmax_rows']} interior rows"),
+               details=details)
 
 
 PEAK_TOL = 1e-9  # a maximiser is "strict unique" when it beats the runner-up by > PEAK_TOL x max |k| (float64)
@@ -727,6 +993,83 @@ def first_failing_length(fr: FitResult, horizon: int) -> dict:
     return out
 
 
+def theorem2_controls(L0: int, Ls: Sequence[int], K: int, seed: int = 0, min_fail: float = 0.5) -> dict:
+    """The controls of Theorem 2's numeric check; each is built without the task table's target formulas.
+
+    * two-peak kernel (free relative, k = 1 at offsets 1 and K, 0 elsewhere): two equal global maxima,
+      so the hypothesis must be rejected at every L, and prev and skip-K must have alpha_L = 0 with the
+      target tied exactly on every new row (a tie fails).  Counting ties as successes would give 1.
+    * copy at an odd length Lc = Ls[0] + 1 (ceil and floor of Lc/2 differ): the RoPE kernel w = psi(c),
+      c = (Lc + 1) // 2 (plus psi(c - 1) / 10, which breaks the kernel's mirror symmetry about c), has its
+      strict unique peak at c and must realize copy at Lc (alpha = 1) -- the
+      positive control of "copy fails" -- and copy must still fail (>= min_fail) at every L in Ls.
+    * reverse at Lc: one-hot absolute features with every position trained and W[a, b] = 1 iff
+      a + b = Lc - 1 must realize reverse on every query row (alpha = 1): the positive control of
+      "reverse fails".
+
+    Returns:
+        {"two_peak": {...}, "copy_control": {...}, "reverse_control": {...}, "problems": [...]}.
+    """
+    from verify.constructions.pe import FAMILIES, get_task
+
+    problems: list[str] = []
+    fr_ = FAMILIES["free-relative"]
+    w2 = torch.zeros(fr_.param_shape(L0), dtype=DTYPE)
+    w2[1] = w2[K] = 1.0
+    two: dict[str, Any] = {"kernel": f"k = 1 at offsets 1 and {K}, 0 elsewhere (free relative)", "per_L": {}}
+    if K != 1:
+        for L in Ls:
+            h = kernel_peak(kernel_values(fr_, w2, L0, L, seed))
+            rec: dict[str, Any] = {"hypothesis": h["strict_unique"]}
+            for tname in ("prev", f"skip-{K}"):
+                task = get_task(tname)
+                rows = [i for i in task.rows(L) if i >= L0]
+                ev = evaluate_rows(fr_, task, w2, L0, L, rows, seed)
+                rec[tname] = {"alpha": int(ev.passed.sum()) / len(rows), "tied": int(ev.target_tied.sum()),
+                              "rows": len(rows), "exact_rechecked": ev.exact_rechecked}
+                if rec[tname]["alpha"] != 0 or rec[tname]["tied"] != len(rows):
+                    problems.append(f"two-peak kernel: {tname} alpha_{L} = {rec[tname]['alpha']} with "
+                                    f"{rec[tname]['tied']}/{len(rows)} rows tied (expected 0 with every row tied)")
+            if h["strict_unique"]:
+                problems.append(f"two-peak kernel: hypothesis accepted at L = {L} (two equal maxima)")
+            two["per_L"][L] = rec
+    Lc = Ls[0] + 1
+    c = (Lc + 1) // 2
+    rope = FAMILIES["rope"]
+    # a non-symmetric kernel: psi(c) alone is mirror-symmetric about c (k(c - a) = k(c + a) exactly), which would
+    # make every copy row away from Lc a near tie; a tenth of psi(c - 1) breaks the mirror and keeps the peak at c
+    wc = peaked_kernel(rope, c, L0) + 0.1 * peaked_kernel(rope, c - 1, L0)
+    copy = get_task("copy")
+    hc = kernel_peak(kernel_values(rope, wc, L0, Lc, seed))
+    rows_c = [i for i in copy.rows(Lc) if i >= L0]
+    evc = evaluate_rows(rope, copy, wc, L0, Lc, rows_c, seed)
+    cc: dict[str, Any] = {"kernel": f"RoPE w = psi({c}) + psi({c - 1}) / 10", "L": Lc, "peak": hc["delta_star"],
+                          "hypothesis": hc["strict_unique"], "alpha": int(evc.passed.sum()) / len(rows_c),
+                          "alpha_elsewhere": {}}
+    if not (hc["strict_unique"] and hc["delta_star"] == c) or cc["alpha"] != 1:
+        problems.append(f"copy control: the kernel peaked at ceil({Lc}/2) = {c} has alpha_{Lc} = {cc['alpha']} "
+                        f"(peak {hc['delta_star']}, unique {hc['strict_unique']}; expected 1)")
+    for L in Ls:
+        rows = [i for i in copy.rows(L) if i >= L0]
+        a = int(evaluate_rows(rope, copy, wc, L0, L, rows, seed).passed.sum()) / len(rows)
+        cc["alpha_elsewhere"][L] = round(a, 4)
+        if 1 - a < min_fail:
+            problems.append(f"copy control: the kernel peaked at {c} passes copy at L = {L} on {a:.3f} of the rows")
+    la = FAMILIES["learned-absolute"]
+    Wr = torch.zeros(Lc, Lc, dtype=DTYPE)
+    for a_ in range(Lc):
+        Wr[a_, Lc - 1 - a_] = 1.0
+    rev = get_task("reverse")
+    rows_r = list(rev.rows(Lc))
+    evr = evaluate_rows(la, rev, Wr, Lc, Lc, rows_r, seed)
+    rc = {"head": f"one-hot absolute, r = {Lc}, W[a, b] = 1 iff a + b = {Lc - 1}", "L": Lc,
+          "alpha": int(evr.passed.sum()) / len(rows_r)}
+    if rc["alpha"] != 1:
+        problems.append(f"reverse control: the one-hot head W[a, {Lc - 1} - a] = 1 has alpha_{Lc} = {rc['alpha']} on "
+                        "reverse (expected 1)")
+    return {"two_peak": two, "copy_control": cc, "reverse_control": rc, "problems": problems}
+
+
 @single_threaded
 def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] = (64, 128, 256), K: int = 3,
                    seed: int = 0, min_fail: float = 0.5, horizon: int = 2048, fit_kw: Mapping[str, Any] | None = None):
@@ -792,6 +1135,8 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
                 brk, fl = ff["hypothesis_break_offset"], ff["first_failing_length"]
                 if fl is not None and (brk is None or fl - 1 < brk):
                     problems.append(f"{key}: fails at length {fl} while its peak is still unique (break {brk})")
+    controls = theorem2_controls(L0, Ls, K, seed, min_fail)
+    problems += controls["problems"]
     judged = sum(len(r["hypothesis_lengths"]) for r in list(constructed.values()) + list(fitted.values()))
     skipped = {k: [L for L in Ls if L not in v["hypothesis_lengths"]] for k, v in fitted.items()
                if "not_selected" not in v}
@@ -802,6 +1147,15 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
         details.append("fitted heads whose global peak is not unique (hypothesis not met; not judged) at: "
                        + "; ".join(f"{k} L = {v}" for k, v in skipped.items()))
     details += [f"{k}: no head selected ({v['not_selected']})" for k, v in fitted.items() if "not_selected" in v]
+    cc, rc, tp = controls["copy_control"], controls["reverse_control"], controls["two_peak"]
+    details.append(f"positive controls: {cc['kernel']} realizes copy at the odd length L = {cc['L']} (alpha "
+                   f"{cc['alpha']}) and fails elsewhere (alpha {cc['alpha_elsewhere']}); {rc['head']} realizes reverse "
+                   f"at L = {rc['L']} (alpha {rc['alpha']})")
+    if tp["per_L"]:
+        details.append(f"tie control: {tp['kernel']}: hypothesis rejected at every L "
+                       f"({not any(r['hypothesis'] for r in tp['per_L'].values())}); prev and skip-{K} alpha_L = "
+                       + ", ".join(f"{r['prev']['alpha']}/{r[f'skip-{K}']['alpha']} ({r['prev']['tied']} rows tied)"
+                                   for r in tp["per_L"].values()) + " (an exact tie fails)")
     for ff in extrap:
         if ff["first_failing_length"] is not None:
             details.append(f"finding: the {ff['family']} head fitted on {ff['task']} first fails at L = "
@@ -814,6 +1168,7 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
     return _ev(status="consistent", outcome="fails" if problems else "holds", seed=seed,
                numbers={"L0": L0, "L": list(Ls), "alpha": table, "problems": problems, "constructed": constructed,
                         "fitted_hypothesis": fitted, "fitted_extrapolation": extrap, "kernel_length_pairs_judged": judged,
+                        "controls": {k: v for k, v in controls.items() if k != "problems"},
                         "fit_settings": settings, "horizon": horizon},
                tolerance=(f"hypothesis = strict unique global maximiser over offsets 0..L-1 with gap > {PEAK_TOL:g} x "
                           f"max|k| (float64); non-vanishing = copy/reverse failing fraction >= {min_fail} at every L; "

@@ -433,6 +433,36 @@ def rope_af_figures(trs: dict, extra: dict | None = None) -> list[Figure]:
     return out
 
 
+def clamped_tie_control(L0: int, Ls: Sequence[int], seed: int = 0) -> dict:
+    """Prop. 4's clamped prev at its best: the head W = e_{L0-1} e_{L0-1}^T puts logit 1 on every key j >= L0 - 1
+    of a new row i >= L0 (they share the clamped feature e_{L0-1}) and 0 elsewhere, so prev's target i - 1 is
+    tied with key i (and every key from L0 - 1 on), never beaten: margin exactly 0 on every new row.
+
+    Expected: alpha_L = 0 with every new row tied and every margin 0 (decided exactly: rational features).
+    Counting ties as successes would give alpha_L = 1; un-clamping the family would break the ties.
+
+    Returns:
+        {"head", "per_L": {L: {"alpha", "rows", "tied", "min_margin", "max_margin"}}, "problems": [...]}.
+    """
+    fam = get_family("clamped-absolute")
+    W = torch.zeros(fam.param_shape(L0), dtype=DTYPE)
+    W[L0 - 1, L0 - 1] = 1.0
+    task = get_task("prev")
+    out: dict[str, Any] = {"head": f"clamped absolute, W = e_{L0 - 1} e_{L0 - 1}^T (0-indexed)", "per_L": {},
+                           "problems": []}
+    for L in Ls:
+        rows = [i for i in task.rows(L) if i >= L0]
+        ev = eng.evaluate_rows(fam, task, W, L0, L, rows, seed)
+        rec = {"alpha": int(ev.passed.sum()) / len(rows), "rows": len(rows), "tied": int(ev.target_tied.sum()),
+               "min_margin": float(ev.margin.min()), "max_margin": float(ev.margin.max())}
+        out["per_L"][L] = rec
+        if rec["alpha"] != 0 or rec["tied"] != len(rows) or rec["min_margin"] != 0 or rec["max_margin"] != 0:
+            out["problems"].append(f"clamped tie control at L = {L}: alpha {rec['alpha']}, {rec['tied']}/{len(rows)} "
+                                   f"rows tied, margins {rec['min_margin']}..{rec['max_margin']} (expected 0, all "
+                                   "tied, margin 0)")
+    return out
+
+
 @eng.single_threaded
 def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 3, seed: int = 0,
                 sens_seeds: Sequence[int] = (0,), sens_lrs: Sequence[float] = eng.LR_GRID,
@@ -482,6 +512,8 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
         bad.append(f"clamped/prev: {cp['alpha']}, tied {cp['target_tied']}")
     if any(a != 0 for a in table["free-relative/attend-first"]["alpha"].values()):
         bad.append(f"free-relative/attend-first: {table['free-relative/attend-first']['alpha']}")
+    tie = clamped_tie_control(L0, [L for L in in_table if L <= 128] or in_table[:1])
+    bad += tie["problems"]
     ra = [table["rope/attend-first"]["alpha"][L] for L in Ls]
     if any(b > a for a, b in zip(ra, ra[1:])) or not ra[-1] < ra[0]:
         bad.append(f"rope/attend-first does not decay: {ra}")
@@ -514,6 +546,9 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
         figures += rope_af_figures({L: t for L, t in trs_all["rope/attend-first"].items() if L in PROP4_TABLE_LENGTHS},
                                    notes)
     details = [f"{c}: alpha_L = {d['alpha']}" for c, d in table.items()]
+    details.append(f"tie control: {tie['head']}: " + "; ".join(
+        f"L = {L}: alpha {r['alpha']}, margin {r['min_margin']}..{r['max_margin']} (exact), {r['tied']}/{r['rows']} rows "
+        "tied" for L, r in tie["per_L"].items()) + " (the best a clamped head can do on prev: a tie, which fails)")
     details.append("fit: " + _settings_text(fits["rope/prev"].settings) + f", seed {seed}")
     if beyond:
         details += [f"beyond the paper's table (finding, not judged): {c} alpha_L at L = {beyond}: "
@@ -544,6 +579,7 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
     return _ev(status="consistent", outcome="fails" if bad else "holds", seed=seed, figures=figures,
                numbers={"min_norm": mn, "L0": L0, "L": list(Ls), "table_lengths": in_table, "beyond_table": beyond, "table": table,
                         "problems": bad, "sensitivity": sens, "fitted_extrapolation": extrap,
+                        "tie_control": {k: v for k, v in tie.items() if k != "problems"},
                         "fit_settings": fits["rope/prev"].settings},
                tolerance="alpha_L exact counts of rows (strict argmax; exact rational re-check of near-ties for "
                          "rational families); 'decays' = non-increasing in L and lower at the largest L",
@@ -598,4 +634,4 @@ def lr_selection_table(grid: Sequence[float] = eng.LR_GRID, seed: int = 0, trial
 
 __all__ = ["wilson", "prop2_mc", "check_prop2", "sin_offset_W", "alpha_fixed", "fit_sensitivity", "check_prop3",
            "check_prop4", "in_ci", "exact_alpha", "figure_error", "prop2_figures", "sin_prev_figure",
-           "rope_af_figures", "lr_selection_table", "LR_RULE", "ROPE_AF_PUBLISHED", "PROP4_TABLE_LENGTHS"]
+           "rope_af_figures", "lr_selection_table", "clamped_tie_control", "LR_RULE", "ROPE_AF_PUBLISHED", "PROP4_TABLE_LENGTHS"]

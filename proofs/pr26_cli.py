@@ -4,7 +4,8 @@
                  [--selection ce|min-norm] [--format json] [--seed S]
 
 Prints alpha_L (the fraction of new query rows i in [L0, L) whose strict causal masked
-argmax is the target t_L(i); exact ties fail), the minimum margin on the old rows (the
+argmax is the target t_L(i); exact ties fail, and rows whose float64 margin is within the
+stated rounding bound are re-decided exactly or by interval arithmetic), the minimum margin on the old rows (the
 fit at L0, g0) and on the new rows (gL), the first failing rows (paper's 1-indexed rows
 in brackets) and a summary of the fitted head.  The JSON has an ``alpha`` field and the fit
 settings used (``fit``: selection, learning rate, steps, weight decay, init; for min-norm the
@@ -108,7 +109,8 @@ def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int
                "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
                "min_margin_old_rows_at_L": tr.old_margin_at_L,
                "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
-               "exact_rechecked_rows": tr.exact_rechecked, "failing_rows": tr.failing,
+               "exact_rechecked_rows": tr.exact_rechecked, "interval_rechecked_rows": tr.interval_rechecked,
+               "unresolved_rows_counted_as_failures": tr.unresolved, "failing_rows": tr.failing,
                "fit": {**fr.settings, "loss_first": fr.loss_first, "loss_last": fr.loss_last},
                "kernel": ks, "pe_description": fam.description, "task_description": task.description,
                "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1"}
@@ -118,6 +120,11 @@ def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int
              f"  alpha_L = {tr.alpha:.4f}  ({tr.passed_rows}/{tr.new_rows} new query rows i in [L0, L) attend to t_L(i); "
              f"paper rows {L0 + 1}..{L})",
              f"  min margin: old rows (at L0) g0 = {_f(tr.g0)}; new rows gL = {_f(tr.gL)}"]
+    if tr.exact_rechecked or tr.interval_rechecked:
+        lines.append(f"  near ties: {tr.exact_rechecked} rows re-decided exactly, {tr.interval_rechecked} by interval "
+                     "arithmetic (float64 could not certify their sign)")
+    if tr.unresolved:
+        lines.append(f"  unresolved: {tr.unresolved} near-tie rows beyond the re-check budget, counted as failures")
     if tr.new_rows_target_tied:
         lines.append(f"  exact ties: {tr.new_rows_target_tied} new rows have another key with exactly the target's "
                      "logit (ties fail)")

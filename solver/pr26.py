@@ -33,9 +33,15 @@ from typing import Any, Iterable, Sequence
 
 import z3
 
+from verify.constructions import pe
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
 from verify.evidence import Evidence, engine_versions
 from verify.solver.common import solver_summary, ObligationResult, check, rval
+
+#: the margin every realization obligation demands.  The constraints are homogeneous in the parameter,
+#: so "margin >= 1" is the strict argmax (scale the parameter); "margin >= 0" would admit ties (the zero
+#: parameter ties every key of every row) and is never used: an exact tie is a failure.
+MARGIN = Fraction(1)
 
 
 def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable[int] | None = None,
@@ -57,7 +63,7 @@ def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable
     feats = [family.features(m, window, ar) for m in range(L)]
     out: dict[tuple, None] = {}
     for i in (rows if rows is not None else task.rows(L)):
-        t = int(task.target(i, L))
+        t = pe.target_in_window(task, i, L)  # a target outside 0..i is an index bug, never encoded
         for j in range(i + 1):
             if j == t:
                 continue
@@ -99,11 +105,13 @@ def _lin(ctx: z3.Context, theta: Sequence[z3.ArithRef], c: Sequence[Fraction], m
 
 
 def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
-                  margin: Fraction = Fraction(1), extra: Sequence[tuple[Sequence[Fraction], Fraction]] = ()) -> ObligationResult:
+                  margin: Fraction | None = None, extra: Sequence[tuple[Sequence[Fraction], Fraction]] = ()) -> ObligationResult:
     """Check  exists theta: c . theta >= margin for every row c (and c' . theta >= b' for extra).
 
-    A pure conjunction of linear constraints over exact rationals in a fresh z3 context.
+    ``margin`` defaults to :data:`MARGIN` (1: strict by homogeneity).  A pure conjunction of linear
+    constraints over exact rationals in a fresh z3 context.
     """
+    margin = MARGIN if margin is None else margin
     def build(ctx: z3.Context):
         th = _params(ctx, dim)
         m = rval(ctx, margin)
@@ -134,13 +142,15 @@ def _shape(family: Family, window: int, theta: Sequence[Fraction]) -> Any:
     return [list(theta[a * r:(a + 1) * r]) for a in range(r)]
 
 
-def recheck_exact(family: Family, task: Task, param: Any, L: int, window: int, margin: Fraction = Fraction(1),
+def recheck_exact(family: Family, task: Task, param: Any, L: int, window: int, margin: Fraction | None = None,
                   rows: Iterable[int] | None = None) -> tuple[bool, Fraction | None]:
-    """Re-evaluate a witness outside z3 in fractions.Fraction: min row margin >= margin?
+    """Re-evaluate a witness outside z3 in fractions.Fraction: min row margin >= margin (default
+    :data:`MARGIN`), and every row strictly attends to its target (``pe.attends``: a tie fails).
 
     Returns:
         (ok, min margin over the rows).
     """
+    margin = MARGIN if margin is None else margin
     ar = FractionArith(0)
     feats = [family.features(m, window, ar) for m in range(L)]
     worst = None
@@ -148,7 +158,7 @@ def recheck_exact(family: Family, task: Task, param: Any, L: int, window: int, m
         mg = exact_row_margin(family, task, param, i, L, window, ar, feats)
         if mg is not None and (worst is None or mg < worst):
             worst = mg
-    return (worst is None or worst >= margin), worst
+    return (worst is None or (worst >= margin and bool(pe.attends(worst)))), worst
 
 
 def recheck_float_true(family: Family, task: Task, param: Any, L: int, window: int,
@@ -307,6 +317,30 @@ def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int) -> tuple[Ob
     return res, wit
 
 
+def reverse_control(L0: int, L: int, timeout_ms: int) -> dict:
+    """Positive control for reverse: one-hot absolute features (learned absolute with every position < L
+    trained, phi(i) = e_i) realize reverse at L0 and at L with margin >= 1 (e.g. W[i, L-1-i] = 1).
+
+    Returns:
+        {"name", "answer", "seconds", "recheck_ok", "min_margin_L0", "min_margin_L"} (margins as strings).
+    """
+    from verify.constructions.pe import FAMILIES
+
+    fam, task = FAMILIES["learned-absolute"], get_task("reverse")
+    rows = list(dict.fromkeys(realize_rows(fam, task, L0, L) + realize_rows(fam, task, L, L)))
+    dim = fam.dim(L) ** 2
+    name = f"one-hot absolute features (r = {L}) realize reverse at L0 = {L0} and L = {L}"
+    res = lp_obligation(name, rows, dim, timeout_ms)
+    out = {"name": name, "answer": res.answer, "seconds": res.seconds, "recheck_ok": False,
+           "min_margin_L0": None, "min_margin_L": None}
+    if res.answer == "sat":
+        W = _shape(fam, L, _theta_from_model(res.model, dim))
+        ok0, m0 = recheck_exact(fam, task, W, L0, L)
+        ok1, m1 = recheck_exact(fam, task, W, L, L)
+        out.update(recheck_ok=ok0 and ok1, min_margin_L0=str(m0), min_margin_L=str(m1))
+    return out
+
+
 def default_t2_obligations(K: int, lengths: Sequence[tuple[int, int]]) -> list[T2Obligation]:
     """The default obligation list: copy/reverse under (ii) at every admissible peak (UNSAT),
     copy without (ii) (SAT), prev and skip-K with a peak at their offset (SAT)."""
@@ -368,17 +402,23 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
         for L0, L in lengths:
             res, wit = t2_obligation(T2Obligation("prev", L0, L, None, "sat"), fam, timeout_ms)
             info.append({"name": res.name, "answer": res.answer, "seconds": res.seconds, "witness": wit})
+    # positive control of the reverse encoding: the same constraint rows with one-hot absolute features
+    # (every position < L trained) are SAT at both lengths of the first pair, so reverse's UNSAT is about
+    # relative kernels, not a vacuous or mis-indexed encoding (the witness W is re-checked exactly)
+    rev_ctl = reverse_control(lengths[0][0], lengths[0][1], timeout_ms)
     # reverse without the condition (informational): unrealizable by any relative kernel?
     rev_free = []
     for L0, L in lengths:
         res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms)
         rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
     cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
-            "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free}
+            "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free,
+            "reverse_control": rev_ctl}
     counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
     numbers = {"lengths": [list(x) for x in lengths], "K": K, "answers": counts, "obligations": len(results),
                "solver_seconds": round(sum(r.seconds for r in results), 3),
                "reverse_without_condition": [x["answer"] for x in rev_free],
+               "reverse_control": {"answer": rev_ctl["answer"], "witness_rechecked_exact": rev_ctl["recheck_ok"]},
                "family_prev": {x["name"]: x["answer"] for x in info}}
     details = []
     for L0, L in lengths:
@@ -393,6 +433,9 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             if o.peak is None or o.expect == "sat":
                 details.append(f"{r.name}: {r.answer.upper()}")
     details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in rev_free + info]
+    details.append(f"positive control: {rev_ctl['name']}: {rev_ctl['answer'].upper()}"
+                   + (f", witness re-checked exactly (min margins {rev_ctl['min_margin_L0']}, {rev_ctl['min_margin_L']})"
+                      if rev_ctl["recheck_ok"] else ""))
     numbers.update(solver_summary(results))
     if numbers["farkas_failed"]:
         return Evidence(layer="solver", status="error", numbers=numbers, certificate=cert,
@@ -409,6 +452,10 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
         return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})", **base)
     if vacuous:
         return Evidence(status="error", summary=f"expected SAT but UNSAT (encoding too strong): {vacuous[0]}", **base)
+    if not rev_ctl["recheck_ok"]:
+        return Evidence(status="error", summary=(f"positive control failed: {rev_ctl['name']} answered "
+                        f"{rev_ctl['answer'].upper()} without an exactly re-checked witness, so reverse's UNSAT may come "
+                        "from the encoding, not from relative kernels"), **base)
     bad_w = [w for w in witnesses if not w["recheck_ok"]]
     if bad_w:
         return Evidence(status="error", summary=f"witness failed the exact re-check: {bad_w[0]['obligation']}", **base)
@@ -420,4 +467,4 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
 
 __all__ = ["realize_rows", "lp_obligation", "recheck_exact", "recheck_float_true", "prop1_obligation",
            "check_prop1", "check_theorem2", "T2Obligation", "t2_obligation", "t2_rows", "peak_rows",
-           "default_t2_obligations"]
+           "default_t2_obligations", "reverse_control", "MARGIN"]

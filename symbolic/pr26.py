@@ -98,16 +98,49 @@ def symbolic_row(family: Family) -> tuple[sp.Expr, sp.Symbol, sp.Symbol, list[sp
     return f, i, j, params
 
 
-def check_prop1(families: Sequence[Family]) -> Evidence:
+def tie_row(family: Family) -> tuple[dict, sp.Expr, sp.Expr]:
+    """The best an interior key can do under Prop. 1: a constant logit row (every key tied).
+
+    Sets every parameter that multiplies the key index j to 0 and the others to 1, so the row f(j) no
+    longer depends on j.  Returns (parameter values, the row, prev's margin at row i: f(i - 1) -
+    max(f(0), f(i)), which is 0 -- a tie, the supremum of the interior margin by the convex-combination
+    identity).
+    """
+    f, i, j, params = symbolic_row(family)
+    slope = sp.expand(sp.diff(f, j))
+    vals = {p: (0 if slope.has(p) else 1) for p in params}
+    ft = sp.expand(f.subs(vals))
+    margin = sp.simplify(ft.subs(j, i - 1) - sp.Max(ft.subs(j, 0), ft.subs(j, i)))
+    return {str(k): int(v) for k, v in vals.items()}, ft, margin
+
+
+def check_prop1(families: Sequence[Family], control: Family | None = None) -> Evidence:
     """pr26 Prop. 1 for every n >= 3 and every W, for each given family (affine, alibi).
 
+    The argument has three steps, each computed: (1) the logit row is affine in j (d^2/dj^2 = 0);
+    (2) f(j) = ((i-j)/i) f(0) + (j/i) f(i), so an interior key's margin over the endpoints is <= 0;
+    (3) that bound is attained only by a tie (a constant row, :func:`tie_row`, margin exactly 0), and
+    a tie is a failure (``pe.attends``), so no W realizes prev.  Positive control: the same affinity
+    test on ``control`` (default the quadratic [1, i, i^2]) must report d^2/dj^2 != 0.
+
     Returns:
-        proved when every family's logit row is affine in j and the convex-combination
-        identity holds symbolically; inconclusive (premise fails, argument does not
-        apply) naming the first non-affine family; error if a feature map cannot be
-        evaluated symbolically.
+        proved when every family passes the three steps and the control is detected as non-affine;
+        inconclusive (premise fails, argument does not apply) naming the first non-affine family;
+        refuted when the tie of step 3 counts as realization under the decision rule (witness: the
+        constant row); error if the identity or the control fails.
     """
+    from verify.constructions import pe
+    from verify.constructions.pe import QUADRATIC
+
+    control = control or QUADRATIC
     details, numbers = [], {}
+    fc, _, jc, _ = symbolic_row(control)
+    d2c = sp.simplify(sp.diff(fc, jc, 2))
+    numbers[f"control {control.name}: d^2 logit / dj^2"] = str(d2c)
+    if d2c == 0:
+        return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
+                        summary=(f"positive control failed: the affinity test finds the {control.name} row "
+                                 f"({control.description}) affine, so it cannot tell affine rows from others"))
     for fam in families:
         f, i, j, params = symbolic_row(fam)
         d2 = sp.simplify(sp.diff(f, j, 2))
@@ -122,13 +155,25 @@ def check_prop1(families: Sequence[Family]) -> Evidence:
         if comb != 0:
             return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
                             summary=f"convex-combination identity failed for {fam.name}: {comb}")
-        details.append(f"{fam.name}: logit(i, j) = {f}; affine in j; f(j) = ((i-j)/i) f(0) + (j/i) f(i) identically")
+        vals, ft, tm = tie_row(fam)
+        numbers[f"{fam.name}: best interior margin (constant row {vals})"] = str(tm)
+        if bool(pe.attends(tm)):
+            return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"), numbers=numbers,
+                            details=details, witness={"family": fam.name, "parameters": vals, "row": str(ft),
+                                                      "prev_margin": str(tm)},
+                            summary=(f"{fam.name}: the constant row {ft} (parameters {vals}) has prev margin {tm}, "
+                                     "which the decision rule counts as attending: prev is realized by a tie"))
+        details.append(f"{fam.name}: logit(i, j) = {f}; affine in j; f(j) = ((i-j)/i) f(0) + (j/i) f(i) identically; "
+                       f"the best interior margin is {tm}, attained only by a constant row (e.g. {vals}): a tie, "
+                       "which fails")
+    details.append(f"positive control {control.description}: d^2 logit / dj^2 = {d2c} != 0 (the test sees "
+                   "non-affine rows)")
     return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy"), numbers=numbers, details=details,
                     bound="every n >= 3, every W (symbolic i, j, W)",
                     summary=("every logit row is affine in j, so f(j) is a convex combination of f(0) and f(i) with positive "
-                             "weights: no interior key (in particular i - 1 on rows i >= 2, 0-indexed) is ever the strict "
-                             "unique maximiser; prev is unrealizable at every n >= 3 for every W ("
-                             + ", ".join(f.name for f in families) + ")"))
+                             "weights: an interior key (in particular i - 1 on rows i >= 2, 0-indexed) at best ties an "
+                             "endpoint (margin 0, a failure), so it is never the strict unique maximiser; prev is "
+                             "unrealizable at every n >= 3 for every W (" + ", ".join(f.name for f in families) + ")"))
 
 
 def deep_row_analysis(task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -336,4 +381,4 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
                              f"{mi['checked']} random parameters"))
 
 
-__all__ = ["check_prop1", "check_theorem2", "check_theorem1", "deep_row_analysis", "symbolic_row", "SympyArith"]
+__all__ = ["check_prop1", "tie_row", "check_theorem2", "check_theorem1", "deep_row_analysis", "symbolic_row", "SympyArith"]

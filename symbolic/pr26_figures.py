@@ -37,6 +37,10 @@ from verify.constructions.pe import N_FREQ, ceil_half
 from verify.evidence import Evidence, Figure, engine_versions
 
 
+#: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
+PAPER_K = 15
+
+
 def _iv(dps: int):
     from mpmath import iv
 
@@ -45,9 +49,13 @@ def _iv(dps: int):
 
 
 def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1, dps: int = 40,
-                        brute_force: bool = True) -> dict:
+                        brute_force: bool = True, theta_fn: Any = None) -> dict:
     """Interval-arithmetic proof that delta -> sin(delta theta_k) on integers 0..L-1 has the strict
     unique maximiser ``claimed`` (steps 1-4 of the module docstring).
+
+    ``theta_fn(iv)``: an enclosure of another theta in place of theta_k (a control: theta = pi / (2c + 1)
+    puts pi / (2 theta) at c + 1/2, an exact tie sin(c theta) = sin((c + 1) theta), which no step can
+    certify -- enclosures of equal numbers always overlap, so an exact tie is never a strict maximiser).
 
     Returns:
         dict: ok (all steps pass), the enclosures (as strings), each step's result, the smallest
@@ -59,7 +67,7 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
         raise ValueError(f"need L >= 2 and 0 <= claimed < L, got L = {L}, claimed = {claimed}")
     iv = _iv(dps)
     t0 = time.perf_counter()
-    th = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000)))
+    th = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000))) if theta_fn is None else theta_fn(iv)
     xstar = iv.pi / (2 * th)
     half = iv.mpf(1) / 2
     step1 = bool(xstar.a > iv.mpf(claimed) - half) and bool(xstar.b < iv.mpf(claimed) + half)
@@ -132,7 +140,7 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
     ]
     ok = res["ok"] and ident and c == copy_offset
     figures = []
-    if k == N_FREQ - 1:
+    if k == PAPER_K:  # the paper's setting; the figures never vanish because a constant moved
         th = float(sp.Integer(10000) ** sp.Rational(-k, N_FREQ))
         nearest = res["nearest_integer_to_x_star"]
         figures = [
@@ -171,16 +179,30 @@ def check_prop4_clamped_tie(L0: int = 20, L: int = 64) -> Evidence:
     pi = sp.Matrix(fam.features(i, L0, ar))
     tie = sp.expand((pi.T * W * sp.Matrix(fam.features(i - 1, L0, ar)))[0, 0]
                     - (pi.T * W * sp.Matrix(fam.features(i, L0, ar)))[0, 0]) == 0
-    ok = same and tie
+    # the best head for the new rows: W = e_{L0-1} e_{L0-1}^T makes the shared clamped feature's logit the row's
+    # maximum, so prev's margin reaches its bound 0 exactly -- alpha_L = 0 needs that tie to count as a failure
+    from verify.constructions import pe
+
+    best = [[sp.Integer(1 if (a, b) == (L0 - 1, L0 - 1) else 0) for b in range(L0)] for a in range(L0)]
+    row = [pe.logit(fam, best, i, j, L0, ar) for j in range(i + 1)]
+    best_margin = row[i - 1] - max(v for jj, v in enumerate(row) if jj != i - 1)
+    tie_fails = not bool(pe.attends(best_margin))
+    ok = same and tie and best_margin == 0 and tie_fails
     fig = Figure("Prop. 4: clamped absolute on prev, margin", 0, 0 if tie else "nonzero", bool(tie),
                  "rule: logit(i, i-1) - logit(i, i) is identically 0 for a symbolic W (exact), so the margin is 0 at best")
     return Evidence(layer="symbolic", status="proved" if ok else "refuted", engines=engine_versions("sympy"),
                     figures=[fig],
                     summary=(f"clamped absolute: phi(i) = phi(i-1) for every i in [{L0}, {L}) and logit(i, i-1) - "
-                             f"logit(i, i) = 0 for a symbolic W: prev's margin is <= 0 on every new row for every W"
-                             if ok else "clamped features of i and i - 1 differ: no forced tie"),
-                    numbers={"L0": L0, "L": L, "features_equal": same, "symbolic_tie": tie},
-                    bound=f"rows {L0}..{L - 1}", witness=None if ok else {"L0": L0})
+                             f"logit(i, i) = 0 for a symbolic W: prev's margin is <= 0 on every new row for every W, "
+                             f"and the best head (W = e_{L0 - 1} e_{L0 - 1}^T) reaches exactly 0, a tie, which fails"
+                             if ok else
+                             ("clamped features of i and i - 1 differ: no forced tie" if not (same and tie) else
+                              f"the best head (W = e_{L0 - 1} e_{L0 - 1}^T) has prev margin {best_margin} at row {i}, "
+                              "which the decision rule counts as attending: alpha_L would be 1, not 0")),
+                    numbers={"L0": L0, "L": L, "features_equal": same, "symbolic_tie": tie,
+                             "best_head_margin": str(best_margin), "tie_counts_as_failure": tie_fails},
+                    bound=f"rows {L0}..{L - 1}",
+                    witness=None if ok else {"L0": L0, "row": i, "best_head_margin": str(best_margin)})
 
 
 __all__ = ["sin_maximiser_proof", "kernel_identity", "check_prop3", "check_prop4_clamped_tie"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from fractions import Fraction
 
 import pytest
 import torch
@@ -202,3 +203,295 @@ def test_claim_fit_defaults_match_engine():
     assert (claims.DEFAULT_LR, claims.DEFAULT_STEPS, claims.DEFAULT_WD) == (num.LR, num.STEPS, num.WEIGHT_DECAY)
     p = registry.get("pr26:prop2").parse_params({"lr": "0.1", "selection": "min-norm"})
     assert claims._fit_kw(p) == {"lr": 0.1, "steps": 400, "weight_decay": 1e-4, "selection": "min-norm"}
+
+
+# =============================================================================== exact ties (every decision point)
+# The house rule: a row attends to its target iff its margin is > 0 (``pe.attends``); an exact tie fails.
+# Each test feeds a decision point the tie it exists for and shows that counting ties as successes
+# (``_ties_count``) or removing the re-check that finds the tie changes the result.
+
+
+def _ties_count(monkeypatch):
+    """Fault: the decision rule counts an exact tie (margin 0) as attending."""
+    monkeypatch.setattr(pe, "attends", lambda m: m >= 0)
+
+
+def _no_rounding_bound(monkeypatch):
+    """Fault: the float64 rounding bound is forgotten (0), so float64 alone decides near ties."""
+    monkeypatch.setattr(num, "logit_error_bound", lambda family, param, feats: 0.0)
+
+
+def _clamped_best_head(L0: int = 20) -> torch.Tensor:
+    W = torch.zeros(L0, L0, dtype=torch.float64)
+    W[L0 - 1, L0 - 1] = 1.0
+    return W
+
+
+def test_tie_numeric_clamped_best_head(monkeypatch):
+    fam, prev = get_family("clamped-absolute"), get_task("prev")
+    rows = list(range(20, 64))
+    ev = num.evaluate_rows(fam, prev, _clamped_best_head(), 20, 64, rows)
+    assert int(ev.passed.sum()) == 0 and int(ev.target_tied.sum()) == 44
+    assert float(ev.margin.abs().max()) == 0.0 and ev.exact_rechecked == 44
+    assert fig.clamped_tie_control(20, (30, 64))["problems"] == []
+    _ties_count(monkeypatch)
+    assert int(num.evaluate_rows(fam, prev, _clamped_best_head(), 20, 64, rows).passed.sum()) == 44
+    assert any("clamped tie control" in p for p in fig.clamped_tie_control(20, (30, 64))["problems"])
+
+
+def test_tie_prop4_numeric_outcome(monkeypatch):
+    ok = fig.check_prop4(20, (30, 40, 60, 128), 3, 0, sens_lrs=(), horizon=128)
+    assert ok.outcome == "holds", ok.numbers["problems"]
+    assert ok.numbers["tie_control"]["per_L"][128]["tied"] == 108
+    _ties_count(monkeypatch)
+    bad = fig.check_prop4(20, (30, 40, 60, 128), 3, 0, sens_lrs=(), horizon=128)
+    assert bad.outcome == "fails"
+    assert any(p.startswith("clamped tie control") for p in bad.numbers["problems"])
+
+
+def test_tie_numeric_exact_recheck_flat_affine_rows(monkeypatch):
+    # near-flat affine rows: float64 rounding puts prev's target on top in some rows whose exact margin is <= 0
+    ok = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
+    flat = ok.numbers["flat_rows"]
+    assert ok.status == "consistent" and ok.outcome == "holds"
+    assert flat["engine_passed"] == 0 and flat["float64_alone_passed"] >= 1 and flat["exact_ties"] >= 1
+    with monkeypatch.context() as mp:
+        _no_rounding_bound(mp)
+        bad = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
+        assert bad.outcome == "fails" and bad.numbers["flat_rows"]["engine_passed"] >= 1
+    _ties_count(monkeypatch)
+    bad = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
+    assert bad.outcome == "fails" and bad.numbers["flat_rows"]["engine_passed"] == flat["exact_ties"]
+
+
+def test_tie_numeric_interval_recheck_rope(monkeypatch):
+    # RoPE w = psi(0) + psi(4): k(0) and k(4) agree to ~1e-16; float64 puts offset 4 on top, the exact value
+    # (float64 w taken exactly, true features) puts offset 0 (the query itself) on top by ~6e-17
+    rope, task = get_family("rope"), get_task("skip-4")
+    w = num.peaked_kernel(rope, 0, 20) + num.peaked_kernel(rope, 4, 20)
+    rows = list(range(20, 64))
+    fl = num.evaluate_rows(rope, task, w, 20, 64, rows, exact_ties=False)
+    assert int(fl.passed.sum()) == 44  # precondition: float64 alone says every row passes
+    ev = num.evaluate_rows(rope, task, w, 20, 64, rows)
+    assert int(ev.passed.sum()) == 0 and ev.interval_rechecked == 44
+    assert bool((ev.margin < 0).all()) and bool((ev.argmax == ev.rows).all())
+    _no_rounding_bound(monkeypatch)
+    assert int(num.evaluate_rows(rope, task, w, 20, 64, rows).passed.sum()) == 44
+
+
+def test_tie_theorem2_two_peak_control(monkeypatch):
+    fams = [FAMILIES["rope"], FAMILIES["free-relative"]]
+    ok = num.check_theorem2(fams, 20, (60, 120), 3, 0, horizon=256)
+    assert ok.outcome == "holds", ok.numbers["problems"]
+    tp = ok.numbers["controls"]["two_peak"]["per_L"][60]
+    assert tp["hypothesis"] is False and tp["prev"] == {"alpha": 0.0, "tied": 40, "rows": 40, "exact_rechecked": 40}
+    _ties_count(monkeypatch)
+    bad = num.check_theorem2(fams, 20, (60, 120), 3, 0, horizon=256)
+    assert bad.outcome == "fails"
+    assert any(p.startswith("two-peak kernel: prev alpha_60 = 1.0") for p in bad.numbers["problems"])
+
+
+def test_tie_kernel_peak_rejects_two_equal_maxima(monkeypatch):
+    k = torch.tensor([0.0, 1.0, 0.5, 1.0, 0.2], dtype=torch.float64)
+    assert num.kernel_peak(k)["strict_unique"] is False
+    assert num.kernel_peak(torch.tensor([0.0, 1.0, 0.5, 0.9], dtype=torch.float64))["strict_unique"] is True
+    # fault: a peak check that accepts a tie (gap >= 0) lets the two-peak control through
+    real = num.kernel_peak
+    monkeypatch.setattr(num, "kernel_peak", lambda k, tol=num.PEAK_TOL: {**real(k, tol), "strict_unique":
+                                                                           real(k, tol)["gap"] >= 0})
+    probs = num.theorem2_controls(20, (60,), 3)["problems"]
+    assert "two-peak kernel: hypothesis accepted at L = 60 (two equal maxima)" in probs
+
+
+def test_tie_solver_margin(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    aff, prev = FAMILIES["affine"], get_task("prev")
+    flat = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(0)]]  # logit 1 on every key: every row tied
+    assert sol.recheck_exact(aff, prev, flat, 6, 6) == (False, 0)
+    assert sol.check_prop1(aff, 6).status == "proved"
+    with monkeypatch.context() as mp:
+        # fault: the encoding demands margin >= 0 (ties admitted): SAT with a tie, which the strict re-check refuses
+        mp.setattr(sol, "MARGIN", Fraction(0))
+        ev = sol.check_prop1(aff, 6)
+        assert ev.status == "error" and ev.witness["min_margin_exact"] == "0"
+        _ties_count(mp)
+        assert sol.recheck_exact(aff, prev, flat, 6, 6) == (True, 0)
+        ev = sol.check_prop1(aff, 6)
+        assert ev.status == "refuted" and ev.witness["n"] == 3
+
+
+def test_tie_symbolic_prop1(monkeypatch):
+    fams = [FAMILIES["affine"], FAMILIES["alibi"]]
+    ok = sym.check_prop1(fams)
+    assert ok.status == "proved"
+    assert ok.numbers["affine: best interior margin (constant row {'W_00': 1, 'W_01': 0, 'W_10': 1, 'W_11': 0})"] == "0"
+    _ties_count(monkeypatch)
+    bad = sym.check_prop1(fams)
+    assert bad.status == "refuted" and bad.witness["family"] == "affine" and bad.witness["prev_margin"] == "0"
+
+
+def test_tie_symbolic_prop4_clamped(monkeypatch):
+    from verify.symbolic import pr26_figures as sf
+
+    ok = sf.check_prop4_clamped_tie()
+    assert ok.status == "proved" and ok.numbers["best_head_margin"] == "0"
+    _ties_count(monkeypatch)
+    bad = sf.check_prop4_clamped_tie()
+    assert bad.status == "refuted" and "alpha_L would be 1" in bad.summary
+
+
+def test_tie_symbolic_prop3_interval_never_certifies_a_tie():
+    from verify.symbolic import pr26_figures as sf
+
+    # theta = pi / 17 puts pi / (2 theta) at 8.5: sin(8 theta) = sin(9 theta) exactly
+    for claimed, other in ((8, 9), (9, 8)):
+        r = sf.sin_maximiser_proof(17, claimed, theta_fn=lambda iv: iv.pi / 17)
+        assert r["ok"] is False and r["step1_nearest_integer_strict"] is False
+        assert r["step4_brute_force_all_deltas"] is False and r["violation"]["delta"] == other
+    # control: a theta whose pi / (2 theta) = 8.25 is not a tie, and the same proof certifies 8
+    assert sf.sin_maximiser_proof(17, 8, theta_fn=lambda iv: iv.pi / 16.5)["ok"] is True
+
+
+def test_tie_verify_alpha_cli(monkeypatch, capsys):
+    # `verify alpha` decides with the engine: feed it the clamped head at its best (every new row tied)
+    fam, prev = get_family("clamped-absolute"), get_task("prev")
+    monkeypatch.setattr(num, "fit", lambda *a, **k: num.FitResult(fam, prev, 20, 0, _clamped_best_head(), 0.0, 0.0,
+                                                                  {"selection": "given"}))
+    args = ["alpha", "--pe", "clamped-absolute", "--task", "prev", "--L", "64", "--format", "json"]
+    assert main(args) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["alpha"] == 0.0 and doc["new_rows_with_exact_tie_to_target"] == 44 and doc["exact_rechecked_rows"] > 0
+    _ties_count(monkeypatch)
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["alpha"] == 1.0
+
+
+# =============================================================================== positive controls
+
+
+def _affine_in_disguise() -> pe.Family:
+    """Fault: the control family's features lost their square (affine again)."""
+    return dataclasses.replace(pe.QUADRATIC, feature=lambda n, L0, ar: [ar.num(1), ar.num(n), ar.num(n)])
+
+
+def test_control_prop1_solver_broken_control():
+    from verify.solver import pr26 as sol
+
+    assert sol.check_prop1(FAMILIES["affine"], 6).status == "proved"
+    ev = sol.check_prop1(FAMILIES["affine"], 6, control=_affine_in_disguise())
+    assert ev.status == "error" and "control" in ev.summary and ev.numbers["control_answer"] == "unsat"
+
+
+def test_control_prop1_symbolic_broken_control():
+    ev = sym.check_prop1([FAMILIES["affine"]], control=_affine_in_disguise())
+    assert ev.status == "error" and ev.summary.startswith("positive control failed")
+
+
+def test_control_prop1_numeric_broken_control():
+    ok = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
+    assert ok.status == "consistent" and ok.numbers["control"]["interior_strict_argmax_rows"] > 0
+    ev = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=(), control=_affine_in_disguise())
+    assert ev.status == "error" and ev.summary.startswith("positive control failed")
+
+
+def test_control_theorem2_solver_reverse(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    ok = sol.check_theorem2(((8, 16),), 3)
+    assert ok.status == "proved" and ok.numbers["reverse_control"] == {"answer": "sat", "witness_rechecked_exact": True}
+    # fault: the one-hot features of the control collapse to one feature (every key tied): reverse's
+    # positive control turns UNSAT and the layer must stop calling reverse's UNSAT a proof
+    la = FAMILIES["learned-absolute"]
+    monkeypatch.setitem(pe.FAMILIES, "learned-absolute",
+                        dataclasses.replace(la, feature=lambda n, L0, ar: la.feature(0, L0, ar)))
+    bad = sol.check_theorem2(((8, 16),), 3)
+    assert bad.status == "error" and "positive control failed" in bad.summary
+
+
+def test_control_theorem2_solver_prev_index_fault(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    # fault (index): prev as i - 2; the SAT control "prev with its peak at offset 1" turns UNSAT
+    monkeypatch.setitem(pe.TASKS, "prev", dataclasses.replace(pe.TASKS["prev"], first_row=lambda L: 2,
+                                                              target=lambda i, L: i - 2))
+    bad = sol.check_theorem2(((8, 16),), 3)
+    assert bad.status == "error" and "prev" in bad.summary
+
+
+# =============================================================================== index faults (non-symmetric inputs)
+
+
+def test_index_copy_floor_instead_of_ceil(monkeypatch):
+    ok = num.theorem2_controls(20, (60,), 3)
+    assert ok["problems"] == [] and ok["copy_control"]["L"] == 61 and ok["copy_control"]["alpha"] == 1.0
+    # prop3 at a smaller odd length: theta_8 = 0.01, pi / (2 theta_8) = 157.08, L = 313 (ceil(L/2) = 157)
+    p3 = fig.check_prop3(313, 20, (60,), 0, sens_lrs=(), offset_k=8)
+    assert p3.outcome == "holds" and p3.numbers["alpha_big"]["alpha"] == 1.0
+    monkeypatch.setattr(pe, "ceil_half", lambda L: L // 2)  # fault: copy's offset floor(L/2)
+    assert get_task("copy").target(61, 61) == 31  # the fault reaches the task table
+    bad = num.theorem2_controls(20, (60,), 3)
+    assert any(p.startswith("copy control") for p in bad["problems"])
+    p3 = fig.check_prop3(313, 20, (60,), 0, sens_lrs=(), offset_k=8)
+    assert p3.outcome == "fails" and p3.numbers["alpha_big"]["alpha"] == 0.0
+
+
+def test_index_reverse_off_by_one(monkeypatch):
+    # fault (index): reverse's target L - i instead of L - 1 - i (still inside the window at odd L)
+    monkeypatch.setitem(pe.TASKS, "reverse", dataclasses.replace(pe.TASKS["reverse"], target=lambda i, L: L - i))
+    bad = num.theorem2_controls(20, (60,), 3)
+    assert any(p.startswith("reverse control") for p in bad["problems"])
+
+
+def test_index_prev_and_skip_numeric(monkeypatch):
+    fams = [FAMILIES["rope"], FAMILIES["free-relative"]]
+    with monkeypatch.context() as mp:
+        mp.setitem(pe.TASKS, "prev", dataclasses.replace(pe.TASKS["prev"], first_row=lambda L: 2,
+                                                         target=lambda i, L: i - 2))
+        bad = num.check_theorem2(fams, 20, (60,), 3, 0, horizon=128)
+        assert bad.outcome == "fails" and any("w = psi(1): prev alpha_60" in p for p in bad.numbers["problems"])
+    real = pe.get_task
+
+    def skip_off(name):  # fault: skip-K as i - K - 1
+        t = real(name)
+        return dataclasses.replace(t, first_row=lambda L: 4, target=lambda i, L: i - 4) if name == "skip-3" else t
+
+    monkeypatch.setattr(pe, "get_task", skip_off)
+    bad = num.check_theorem2(fams, 20, (60,), 3, 0, horizon=128)
+    assert bad.outcome == "fails" and any("w = psi(3): skip-3 alpha_60" in p for p in bad.numbers["problems"])
+
+
+def test_index_target_outside_causal_window(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    # fault (index): reverse's query rows start one row early, so row floor(L/2) - 1 targets a key to its right
+    bad_rev = dataclasses.replace(pe.TASKS["reverse"], first_row=lambda L: L // 2 - 1)
+    with pytest.raises(ValueError, match="outside the causal window"):
+        sol.realize_rows(FAMILIES["free-relative"], bad_rev, 16, 16)
+    with pytest.raises(ValueError, match="outside the causal window"):
+        num.evaluate_rows(FAMILIES["rope"], bad_rev, num.peaked_kernel(FAMILIES["rope"], 1, 20), 20, 64,
+                          list(bad_rev.rows(64)))
+    # and a negative target (prev on row 0) would wrap around to the last feature row in Python
+    prev0 = dataclasses.replace(pe.TASKS["prev"], first_row=lambda L: 0)
+    with pytest.raises(ValueError, match="outside the causal window"):
+        pe.exact_row_margin(FAMILIES["affine"], prev0, [[Fraction(1)] * 2] * 2, 0, 5, 5, pe.FractionArith(0))
+
+
+# =============================================================================== Prop. 3's symbolic figures
+
+
+def test_prop3_symbolic_figures_fault(monkeypatch):
+    from verify.symbolic import pr26_figures as sf
+
+    ok = {f.figure: f for f in sf.check_prop3(brute_force=False).figures}
+    assert ok["Prop. 3: theta_min = 10000^(-15/16)"].reproduced is True
+    assert ok["Prop. 3: sin(delta theta_min) increases up to delta"].ours == 8833
+    assert ok["Prop. 3: sin(delta theta_min) increases up to delta"].reproduced is True
+    # fault: 15 frequencies per decade of the exponent instead of 16 (theta_min = 10000^(-15/15) = 1e-4)
+    monkeypatch.setattr(sf, "N_FREQ", 15)
+    ev = sf.check_prop3(brute_force=False)
+    bad = {f.figure: f for f in ev.figures}
+    assert ev.status == "refuted"
+    assert bad["Prop. 3: theta_min = 10000^(-15/16)"].reproduced is False
+    assert bad["Prop. 3: sin(delta theta_min) increases up to delta"].ours == 15708
+    assert bad["Prop. 3: sin(delta theta_min) increases up to delta"].reproduced is False

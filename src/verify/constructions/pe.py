@@ -338,10 +338,41 @@ def logit(family: Family, param: Any, i: int, j: int, L0: int, ar: Any, feats: S
     return total
 
 
+def attends(margin: Any) -> Any:
+    """The one rule every layer uses to decide a row: it attends to its target iff margin > 0.
+
+    "Attends to t" means the strict causal masked argmax is t, so an exact tie (margin 0) is a
+    failure.  Works elementwise on torch tensors and on ints, Fractions, floats and numeric sympy
+    values.  Layers call it as ``pe.attends`` (looked up at call time), so a test can replace the
+    rule (e.g. count ties as successes) and watch every decision that depends on it move.
+
+    Source: pr26's definition of alpha_L (strict argmax; ties fail), as summarised.
+    """
+    return margin > 0
+
+
+def target_in_window(task: Task, i: int, L: int) -> int:
+    """t_L(i) as an int, checked to lie in row i's causal window 0..i.
+
+    Raises:
+        ValueError: the target is negative or to the right of the query (an index bug in a task:
+            a negative index would silently wrap around in Python and in torch).
+    """
+    t = int(task.target(i, L))
+    if not 0 <= t <= i:
+        raise ValueError(f"task {task.name}: target t_L(i) = {t} of row i = {i} at L = {L} lies outside the causal "
+                         f"window 0..{i}")
+    return t
+
+
 def exact_row_margin(family: Family, task: Task, param: Any, i: int, L: int, L0: int, ar: Any,
                      feats: Sequence[Sequence] | None = None) -> Any:
-    """Margin of row i at length L: logit(i, t) - max_{j <= i, j != t} logit(i, j) (None if t is the only key)."""
-    t = task.target(i, L)
+    """Margin of row i at length L: logit(i, t) - max_{j <= i, j != t} logit(i, j) (None if t is the only key).
+
+    Raises:
+        ValueError: the target lies outside the causal window 0..i (:func:`target_in_window`).
+    """
+    t = target_in_window(task, i, L)
     lt = logit(family, param, i, t, L0, ar, feats)
     others = [logit(family, param, i, j, L0, ar, feats) for j in range(i + 1) if j != t]
     if not others:
@@ -351,4 +382,5 @@ def exact_row_margin(family: Family, task: Task, param: Any, i: int, L: int, L0:
 
 __all__ = ["Family", "Task", "FAMILIES", "TASKS", "QUADRATIC", "get_family", "get_task", "task_names",
            "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin", "feature_rows",
+           "attends", "target_in_window",
            "N_FREQ", "TRIG_DENOM_BITS"]
