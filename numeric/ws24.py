@@ -57,7 +57,23 @@ class TorchGram:
         raise KeyError(x)
 
     def __call__(self, x: Vec, y: Vec) -> float:
-        return float(self.vec(x) @ self.vec(y))
+        table = self._table()
+        i, j = table[0].get(x), table[0].get(y)
+        if i is None or j is None:
+            return float(self.vec(x) @ self.vec(y))
+        return table[1][i][j]
+
+    def _table(self) -> tuple[dict, list]:
+        """Every inner product of the named family, computed once from :meth:`vec` (one
+        float64 matrix product instead of a dot product per call; same lookups, so a fault
+        in ``vec`` reaches every score exactly as before)."""
+        if getattr(self, "_cache", None) is None:
+            names = ([("w_E", k) for k in range(1, self.E.shape[0] + 1)]
+                     + [("Phi_1 w_E", k) for k in range(1, self.F.shape[0] + 1)]
+                     + [("r", -i) for i in range(self.r.shape[0])])
+            X = torch.stack([self.vec(n) for n in names])
+            self._cache = ({n: i for i, n in enumerate(names)}, (X @ X.T).tolist())
+        return self._cache
 
     @staticmethod
     def coef(c: Any) -> float:
@@ -213,17 +229,18 @@ def _eq14_probe(con: InductionKeyConstruction, g: TorchGram, tokens: torch.Tenso
     """The index probe of Eq. 14 at scale: distinct psi
     (:func:`~verify.constructions.bilinear.legendre_ramp`); the variant's reading on the
     diagonal z_s = z_T against psi(z_T), and the built model's score of the induction target
-    grouped by the trigger z_T, each by its regression coefficient beta (1 when every row
-    carries its own psi)."""
+    against psi of the trigger z_T (first ``PROBE_SEQUENCES`` sequences), each by its
+    regression coefficient beta (1 when every row carries its own psi)."""
     probe = InductionKeyConstruction.index_probe(con.V, con.orientation, pattern="legendre")
     psi = torch.tensor([float(p) for p in probe.psi], dtype=torch.float64)
     diag = torch.tensor([probe.displayed_score(v, v, g) for v in range(1, con.V + 1)], dtype=torch.float64)
-    target = _induction_target_scores(_dense(probe, g), g, tokens, s0)[0]
+    tok, first = tokens[:PROBE_SEQUENCES], s0[:PROBE_SEQUENCES]
+    target = _induction_target_scores(_dense(probe, g), g, tok, first)[0]
     tol = probe_tolerance(d, con.V)
-    b_read, b_model = _beta(diag, psi), _beta(target, psi[tokens[:, -1]])
+    b_read, b_model = _beta(diag, psi), _beta(target, psi[tok[:, -1]])
     return {"coefficients": "legendre_ramp (Legendre-symbol signs, magnitudes (V + k - 1)/V)",
             "beta_reading": b_read, "beta_model": b_model, "tolerance": tol, "model_tolerance": 2 * tol,
-            "ok": abs(b_read - 1) <= tol and abs(b_model - 1) <= 2 * tol}
+            "sequences": int(tok.shape[0]), "ok": abs(b_read - 1) <= tol and abs(b_model - 1) <= 2 * tol}
 
 
 def _induction_target_scores(W: torch.Tensor, g: TorchGram, tokens: torch.Tensor, s0: torch.Tensor

@@ -52,6 +52,7 @@ from verify.constructions.bilinear import (
     wE,
 )
 from verify.evidence import Evidence, engine_versions
+from verify.solver import common as _common
 from verify.solver.common import ObligationResult, check, rval, solver_summary
 
 EPS = sp.Symbol("eps", nonnegative=True)
@@ -243,12 +244,14 @@ def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms) -> tu
 
         # a SAT answer is decided by evaluating its model exactly (no second solver needed:
         # cvc5 can take seconds on this nonlinear system and would only repeat the answer)
-        res = check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms, second_opinion="never")
+        policy = None if _common.SECOND_OPINION in ("always", True) else "never"  # an explicit 'always' still runs cvc5
+        res = check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms, second_opinion=policy)
         if res.answer == "sat":
             mg = ModelGram(res.model)
             inside = all(abs(x) <= thr_q for x in res.model.values()) and not res.reason
             if inside and score_aw(mg) >= score_tr(mg):
-                res.second_reason = "not run: the SAT model re-checked exactly in fractions.Fraction"
+                if not res.second_answer:
+                    res.second_reason = "not run: the SAT model re-checked exactly in fractions.Fraction"
             else:
                 res.answer, res.reason = "unknown", "the SAT model did not re-check exactly in fractions.Fraction"
         out.append(res)
