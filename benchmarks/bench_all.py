@@ -1,0 +1,132 @@
+"""The speed benchmark that judges `verify`: the default `verify all`, every default claim variant
+alone, per-layer times, start-up, each as seconds and as a ratio to a fixed reference workload timed
+in the same run (so figures compare across noisy machines).
+
+    python benchmarks/bench_all.py [--json FILE] [--jobs N] [--skip-alone]
+
+The reference workload (about 1 s on the development machine) mixes what the layers do, in fixed
+sizes: sympy expansion and simplification, exact Fraction sums, a z3 linear problem, and float64
+torch matrix products on one thread.  Its median of three runs is the unit of every ratio.
+
+Targets: default `verify all` under 20 s wall, each default claim variant under 5 s alone, and
+`verify list`, `verify show` and an input error under 0.5 s (a fresh process each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+TARGET_ALL_S = 20.0
+TARGET_CLAIM_S = 5.0
+TARGET_STARTUP_S = 0.5
+
+
+def reference_workload() -> float:
+    """Seconds for the fixed reference workload (one run)."""
+    import sympy as sp
+    import torch
+    import z3
+
+    t0 = time.perf_counter()
+    x, y, z = sp.symbols("x y z")
+    sp.simplify(sp.expand((x + y + z) ** 12) - sp.expand((x + y + z) ** 12))
+    sp.factor(sp.expand((x + 1) ** 20 * (y - 2) ** 6))
+    sum(Fraction(1, k) for k in range(1, 3000))
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    v = [z3.Real(f"v{i}", ctx) for i in range(40)]
+    for i in range(39):
+        s.add(v[i] + 2 * v[i + 1] <= i, v[i] >= -i)
+    s.check()
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(384, 384, dtype=torch.float64, generator=g)
+        for _ in range(20):
+            a = torch.tanh(a @ a / 384)
+    finally:
+        torch.set_num_threads(n)
+    return time.perf_counter() - t0
+
+
+def _startup(args: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "verify", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   check=False)
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", help="write the measurements here")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="--jobs of the timed 'verify all'")
+    ap.add_argument("--skip-alone", action="store_true", help="do not time each claim variant alone")
+    a = ap.parse_args(argv)
+
+    from verify.evidence import Context
+    from verify.proofs import registry
+    from verify.proofs.cli import run_all
+    from verify.proofs.model import run_claim
+    from verify.proofs.specs import run_id
+
+    ref = statistics.median(reference_workload() for _ in range(3))
+    print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
+
+    claims = [c for c in registry.all_claims() if not c.heavy]
+    t0 = time.perf_counter()
+    ran = run_all(claims, Context(), ("symbolic", "solver", "numeric"), jobs=a.jobs)
+    all_wall = time.perf_counter() - t0
+    print(f"verify all (--jobs {a.jobs}): {all_wall:.1f} s wall = {all_wall / ref:.1f} x reference "
+          f"(target {TARGET_ALL_S:.0f} s); verdict changes: {len(ran.changes)}")
+
+    rows = []
+    for r in ran.results:
+        layers = {ev.layer: round(ev.wall_time_s, 3) for ev in r.evidence if ev.status != "skipped"}
+        rows.append({"run_id": run_id(r.claim, r.params), "verdict": r.verdict, "layers_s": layers,
+                     "in_all_s": round(sum(layers.values()), 3)})
+    if not a.skip_alone:
+        for row, r in zip(rows, ran.results):
+            t1 = time.perf_counter()
+            run_claim(r.claim, r.params, Context(), ("symbolic", "solver", "numeric"))
+            row["alone_s"] = round(time.perf_counter() - t1, 3)
+            row["alone_ratio"] = round(row["alone_s"] / ref, 2)
+    print(f"\n{'claim variant':<40} {'alone s':>8} {'ratio':>6}  per layer (s, inside verify all)")
+    for row in rows:
+        alone = row.get("alone_s")
+        flag = "  <- over target" if alone is not None and alone > TARGET_CLAIM_S else ""
+        print(f"{row['run_id']:<40} {alone if alone is not None else '-':>8} {row.get('alone_ratio', '-'):>6}  "
+              + ", ".join(f"{k} {v:.2f}" for k, v in row["layers_s"].items()) + flag)
+
+    startup = {name: round(_startup(args), 3) for name, args in
+               (("list", ["list"]), ("show", ["show", "pr26:prop1"]), ("input_error", ["pr26:prop1", "--seed", "-1"]))}
+    print("\nstart-up (fresh process): " + ", ".join(f"{k} {v:.2f} s" for k, v in startup.items())
+          + f" (target {TARGET_STARTUP_S} s)")
+
+    doc = {
+        "reference_s": round(ref, 4),
+        "jobs": a.jobs,
+        "cores": os.cpu_count(),
+        "all_wall_s": round(all_wall, 3),
+        "all_ratio": round(all_wall / ref, 2),
+        "targets_s": {"all": TARGET_ALL_S, "claim": TARGET_CLAIM_S, "startup": TARGET_STARTUP_S},
+        "claims": rows,
+        "startup_s": startup,
+        "verdict_changes": ran.changes,
+    }
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+        print(f"\nwritten to {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
