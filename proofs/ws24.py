@@ -94,6 +94,27 @@ def _orientation_checks(cls: Any, name: str) -> dict[str, Any]:
     return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
 
 
+def _probe_lines(evs: Sequence[Evidence], coef: str) -> list[str]:
+    """One line on the index probe: the data's uniform coefficients hide a row read at the
+    wrong index, so every layer also checks distinct ones."""
+    num = next((e for e in evs if e.layer == "numeric" and e.numbers.get("index_probe")), None)
+    sol = next((e for e in evs if e.layer == "solver" and e.numbers.get("index_probe")), None)
+    parts = []
+    if sol is not None:
+        info = sol.numbers["index_probe"]
+        parts.append(f"solver, {coef} = ({', '.join(info['coefficients'])}): "
+                     + (info["skipped"] if "skipped" in info else
+                        f"{info['answers']['unsat']} of {info['rows']} per-row obligations UNSAT"))
+    if num is not None:
+        n = num.numbers["index_probe"]
+        parts.append(f"numeric, Legendre-signed {coef}: regression on {coef} {n['beta_reading']:.3f} (reading), "
+                     f"{n['beta_model']:.3f} (built model), 1 when every token carries its own {coef}")
+    if not parts:
+        return []
+    return [f"Index probe (distinct {coef}(k), where the data's constant {coef} would hide a row read at the wrong index; "
+            f"symbolic: exact, token by token): " + "; ".join(parts) + "."]
+
+
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     out = []
     sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
@@ -116,6 +137,7 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                 out.append(f"Training (population one-step W^1_K, orthonormal idealization, lr = {L['lr']:g}, "
                            f"{L['runs']} x {L['n_per_step']} sequences per step): the coefficient of w_E(k) r_{{-1}}^T is in "
                            f"[{lo:.3g}, {hi:.3g}], which contains 0, so no sign is stated (--full uses more samples).")
+    out += _probe_lines(evs, "chi")
     out.append("Which repair keeps the head: with the base model's score query^T W_K key, keeping Eq. 13 and reading the "
                "score as w_E(v)^T W^1_K r_{-1} makes the display and the model's previous-token score both chi(v); "
                "transposing the matrix makes the display chi(v) but the model's score ~0 (no previous-token head).")
@@ -139,9 +161,9 @@ THEOREM2 = Claim(
             "but leaves the model's previous-token score ~0, so it is not a repair."),
     caveats=(RECONSTRUCTED, IDEALIZED),
     explain=_t2_explain,
-    cost=("symbolic < 1 s; solver ~2 s (every V <= 8); numeric ~2-3 s at d = 1024, V = 64, T = 32, N = 1024 plus the "
-          "split one-step estimate (12 runs x 128 sequences per step, ~1.5 s); --full: 16 runs x 512 (~30 s) and the "
-          "Gaussian APE/RPE protocols"),
+    cost=("symbolic < 1 s; solver ~1.5-2 s (every V <= 8, plus 3-6 index-probe obligations); numeric ~1 s at d = 1024, "
+          "V = 64, T = 32, N = 1024 (index probe included) plus the split one-step estimate (12 runs x 128 sequences "
+          "per step, ~1.5-5 s); --full: 16 runs x 512 (~30 s) and the Gaussian APE/RPE protocols"),
 )
 
 
@@ -155,6 +177,7 @@ def _e14_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
         out.append(f"At d = {n['d']}, V = {n['V']}: the score as read averages {n['displayed_score']:.4f} at z_s = z_T "
                    f"where psi = {n['psi_mean']:.4g}; the model's layer-2 score of the induction target in the built model "
                    f"averages {n['model_score']:.4f} (other keys {n['model_score_other_keys_mean']:.4f}).")
+    out += _probe_lines(evs, "psi")
     out.append("Which repair keeps the head: keeping Eq. 14 and reading the score as w_E(z_T)^T W^2_K Phi_1 w_E(z_s) (query^T "
                "W_K key) gives psi(z_T)[z_s = z_T] in the display and in the model; transposing W^2_K fixes the display "
                "but the model's induction score drops to ~0.")
@@ -177,7 +200,8 @@ EQ14 = Claim(
             "induction head both give psi(z_T)[z_s = z_T]. Transposing W^2_K fixes the display only."),
     caveats=(RECONSTRUCTED, IDEALIZED),
     explain=_e14_explain,
-    cost="symbolic ~1 s (V <= 6 concrete); solver ~5 s (every V <= 6); numeric < 1 s (--full adds the Gaussian one-step protocol)",
+    cost=("symbolic < 1 s (V <= 6 concrete, index probe included); solver ~3-4 s (every V <= 6, plus 9-18 index-probe "
+          "obligations); numeric < 1 s (--full adds the Gaussian one-step protocol)"),
 )
 
 CLAIMS = [THEOREM2, EQ14]
