@@ -22,7 +22,6 @@ import torch
 
 from verify.constructions.kvshift import (KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
                                           t1_terms, without_value_scale)
-from verify.constructions import kvshift_reference as ref
 from verify.evidence import Evidence, Figure, engine_versions
 
 DTYPE = torch.float64
@@ -228,6 +227,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
         ``consistent`` with outcome ``holds`` when max |KVSA - IH| <= 1e-9 at (m, sigma) at
         every size, else ``consistent`` with outcome ``fails``.
     """
+    from verify.constructions import kvshift_reference as ref  # mpmath only where a cross-check runs
+
     xc = ref.cross_check_t2(_num_evaluate_many, var, m, sigma, XCHECK_TOL)
     if not xc["ok"]:
         return Evidence(layer="numeric", status="error", seed=seed, engines=engine_versions("torch"),
@@ -531,6 +532,16 @@ def _ih_eval(X, m, sigma) -> list[float]:
     return attend(table_tensors(ih_terms(len(X))), T, dots, float(sigma), float(m))[0].tolist()
 
 
+def t1_control(ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int, sigma: float, m: float, V: int
+               ) -> dict[str, Any]:
+    """Positive control for a reading expected to fail: Appendix A's displayed ranges, on the same
+    inputs (same seeds), at the smallest and largest p; ``ok`` when the error falls at a rate
+    >= :data:`T1_MIN_RATE` (or to float64 rounding)."""
+    ce = t1_errors(t1_masks("as-displayed"), [ps[0], ps[-1]], Ls, d, B, seed, sigma, m, V)
+    rate = (math.log(ce[0] / ce[1]) / (ps[-1] - ps[0])) if ce[1] > T1_FLOOR else float("inf")
+    return {"p": [ps[0], ps[-1]], "sup_err": ce, "rate": rate, "ok": rate >= T1_MIN_RATE}
+
+
 def _fit(ps: Sequence[float], es: Sequence[float]) -> tuple[float, float]:
     """Least-squares fit log err = log C - lambda p over the points above :data:`T1_FLOOR`."""
     pts = [(p, math.log(v)) for p, v in zip(ps, es) if v > T1_FLOOR]
@@ -579,15 +590,13 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
         of its value at the smallest p (i.e. err = O(e^-p) on the grid); ``fails`` otherwise.
         For a reading other than ``as-displayed`` the one-layer attributions are measured too.
     """
+    from verify.constructions import kvshift_reference as ref  # mpmath only where a cross-check runs
+
     masks = t1_masks(masks) if isinstance(masks, str) else masks
     xc = ref.cross_check_t1(_t1_eval, _ih_eval, Fraction(m), Fraction(sigma), XCHECK_TOL)
     # positive control on the same inputs: Appendix A's displayed ranges must give O(e^-p) here
     # (a construction broken further would still "fail" under standard masks, and go unseen)
-    control = None
-    if masks.name != "as-displayed":
-        ce = t1_errors(t1_masks("as-displayed"), [ps[0], ps[-1]], Ls, d, B, seed, sigma, m, V)
-        rate = (math.log(ce[0] / ce[1]) / (ps[-1] - ps[0])) if ce[1] > T1_FLOOR else float("inf")
-        control = {"p": [ps[0], ps[-1]], "sup_err": ce, "rate": rate, "ok": rate >= T1_MIN_RATE}
+    control = t1_control(ps, Ls, d, B, seed, sigma, m, V) if masks.name != "as-displayed" else None
     problems = xc["problems"] + ([] if control is None or control["ok"] else
                                  [f"positive control: the as-displayed reading on the same inputs decays at rate "
                                   f"{control['rate']:.3g} < {T1_MIN_RATE} (errors {control['sup_err']})"])

@@ -164,6 +164,14 @@ THEOREM2 = Claim(
              "re-solves them; witnesses use rational enclosures of exp plus monotonicity); equality bounded by --Lmax. "
              "Numeric: float64, random token inputs with N(0, I/d) embeddings; agreement there is 'consistent', never "
              "'proved'. Defaults: m = 1/2, sigma = 2 (= sqrt(D), D = 4); the mask variant holds only at sigma = 1.",
+             "Every layer first compares its own IH and KVSA values (not only their difference) on three fixed inputs, "
+             "(A, B, A), (A, B, C, B, A) and four non-orthogonal rational vectors, at the claim's (m, sigma) and at "
+             "(1/3, 3/4), with a second evaluation written directly from Definition 1 and Eqs. 4-6 (mpmath interval exp, "
+             "no shared code with the term tables); the tables checked are the claim's, the repaired one (which must "
+             "equal IH: positive control) and one whose numerator and normaliser differ. A disagreement makes the "
+             "layer an error. The solver also checks its exp enclosure against mpmath at five points and that every "
+             "enclosure box it certifies with has a model; a refutation's witness must carry the independent value, "
+             "and (symbolic) the four pieces evaluated on it must sum to its difference with a reported nonzero piece.",
              "The small-sigma, small-m regime (Definition 1: the machine works for any context when sigma and m are taken "
              "very small) is measured at sigma = m = 1/64 on orthonormal tokens, the d -> infinity idealisation; at "
              "finite d, random cross products amplified by 1/sigma blur the input classes."),
@@ -324,6 +332,11 @@ THEOREM1 = Claim(
              "excludes the current key tau = s; layer 2 excludes s = 1 and s = L at the last position); --masks causal "
              "runs the same construction with standard causal masks (tau <= s, bias -p|s - tau|; s = 1..L). The causal "
              "verdict is about this construction, not about every standard-causal construction.",
+             "Both layers first compare their two-layer outputs (both key-range readings, p = 3) and IH on three fixed "
+             "inputs with a second evaluation written directly from Appendix A and Definition 1 (mpmath interval exp); "
+             "a disagreement makes the layer an error. Positive control for any reading: the displayed ranges must give "
+             "IH's table at p -> infinity (symbolic) and O(e^-p) on the same random inputs (numeric), so a construction "
+             "broken further cannot pass as the expected failure of the causal reading.",
              "Symbolic: exact sympy in r = e^-p (layer-1 weights at s = 2..10 against the closed form and the bound "
              "delta_s <= e^-p for a symbolic s; layer-2 table at p -> infinity for L = 3..12; the softmax step stated). "
              "Numeric: float64, random token inputs with N(0, I/d) embeddings, sigma = 1, m = 1/2; agreement is "

@@ -445,3 +445,22 @@ def test_value_from_the_wrong_position_is_an_error_not_a_refutation(monkeypatch)
     _patch_everywhere(monkeypatch, "kvsa_term", lambda s, L, a1, a2, b1, b2: orig(s, L, a1, a2, b2, b1))
     r = run_claim(claim, p, Context(seed=0), layers=("symbolic",))
     assert r.layer("symbolic").status == "error" and r.verdict == "INCONCLUSIVE"
+
+
+def test_solver_witness_with_a_wrong_value_is_an_error(monkeypatch):
+    """Fault: the solver's certified witness carries KVSA values off by 1/2 (e.g. a corner of the
+    enclosure taken for the value).  The certified witness is compared with the independent evaluation."""
+    import verify.solver.kvshift as Sol
+
+    assert Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4).status == "refuted"
+    orig = Sol.find_witness
+
+    def off(*a, **k):
+        w, obs = orig(*a, **k)
+        if w is not None:
+            w = {**w, "KVSA": {t: v / 2 for t, v in w["KVSA"].items()}}
+        return w, obs
+
+    monkeypatch.setattr(Sol, "find_witness", off)
+    ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
+    assert ev.status == "error" and "independent" in ev.summary, ev.summary

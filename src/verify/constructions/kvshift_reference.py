@@ -25,6 +25,7 @@ numerator and the normaliser, b1, the ALiBi bias) is implemented here again.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -50,9 +51,16 @@ REF_INPUTS: dict[str, tuple[Vec, ...]] = {
     "rational vectors, L = 4": ((Fraction(1), Fraction(0), Fraction(1, 2)), (Fraction(1, 2), Fraction(1), Fraction(-1, 3)),
                                 (Fraction(-1, 3), Fraction(2, 3), Fraction(1)), (Fraction(1), Fraction(1, 4), Fraction(1, 2))),
 }
-#: a fixed (m, sigma) checked besides the claim's own: m != 0 shows the ALiBi sign, sigma != 1
-#: (and != its square root) shows the score scale and b1
+#: a fixed (m, sigma) checked besides the claim's own when the claim's would hide a fault kind:
+#: m != 0 shows the ALiBi sign, sigma != 1 (and != its square root) shows the score scale and b1
 REF_PARAMS = ((Fraction(1, 3), Fraction(3, 4)),)
+
+
+def check_params(m: Any, sigma: Any) -> list[tuple[Fraction, Fraction]]:
+    """The (m, sigma) pairs a cross-check uses: the claim's own, plus :data:`REF_PARAMS` when the
+    claim's m = 0 (the ALiBi sign cannot show) or sigma = 1 (1/sigma = 1/sqrt(sigma) = 1)."""
+    own = (Fraction(m), Fraction(sigma))
+    return [own] + ([p for p in REF_PARAMS if p != own] if own[0] == 0 or own[1] == 1 else [])
 
 
 def token_vectors(x: Sequence[str]) -> tuple[Vec, ...]:
@@ -269,6 +277,18 @@ def _dev(value: Any, ref: Any) -> float:
         return float(max(lo(ref) - v, v - hi(ref), mpmath.mpf(0)))
 
 
+def _flags(var: Any) -> tuple:
+    return (var.first_num, var.first_den, var.last_num, var.last_den, var.b1_inv_sigma, var.alibi)
+
+
+@functools.lru_cache(maxsize=256)
+def _ref_t2(name: str, m: Fraction, sigma: Fraction, flags: tuple | None) -> tuple:
+    """IH (flags None) or KVSA with these flags on the fixed input ``name`` (cached: the three layers
+    of one run ask for the same values)."""
+    X = REF_INPUTS[name]
+    return tuple(ih(X, m, sigma) if flags is None else kvsa(X, m, sigma, *flags))
+
+
 def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float) -> dict[str, Any]:
     """Compare a layer's own IH and KVSA values with this module's, on the fixed inputs.
 
@@ -278,7 +298,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
             of :mod:`verify.constructions.kvshift`; values are numbers, Fractions or sympy/mpmath
             floats.  It may raise ValueError (e.g. an empty enclosure box), recorded as a problem.
         var: the claim's :class:`~verify.constructions.kvshift.Variant`.
-        m, sigma: the claim's slope and scale; :data:`REF_PARAMS` are checked as well.
+        m, sigma: the claim's slope and scale (with :data:`REF_PARAMS` where :func:`check_params` adds them).
         tol: the layer's tolerance (absolute, per coordinate, outside the reference enclosure).
 
     Returns:
@@ -290,7 +310,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
     from verify.constructions import kvshift as kc  # tables and flags only
 
     tables = [("IH", None), (f"KVSA[{var.name}]", var)] + [(f"KVSA[{n}]", kc.variant(n)) for n in T2_CONTROLS]
-    params = [(Fraction(m), Fraction(sigma))] + [p for p in REF_PARAMS if p != (Fraction(m), Fraction(sigma))]
+    params = check_params(m, sigma)
     problems: list[str] = []
     checked, worst = 0, 0.0
     for mm, sg in params:
@@ -298,7 +318,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
             L = len(X)
             fns = [(lambda s_, L=L: kc.ih_terms(L)) if v is None else (lambda s_, L=L, v=v: kc.kvsa_terms(L, v, s_))
                    for _, v in tables]
-            refs = [ih(X, mm, sg) if v is None else kvsa_variant(X, mm, sg, v) for _, v in tables]
+            refs = [_ref_t2(name, mm, sg, None if v is None else _flags(v)) for _, v in tables]
             try:
                 ours = evaluate_many(X, fns, mm, sg)
             except (ValueError, ZeroDivisionError, ArithmeticError) as exc:
@@ -319,8 +339,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
             ref_ih, ref_rep = refs[0], refs[2]
             if any(hi(a) < lo(b) or hi(b) < lo(a) for a, b in zip(ref_ih, ref_rep)):
                 problems.append(f"reference self-check on {where}: KVSA[mask+scale] != IH")
-        X = REF_INPUTS["(A, B, A)"]
-        a_, b_ = ih(X, mm, sg), kvsa_variant(X, mm, sg, kc.variant("none"))
+        a_, b_ = _ref_t2("(A, B, A)", mm, sg, None), _ref_t2("(A, B, A)", mm, sg, _flags(kc.variant("none")))
         if not any(hi(a) < lo(b) or hi(b) < lo(a) for a, b in zip(a_, b_)):
             problems.append(f"reference self-check at m = {mm}, sigma = {sg}: KVSA[none] = IH on (A, B, A)")
     return {"ok": not problems, "problems": problems, "checked": checked, "max_deviation": worst,
