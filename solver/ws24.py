@@ -23,10 +23,13 @@ Obligations, for each token (pair) and the given eps:
                target or vector read at the wrong row leaves the allowance (the uniform
                coefficients of the data hide such faults); run once per sweep;
   (separation) eps* the root of S_0,aw + B_aw(eps) = S_0,tr - B_tr(eps) (exact, sympy:
-               below it the triangle bounds separate the two scores); UNSAT of
-               S_as-written >= S_transposed at the given eps < eps* (the eps-families shrink
-               with eps, so this covers every smaller eps); SAT at eps* when it is rational
-               (the threshold is tight for the relaxation; the SAT model is evaluated exactly).
+               below it the triangle bounds separate the two scores); at the given
+               eps < eps*, S_as-written < S_repaired for every eps-family follows from the
+               (bound) obligations of both scores (UNSAT) and S_0,aw + B_aw(eps) <
+               S_0,tr - B_tr(eps) in exact rationals, so it is not solved again (the
+               eps-families shrink with eps: this covers every smaller eps); SAT of
+               S_as-written >= S_repaired at eps* when it is rational (the threshold is tight
+               for the relaxation; the SAT model is evaluated exactly).
 
 Every UNSAT must be confirmed a second way (a Farkas certificate, with degree-2 product rows
 where the encoding has products, re-checked without a solver; or cvc5 answering UNSAT):
@@ -166,14 +169,8 @@ def _check_rows(
                              "magnitude clause is vacuous there and only the sign clause can fail")
             vacuous.append(problems_note)
 
-        def bound(ctx: z3.Context, score=score, s0=s0, B=B):
-            g = Z3Gram(ctx, rval(ctx, eps))
-            S = score(g)
-            b = _z3_of(B, ctx, g.eps)
-            return g.constraints + [z3.Or(S - rval(ctx, s0) > b, rval(ctx, s0) - S > b)]
-
         if self_check and not label.endswith("model score"):  # the encoding self-check once per score function
-            r1 = check(f"|S - S_0| > B(eps) at {label}", bound, timeout_ms)
+            r1 = _bound_obligation(label, score, s0, B, eps, timeout_ms)
             results.append(r1)
             if r1.answer == "sat":
                 problems.append(f"the triangle bound failed at {label} (encoding bug)")
@@ -217,24 +214,48 @@ def _recheck_witness(label, score, target, A, eps, family, res: ObligationResult
     return None
 
 
-def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms) -> tuple[sp.Expr | None, list[ObligationResult]]:
-    """eps* from the triangle bounds (exact, sympy) and the z3 obligations around it.
+def _bound_obligation(label: str, score, s0: Fraction, B: sp.Expr, eps: Fraction, timeout_ms: int) -> ObligationResult:
+    """(bound): UNSAT of |S - S_0| > B(eps) over the eps-families, S_0 the orthonormal value."""
+    def bound(ctx: z3.Context):
+        g = Z3Gram(ctx, rval(ctx, eps))
+        S = score(g)
+        b = _z3_of(B, ctx, g.eps)
+        return g.constraints + [z3.Or(S - rval(ctx, s0) > b, rval(ctx, s0) - S > b)]
 
-    UNSAT of S_as-written >= S_transposed is asked at the user's eps when eps < eps*
-    (the eps-families shrink with eps, so it covers every eps' <= eps); SAT at eps*
-    itself when eps* is rational shows the threshold is tight for the relaxation.
+    return check(f"|S - S_0| > B(eps) at {label}", bound, timeout_ms)
+
+
+def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms,
+                proved: frozenset[str] = frozenset()) -> tuple[sp.Expr | None, list[ObligationResult], dict]:
+    """eps* from the triangle bounds (exact, sympy), the separation below it, and tightness.
+
+    Below eps* the separation S_as-written < S_repaired is decided by an exact argument,
+    not re-solved: the two (bound) obligations |S - S_0| > B(eps) for the as-written display
+    and for the repaired reading (at token 1) are UNSAT, and S_0,aw + B_aw(eps) <
+    S_0,rep - B_rep(eps) holds in exact rationals at the user's eps (so at every smaller eps:
+    the eps-families shrink with eps).  ``proved`` names the bounds ('as-written',
+    'repaired') the caller's own (bound) obligations already proved UNSAT for the same score
+    function; only the others are run here.  SAT at eps* itself, when eps* is rational, shows
+    the threshold is tight for the relaxation (the model is evaluated exactly).
+
+    Returns (eps*, obligations, numbers); numbers['separation'] states the exact step, with
+    ``holds`` False when the exact inequality fails below eps* (an encoding bug).
     """
     s0_aw, s0_tr = score_aw(ortho), score_tr(ortho)
     thr = _threshold(s0_aw, B_aw, s0_tr, B_tr)
     if thr is None or thr == 0:
-        return thr, []
+        return thr, [], {}
     out = []
-    if sp.Rational(eps.numerator, eps.denominator) < thr:
-        def sep(ctx: z3.Context):
-            g = Z3Gram(ctx, rval(ctx, eps))
-            return g.constraints + [score_aw(g) >= score_tr(g)]
-
-        out.append(check(f"S_as-written >= S_transposed at eps = {eps} (covers every eps <= {eps})", sep, timeout_ms))
+    info: dict = {}
+    e = sp.Rational(eps.numerator, eps.denominator)
+    if e < thr:
+        for name, score, s0, B in (("as-written", score_aw, s0_aw, B_aw), ("repaired", score_tr, s0_tr, B_tr)):
+            if name not in proved:
+                out.append(_bound_obligation(f"token 1, {name} score (separation)", score, s0, B, eps, timeout_ms))
+        upper, lower = _sym(s0_aw) + B_aw.subs(EPS, e), _sym(s0_tr) - B_tr.subs(EPS, e)
+        info = {"rule": ("S_as-written <= S_0 + B_aw(eps) < S_0 - B_rep(eps) <= S_repaired for every eps-family: the two "
+                         "triangle bounds UNSAT, the middle inequality in exact rationals"),
+                "as_written_upper": str(upper), "repaired_lower": str(lower), "eps": str(eps), "holds": bool(upper < lower)}
     if thr.is_Rational:
         thr_q = Fraction(int(thr.p), int(thr.q))
 
@@ -255,7 +276,15 @@ def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms) -> tu
             else:
                 res.answer, res.reason = "unknown", "the SAT model did not re-check exactly in fractions.Fraction"
         out.append(res)
-    return thr, out
+    return thr, out, info
+
+
+def _proved_reading_bound(results: Sequence[ObligationResult], label: str, orientation: str) -> frozenset[str]:
+    """Which separation bound the variant's own (bound) obligation at token 1 already proved:
+    its reading is the as-written display for ``as-written`` and the repaired reading
+    (transposed display, or query^T W_K key) otherwise."""
+    done = any(r.name == f"|S - S_0| > B(eps) at {label}" and r.answer == "unsat" for r in results)
+    return frozenset({"as-written" if orientation == "as-written" else "repaired"} if done else ())
 
 
 def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, bound_text, summary_ok, summary_fail, extra_numbers) -> Evidence:
@@ -267,6 +296,11 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
     numbers.update(solver_summary(results + sep_results))
     cert = {"obligations": [r.summary() for r in results + sep_results]}
     details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
+    sep_info = extra_numbers.get("separation") or {}
+    if sep_info:
+        details.append(f"separation at eps = {eps} (every eps <= {eps}): S_as-written <= {sep_info['as_written_upper']} "
+                       f"{'<' if sep_info['holds'] else '>='} {sep_info['repaired_lower']} <= S_repaired (triangle bounds "
+                       "UNSAT, the middle inequality in exact rationals; no separate solve)")
     if extra_numbers.get("vacuous_allowance"):
         details.insert(0, "note: " + extra_numbers["vacuous_allowance"][0])
     if thr is not None and sp.Rational(eps.numerator, eps.denominator) >= thr:
@@ -288,6 +322,10 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
     sep_ok = all(r.answer == "unsat" for r in sep_results if "tightness" not in r.name)
     if not sep_ok:
         return Evidence(status="error", summary="separation below the threshold was not UNSAT (encoding bug)", **base)
+    if sep_info and not sep_info["holds"]:
+        return Evidence(status="error", summary=(
+            f"below eps* = {thr} the triangle bounds do not separate the scores at eps = {eps}: as-written upper bound "
+            f"{sep_info['as_written_upper']} >= repaired lower bound {sep_info['repaired_lower']} (encoding bug)"), **base)
     if witness is not None:
         return Evidence(status="refuted", summary=summary_fail(witness), witness=witness, **base)
     neither = numbers["second_way"]["neither"]
@@ -455,13 +493,16 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         witness = witness or p_witness
     B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
     B_tr = triangle_bound(*((("w_E", 1), tr.W, ("r", -1)) if tr.orientation == "read-score" else (("r", -1), tr.W, ("w_E", 1))))
-    thr, sep = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr, eps, timeout_ms)
+    thr, sep, sep_info = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr,
+                                     eps, timeout_ms, _proved_reading_bound(results, "v = 1, reading", con.orientation))
     extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}",
              "bound_repaired_reading": f"{'w_E(v)^T W r' if tr.orientation == 'read-score' else 'r^T W^T-form w_E(v)'} >= chi(v) - ({B_tr})",
              "allowance_A": f"{A} = {REL_TOL} * max|chi| (fixed up front, independent of the construction)",
              "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
     if probe_info is not None:
         extra["index_probe"] = probe_info
+    if sep_info:
+        extra["separation"] = sep_info
     return _evidence(
         "theorem2", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation, no PSD needed for UNSAT)",
@@ -574,13 +615,16 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
     B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
     B_tr = (triangle_bound(("w_E", 1), tr.W, ("Phi_1 w_E", 1)) if tr.orientation == "read-score"
             else triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1)))
-    thr, sep = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr, eps, timeout_ms)
+    thr, sep, sep_info = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr,
+                                     eps, timeout_ms, _proved_reading_bound(results, "z_s = 1, z_T = 1, reading", con.orientation))
     extra = {"bound_as_written": f"|(Phi_1 w_E(s))^T W w_E(T)| <= {B_aw} at s = T",
              "bound_repaired_reading": f">= psi(T) - ({B_tr}) at s = T",
              "allowance_A": f"{A} = {REL_TOL} * max|psi| (fixed up front, independent of the construction)",
              "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
     if probe_info is not None:
         extra["index_probe"] = probe_info
+    if sep_info:
+        extra["separation"] = sep_info
     return _evidence(
         "eq14", results, witness, problems, sep, thr, eps,
         bound_text=f"V = {con.V}, {len(pairs)} token pairs, every family of unit vectors with |<x, y>| <= eps = {eps} (Gram relaxation)",

@@ -362,3 +362,16 @@ def test_tightness_sat_model_is_rechecked_exactly(monkeypatch):
     ev = sol.check_theorem2(con, F(1, 16), index_probe=False)
     tight = [o for o in ev.certificate["obligations"] if "tightness" in o["name"]]
     assert tight[0]["answer"] == "unknown" and ev.status == "inconclusive", ev.summary
+
+
+def test_separation_is_decided_exactly_and_can_fail(monkeypatch):
+    """Below eps* the separation follows from the two triangle bounds (UNSAT) and one exact
+    inequality; a wrong threshold (claiming separation up to eps = 1 where the bounds stop
+    separating at 1/V) must make the layer an error, not a proof."""
+    con = PrevTokenConstruction.uniform(4, "read-score")
+    ev = sol.check_theorem2(con, F(1, 8), index_probe=False)
+    assert ev.status == "proved" and ev.numbers["separation"]["holds"] is True
+    assert any("separation" in o["name"] and o["answer"] == "unsat" for o in ev.certificate["obligations"])
+    monkeypatch.setattr(sol, "_threshold", lambda *a: sp.Integer(1))
+    ev = sol.check_theorem2(con, F(1, 2), index_probe=False)
+    assert ev.status == "error" and "do not separate" in ev.summary, ev.summary
