@@ -463,6 +463,20 @@ class _Recheck:
         return Fraction(float(x.mid)) if self.sign(x) else Fraction(0)
 
 
+_RECHECKS: dict[tuple, "_Recheck"] = {}
+
+
+def _recheck_for(family: Family, param: torch.Tensor, L0: int, seed: int) -> "_Recheck":
+    """The exact/interval logits of one head, shared by every evaluation of that head (a few heads kept)."""
+    key = (family.name, family.feature, L0, seed, tuple(param.shape), param.contiguous().numpy().tobytes())
+    rc = _RECHECKS.get(key)
+    if rc is None:
+        if len(_RECHECKS) >= 16:
+            _RECHECKS.pop(next(iter(_RECHECKS)))
+        rc = _RECHECKS[key] = _Recheck(family, param, L0, seed)
+    return rc
+
+
 class _IntervalArith:
     """mpmath interval arithmetic for the feature maps (outward-rounded enclosures of sin/cos)."""
 
@@ -505,7 +519,9 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     exactly (rational features: fractions.Fraction) or by mpmath intervals at :data:`INTERVAL_DPS`
     digits (trigonometric features; an interval containing 0 is a tie to that resolution), over the
     keys whose float logit is within 8 E of the target's (the only keys that can beat or tie it).
-    ``target_tied`` (another key has exactly the target's logit) is decided the same way.
+    ``target_tied`` (another key has exactly the target's logit) is decided the same way for rational
+    families; for trigonometric ones it is decided on the near-tie rows (elsewhere float64 already
+    certifies the row's fate, and a key tying the target there would not change it).
 
     Args:
         param: the head's parameter (float64; taken as the exact number it is).
@@ -531,6 +547,7 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     E = logit_error_bound(family, param, feats)
     margins, argmaxes, ties = [], [], []
     todo: list[tuple[int, torch.Tensor, bool]] = []  # (row index, candidate keys, near tie)
+    rel_ties: list[tuple[int, int, int]] = []         # relative heads: (row index, row i, target offset)
     cols = torch.arange(n)
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
@@ -546,15 +563,34 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         margins.append(m)
         argmaxes.append(P.argmax(dim=1))
         if exact_ties:
-            close = (other - lt[:, None]).abs() <= 2 * E  # keys that may tie the target exactly
-            tie_rows = close.any(dim=1)
             near = m.abs() <= 4 * E                        # rows whose sign float64 cannot certify
             ties.append(torch.zeros(len(rc), dtype=torch.bool))
-            for k in (tie_rows | near).nonzero().flatten().tolist():
-                cand = (other[k] >= lt[k] - 8 * E if bool(near[k]) else close[k]).nonzero().flatten()
-                # closest keys first: an exact tie is found after one or two exact logits
-                cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
-                todo.append((s + k, cand, bool(near[k])))
+            # a key can tie the target only on a row whose margin is <= 2 E (every other key is lower by more
+            # otherwise), so the tie candidates are looked for on those rows alone
+            low = (m <= 4 * E).nonzero().flatten()
+            if len(low) and family.kind == "relative":
+                # relative heads: whether a key ties the target depends only on the target offset o and the
+                # visible offsets 0..i, so tie partners are found once per offset (below), not per row
+                offs = (rc[low] - tgt[low]).tolist()
+                for n_, k in enumerate(low.tolist()):
+                    if bool(near[k]):
+                        cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
+                        cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
+                        todo.append((s + k, cand, True))
+                    elif family.rational:
+                        rel_ties.append((s + k, int(rc[k]), offs[n_]))
+            elif len(low):
+                close = (other[low] - lt[low, None]).abs() <= 2 * E  # keys that may tie the target exactly
+                for n_, k in enumerate(low.tolist()):
+                    if bool(near[k]):
+                        cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
+                    elif family.rational and bool(close[n_].any()):
+                        cand = close[n_].nonzero().flatten()
+                    else:
+                        continue
+                    # closest keys first: an exact tie is found after one or two exact logits
+                    cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
+                    todo.append((s + k, cand, bool(near[k])))
         else:
             ties.append((other == lt[:, None]).any(dim=1))
     margin = torch.cat(margins)
@@ -562,14 +598,22 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     tied = torch.cat(ties)
     passed = pe.attends(margin)
     exact_n = interval_n = unresolved = 0
-    if todo:
-        rc_ = _Recheck(family, param, L0, seed)
+    if todo or rel_ties:
+        rc_ = _recheck_for(family, param, L0, seed)
         if not rc_.exact:
             import mpmath
 
             old_dps = mpmath.iv.dps
             mpmath.iv.dps = INTERVAL_DPS
         try:
+            partners: dict[int, list[int]] = {}  # target offset -> offsets with exactly its kernel value
+            for idx, i, o in rel_ties:
+                if o not in partners:  # the smallest other offset whose kernel value equals k(o) exactly
+                    close_o = ((kern - kern[o]).abs() <= 2 * E).nonzero().flatten().tolist()
+                    ko = rc_.logit(o, 0)
+                    partners[o] = next((d for d in close_o if d != o and rc_.sign(ko - rc_.logit(d, 0)) == 0), None)
+                if partners[o] is not None and partners[o] <= i:
+                    tied[idx] = True
             for n_done, (idx, cand, near_row) in enumerate(todo):
                 i = int(rows_t[idx])
                 if n_done >= MAX_RECHECK_ROWS:
@@ -767,6 +811,7 @@ def prop1_search(family: Family, n: int, seed: int, samples: int = 2000, opt_len
 
 
 __all__ = ["fit", "transfer", "alpha", "evaluate_rows", "feature_matrix", "full_logits", "kernel_summary",
+           "logit_error_bound", "flat_row_controls", "theorem2_controls", "MAX_RECHECK_ROWS", "INTERVAL_DPS",
            "FitResult", "Transfer", "RowEval", "memory_bytes", "prop1_search", "LR", "INIT_STD", "STEPS",
            "WEIGHT_DECAY"]
 
@@ -997,8 +1042,8 @@ def theorem2_controls(L0: int, Ls: Sequence[int], K: int, seed: int = 0, min_fai
     """The controls of Theorem 2's numeric check; each is built without the task table's target formulas.
 
     * two-peak kernel (free relative, k = 1 at offsets 1 and K, 0 elsewhere): two equal global maxima,
-      so the hypothesis must be rejected at every L, and prev and skip-K must have alpha_L = 0 with the
-      target tied exactly on every new row (a tie fails).  Counting ties as successes would give 1.
+      so the hypothesis must be rejected at every L, and prev and skip-K must have alpha_L = 0 at the first
+      L with the target tied exactly on every new row (a tie fails).  Counting ties as successes would give 1.
     * copy at an odd length Lc = Ls[0] + 1 (ceil and floor of Lc/2 differ): the RoPE kernel w = psi(c),
       c = (Lc + 1) // 2 (plus psi(c - 1) / 10, which breaks the kernel's mirror symmetry about c), has its
       strict unique peak at c and must realize copy at Lc (alpha = 1) -- the
@@ -1021,7 +1066,7 @@ def theorem2_controls(L0: int, Ls: Sequence[int], K: int, seed: int = 0, min_fai
         for L in Ls:
             h = kernel_peak(kernel_values(fr_, w2, L0, L, seed))
             rec: dict[str, Any] = {"hypothesis": h["strict_unique"]}
-            for tname in ("prev", f"skip-{K}"):
+            for tname in ("prev", f"skip-{K}") if L == Ls[0] else ():  # the rows at the first length
                 task = get_task(tname)
                 rows = [i for i in task.rows(L) if i >= L0]
                 ev = evaluate_rows(fr_, task, w2, L0, L, rows, seed)
@@ -1154,8 +1199,8 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
     if tp["per_L"]:
         details.append(f"tie control: {tp['kernel']}: hypothesis rejected at every L "
                        f"({not any(r['hypothesis'] for r in tp['per_L'].values())}); prev and skip-{K} alpha_L = "
-                       + ", ".join(f"{r['prev']['alpha']}/{r[f'skip-{K}']['alpha']} ({r['prev']['tied']} rows tied)"
-                                   for r in tp["per_L"].values()) + " (an exact tie fails)")
+                       + ", ".join(f"{r['prev']['alpha']}/{r[f'skip-{K}']['alpha']} at L = {L} ({r['prev']['tied']} "
+                                   "rows tied)" for L, r in tp["per_L"].items() if "prev" in r) + " (an exact tie fails)")
     for ff in extrap:
         if ff["first_failing_length"] is not None:
             details.append(f"finding: the {ff['family']} head fitted on {ff['task']} first fails at L = "

@@ -495,3 +495,12 @@ def test_prop3_symbolic_figures_fault(monkeypatch):
     assert bad["Prop. 3: theta_min = 10000^(-15/16)"].reproduced is False
     assert bad["Prop. 3: sin(delta theta_min) increases up to delta"].ours == 15708
     assert bad["Prop. 3: sin(delta theta_min) increases up to delta"].reproduced is False
+
+
+def test_tie_rows_beyond_the_recheck_budget_fail(monkeypatch):
+    # near-tie rows past the re-check budget are unresolved and fail; float64 never decides them
+    monkeypatch.setattr(num, "MAX_RECHECK_ROWS", 10)
+    fam, prev, rows = get_family("clamped-absolute"), get_task("prev"), list(range(20, 64))
+    _ties_count(monkeypatch)
+    ev = num.evaluate_rows(fam, prev, _clamped_best_head(), 20, 64, rows)
+    assert ev.exact_rechecked == 10 and ev.unresolved == 34 and int(ev.passed.sum()) == 10
