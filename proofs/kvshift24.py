@@ -165,8 +165,8 @@ THEOREM2 = Claim(
              "Numeric: float64, random token inputs with N(0, I/d) embeddings; agreement there is 'consistent', never "
              "'proved'. Defaults: m = 1/2, sigma = 2 (= sqrt(D), D = 4); the mask variant holds only at sigma = 1.",
              "Every layer first compares its own IH and KVSA values (not only their difference) on three fixed inputs, "
-             "(A, B, A), (A, B, C, B, A) and four non-orthogonal rational vectors, at the claim's (m, sigma) and at "
-             "(1/3, 3/4), with a second evaluation written directly from Definition 1 and Eqs. 4-6 (mpmath interval exp, "
+             "(A, B, A), (A, B, C, B, A) and four non-orthogonal rational vectors, at the claim's (m, sigma) (and also at "
+             "(1/3, 3/4) when the claim's m = 0 or sigma = 1 would hide a sign or scale error), with a second evaluation written directly from Definition 1 and Eqs. 4-6 (mpmath interval exp, "
              "no shared code with the term tables); the tables checked are the claim's, the repaired one (which must "
              "equal IH: positive control) and one whose numerator and normaliser differ. A disagreement makes the "
              "layer an error. The solver also checks its exp enclosure against mpmath at five points and that every "

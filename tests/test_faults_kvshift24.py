@@ -164,8 +164,6 @@ def test_flipped_alibi_sign_in_shared_logits_makes_symbolic_and_solver_errors(mo
     """Fault: the shared exponent l = <x_L, k>/sigma + m dist (sign of the ALiBi bias flipped) for IH and
     KVSA alike: KVSA - IH of the repaired table is still 0, so only the per-side comparison sees it."""
     layers = _t2_layers()
-    before = {k: _status(layers[k](kc.variant(v))) for k in ("symbolic", "solver") for v in ("mask+scale", "none")
-              for k in [k]}
     assert _status(layers["symbolic"](kc.variant("mask+scale"))) == "proved"
     assert _status(layers["solver"](kc.variant("mask+scale"))) == "proved"
     assert _status(layers["symbolic"](kc.variant("none"))) == "refuted"
@@ -179,7 +177,6 @@ def test_flipped_alibi_sign_in_shared_logits_makes_symbolic_and_solver_errors(mo
         for v in ("mask+scale", "none"):
             ev = layers[layer](kc.variant(v))
             assert ev.status == "error", (layer, v, ev.status, ev.summary)
-    assert before  # the statuses above were proved/refuted
 
 
 def test_sqrt_sigma_in_numeric_attend_makes_numeric_error(monkeypatch):
