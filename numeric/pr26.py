@@ -468,7 +468,7 @@ _RECHECKS: dict[tuple, "_Recheck"] = {}
 
 def _recheck_for(family: Family, param: torch.Tensor, L0: int, seed: int) -> "_Recheck":
     """The exact/interval logits of one head, shared by every evaluation of that head (a few heads kept)."""
-    key = (family.name, family.feature, L0, seed, tuple(param.shape), param.contiguous().numpy().tobytes())
+    key = (family.name, family.feature, L0, seed, tuple(param.shape), param.detach().contiguous().numpy().tobytes())
     rc = _RECHECKS.get(key)
     if rc is None:
         if len(_RECHECKS) >= 16:
