@@ -220,7 +220,12 @@ def _pr26_alpha(r: ClaimResult, d: Path, plt: Any) -> list[Path]:
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.2 * len(tasks) + 0.8, 3.6), squeeze=False, sharey=True)
     for ax, task in zip(axes[0], tasks):
         for pe in sorted(by_task[task]):
-            ax.plot([float(x) for x in Ls], [float(y) for y in by_task[task][pe]], "o-", ms=3, label=pe)
+            ys = by_task[task][pe]
+            if all(y is None for y in ys):  # no head selected (e.g. min-norm on an unrealizable cell)
+                ax.plot([], [], "o-", ms=3, label=f"{pe} (no head)")
+                continue
+            ax.plot([float(x) for x in Ls], [float("nan") if y is None else float(y) for y in ys], "o-", ms=3,
+                    label=pe)
         ax.set_xscale("log", base=2)
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlabel("sequence length L")
