@@ -70,7 +70,7 @@ class TorchGram:
         if getattr(self, "_cache", None) is None:
             names = ([("w_E", k) for k in range(1, self.E.shape[0] + 1)]
                      + [("Phi_1 w_E", k) for k in range(1, self.F.shape[0] + 1)]
-                     + [("r", -i) for i in range(self.r.shape[0])])
+                     + [("r", -1)])  # the constructions' only relative vector; others are looked up directly
             X = torch.stack([self.vec(n) for n in names])
             self._cache = ({n: i for i, n in enumerate(names)}, (X @ X.T).tolist())
         return self._cache

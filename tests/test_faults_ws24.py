@@ -375,3 +375,24 @@ def test_separation_is_decided_exactly_and_can_fail(monkeypatch):
     monkeypatch.setattr(sol, "_threshold", lambda *a: sp.Integer(1))
     ev = sol.check_theorem2(con, F(1, 2), index_probe=False)
     assert ev.status == "error" and "do not separate" in ev.summary, ev.summary
+
+
+def test_r_minus1_looked_up_as_the_wrong_row_changes_the_verdict(monkeypatch):
+    """Eq. 13's relative vector named r_{-2} where r_{-1} belongs: the symbolic closed form and
+    layer-1 score (built from r_{-1} and the RPE index) no longer give chi, the solver's
+    triangle-bound self-check (written for r_{-1}) flags an encoding error, and the built
+    model's previous-token score (RPE key r_{-1} at s = t-1) loses chi.  The repair's
+    HOLDS WITH FIX must not survive."""
+    from verify.constructions import bilinear
+    from verify.evidence import Context
+    from verify.proofs import ws24 as paper
+    from verify.proofs.model import run_claim
+
+    p = paper.THEOREM2.parse_params({"orientation": "read-score", "d": "256", "V": "16", "T": "8", "N": "64", "Vmax": "3"})
+    assert run_claim(paper.THEOREM2, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
+    monkeypatch.setattr(bilinear, "R_PREV", ("r", -2))
+    r = run_claim(paper.THEOREM2, p, Context(seed=0))
+    assert r.verdict == "INCONCLUSIVE"  # a layer errored; no layer supports the statement
+    assert {e.layer: (e.status, e.outcome) for e in r.evidence} == {
+        "symbolic": ("refuted", "fails"), "solver": ("error", None), "numeric": ("consistent", "fails")}
+    assert "triangle bound failed" in r.layer("solver").summary
