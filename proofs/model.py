@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from verify.evidence import LAYERS, Context, Evidence, Figure, timed
 
@@ -320,6 +321,23 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str]:
     return HOLDS, "every layer that ran supports the statement: " + ", ".join(holds)
 
 
+@contextmanager
+def _fixed_threads(layer: str) -> Iterator[None]:
+    """The numeric layer always runs torch on one thread: float reductions then do not depend on
+    the machine's core count or on ``--jobs``, so the same inputs give the same JSON everywhere."""
+    if layer != "numeric":
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_claim(
     claim: Claim,
     params: Mapping[str, Any],
@@ -348,7 +366,8 @@ def run_claim(
             evidence.append(Evidence(layer=layer, status="skipped", summary="not requested (--layers)"))
             continue
         ctx.note(f"{claim.display_id(params)}: {layer} layer")
-        evidence.append(_second_way_required(timed(layer, lambda check=check: check(params, ctx))))
+        with _fixed_threads(layer):
+            evidence.append(_second_way_required(timed(layer, lambda check=check: check(params, ctx))))
     fix = claim.fix(params)
     verdict, reason = aggregate(evidence, fix)
     k, n = figures_tally(evidence)
