@@ -28,7 +28,8 @@ class ObligationResult:
         reason: z3's reason for ``unknown`` (timeout, incomplete, ...), else ''.
         model: for ``sat``, variable name -> exact Fraction value.
         seconds: wall time of the check.
-        smt2: the obligation as SMT-LIB 2 text (the encoding, for certificates).
+        smt2: the obligation as SMT-LIB 2 text (the encoding, for the second solver); written out
+            on first use, since most obligations never need it.
     """
 
     name: str
@@ -36,13 +37,24 @@ class ObligationResult:
     reason: str = ""
     model: dict[str, Fraction] = field(default_factory=dict)
     seconds: float = 0.0
-    smt2: str = ""
+    smt2_text: str | None = None
+    n_constraints: int = 0
     second_answer: str = ""
     second_reason: str = ""
     disagreement: str = ""
     certificate: dict | None = None
     certificate_note: str = ""
     certify_seconds: float = 0.0
+
+    _smt2_of: Callable[[], str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def smt2(self) -> str:
+        """The SMT-LIB 2 text of the obligation (rendered once, on first use)."""
+        if self.smt2_text is None:
+            self.smt2_text = self._smt2_of() if self._smt2_of is not None else ""
+            self._smt2_of = None
+        return self.smt2_text
 
     def summary(self) -> dict[str, Any]:
         """A JSON-ready record of the obligation (for Evidence.certificate)."""
@@ -142,7 +154,8 @@ def check(
     t0 = time.perf_counter()
     ans = s.check()
     secs = time.perf_counter() - t0
-    res = ObligationResult(name=name, answer=str(ans), seconds=round(secs, 4), smt2=s.to_smt2())
+    res = ObligationResult(name=name, answer=str(ans), seconds=round(secs, 4), _smt2_of=s.to_smt2,
+                           n_constraints=len(constraints))
     if ans == z3.sat:
         m = s.model()
         for d in m.decls():
