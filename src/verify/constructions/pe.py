@@ -73,6 +73,10 @@ class FloatArith:
     def rand(self, n: int, a: int, r: int) -> float:
         return _rand(self.seed, n, a, r)
 
+    def rand_vec(self, n: int, r: int) -> list[float]:
+        """All r coordinates of slot n's untrained feature at once (a fresh list)."""
+        return list(_rand_vec(self.seed, n, r))
+
 
 class FractionArith:
     """Exact rational arithmetic (fractions.Fraction) for the solver layer and re-checks.
@@ -114,18 +118,35 @@ def _round_trig(fn: str, k: int, n: int) -> Fraction:
 
 
 _RAND_CACHE: dict[tuple[int, int, int], list[float]] = {}
+_TWOPI = 2.0 * math.pi
 
 
-def _rand(seed: int, n: int, a: int, r: int) -> float:
+def _rand_vec(seed: int, n: int, r: int) -> list[float]:
+    """The untrained random feature of slot n: r i.i.d. N(0, 1/r) draws from a generator seeded by
+    (seed, n, r).  The values are exactly those of ``random.Random(...).gauss(0, 1/sqrt(r))`` called r
+    times (CPython's pairwise Box-Muller, written out here: the method-call overhead dominated the
+    Prop. 2 Monte Carlo)."""
     key = (seed, n, r)
     vec = _RAND_CACHE.get(key)
     if vec is None:
-        g = random.Random(f"pr26-untrained:{seed}:{n}:{r}")
-        vec = [g.gauss(0.0, 1.0 / math.sqrt(r)) for _ in range(r)]
+        rnd = random.Random(f"pr26-untrained:{seed}:{n}:{r}").random
+        sigma = 1.0 / math.sqrt(r)
+        sqrt, log, cos, sin = math.sqrt, math.log, math.cos, math.sin
+        vec = []
+        while len(vec) < r:
+            x2pi = rnd() * _TWOPI
+            g2rad = sqrt(-2.0 * log(1.0 - rnd()))
+            vec.append(0.0 + (cos(x2pi) * g2rad) * sigma)
+            if len(vec) < r:
+                vec.append(0.0 + (sin(x2pi) * g2rad) * sigma)
         if len(_RAND_CACHE) > 200_000:
             _RAND_CACHE.clear()
         _RAND_CACHE[key] = vec
-    return vec[a]
+    return vec
+
+
+def _rand(seed: int, n: int, a: int, r: int) -> float:
+    return _rand_vec(seed, n, r)[a]
 
 
 # ----------------------------------------------------------------------------- families
@@ -172,7 +193,8 @@ def _onehot(a: int, r: int, ar: Any) -> list:
 def _learned(n: int, L0: int, ar: Any) -> list:
     if n < L0:
         return _onehot(n, L0, ar)
-    return [ar.rand(n, a, L0) for a in range(L0)]
+    vec = getattr(ar, "rand_vec", None)
+    return vec(n, L0) if vec is not None else [ar.rand(n, a, L0) for a in range(L0)]
 
 
 def _trig(n: int, L0: int, ar: Any) -> list:
