@@ -247,3 +247,18 @@ def test_cli_alpha_errors(capsys, args, needle):
     assert main(["alpha", *args]) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and len(err.splitlines()) == 1
+
+
+def test_untrained_features_are_cpythons_gauss_draws():
+    """The written-out Box-Muller of pe._rand_vec gives exactly random.Random(...).gauss's values."""
+    import math
+    import random
+
+    from verify.constructions import pe
+
+    for seed, n, r in [(0, 20, 20), (3, 45, 20), (7, 21, 7), (1, 100, 1)]:
+        g = random.Random(f"pr26-untrained:{seed}:{n}:{r}")
+        want = [g.gauss(0.0, 1.0 / math.sqrt(r)) for _ in range(r)]
+        pe._RAND_CACHE.pop((seed, n, r), None)
+        assert pe._rand_vec(seed, n, r) == want
+        assert pe.FloatArith(seed).rand_vec(n, r) == want and pe._rand(seed, n, r - 1, r) == want[-1]
