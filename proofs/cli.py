@@ -43,7 +43,9 @@ from verify.proofs.model import (
     ClaimResult,
     InputError,
     figures_tally,
+    finish_claim,
     run_claim,
+    run_layer,
 )
 from verify.proofs.inputs import (
     atomic_write_text,
@@ -369,17 +371,19 @@ def _worker_init(threads: int) -> None:
         pass
 
 
-def _run_in_worker(claim_id: str, params: dict[str, Any], seed: int, full: bool, timeout_ms: int,
-                   layers: Sequence[str]) -> tuple[str, str, list[Any], str | None, list[str]]:
-    """One claim variant in a worker process; returns the picklable parts of its ClaimResult."""
-    r = run_claim(registry.get(claim_id), params, Context(seed=seed, full=full, timeout_ms=timeout_ms), layers)
-    return r.verdict, r.reason, r.evidence, r.fix, r.notes
+def _layer_in_worker(claim_id: str, params: dict[str, Any], seed: int, full: bool, timeout_ms: int, layer: str,
+                     layers: Sequence[str]) -> Any:
+    """One layer of one claim variant in a worker process; returns its (picklable) Evidence."""
+    return run_layer(registry.get(claim_id), params, Context(seed=seed, full=full, timeout_ms=timeout_ms), layer,
+                     layers)
 
 
 def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, layers: Sequence[str],
                  jobs: int) -> list[ClaimResult]:
     """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
-    library's ProcessPoolExecutor, spawn context); results come back in the planned order.
+    library's ProcessPoolExecutor, spawn context), one task per (variant, layer) so that the
+    layers of one long claim also run side by side; each claim's evidence is assembled in layer
+    order and its verdict reached here, so results and their order do not depend on ``jobs``.
 
     Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
     other claim (a test's stand-in) runs in this process."""
@@ -395,19 +399,21 @@ def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, 
     import concurrent.futures as cf
     import multiprocessing
 
+    tasks = [(i, layer) for i, (c, _) in enumerate(planned) for layer in LAYERS
+             if layer in layers and c.checks.get(layer)]
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=multiprocessing.get_context("spawn"),
+    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn"),
                                 initializer=_worker_init, initargs=(threads,)) as pool:
-        futures = [pool.submit(_run_in_worker, c.id, dict(p), ctx.seed, ctx.full, ctx.timeout_ms, tuple(layers))
-                   for c, p in planned]
-        done = 0
-        for _ in cf.as_completed(futures):
-            done += 1
-            ctx.note(f"[{done}/{n}] claim variants done ({jobs} jobs)")
+        futures = {(i, layer): pool.submit(_layer_in_worker, planned[i][0].id, dict(planned[i][1]), ctx.seed,
+                                            ctx.full, ctx.timeout_ms, layer, tuple(layers))
+                   for i, layer in tasks}
+        for done, _ in enumerate(cf.as_completed(futures.values()), 1):
+            ctx.note(f"[{done}/{len(tasks)}] claim layers done ({jobs} jobs)")
         out = []
-        for (c, p), fut in zip(planned, futures):
-            verdict, reason, evidence, fix, notes = fut.result()
-            out.append(ClaimResult(c, dict(p), verdict, reason, evidence, fix, None, notes))
+        for i, (c, p) in enumerate(planned):
+            evidence = [futures[(i, layer)].result() if (i, layer) in futures else run_layer(c, p, ctx, layer, layers)
+                        for layer in LAYERS]
+            out.append(finish_claim(c, p, evidence))
         return out
 
 

@@ -338,6 +338,44 @@ def _fixed_threads(layer: str) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
+              layers: Sequence[str] = LAYERS) -> Evidence:
+    """One layer's evidence for one claim variant (``skipped`` when the claim has no check in
+    that layer or the layer was not requested).  Layers of a claim are independent, so they may
+    run in any order or in different processes.
+
+    Returns:
+        The Evidence (an exception inside the check becomes an ``error`` Evidence).
+    """
+    check = claim.checks.get(layer)
+    if check is None:
+        return Evidence(layer=layer, status="skipped", summary="this claim has no check in this layer")
+    if layer not in layers:
+        return Evidence(layer=layer, status="skipped", summary="not requested (--layers)")
+    ctx.note(f"{claim.display_id(params)}: {layer} layer")
+    with _fixed_threads(layer):
+        return _second_way_required(timed(layer, lambda: check(params, ctx)))
+
+
+def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evidence]) -> ClaimResult:
+    """The verdict, reason, findings and expectation of one claim variant from its per-layer
+    evidence (in layer order)."""
+    evidence = list(evidence)
+    fix = claim.fix(params)
+    verdict, reason = aggregate(evidence, fix)
+    k, n = figures_tally(evidence)
+    if n:
+        # the verdict is about the statement; its published numbers are counted apart
+        reason = f"statement: {reason}; published figures reproduced {k}/{n}"
+    expected = None
+    if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
+        # the recorded expectation applies to the variant at its default sizes only
+        expected = claim.expected.get(claim.variant_label(params))
+    notes = claim.explain(params, evidence) if claim.explain else []
+    notes += _unreproduced(evidence)
+    return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)
+
+
 def run_claim(
     claim: Claim,
     params: Mapping[str, Any],
@@ -356,28 +394,4 @@ def run_claim(
         The ClaimResult (never raises for a failing layer: an exception becomes an
         ``error`` Evidence).
     """
-    evidence: list[Evidence] = []
-    for layer in LAYERS:
-        check = claim.checks.get(layer)
-        if check is None:
-            evidence.append(Evidence(layer=layer, status="skipped", summary="this claim has no check in this layer"))
-            continue
-        if layer not in layers:
-            evidence.append(Evidence(layer=layer, status="skipped", summary="not requested (--layers)"))
-            continue
-        ctx.note(f"{claim.display_id(params)}: {layer} layer")
-        with _fixed_threads(layer):
-            evidence.append(_second_way_required(timed(layer, lambda check=check: check(params, ctx))))
-    fix = claim.fix(params)
-    verdict, reason = aggregate(evidence, fix)
-    k, n = figures_tally(evidence)
-    if n:
-        # the verdict is about the statement; its published numbers are counted apart
-        reason = f"statement: {reason}; published figures reproduced {k}/{n}"
-    expected = None
-    if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
-        # the recorded expectation applies to the variant at its default sizes only
-        expected = claim.expected.get(claim.variant_label(params))
-    notes = claim.explain(params, evidence) if claim.explain else []
-    notes += _unreproduced(evidence)
-    return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)
+    return finish_claim(claim, params, [run_layer(claim, params, ctx, layer, layers) for layer in LAYERS])

@@ -33,7 +33,8 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
     }                                         # layers, left out of the results (additive)
 
 ``wall_time_s`` (and solver ``seconds`` / ``solver_seconds``) are the only fields that vary between runs with the same inputs;
-``--no-timings`` sets it to 0 so the JSON is byte-identical across runs.
+``--no-timings`` sets them to 0 and removes wall-time notes such as "(0.01 s)" from the prose, so the JSON is
+byte-identical across runs.
 
 Published figures are first-class (:class:`verify.evidence.Figure` on each layer's evidence):
 they appear once per result under ``figures`` (with the layer that computed them) and are
@@ -47,6 +48,7 @@ counted in ``figures_reproduced``; the verdict ``reason`` separates the statemen
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Sequence
 
 from verify import __version__
@@ -63,11 +65,23 @@ def is_timing_key(key: str) -> bool:
     return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s")
 
 
+#: a wall-time note inside prose, such as "(0.01 s)" or "(12 ms)"
+TIME_NOTE = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*(?:s|sec|seconds|ms)\s*\)")
+
+
+def untime(text: str) -> str:
+    """``text`` without its wall-time notes (for reproducible output)."""
+    return TIME_NOTE.sub("", text)
+
+
 def _zero_timings(obj: Any) -> Any:
+    """Timing fields written as 0 and wall-time notes removed from prose (``--no-timings``)."""
     if isinstance(obj, dict):
         return {k: (0.0 if is_timing_key(str(k)) else _zero_timings(v)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_zero_timings(v) for v in obj]
+    if isinstance(obj, str):
+        return untime(obj)
     return obj
 
 
@@ -95,7 +109,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         layers[ev.layer] = d
     from verify.proofs.specs import run_id
 
-    return to_jsonable({
+    doc = to_jsonable({
         "claim": r.claim.id,
         "variant": r.variant,
         "display_id": r.display_id,
@@ -117,6 +131,10 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         "figures_reproduced": r.figures_reproduced,
         "layers": layers,
     })
+    if not timings:
+        for key in ("reason", "findings"):
+            doc[key] = _zero_timings(doc[key])
+    return doc
 
 
 def to_json(results: Sequence[ClaimResult], command: str, seed: int, exit_code: int,

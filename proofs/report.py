@@ -14,13 +14,12 @@ columns) only with ``timings=True``.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Sequence
 
 from verify import __version__
 from verify.evidence import to_jsonable
 from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
-from verify.proofs.render import _strip_heavy, is_timing_key
+from verify.proofs.render import _strip_heavy, is_timing_key, untime
 
 __all__ = ["audit_markdown", "fmt_value"]
 
@@ -91,12 +90,9 @@ def _kv_table(d: dict[str, Any], head: tuple[str, str] = ("quantity", "value")) 
     return lines
 
 
-_TIME_NOTE = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*(?:s|sec|seconds|ms)\s*\)")
-
-
 def _untime(text: str, timings: bool) -> str:
     """Remove wall-time notes such as ``(0.01 s)`` from a layer's prose unless ``timings``."""
-    return text if timings else _TIME_NOTE.sub("", text)
+    return text if timings else untime(text)
 
 
 def _scrub(v: Any, timings: bool) -> Any:
