@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import torch
 
+from verify.numeric.bietti_sizes import memory_bytes  # noqa: F401  (torch-free; re-exported)
+
 
 @dataclass(frozen=True)
 class FrozenParts:
@@ -243,13 +245,6 @@ def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
     """Cosine similarity of two matrices as vectors (float64)."""
     a, b = a.double().flatten(), b.double().flatten()
     return float(a @ b / (a.norm() * b.norm()))
-
-
-def memory_bytes(d: int, V: int, T: int, N: int) -> int:
-    """Rough peak memory of :func:`one_step_protocol` (float32, autograd kept)."""
-    per = 4
-    acts = N * T * d * 6 + N * T * T * 6
-    return per * (acts + 6 * d * d + (2 * V + 2 * T) * d)
 
 
 def orthonormal_frozen(V: int, T: int, dtype: torch.dtype = torch.float64) -> FrozenParts:

@@ -45,7 +45,7 @@ SIZES = (
 
 
 def _validate(p: Mapping[str, Any]) -> None:
-    from verify.numeric.bietti_model import memory_bytes  # light import (torch only when run)
+    from verify.numeric.bietti_sizes import memory_bytes  # torch-free: refusals stay fast
 
     if p["V"] > p["d"]:
         raise InputError(f"--V {p['V']} exceeds --d {p['d']}: V near-orthogonal embeddings need V <= d")

@@ -344,3 +344,17 @@ def test_wrapper_maps_a_timeout_to_unknown_not_unsat():
     assert r.answer == "unknown" and r.reason
     summary = common.solver_summary([r])
     assert summary["second_way"]["neither"] == [] and summary["farkas_rechecked"] == 0
+
+
+def test_size_refusals_do_not_import_torch() -> None:
+    """A ws24 size that cannot fit is refused before torch is loaded (refusals stay ~0.1 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from verify.proofs.cli import main\n"
+            "for argv in (['ws24:theorem2', '--V', '2000'], ['ws24:eq14', '--d', '100000']):\n"
+            "    assert main(argv) == 2, argv\n"
+            "assert 'torch' not in sys.modules, 'torch imported by input validation'\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
