@@ -103,7 +103,7 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[tuple
 
 
 def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(read_regular_file(path)).hexdigest()
+    return hashlib.sha256(read_regular_file(path, follow_symlinks=False)).hexdigest()
 
 
 def _read_manifest(directory: Path) -> dict[str, dict]:
@@ -112,13 +112,16 @@ def _read_manifest(directory: Path) -> dict[str, dict]:
     Raises:
         UnsafeInput / ValueError: no manifest, or one that is not ours.
     """
-    doc = json.loads(read_regular_file(directory / MANIFEST).decode("utf-8"))
+    doc = json.loads(read_regular_file(directory / MANIFEST, follow_symlinks=False).decode("utf-8"))
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT or not isinstance(doc.get("files"), dict):
         raise ValueError(f"{MANIFEST} is not a {MANIFEST_FORMAT} document")
     files = doc["files"]
     if not all(isinstance(k, str) and isinstance(v, dict) and isinstance(v.get("sha256"), str)
                for k, v in files.items()):
         raise ValueError(f"{MANIFEST}: malformed file entry")
+    outside = [k for k in files if k != Path(k).name or k in ("", ".", "..") or not k.endswith(".json")]
+    if outside:
+        raise ValueError(f"{MANIFEST}: entry {outside[0][:60]!r} is not a certificate file name in this directory")
     return files
 
 
@@ -244,7 +247,7 @@ def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path
         if f.name == MANIFEST:
             continue
         try:
-            doc = json.loads(read_regular_file(f).decode("utf-8"))
+            doc = json.loads(read_regular_file(f, follow_symlinks=False).decode("utf-8"))
             if not isinstance(doc.get("params", {}), dict) or not isinstance(doc["claim"], str):
                 continue
             key = (doc["claim"], json.dumps(doc.get("params", {}), sort_keys=True))

@@ -94,8 +94,13 @@ def parse_spec(text: str) -> list[tuple[Claim, dict[str, Any]]]:
     for it in items:
         if "=" in it:
             k, v = (s.strip() for s in it.split("=", 1))
-            keyed[k.lstrip("-")] = v
+            k = k.lstrip("-")
+            if k in keyed:
+                raise InputError(f"{text!r} sets --{k} twice")
+            keyed[k] = v
         else:
+            if it in bare:
+                raise InputError(f"{text!r} names the variant {it!r} twice")
             bare.append(it)
     claim = _resolve(name, list(keyed), bare)
     for value in bare:
@@ -108,6 +113,9 @@ def parse_spec(text: str) -> list[tuple[Claim, dict[str, Any]]]:
             raise InputError(f"{text!r} sets --{opts[0].name} twice")
         keyed[opts[0].name] = value
     if every:
+        fixed = [o.name for o in claim.options if o.variant and o.name in keyed]
+        if fixed:
+            raise InputError(f"{text!r}: '*' means every recorded variant, but --{fixed[0]} picks one; drop one of them")
         out = []
         for v in claim.variants:
             raw = {**dict(v), **keyed}
@@ -186,6 +194,7 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"--expect {clip(path)}: not UTF-8 text (byte {e.start})") from None
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the first spec
     pairs: list[tuple[str, str, str]] = []  # spec, verdict, where
     stripped = text.lstrip()
     if stripped.startswith("{"):

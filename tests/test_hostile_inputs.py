@@ -358,3 +358,53 @@ def test_size_refusals_do_not_import_torch() -> None:
             "assert 'torch' not in sys.modules, 'torch imported by input validation'\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_specs_refuse_repeated_options():
+    from verify.proofs.specs import parse_specs
+
+    for bad in ("ws24:theorem2[orientation=transposed,orientation=read-score]", "ws24:theorem2[d=64,d=128]",
+                "ws24:theorem2[transposed,transposed]", "ws24:theorem2[*,transposed]"):
+        with pytest.raises(InputError):
+            parse_specs(bad)
+    assert len(parse_specs("ws24:theorem2[*,d=64]")) == 3  # sizes may accompany '*'
+
+
+def test_expect_file_byte_order_mark_is_not_part_of_the_spec(tmp_path):
+    from verify.proofs.specs import load_expectations
+
+    f = tmp_path / "e.txt"
+    f.write_bytes("\ufeffpr26:prop1: HOLDS\n".encode("utf-8"))
+    assert [(c.id, v) for c, _, v in load_expectations(f)] == [("pr26:prop1", "HOLDS")]
+
+
+def test_recheck_stays_inside_its_directory(tmp_path):
+    from verify.proofs.certificates import recheck_dir
+
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps(_cert([{"coeffs": {}, "op": "<=", "rhs": "-1"}], ["1"])))
+    d = tmp_path / "C"
+    d.mkdir()
+    (d / "a.json").write_bytes(outside.read_bytes())
+    import hashlib
+
+    digest = hashlib.sha256(outside.read_bytes()).hexdigest()
+    man = {"format": "verify-certificate-manifest/1", "files": {"a.json": {"sha256": digest, "run_id": "x"},
+                                                                "../outside.json": {"sha256": digest, "run_id": "x"}}}
+    (d / "MANIFEST.json").write_text(json.dumps(man))
+    rows = recheck_dir(d)
+    assert not any(ok for _, ok, _ in rows) and "not a certificate file name in this directory" in rows[0][2]
+    # a symbolic link (to a manifest or a certificate) is not a regular file of the directory
+    del man["files"]["../outside.json"]
+    real = tmp_path / "real-manifest.json"
+    real.write_text(json.dumps(man))
+    (d / "MANIFEST.json").unlink()
+    (d / "MANIFEST.json").symlink_to(real)
+    rows = recheck_dir(d)
+    assert not any(ok for _, ok, _ in rows) and "no valid MANIFEST.json" in rows[0][2]
+    (d / "MANIFEST.json").unlink()
+    (d / "MANIFEST.json").write_text(json.dumps(man))
+    assert all(ok for _, ok, _ in recheck_dir(d))  # the control: the same manifest as a regular file
+    (d / "b.json").symlink_to(outside)
+    bad = {f.name: why for f, ok, why in recheck_dir(d) if not ok}
+    assert list(bad) == ["b.json"] and "not a regular file" in bad["b.json"]

@@ -20,15 +20,20 @@ class UnsafeInput(ValueError):
     """An input file that is not a regular file, is too large, or cannot be read."""
 
 
-def read_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
+def read_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES, follow_symlinks: bool = True) -> bytes:
     """The bytes of ``path``, which must be a regular file of at most ``limit`` bytes.
+
+    Args:
+        follow_symlinks: False refuses a symbolic link (for files that must lie inside a
+            directory, such as certificates and their manifest).
 
     Raises:
         UnsafeInput: missing or unreadable, not a regular file (FIFO, device, directory,
-            socket), or larger than ``limit``; the message names the problem, not the path.
+            socket; a symbolic link when ``follow_symlinks`` is False), or larger than
+            ``limit``; the message names the problem, not the path.
     """
     try:
-        st = os.stat(path)
+        st = os.stat(path, follow_symlinks=follow_symlinks)
     except OSError as e:
         raise UnsafeInput(f"cannot read ({e.strerror or e})") from None
     if not stat.S_ISREG(st.st_mode):
@@ -37,7 +42,8 @@ def read_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES) -> bytes:
         raise UnsafeInput(f"{st.st_size} bytes, more than the {limit}-byte limit")
     try:
         # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open still returns
-        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+        with open(os.open(path, flags), "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise UnsafeInput("not a regular file")
             data = fh.read(limit + 1)
