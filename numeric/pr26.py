@@ -35,6 +35,7 @@ Protocol (the engine other claims reuse):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
@@ -43,6 +44,7 @@ import torch
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task, exact_row_margin
+from verify.numeric.pr26_sizes import memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
 #: fixed before any score was computed; :func:`verify.numeric.pr26_figures.lr_selection_table`)
@@ -74,6 +76,9 @@ SELECTIONS = ("ce", "min-norm")
 #: min-norm: a dual value above this certifies ||theta*||^2 / 2 > DUAL_BOUND (weak duality), i.e. no
 #: parameter of norm <= sqrt(2 DUAL_BOUND) reaches margin 1 (the margin-1 system is treated as infeasible)
 DUAL_BOUND = 1e8
+#: the same bound on the norm: a dual certificate that every margin-1 head has ||theta|| > NORM_BOUND
+#: (sum(lambda) / ||C^T lambda|| > NORM_BOUND, weak duality) ends the solve as "unrealizable"
+NORM_BOUND = (2 * DUAL_BOUND) ** 0.5
 STEPS = 400
 WEIGHT_DECAY = 1e-4
 #: float64 unit roundoff (the rounding bound of :func:`logit_error_bound` is in units of it)
@@ -192,7 +197,25 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
 
 
 class MinNormError(ValueError):
-    """The min-norm selection has no certified solution (infeasible margin-1 system or no convergence)."""
+    """The min-norm selection has no certified solution (infeasible margin-1 system or no convergence).
+
+    Attributes:
+        kind: ``"unrealizable"`` (the dual certifies that no head of norm <= :data:`NORM_BOUND` reaches
+            margin 1 at L0), ``"not_certified"`` (the duality gap did not close within the iteration
+            budget) or ``"degenerate"`` (no non-trivial constraint).
+        norm_lower_bound: the largest dual lower bound on the norm of any margin-1 head seen
+            (sum(lambda) / ||C^T lambda||, weak duality), or None.
+    """
+
+    def __init__(self, message: str, kind: str = "not_certified", norm_lower_bound: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.norm_lower_bound = norm_lower_bound
+
+
+class FitDiverged(ArithmeticError):
+    """The cross-entropy fit ended with a non-finite loss or parameter (e.g. a learning rate so large
+    that Adam's update overflows): there is no head to measure, so no alpha_L is reported."""
 
 
 def constraint_matrix(family: Family, task: Task, L0: int, seed: int = 0) -> torch.Tensor:
@@ -250,12 +273,14 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
     G = C @ C.T
     lip = float(torch.linalg.eigvalsh(G).max()) if m else 0.0
     if m == 0 or lip <= 0:
-        raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0} has no non-trivial constraint")
+        raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0} has no non-trivial constraint",
+                           "degenerate")
     lam = torch.zeros(m, dtype=DTYPE)
     y = lam.clone()
     tk = 1.0
     ones = torch.ones(m, dtype=DTYPE)
     gap = float("inf")
+    best = 0.0
     it = 0
     theta = None
     for it in range(1, max_iter + 1):
@@ -271,10 +296,17 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
             th = C.T @ lam
             sq = float(th @ th)
             dual = float(lam.sum()) - sq / 2
-            if dual > DUAL_BOUND:  # weak duality: ||theta*||^2 / 2 >= dual
-                raise MinNormError(f"min-norm selection: no {family.name} head with ||W||_F <= "
-                                   f"{(2 * DUAL_BOUND) ** 0.5:.1e} reaches margin 1 on {task.name} at L0 = {L0} "
-                                   f"(certified by the dual value {dual:.2e}; the task is not realizable there)")
+            # weak duality, scale-optimised: for any theta with C theta >= 1 and lambda >= 0,
+            # sum(lambda) <= lambda . C theta = (C^T lambda) . theta <= ||C^T lambda|| ||theta||
+            tn_ = sq ** 0.5
+            bound = float(lam.sum()) / tn_ if tn_ > 0 else float("inf")
+            best = max(best, bound)
+            if dual > DUAL_BOUND or bound > NORM_BOUND:
+                raise MinNormError(f"min-norm selection: no {family.name} head reaches margin >= 1 on every "
+                                   f"{task.name} row at L0 = {L0} unless ||W||_F >= {bound:.2e} (dual certificate, "
+                                   f"weak duality, after {it} iterations; the bound grows without limit, so the "
+                                   f"task is treated as not realizable there and no head is selected)",
+                                   "unrealizable", bound)
             s = float((C @ th).min())
             if s > 0:
                 upper = sq / (2 * s * s)
@@ -283,8 +315,10 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
                     theta = th / s
                     break
     if theta is None:
-        raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0}: duality gap {gap:.2e} > {tol} "
-                           f"after {max_iter} iterations (not certified; the margin-1 system may be infeasible)")
+        why = ("no iterate reached margin > 0 on every row" if gap == float("inf") else f"duality gap {gap:.2e} > {tol}")
+        raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0}: not certified after "
+                           f"{max_iter} iterations ({why}); the dual shows any margin-1 head needs "
+                           f"||W||_F >= {best:.2e}", "not_certified", best)
     param = theta.reshape(family.param_shape(L0))
     ce = _ce_loss(family, task, L0, param, seed)
     return FitResult(family, task, L0, seed, param, ce, ce,
@@ -353,6 +387,10 @@ def _fit(family: Family, task: Task, L0: int, seed: int, steps: int, lr: float,
         if step == 1:
             first = float(loss.detach())
         last = float(loss.detach())
+    if not (math.isfinite(last) and bool(torch.isfinite(param).all())):
+        raise FitDiverged(f"the cross-entropy fit of {family.name}/{task.name} at L0 = {L0} diverged (lr {lr}, "
+                          f"{steps} steps, weight decay {weight_decay}): final loss {last}, "
+                          f"{int((~torch.isfinite(param)).sum())} non-finite parameter entries; no head to measure")
     return FitResult(family, task, L0, seed, param.detach(), first, last,
                      {"selection": "ce", "optimizer": "Adam", "lr": lr, "betas": (0.9, 0.999), "weight_decay": weight_decay,
                       "steps": steps, "init": f"N(0, {init_std}^2), torch.Generator seed {seed}", "dtype": "float64"})
@@ -744,12 +782,6 @@ def kernel_summary(fr: FitResult, L: int, show: int = 8) -> dict:
     return out
 
 
-def memory_bytes(family: Family, L0: int, L: int, chunk: int = 1024) -> int:
-    """Peak bytes of a transfer evaluation (features, parameter, one chunk of logits)."""
-    r = family.dim(L0)
-    return 8 * (L * r + r * r + L * r + 3 * min(chunk, L) * L) + 16 * L0 * L0 * 4
-
-
 # ----------------------------------------------------------------------------- Prop. 1
 
 
@@ -813,7 +845,7 @@ def prop1_search(family: Family, n: int, seed: int, samples: int = 2000, opt_len
 __all__ = ["fit", "transfer", "alpha", "evaluate_rows", "feature_matrix", "full_logits", "kernel_summary",
            "logit_error_bound", "flat_row_controls", "theorem2_controls", "MAX_RECHECK_ROWS", "INTERVAL_DPS",
            "FitResult", "Transfer", "RowEval", "memory_bytes", "prop1_search", "LR", "INIT_STD", "STEPS",
-           "WEIGHT_DECAY"]
+           "WEIGHT_DECAY", "FitDiverged", "MinNormError", "NORM_BOUND"]
 
 
 # ----------------------------------------------------------------------------- claim checks

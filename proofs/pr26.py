@@ -291,12 +291,44 @@ def _p2_validate(p: Mapping[str, Any]) -> None:
         raise InputError(f"--trials {p['trials']} must be at least --fits {p['fits']}")
 
 
+#: measured effect of --full on the resolution (seed 0, 5 fits; see _p2_resolution)
+PROP2_FULL_NOTE = ("; measured at seed 0: with --full the L = 30 interval [0.1027, 0.1175] excludes 1/k = 0.1000 and "
+                   "1/(k-2) = 0.1250, but the L = 60 interval [0.0232, 0.0303] still contains 1/k = 0.0250 and "
+                   "1/(k-2) = 0.0263 (k = 40: neighbours 4% apart need far more trials)")
+
+
 def _p2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     out = ["k = L - L0 = the number of untrained key positions visible to the query row i = L - 1 (positions L0..L-1, "
            "the query's own included); the prediction 1/(k-1) is for the winner among the k - 1 new keys other than the "
            "query, which are exchangeable (i.i.d. N(0, I/L0) features independent of the fitted W), one of which is the "
            "target i - 1. Task prev, head fitted at L0 = 20 by the engine protocol; each trial redraws the untrained "
            "features. The self key (j = i) is counted apart; it almost never wins (both conditional rates are in the JSON)."]
+    out += _p2_resolution(evs)
+    return out
+
+
+def _p2_resolution(evs: Sequence[Evidence]) -> list[str]:
+    """A finding when the decision intervals also admit a neighbouring chance formula (1/k or 1/(k-2)):
+    the check then cannot tell 1/(k-1) from an off-by-one in k at this sample size."""
+    out = []
+    for ev in evs:
+        runs = (ev.numbers or {}).get("runs") if isinstance(ev.numbers, Mapping) else None
+        if not runs:
+            continue
+        admitted = []
+        for r in runs:
+            lo, hi = r["conditional_hit_rate_nonself_ci_decision"]
+            k = r["k"]
+            alts = [(name, v) for name, v in (("1/k", 1 / k), ("1/(k-2)", 1 / (k - 2) if k > 2 else None))
+                    if v is not None and lo <= v <= hi]
+            if alts:
+                admitted.append(f"at L = {r['L']} (k = {k}) the interval [{lo:.4f}, {hi:.4f}] also contains "
+                                + " and ".join(f"{n} = {v:.4f}" for n, v in alts))
+        if admitted:
+            out.append("Resolution (finding): this check cannot distinguish 1/(k-1) from its neighbours at this sample "
+                       "size: " + "; ".join(admitted) + ". An off-by-one in k would pass unnoticed. The verdict says "
+                       "the data are consistent with 1/(k-1), not that they single it out; --full (4x the trials) "
+                       "halves the interval widths" + PROP2_FULL_NOTE + ".")
     return out
 
 

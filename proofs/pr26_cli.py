@@ -11,9 +11,14 @@ in brackets) and a summary of the fitted head.  The JSON has an ``alpha`` field 
 settings used (``fit``: selection, learning rate, steps, weight decay, init; for min-norm the
 certified duality gap).  The default learning rate is the engine's LR, chosen by a stated joint
 rule over the paper's published figures (see verify.numeric.pr26.LR).
-Exit codes: 0 measured; 2 bad input (one line on stderr: unknown family/task, L <= L0,
-L0 < 2, sizes too large, non-positive lr/steps, negative weight decay) or no head to select
-(min-norm: no parameter reaches margin 1 at L0, or the solver could not certify its optimum).
+Exit codes: 0 measured; 2 bad input, refused in one line on stderr before torch is imported (unknown
+family/task, L <= L0, L0 < 2, sizes too large, --seed outside 0..2^31-1, --lr outside [MIN_LR, MAX_LR],
+--steps outside 1..MAX_STEPS, --weight-decay outside [0, MAX_WEIGHT_DECAY]); 3 inconclusive, one line
+on stderr (and a JSON document with ``"outcome": "inconclusive"`` and ``"alpha": null`` under
+--format json): no head to measure, because the cross-entropy fit ended with a non-finite loss or
+parameter, or the min-norm head could not be certified (the dual shows no head of bounded norm reaches
+margin 1 at L0, or the solver did not close its duality gap).  A diverged fit is never reported as a
+measured alpha.
 Source: pr26 (TMLR 2026), the fit/transfer protocol (full text not reachable; reconstructed).
 """
 
@@ -29,12 +34,28 @@ from verify.proofs.model import InputError
 MAX_BYTES = 4 * 2**30
 MAX_L0 = 2048
 MAX_L = 1 << 20
+#: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults: lr 0.07 from a grid topping at 0.5, 400 steps,
+#: weight decay 1e-4); beyond them Adam's update or the L2 term overflows float64 or the run is hours long
+MIN_LR = 1e-6
+MAX_LR = 10.0
+MAX_STEPS = 20_000
+MAX_WEIGHT_DECAY = 1.0
+EXIT_INCONCLUSIVE = 3
 
 SCHEMA = "verify-alpha/1"
 
 
-def _validate(pe_name: str, task_name: str, L0: int, L: int):
+def _validate(pe_name: str, task_name: str, L0: int, L: int, seed: int = 0, lr: float | None = None,
+              steps: int = 400, weight_decay: float = 1e-4):
+    """Every option checked before any work (and before torch or a numeric module is imported).
+
+    Returns:
+        (family, task) of :mod:`verify.constructions.pe`.
+    Raises:
+        InputError: one line naming the first bad option.
+    """
     from verify.constructions import pe
+    from verify.proofs.inputs import check_seed, clip
 
     try:
         fam = pe.get_family(pe_name)
@@ -44,23 +65,45 @@ def _validate(pe_name: str, task_name: str, L0: int, L: int):
         task = pe.get_task(task_name)
     except KeyError as e:
         raise InputError(e.args[0]) from None
+    check_seed(seed)
+    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and MIN_LR <= lr <= MAX_LR):
+        raise InputError(f"--lr must be a number in [{MIN_LR:g}, {MAX_LR:g}], got {clip(lr)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise InputError(f"--steps must be an integer in 1..{MAX_STEPS}, got {clip(steps)}")
+    if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)
+            and 0 <= weight_decay <= MAX_WEIGHT_DECAY):
+        raise InputError(f"--weight-decay must be a number in [0, {MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
     if L0 < 2:
-        raise InputError(f"--L0 must be >= 2, got {L0}")
+        raise InputError(f"--L0 must be >= 2, got {clip(L0)}")
     if L <= L0:
-        raise InputError(f"--L {L} must exceed --L0 {L0}")
+        raise InputError(f"--L {clip(L)} must exceed --L0 {clip(L0)}")
     if L0 > MAX_L0:
-        raise InputError(f"--L0 {L0} is too large (the fit is O(400 L0^2 r); at most {MAX_L0})")
+        raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {MAX_L0})")
     if L > MAX_L:
-        raise InputError(f"--L {L} is too large (at most {MAX_L})")
+        raise InputError(f"--L {clip(L)} is too large (at most {MAX_L})")
     if not list(task.rows(L0)):
         raise InputError(f"task {task.name} has no query row at --L0 {L0}")
-    from verify.numeric.pr26 import memory_bytes
+    from verify.numeric.pr26_sizes import memory_bytes  # torch-free: refusals stay fast
 
     need = memory_bytes(fam, L0, L)
     if need > MAX_BYTES:
         raise InputError(f"--pe {fam.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
                          f"(limit {MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
     return fam, task
+
+
+def _inconclusive(fmt: str, fam, task, L0: int, L: int, seed: int, reason: str, message: str, fit: dict) -> None:
+    """Report a run with no head to measure: one line on stderr (JSON on stdout with --format json), exit 3."""
+    from verify.proofs.inputs import clip
+
+    if fmt == "json":
+        from verify.evidence import to_jsonable
+
+        doc = {"schema": SCHEMA, "pe": fam.name, "task": task.name, "L0": L0, "L": L, "seed": seed,
+               "outcome": "inconclusive", "reason": reason, "message": message, "alpha": None, "fit": fit}
+        click.echo(json.dumps(to_jsonable(doc), indent=2))
+    click.echo(f"verify: inconclusive: {clip(' '.join(message.split()), 400)}", err=True)
+    raise click.exceptions.Exit(EXIT_INCONCLUSIVE)
 
 
 def _f(x: float) -> str:
@@ -87,25 +130,31 @@ def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int
     """Select a positional-only head at L0 (ce: Adam, 400 steps, weight decay 1e-4, init
     N(0, 0.02^2), the default learning rate; or min-norm) and report alpha_L, margins and
     failing rows at L (pr26)."""
-    fam, task = _validate(pe_name, task_name, L0, L)
-    if lr is not None and not (math.isfinite(lr) and lr > 0):
-        raise InputError(f"--lr must be a positive number, got {lr}")
-    if steps < 1 or steps > 20_000:
-        raise InputError(f"--steps must be in 1..20000, got {steps}")
-    if not (math.isfinite(weight_decay) and weight_decay >= 0):
-        raise InputError(f"--weight-decay must be >= 0, got {weight_decay}")
+    fam, task = _validate(pe_name, task_name, L0, L, seed, lr, steps, weight_decay)
     from verify.evidence import to_jsonable
-    from verify.numeric.pr26 import MinNormError, fit, kernel_summary, transfer
+    from verify.numeric.pr26 import LR, FitDiverged, MinNormError, fit, kernel_summary, transfer
 
     try:
         fr = fit(fam, task, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
     except MinNormError as e:
-        raise InputError(str(e)) from None
+        what = ("the min-norm head could not be certified: the dual shows no head with margin >= 1 exists below its "
+                "norm bound" if e.kind == "unrealizable" else "the min-norm head could not be certified")
+        _inconclusive(fmt, fam, task, L0, L, seed, f"min-norm {e.kind}", f"{what}: {e}",
+                      {"selection": "min-norm", "norm_lower_bound": e.norm_lower_bound})
+    except FitDiverged as e:
+        _inconclusive(fmt, fam, task, L0, L, seed, "fit diverged", f"no alpha measured: {e}",
+                      {"selection": "ce", "lr": LR if lr is None else lr, "steps": steps,
+                       "weight_decay": weight_decay})
+    import torch
+
+    if not (math.isfinite(fr.loss_last) and bool(torch.isfinite(fr.param).all())):  # second guard: never a NaN alpha
+        _inconclusive(fmt, fam, task, L0, L, seed, "fit diverged", "no alpha measured: the selected head has a "
+                      f"non-finite loss ({fr.loss_last}) or parameter", dict(fr.settings))
     tr = transfer(fr, L)
     ks = kernel_summary(fr, L)
     if fmt == "json":
         doc = {"schema": SCHEMA, "pe": fam.name, "task": task.name, "L0": L0, "L": L, "seed": seed,
-               "alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
+               "outcome": "measured", "alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
                "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
                "min_margin_old_rows_at_L": tr.old_margin_at_L,
                "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
@@ -172,4 +221,4 @@ def _conclusion(pe: str, task: str, L0: int, L: int, tr: object) -> str:
             f"at L = {L}: it does not length-generalize")
 
 
-__all__ = ["alpha_cmd"]
+__all__ = ["alpha_cmd", "MIN_LR", "MAX_LR", "MAX_STEPS", "MAX_WEIGHT_DECAY", "EXIT_INCONCLUSIVE"]

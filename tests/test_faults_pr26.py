@@ -504,3 +504,114 @@ def test_tie_rows_beyond_the_recheck_budget_fail(monkeypatch):
     _ties_count(monkeypatch)
     ev = num.evaluate_rows(fam, prev, _clamped_best_head(), 20, 64, rows)
     assert ev.exact_rechecked == 10 and ev.unresolved == 34 and int(ev.passed.sum()) == 10
+
+
+# ----------------------------------------------------------------------------- verify alpha: refusals and outcomes
+
+_PROBE = ("import sys, time\nfrom verify.proofs.cli import main\n{pre}t = time.perf_counter()\nrc = main({argv!r})\n"
+          "print('PROBE', rc, time.perf_counter() - t, 'torch' in sys.modules)\n")
+
+
+def _probe(argv: list[str], pre: str = "") -> tuple[int, float, bool, str]:
+    """Run ``main(argv)`` in a fresh interpreter: exit code, seconds inside main, torch imported?, stderr."""
+    import subprocess
+    import sys
+
+    cp = subprocess.run([sys.executable, "-c", _PROBE.format(pre=pre, argv=argv)], capture_output=True, text=True,
+                        timeout=120)
+    line = [x for x in cp.stdout.splitlines() if x.startswith("PROBE")][-1].split()
+    return int(line[1]), float(line[2]), line[3] == "True", cp.stderr
+
+
+_BASE = ["alpha", "--pe", "rope", "--task", "prev", "--L0", "20", "--L", "64"]
+
+
+@pytest.mark.parametrize("extra,needle", [
+    (["--seed", "99999999999999999999"], "--seed"),
+    (["--seed", "-1"], "--seed"),
+    (["--lr", "nan"], "--lr"),
+    (["--lr", "1e300"], "--lr"),
+    (["--weight-decay", "-1"], "--weight-decay"),
+    (["--steps", "0"], "--steps"),
+])
+def test_alpha_refusals_before_torch(extra, needle):
+    rc, secs, torch_loaded, err = _probe(_BASE + extra)
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and needle in err
+    assert not torch_loaded and secs < 0.5, (secs, torch_loaded)
+
+
+def test_alpha_size_refusal_before_torch():
+    rc, secs, torch_loaded, err = _probe(["alpha", "--pe", "rope", "--task", "prev", "--L0", "2000", "--L", "1000000"])
+    assert rc == 2 and "GiB" in err and len(err.strip().splitlines()) == 1
+    assert not torch_loaded and secs < 0.5, (secs, torch_loaded)
+
+
+def test_alpha_refusal_probe_sees_torch():
+    # fault: the numeric engine imported before validation: the probe must notice torch
+    rc, _, torch_loaded, _ = _probe(_BASE + ["--steps", "0"], pre="import verify.numeric.pr26\n")
+    assert rc == 2 and torch_loaded
+
+
+def test_diverged_fit_is_not_a_measurement(monkeypatch, capsys):
+    # the engine refuses to return a non-finite head (lr beyond any sane range: Adam overflows)
+    with pytest.raises(num.FitDiverged, match="diverged"):
+        num.fit(get_family("rope"), get_task("prev"), 20, 0, lr=1e300)
+    # the CLI refuses --lr 1e300 before work; with the range check lifted, the divergence is exit 3, never alpha
+    from verify.proofs import pr26_cli
+    monkeypatch.setattr(pr26_cli, "MAX_LR", float("inf"))
+    assert main(_BASE + ["--lr", "1e300", "--format", "json"]) == 3
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["outcome"] == "inconclusive" and doc["alpha"] is None and doc["reason"] == "fit diverged"
+    assert len(cap.err.strip().splitlines()) == 1 and "no alpha measured" in cap.err
+    assert main(_BASE + ["--lr", "1e300"]) == 3
+    cap = capsys.readouterr()
+    assert "alpha_L" not in cap.out and "nan" not in cap.out.lower()
+
+
+def test_nan_head_escaping_the_engine_is_caught_by_the_cli(monkeypatch, capsys):
+    # fault: an engine that returns a NaN head (its own guard bypassed): the CLI still reports no alpha
+    good = num.fit(get_family("rope"), get_task("prev"), 20, 0, steps=5)
+    bad = dataclasses.replace(good, param=torch.full_like(good.param, float("nan")), loss_last=float("nan"))
+    monkeypatch.setattr(num, "fit", lambda *a, **k: bad)
+    assert main(_BASE + ["--format", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["alpha"] is None and doc["outcome"] == "inconclusive"
+
+
+def test_alpha_min_norm_unrealizable_is_inconclusive(capsys):
+    argv = ["alpha", "--pe", "affine", "--task", "prev", "--L0", "20", "--L", "40", "--selection", "min-norm"]
+    assert main(argv + ["--format", "json"]) == 3
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["alpha"] is None and doc["reason"] == "min-norm unrealizable"
+    assert doc["fit"]["norm_lower_bound"] > num.NORM_BOUND
+    assert len(cap.err.strip().splitlines()) == 1
+    assert "could not be certified" in cap.err and "no head with margin >= 1" in cap.err
+
+
+def test_alpha_min_norm_not_certified_is_inconclusive(monkeypatch, capsys):
+    import functools
+    # fault: a solve budget too small to close the gap on a realizable cell: exit 3, not 0 and not 2
+    assert main(["alpha", "--pe", "sinusoidal", "--task", "prev", "--L", "40", "--selection", "min-norm",
+                 "--format", "json"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(num, "fit_min_norm", functools.partial(num.fit_min_norm, max_iter=200))
+    assert main(["alpha", "--pe", "sinusoidal", "--task", "prev", "--L", "40", "--selection", "min-norm"]) == 3
+    err = capsys.readouterr().err
+    assert "could not be certified" in err and "not certified after 200 iterations" in err
+
+
+def test_prop2_resolution_finding():
+    import types
+
+    from verify.proofs import pr26 as claims
+
+    def ev(lo, hi, k=10, L=30):
+        return types.SimpleNamespace(numbers={"runs": [{"L": L, "k": k, "conditional_hit_rate_nonself_ci_decision":
+                                                        (lo, hi)}]})
+    wide = claims._p2_resolution([ev(0.102, 0.132)])
+    assert len(wide) == 1 and "cannot distinguish" in wide[0] and "1/(k-2) = 0.1250" in wide[0]
+    assert "also contains 1/(k-2)" in wide[0] and "also contains 1/k" not in wide[0]
+    # fault-free direction: an interval that excludes both neighbours gives no such finding
+    assert claims._p2_resolution([ev(0.103, 0.117)]) == []

@@ -1,0 +1,25 @@
+"""Size arithmetic of the pr26 transfer evaluation (no torch import), so that ``verify alpha`` and the
+pr26 claims refuse sizes that cannot fit before torch is loaded (refusals stay well under a second).
+
+Source: pr26 (TMLR 2026), the fit/transfer protocol; the formula counts the float64 buffers of
+:func:`verify.numeric.pr26.evaluate_rows` and of the fit (see that module's docstring).
+"""
+from __future__ import annotations
+
+from verify.constructions.pe import Family
+
+
+def memory_bytes(family: Family, L0: int, L: int, chunk: int = 1024) -> int:
+    """Peak bytes of a transfer evaluation (features, parameter, one chunk of logits), float64.
+
+    Args:
+        family: the PE family (its feature dimension ``family.dim(L0)`` sets r).
+        L0, L: training and evaluation lengths; chunk: rows of logits evaluated at once.
+    Returns:
+        an int, the rough peak in bytes.
+    """
+    r = family.dim(L0)
+    return 8 * (L * r + r * r + L * r + 3 * min(chunk, L) * L) + 16 * L0 * L0 * 4
+
+
+__all__ = ["memory_bytes"]
