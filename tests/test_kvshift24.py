@@ -310,17 +310,41 @@ def test_t3_formula_is_eq10_as_printed():
 
 
 def test_t3_empirical_matches_eq10_not_plotting_code():
-    from verify.numeric.kvshift import EQ10, PLOTTING, check_theorem3
+    from verify.numeric.kvshift import BODY, EQ10, PLOTTING, check_theorem3
 
     ev = check_theorem3(8, (256,), 32, 0, grid=5)
     n = ev.numbers["per_d"]["256"]
     assert EQ10 in n["matches"] and PLOTTING not in n["matches"]
     assert n["rmse"][EQ10] < ev.numbers["tolerance"] < n["rmse"][PLOTTING]
-    # the exact d -> infinity limit is Appendix C's body reading, to rounding
-    assert ev.numbers["exact_limit"]["best"].startswith("Appendix C body")
+    # the exact d -> infinity limit is Appendix C's body reading, to rounding, and not Eq. 10 as printed
+    assert ev.numbers["exact_limit"]["best"] == BODY
     assert min(ev.numbers["exact_limit"]["rmse"].values()) < 1e-12
     assert tuple(n["argmin_alpha1_beta1"]) == (0.0, 1.0)
-    assert ev.outcome == "holds" and all(f.reproduced for f in ev.figures)
+    assert ev.outcome == "fails" and not ev.numbers["exact_limit_check"]["ok"]
+    assert not ev.figures[2].reproduced and ev.figures[0].reproduced and ev.figures[1].reproduced
+
+
+def test_t3_default_sizes_as_printed_fails_appendix_c_holds():
+    """At the claim's default sizes (T = 16, d = 256, 1024, N = 128): Eq. 10 as printed is 0.0119
+    from the exact limit at (0, 0); Appendix C's beta2*a1 is the limit and the data match it."""
+    from verify.numeric.kvshift import check_theorem3
+
+    a = check_theorem3(16, (256, 1024), 128, 0, reading="as-printed")
+    ex = a.numbers["exact_limit_check"]
+    assert a.outcome == "fails" and not ex["ok"] and ex["separates"]
+    assert tuple(ex["witness"]["alpha1_beta1"]) == (0.0, 0.0) and ex["max_abs_diff"] == pytest.approx(0.011875, abs=1e-5)
+    assert not a.numbers["empirical_check"]["ok"]
+    b = check_theorem3(16, (256, 1024), 128, 0, reading="appendix-c")
+    assert b.outcome == "holds" and b.numbers["exact_limit_check"]["max_abs_diff"] < 1e-12
+    assert b.numbers["empirical_check"]["rmse_vs_reading"] < b.numbers["empirical_check"]["tolerance"]
+
+
+def test_t3_claim_variants_and_expectations():
+    from verify.proofs.kvshift24 import THEOREM3
+
+    assert [v["eq10"] for v in THEOREM3.variants] == ["as-printed", "appendix-c"]
+    assert THEOREM3.expected == {"as-printed": "FAILS", "appendix-c": "HOLDS WITH FIX"}
+    assert THEOREM3.fix({"eq10": "as-printed"}) is None and "beta2 a1" in THEOREM3.fix({"eq10": "appendix-c"})
 
 
 def test_t1_as_displayed_decays_causal_does_not():
