@@ -189,7 +189,7 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
         click.echo(to_json(results, command, seed, code, changes, timings, not_checked))
         return
     if command in ("all", "audit"):
-        click.echo(table_text(results))
+        click.echo(table_text(results, timings))
         if changes:
             click.echo("\nverdicts that changed from their expectations:")
             for c in changes:
@@ -205,7 +205,7 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
                        "'verify CLAIM' lists each)")
     else:
         for r in results:
-            click.echo(result_text(r, verbose=not brief))
+            click.echo(result_text(r, verbose=not brief, timings=timings))
 
 
 class ClaimGroup(click.Group):
@@ -629,6 +629,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.exit_code)
     except InputError as e:
         _error(str(e))
+        return EXIT_USAGE
+    except click.exceptions.NoArgsIsHelpError as e:  # bare 'verify': the help, whole
+        click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message(), err=True)
         return EXIT_USAGE
     except click.UsageError as e:
         _error(e.format_message())

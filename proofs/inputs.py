@@ -132,6 +132,12 @@ def check_distinct_outputs(**paths: str | None) -> None:
         seen[key] = name
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: str | Path, text: str, flag: str = "output") -> None:
     """Write ``text`` to ``path`` atomically (temporary file in the same directory, then rename).
 
@@ -149,6 +155,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, flag: str = "output") -> N
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.resolve().parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         os.replace(tmp, p)
         tmp = None
     except OSError as e:

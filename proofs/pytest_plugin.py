@@ -59,6 +59,10 @@ class ClaimItem(pytest.Item):
         from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, run_claim
 
         cfg = self.config
+        layers = _layers(cfg.getoption("verify_layers"))
+        if not any(self.claim.checks.get(x) for x in layers):
+            # the rule of 'verify all': a claim with no check in the requested layers is not run
+            pytest.skip(f"{self.claim.id} has no check in --verify-layers {','.join(layers)}")
         ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms)  # type: ignore[attr-defined]
         self.result = run_claim(self.claim, self.params, ctx, _layers(cfg.getoption("verify_layers")))
         self.user_properties.append(("verdict", self.result.verdict))

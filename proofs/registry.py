@@ -95,8 +95,12 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
 
         names = [c.id for c in claims] + sorted({c.name for c in claims})
         close = difflib.get_close_matches(key, [n.lower() for n in names], n=3, cutoff=0.6)
+        # a short name whose full id is already suggested adds nothing
+        close = [n for n in close if not any(x.endswith(":" + n) for x in close)]
         hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise InputError(f"unknown claim {name!r}; {hint}known claims: {', '.join(c.id for c in claims)}")
+        from verify.proofs.inputs import clip
+
+        raise InputError(f"unknown claim {clip(repr(name), 40)}; {hint}known claims: {', '.join(c.id for c in claims)}")
     given = [g for g in given_options]
     fitting = [c for c in candidates if all(c.option(g) is not None for g in given)]
     if len(fitting) == 1:

@@ -159,8 +159,8 @@ def _status(ev) -> str:
     return ev.status
 
 
-def result_text(r: ClaimResult, verbose: bool = True) -> str:
-    """The referee-readable text block for one claim variant."""
+def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> str:
+    """The referee-readable text block for one claim variant (``timings=False``: no wall times)."""
     lines = [f"{r.display_id}: {r.verdict}"]
     lines.append(f"  source:    {r.claim.source}")
     lines.append(f"  statement: {r.claim.statement}")
@@ -170,8 +170,8 @@ def result_text(r: ClaimResult, verbose: bool = True) -> str:
         lines.append(f"  variant:   {r.variant} (the statement as written)")
     lines.append("  evidence:")
     for ev in r.evidence:
-        t = f"{ev.wall_time_s:.2f} s" if ev.status != "skipped" else ""
-        lines.append(f"    {ev.layer:<9} {_status(ev):<20} {t:>8}  {ev.summary}")
+        t = f"{ev.wall_time_s:.2f} s" if ev.status != "skipped" and timings else ""
+        lines.append(f"    {ev.layer:<9} {_status(ev):<20} {t:>8}  {ev.summary if timings else untime(ev.summary)}")
         if verbose and ev.status != "skipped":
             if ev.bound:
                 lines.append(f"              bound: {ev.bound}")
@@ -210,8 +210,10 @@ def _flat(w: Any) -> list[tuple[str, Any]]:
     return [("value", w)]
 
 
-def table_text(results: Sequence[ClaimResult]) -> str:
-    """One row per claim variant: id, verdict, expected, per-layer statuses, time."""
+def table_text(results: Sequence[ClaimResult], timings: bool = True) -> str:
+    """One row per claim variant: run id, verdict, expected, per-layer statuses, figures, time."""
+    from verify.proofs.specs import run_id
+
     head = (f"{'claim':<34} {'verdict':<15} {'expected':<15} {'symbolic':<12} {'solver':<12} {'numeric':<18} "
             f"{'figures':>7} {'time':>7}")
     rows = [head, "-" * len(head)]
@@ -219,9 +221,9 @@ def table_text(results: Sequence[ClaimResult]) -> str:
         st = {ev.layer: _status(ev) for ev in r.evidence}
         total = sum(ev.wall_time_s for ev in r.evidence)
         mark = "" if r.expected in (None, r.verdict) else "  <- changed"
-        rows.append(f"{r.display_id:<34} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
+        rows.append(f"{run_id(r.claim, r.params):<34} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
                     f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {r.figures_reproduced or '-':>7} "
-                    f"{total:>6.1f}s{mark}")
+                    + (f"{total:>6.1f}s" if timings else f"{'-':>7}") + mark)
     return "\n".join(rows)
 
 
