@@ -43,7 +43,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from verify.constructions import pe
-from verify.constructions.pe import Family, FloatArith, FractionArith, Task, exact_row_margin
+from verify.constructions.pe import Family, FloatArith, FractionArith, Task
 from verify.numeric.pr26_sizes import memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from verify import __version__
-from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, InputError
+from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
 
 __all__ = ["junit_tree", "junit_xml", "write_junit"]
 

@@ -51,7 +51,7 @@ from verify.constructions.kvshift import (
     witness_text,
 )
 from verify.constructions import kvshift_reference as ref
-from verify.constructions.kvshift import kvsa_table_facts, variant as variant_named
+from verify.constructions.kvshift import variant as variant_named
 from verify.evidence import Evidence, engine_versions
 from verify.solver.common import solver_summary, ObligationResult, check, fresh_solver, rval, to_fraction
 

@@ -36,7 +36,7 @@ import z3
 from verify.constructions import pe
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import solver_summary, ObligationResult, check, rval
+from verify.solver.common import solver_summary, ObligationResult, check
 
 #: the margin every realization obligation demands.  The constraints are homogeneous in the parameter,
 #: so "margin >= 1" is the strict argmax (scale the parameter); "margin >= 0" would admit ties (the zero

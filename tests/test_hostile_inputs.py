@@ -8,19 +8,17 @@ refusal (or an INVALID line) within a time bound, never a traceback or a hang.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import os
 import time
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.evidence import LAYERS, STATUSES, Context, Evidence
+from verify.evidence import STATUSES, Context, Evidence
 from verify.proofs import registry
 from verify.proofs.cli import main
 from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, InputError, Option, aggregate

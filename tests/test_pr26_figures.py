@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from verify.constructions import pe
 from verify.constructions.pe import get_family
