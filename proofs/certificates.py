@@ -106,6 +106,12 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(read_regular_file(path, follow_symlinks=False)).hexdigest()
 
 
+def _read_cert(path: Path) -> tuple[bytes, str]:
+    """A certificate file's bytes (regular files only) and their SHA-256."""
+    data = read_regular_file(path, follow_symlinks=False)
+    return data, hashlib.sha256(data).hexdigest()
+
+
 def _read_manifest(directory: Path) -> dict[str, dict]:
     """The manifest's ``files`` map (file name -> {sha256, run_id}).
 
@@ -207,7 +213,7 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
     rows: list[tuple[Path, bool, str]] = []
     for f in files:
         try:
-            digest = _sha256_file(f)
+            data, digest = _read_cert(f)
         except UnsafeInput as e:
             rows.append((f, False, str(e)))
             continue
@@ -222,7 +228,7 @@ def recheck_dir(directory: str | Path) -> list[tuple[Path, bool, str]]:
         if digest != entry["sha256"]:
             rows.append((f, False, f"its bytes differ from the hash in {MANIFEST} (overwritten or edited)"))
             continue
-        rows.append((f, *recheck_file(f)))
+        rows.append((f, *recheck_file(f, data)))
     if listed is not None:
         rows += [(d / name, False, f"listed in {MANIFEST} but missing")
                  for name in sorted(listed) if not (d / name).exists()]

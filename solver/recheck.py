@@ -190,8 +190,9 @@ def encoding_hash(rows_by_case: Iterable[list[dict]]) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
-def recheck_file(path: Path) -> tuple[bool, str]:
-    """Re-check one certificate file written by ``verify CLAIM --certificates DIR``.
+def recheck_file(path: Path, data: bytes | None = None) -> tuple[bool, str]:
+    """Re-check one certificate file written by ``verify CLAIM --certificates DIR``
+    (``data``: its bytes when the caller has already read them).
 
     The file's ``encoding_sha256`` must match its rows (an edited constraint is caught
     even when the multipliers would still cancel), and every case must be a valid Farkas
@@ -199,7 +200,7 @@ def recheck_file(path: Path) -> tuple[bool, str]:
     exact construction elsewhere; here they are reported as not re-checkable.
     """
     try:
-        doc = json.loads(read_regular_file(path).decode("utf-8"))
+        doc = json.loads((read_regular_file(path) if data is None else data).decode("utf-8"))
     except UnsafeInput as e:
         return False, str(e)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
