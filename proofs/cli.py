@@ -371,19 +371,23 @@ def _worker_init(threads: int) -> None:
         pass
 
 
-def _layer_in_worker(claim_id: str, params: dict[str, Any], seed: int, full: bool, timeout_ms: int, layer: str,
-                     layers: Sequence[str]) -> Any:
-    """One layer of one claim variant in a worker process; returns its (picklable) Evidence."""
-    return run_layer(registry.get(claim_id), params, Context(seed=seed, full=full, timeout_ms=timeout_ms), layer,
-                     layers)
+def _layer_in_worker(claim_id: str, variants: list[dict[str, Any]], seed: int, full: bool, timeout_ms: int,
+                     layer: str, layers: Sequence[str]) -> list[Any]:
+    """One layer of every listed variant of one claim, in a worker process, in order; returns their
+    (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
+    travel together."""
+    claim = registry.get(claim_id)
+    ctx = Context(seed=seed, full=full, timeout_ms=timeout_ms)
+    return [run_layer(claim, params, ctx, layer, layers) for params in variants]
 
 
 def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, layers: Sequence[str],
                  jobs: int) -> list[ClaimResult]:
     """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
-    library's ProcessPoolExecutor, spawn context), one task per (variant, layer) so that the
-    layers of one long claim also run side by side; each claim's evidence is assembled in layer
-    order and its verdict reached here, so results and their order do not depend on ``jobs``.
+    library's ProcessPoolExecutor, spawn context), one task per (claim, layer) holding all of that
+    claim's planned variants, so that the layers of one long claim run side by side while its
+    variants still share cached work; each claim's evidence is assembled in layer order and its
+    verdict reached here, so results and their order do not depend on ``jobs``.
 
     Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
     other claim (a test's stand-in) runs in this process."""
@@ -399,19 +403,26 @@ def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, 
     import concurrent.futures as cf
     import multiprocessing
 
-    tasks = [(i, layer) for i, (c, _) in enumerate(planned) for layer in LAYERS
-             if layer in layers and c.checks.get(layer)]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (c, _) in enumerate(planned):
+        for layer in LAYERS:
+            if layer in layers and c.checks.get(layer):
+                groups.setdefault((c.id, layer), []).append(i)
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=multiprocessing.get_context("spawn"),
+    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
                                 initializer=_worker_init, initargs=(threads,)) as pool:
-        futures = {(i, layer): pool.submit(_layer_in_worker, planned[i][0].id, dict(planned[i][1]), ctx.seed,
-                                            ctx.full, ctx.timeout_ms, layer, tuple(layers))
-                   for i, layer in tasks}
+        futures = {key: pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx], ctx.seed,
+                                    ctx.full, ctx.timeout_ms, key[1], tuple(layers))
+                   for key, idx in groups.items()}
         for done, _ in enumerate(cf.as_completed(futures.values()), 1):
-            ctx.note(f"[{done}/{len(tasks)}] claim layers done ({jobs} jobs)")
+            ctx.note(f"[{done}/{len(futures)}] claim layers done ({jobs} jobs)")
+        got: dict[tuple[int, str], Any] = {}
+        for key, idx in groups.items():
+            for i, ev in zip(idx, futures[key].result()):
+                got[(i, key[1])] = ev
         out = []
         for i, (c, p) in enumerate(planned):
-            evidence = [futures[(i, layer)].result() if (i, layer) in futures else run_layer(c, p, ctx, layer, layers)
+            evidence = [got[(i, layer)] if (i, layer) in got else run_layer(c, p, ctx, layer, layers)
                         for layer in LAYERS]
             out.append(finish_claim(c, p, evidence))
         return out
