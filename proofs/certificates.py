@@ -102,10 +102,6 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[tuple
     return written
 
 
-def _sha256_file(path: Path) -> str:
-    return hashlib.sha256(read_regular_file(path, follow_symlinks=False)).hexdigest()
-
-
 def _read_cert(path: Path) -> tuple[bytes, str]:
     """A certificate file's bytes (regular files only) and their SHA-256."""
     data = read_regular_file(path, follow_symlinks=False)
@@ -156,7 +152,7 @@ def write_manifest(directory: str | Path, written: list[tuple[Path, str]]) -> Pa
             if stale.is_file() and stale not in {p for p, _ in written}:
                 stale.unlink()
     for path, rid in written:
-        files[path.name] = {"sha256": _sha256_file(path), "run_id": rid}
+        files[path.name] = {"sha256": _read_cert(path)[1], "run_id": rid}
     doc = {"format": MANIFEST_FORMAT, "files": dict(sorted(files.items()))}
     atomic_write_text(d / MANIFEST, json.dumps(doc, indent=1, sort_keys=True) + "\n", "--certificates")
     return d / MANIFEST

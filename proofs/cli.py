@@ -339,15 +339,11 @@ def show_cmd(claim: str) -> None:
         click.echo(f"  caveat:    {cav}")
 
 
-NOT_CHECKED_RULE = ("a claim variant with no check in the requested layers is not run: 'verify CLAIM' refuses it "
-                    "(exit 2); 'all' and 'audit' leave it out of the verdicts and list it as not checked")
-
-
 def _require_checks(claim: Claim, layers: Sequence[str]) -> None:
     """``verify CLAIM --layers X`` where the claim has no check in X: refuse before any work."""
-    if not any(claim.checks.get(layer) for layer in layers):
+    if not claim.checked_layers(layers):
         raise InputError(f"{claim.id} has no check in --layers {','.join(layers)}; its layers: "
-                         f"{', '.join(x for x in LAYERS if claim.checks.get(x))}")
+                         f"{', '.join(claim.checked_layers())}")
 
 
 @dataclasses.dataclass
@@ -405,9 +401,8 @@ def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, 
 
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (c, _) in enumerate(planned):
-        for layer in LAYERS:
-            if layer in layers and c.checks.get(layer):
-                groups.setdefault((c.id, layer), []).append(i)
+        for layer in c.checked_layers(layers):
+            groups.setdefault((c.id, layer), []).append(i)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
                                 initializer=_worker_init, initargs=(threads,)) as pool:
@@ -451,7 +446,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
 
     Returns:
         A :class:`RunAll`.  A variant none of whose checks is among ``layers`` is not run
-        (:data:`NOT_CHECKED_RULE`) and appears only in ``not_checked``.
+        (:meth:`~verify.proofs.model.Claim.checked_layers`) and appears only in ``not_checked``.
     """
     from verify.proofs.specs import run_id
 
@@ -471,8 +466,8 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
         if k not in keys:
             keys.add(k)
             planned.append((c, p))
-    not_checked = [run_id(c, p) for c, p in planned if not any(c.checks.get(x) for x in layers)]
-    planned = [(c, p) for c, p in planned if any(c.checks.get(x) for x in layers)]
+    not_checked = [run_id(c, p) for c, p in planned if not c.checked_layers(layers)]
+    planned = [(c, p) for c, p in planned if c.checked_layers(layers)]
     results: list[ClaimResult] = []
     changes: list[str] = []
     for (c, p), r in zip(planned, _run_planned(planned, ctx, layers, jobs)):

@@ -192,6 +192,12 @@ class Claim:
     def name(self) -> str:
         return self.id.split(":", 1)[1]
 
+    def checked_layers(self, layers: Sequence[str] = LAYERS) -> tuple[str, ...]:
+        """The layers among ``layers`` in which this claim has a check (in layer order).  A claim
+        variant with none is not run: ``verify CLAIM`` refuses it, ``all``/``audit`` list it as not
+        checked and the pytest plugin skips it."""
+        return tuple(x for x in LAYERS if x in layers and self.checks.get(x))
+
     def option(self, name: str) -> Option | None:
         for o in self.options:
             if o.name == name:

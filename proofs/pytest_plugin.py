@@ -60,11 +60,11 @@ class ClaimItem(pytest.Item):
 
         cfg = self.config
         layers = _layers(cfg.getoption("verify_layers"))
-        if not any(self.claim.checks.get(x) for x in layers):
+        if not self.claim.checked_layers(layers):
             # the rule of 'verify all': a claim with no check in the requested layers is not run
             pytest.skip(f"{self.claim.id} has no check in --verify-layers {','.join(layers)}")
         ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms)  # type: ignore[attr-defined]
-        self.result = run_claim(self.claim, self.params, ctx, _layers(cfg.getoption("verify_layers")))
+        self.result = run_claim(self.claim, self.params, ctx, layers)
         self.user_properties.append(("verdict", self.result.verdict))
         if self.result.verdict not in (HOLDS, HOLDS_WITH_FIX):
             raise ClaimFailed(self.result)
