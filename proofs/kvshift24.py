@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Option
+from verify.proofs.model import Paper, Claim, InputError, Option
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -383,3 +383,11 @@ THEOREM1 = Claim(
 )
 
 CLAIMS: list[Claim] = [THEOREM2, THEOREM1, THEOREM3]
+
+
+from verify.proofs.kvshift24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+
+CLAIMS += TRAINED_CLAIMS
+
+#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
+PAPER = Paper(key="kvshift24", title="Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2", claims=tuple(CLAIMS))

@@ -21,6 +21,7 @@ layers that happened to finish while another layer is unknown). Rules, applied i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from contextlib import contextmanager
@@ -64,8 +65,10 @@ class Option:
             (``orientation``, ``d``, ``V``, ``T``, ``m``, ``sigma``, ``L``).
         help: one line.
         default: the parsed default value.
-        kind: ``"choice"``, ``"int"``, ``"float"`` or ``"rational"`` (Fraction; accepts
-            ``0.5`` or ``1/2``).
+        kind: ``"choice"``, ``"int"``, ``"float"``, ``"rational"`` (Fraction; accepts
+            ``0.5`` or ``1/2``) or ``"text"`` (a printable one-line string of at most
+            ``maximum`` characters, default :data:`MAX_TEXT_CHARS`; the claim's ``validate``
+            reads it, e.g. a token sequence or a file path).
         choices: allowed values for ``"choice"``.
         minimum, maximum: inclusive bounds for numeric kinds (None = unbounded).
         variant: True when the option selects a variant of the statement (e.g. the
@@ -107,6 +110,13 @@ class Option:
                     f"{self.flag} {shown!r} is not valid; choose one of: {', '.join(self.choices)}"
                 )
             return text
+        if self.kind == "text":
+            cap = self.maximum if self.maximum is not None else MAX_TEXT_CHARS
+            if len(text) > cap:
+                raise InputError(f"{self.flag} takes at most {cap} characters, got {len(text)}")
+            if not text.isprintable():
+                raise InputError(f"{self.flag} must be one line of printable characters, got {shown!r}")
+            return text
         grammar = {"int": _INT, "float": _FLOAT, "rational": _RATIONAL_OPT}[self.kind]
         if len(text) > MAX_OPTION_CHARS or not grammar.fullmatch(text):
             want = {"int": "an integer", "float": "a decimal number (e.g. 0.5 or 1e-3)",
@@ -135,11 +145,64 @@ class Option:
 
 #: longest numeric option value accepted, characters
 MAX_OPTION_CHARS = 40
+#: longest ``"text"`` option value accepted unless the option states its own ``maximum``
+MAX_TEXT_CHARS = 1000
 #: cap on |value| for numeric options that state no maximum of their own
 DEFAULT_MAX_MAGNITUDE = 10**6
 _INT = re.compile(r"[+-]?[0-9]{1,18}")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
 _RATIONAL_OPT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?|[+-]?[0-9]{1,18}/[0-9]{1,18}")
+
+
+def param(default: Any, help: str, *, kind: str = "choice", choices: Sequence[str] = (),
+          minimum: Any = None, maximum: Any = None, variant: bool = False) -> Any:
+    """A field of a claim's typed parameters (:class:`Params`) that is also a command-line option.
+
+    The field's name becomes the flag (``--NAME``); the other arguments are those of
+    :class:`Option`.  Use it as ``fix: str = param("none", "KVSA variant", choices=VARIANTS,
+    variant=True)``; keep ``choices`` shared with the construction that reads the value.
+    """
+    meta = {"option": dict(help=help, kind=kind, choices=tuple(choices), minimum=minimum, maximum=maximum,
+                           variant=variant)}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Params(Mapping[str, Any]):
+    """Base class of a claim's typed parameters: a frozen dataclass whose fields, declared with
+    :func:`param`, carry the option's help, kind, range and variant flag.
+
+    An instance is what every layer check receives.  It reads as attributes (``p.sigma``) and,
+    for code written against plain dicts, as a read-only mapping (``p["sigma"]``,
+    ``p.get("alibi")``, ``dict(p)``).  :meth:`options` generates the claim's command-line
+    options from the fields, so a claim declares each option once.
+    """
+
+    @classmethod
+    def options(cls) -> tuple["Option", ...]:
+        """The command-line options, one per field, in field order."""
+        out = []
+        for f in dataclasses.fields(cls):
+            meta = f.metadata.get("option")
+            if meta is None:
+                raise TypeError(f"{cls.__name__}.{f.name} is not declared with param()")
+            out.append(Option(f.name, default=f.default, **meta))
+        return tuple(out)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._names():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
 
 
 LayerCheck = Callable[[Mapping[str, Any], Context], Evidence]
@@ -166,6 +229,9 @@ class Claim:
         explain: optional ``(params, evidence) -> lines`` with the claim's key finding.
         cost: the stated cost of the default check (for ``verify show``).
         heavy: True for claims left out of the default ``verify all``.
+        params_type: the claim's typed parameters (a :class:`Params` subclass); when given,
+            ``options`` is generated from it (pass ``options=()``) and the checks receive an
+            instance of it.
     """
 
     id: str
@@ -183,6 +249,13 @@ class Claim:
     explain: Callable[[Mapping[str, Any], Sequence[Evidence]], list[str]] | None = None
     cost: str = ""
     heavy: bool = False
+    params_type: type[Params] | None = None
+
+    def __post_init__(self) -> None:
+        if self.params_type is not None:
+            if self.options:
+                raise TypeError(f"{self.id}: give options or params_type, not both")
+            object.__setattr__(self, "options", self.params_type.options())
 
     @property
     def paper(self) -> str:
@@ -204,7 +277,7 @@ class Claim:
                 return o
         return None
 
-    def parse_params(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+    def parse_params(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
         """Parse raw option values (None = not given) into the full parameter dict.
 
         Raises:
@@ -217,6 +290,8 @@ class Claim:
                 raise InputError(f"{self.id} takes no option --{key}")
         for o in self.options:
             params[o.name] = o.parse(raw.get(o.name))
+        if self.params_type is not None:
+            params = self.params_type(**params)  # type: ignore[assignment]
         self.validate(params)
         return params
 
@@ -228,6 +303,43 @@ class Claim:
     def display_id(self, params: Mapping[str, Any]) -> str:
         label = self.variant_label(params)
         return f"{self.id}[{label}]" if label else self.id
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper's claims, as a plugin: what a paper module (or a third-party package) exports.
+
+    The registry finds the built-in papers in ``verify.proofs`` and third-party ones through the
+    ``verify.papers`` entry-point group (the entry point's value is ``module:PAPER``); the README's
+    "Adding a claim" section is the guide.
+
+    Attributes:
+        key: the paper key used in claim ids (``kvshift24`` in ``kvshift24:theorem2``): lower-case
+            letters, digits, ``-`` and ``_``.
+        title: authors, title, venue and arXiv id, as reports cite it.
+        claims: the paper's claims, each id starting with ``key:``.
+        plotters: claim id (or ``key:*``) -> ``(result, out_dir, plt) -> [paths]`` for ``--plots``.
+        note: how the paper's text was read (reachable or not, the version used), for reports.
+
+    Raises:
+        ValueError: a bad key or a claim whose id does not start with ``key:``.
+    """
+
+    key: str
+    title: str
+    claims: tuple[Claim, ...]
+    plotters: Mapping[str, Callable[..., list[Any]]] = field(default_factory=dict)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", self.key):
+            raise ValueError(f"paper key {self.key!r} must be 1-40 lower-case letters, digits, '-' or '_'")
+        object.__setattr__(self, "claims", tuple(self.claims))
+        for c in self.claims:
+            if c.paper != self.key:
+                raise ValueError(f"claim {c.id!r} does not belong to paper {self.key!r} (ids are '{self.key}:NAME')")
+        if len({c.id for c in self.claims}) != len(self.claims):
+            raise ValueError(f"paper {self.key!r} registers a claim id twice")
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Option
+from verify.proofs.model import Paper, Claim, InputError, Option
 
 SOURCE = "pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)"
 RECONSTRUCTED = ("The exact feature maps are reconstructed from a summary of the paper (its full text was not reachable, "
@@ -486,3 +486,11 @@ PROP4 = Claim(
 )
 
 CLAIMS += [PROP2, PROP3, PROP4]
+
+
+from verify.proofs.pr26_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+
+CLAIMS += TRAINED_CLAIMS
+
+#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
+PAPER = Paper(key="pr26", title="A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)", claims=tuple(CLAIMS))

@@ -1,8 +1,11 @@
-"""The claim registry: claims keyed ``paper:name``, loaded lazily per paper.
+"""The claim registry: papers as plugins, claims keyed ``paper:name``, loaded lazily per paper.
 
-Each paper module (``verify.proofs.ws24``, ...) exposes ``CLAIMS: list[Claim]``.  The
-registry imports a paper module only when one of its claims is needed, so ``verify
-list`` stays fast (the layers pull in sympy, z3 and torch only when checks run).
+A paper is a :class:`~verify.proofs.model.Paper` (key, title, claims, plotters).  The built-in
+papers live in ``verify.proofs.<key>`` (each module exports ``PAPER``); third-party packages add
+theirs through the ``verify.papers`` entry-point group, one entry point per paper, named by the
+paper key, whose value is ``module:PAPER`` (the README's "Adding a claim").  The registry imports
+a paper module only when one of its claims is needed, so ``verify list`` stays fast (the layers
+pull in sympy, z3 and torch only when checks run).
 
 Name resolution (the README, "Using it"): a full id ``paper:name`` matches exactly;
 a short name (``theorem2``) matches every claim with that name; a paper key
@@ -16,42 +19,89 @@ import importlib
 from functools import lru_cache
 from typing import Iterable
 
-from verify.proofs.model import Claim, InputError
+from verify.proofs.model import Claim, InputError, Paper
 
-#: paper key -> module path; the order is the order of ``verify list``/``verify all``
-PAPERS: dict[str, str] = {
+#: the built-in papers: key -> module path; the order is the order of ``verify list``/``verify all``
+BUILTIN: dict[str, str] = {
     "ws24": "verify.proofs.ws24",
+    "bietti23": "verify.proofs.bietti23",
     "kvshift24": "verify.proofs.kvshift24",
     "pr26": "verify.proofs.pr26",
+    "fp26": "verify.proofs.fp26",
 }
 
-PAPER_TITLES: dict[str, str] = {
-    "ws24": "Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)",
-    "bietti23": "Bietti et al., Birth of a Transformer: A Memory Viewpoint, arXiv 2306.00802 (NeurIPS 2023)",
-    "kvshift24": "Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2",
-    "pr26": "A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)",
-    "fp26": "Fingerprint, Not Blueprint, arXiv 2607.06621",
-}
+#: the entry-point group third-party claim packs register their papers in
+ENTRY_POINT_GROUP = "verify.papers"
 
 
 @lru_cache(maxsize=None)
-def paper_claims(paper: str) -> tuple[Claim, ...]:
+def _plugins() -> dict[str, object]:
+    """Third-party papers: entry-point name (the paper key) -> the entry point (not yet loaded)."""
+    from importlib.metadata import entry_points
+
+    out: dict[str, object] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN or ep.name in out:
+            continue  # a plugin never shadows a built-in paper or an earlier plugin of the same key
+        out[ep.name] = ep
+    return out
+
+
+def paper_keys() -> list[str]:
+    """Every paper key: the built-in papers in their order, then plugins sorted by key."""
+    return list(BUILTIN) + sorted(_plugins())
+
+
+@lru_cache(maxsize=None)
+def paper(key: str) -> Paper:
+    """The :class:`Paper` with this key (imports its module on first use).
+
+    Raises:
+        InputError: unknown paper key, or a plugin that does not load or does not export a
+            valid ``Paper`` (the message names the package's entry point).
+    """
+    if key in BUILTIN:
+        module = importlib.import_module(BUILTIN[key])
+        obj = getattr(module, "PAPER")
+    elif key in _plugins():
+        ep = _plugins()[key]
+        try:
+            obj = ep.load()  # type: ignore[attr-defined]
+        except Exception as exc:  # a broken plugin is the user's input: one line, exit 2
+            raise InputError(f"the claim pack registering paper {key!r} ({ep.value}) failed to load: "  # type: ignore[attr-defined]
+                             f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(obj, Paper):
+            raise InputError(f"the entry point for paper {key!r} ({ep.value}) is a {type(obj).__name__}, "  # type: ignore[attr-defined]
+                             "not a verify.proofs.model.Paper")
+        if obj.key != key:
+            raise InputError(f"the entry point named {key!r} exports paper {obj.key!r}; the names must match")
+    else:
+        raise InputError(f"unknown paper {key!r}; known papers: {', '.join(paper_keys())}")
+    return obj
+
+
+def paper_claims(key: str) -> tuple[Claim, ...]:
     """The claims of one paper (imports its module on first use).
 
     Raises:
         InputError: unknown paper key.
     """
-    if paper not in PAPERS:
-        raise InputError(f"unknown paper {paper!r}; known papers: {', '.join(PAPERS)}")
-    module = importlib.import_module(PAPERS[paper])
-    return tuple(module.CLAIMS)
+    return paper(key).claims
+
+
+def paper_title(key: str) -> str:
+    """The paper's citation line (the key itself for an unknown paper)."""
+    try:
+        return paper(key).title
+    except InputError:
+        return key
 
 
 def all_claims() -> list[Claim]:
     """Every registered claim, in registry order."""
     out: list[Claim] = []
-    for paper in PAPERS:
-        out.extend(paper_claims(paper))
+    for key in paper_keys():
+        out.extend(paper_claims(key))
     return out
 
 
@@ -88,7 +138,7 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
     else:
         candidates = [c for c in claims if c.name.lower() == key]
     if not candidates:
-        if key in PAPERS:
+        if key in paper_keys():
             raise InputError(f"{name!r} is a paper, not a claim; try 'verify audit {name}' or one of: "
                              + ", ".join(c.id for c in claims if c.paper == key))
         import difflib

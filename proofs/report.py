@@ -218,10 +218,10 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
     Returns:
         The report text, ending with a newline.
     """
-    from verify.proofs.registry import PAPER_TITLES
+    from verify.proofs.registry import paper_title
     from verify.proofs.specs import run_id
 
-    ref = title or PAPER_TITLES.get(paper, paper)
+    ref = title or paper_title(paper)
     out = [f"# Referee audit: {ref}", ""]
     out += [f"Paper key `{paper}`; checked by verify {__version__} with seed {seed}; "
             f"layers requested: {', '.join(layers)}.", ""]

@@ -84,7 +84,7 @@ def parse_spec(text: str) -> list[tuple[Claim, dict[str, Any]]]:
     if not m:
         raise InputError(f"cannot read claim spec {text!r}; expected e.g. ws24:theorem2[orientation=transposed]")
     name, body = m.group("name"), m.group("body")
-    if body is None and name.lower() in registry.PAPERS:
+    if body is None and name.lower() in registry.paper_keys():
         return [(c, c.parse_params(dict(v))) for c in registry.paper_claims(name.lower()) for v in c.variants]
     items = [x.strip() for x in (body or "").split(",") if x.strip()]
     every = "*" in items

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Option
+from verify.proofs.model import Paper, Claim, InputError, Option
 
 RECONSTRUCTED = ("Model elements and their sources. Score convention query^T W_K key (W_Q the identity): the "
                  "public code of the base model the paper builds on (bietti23, ihead_basic_model.py, Attention.forward "
@@ -255,3 +255,11 @@ PROP4 = Claim(
 )
 
 CLAIMS.append(PROP4)
+
+
+from verify.proofs.ws24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+
+CLAIMS += TRAINED_CLAIMS
+
+#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
+PAPER = Paper(key="ws24", title="Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)", claims=tuple(CLAIMS))
