@@ -1,0 +1,275 @@
+"""pr26's AUC experiment at CPU scale: does alpha_L separate trained heads that length-generalize?
+
+Source: pr26 ("A Positional Realizability Theory of Length Generalization in Single-Head
+Attention", TMLR 2026), the headline experiment (AUC = 1.0 over 2625 trained-model measurements)
+and its robustness check with content (vocabulary 64, d = 128), as summarised; the paper's full
+text was not reachable, so the model below is a reconstruction and every choice the summary does
+not settle is stated here (and printed as a caveat by the claim).
+
+The trained model (one per (PE family, task, seed))
+  A single attention head whose logits add a *content* part and a *positional* part:
+
+      logit(i, j) = e(x_i)^T W_C e(x_j) + P(i, j),    j <= i (causal mask),
+
+  e(v) in R^d frozen random token embeddings N(0, I/d) (vocabulary V = 64, d = 128), W_C (d x d)
+  trained, and P the positional logits of the PE family exactly as in
+  :mod:`verify.constructions.pe` (absolute: phi(i)^T W phi(j); relative: k(i - j) = w . psi(i - j)).
+  The head's output copies the attended tokens (value = one-hot token, identity read-out):
+  p(v | i) = sum_{j <= i, x_j = v} a_ij.  Tokens are i.i.d. uniform over the vocabulary; the task
+  asks row i to output the token at the task's target position t_L(i) (prev, skip-3, attend-first,
+  copy, reverse; the targets of :mod:`verify.constructions.pe`).  Loss: mean over the task's query
+  rows at L0 = 20 of -log p(x_{t(i)} | i).  Training: the lab (:mod:`verify.numeric.lab`), float32,
+  Adam (0.9, 0.999), weight decay 1e-4, 400 steps (the fit protocol of :mod:`verify.numeric.pr26`),
+  learning rate 0.07 (that module's default), batches of 32 fresh sequences per step, all seeds of a
+  cell batched; init N(0, 0.02^2) for W_C and the positional parameter.
+
+Measurements (one per (family, task, seed, L); float64)
+  * alpha_L: the pr26 quantity of the trained head's *positional part* alone, by
+    :func:`verify.numeric.pr26.evaluate_rows` (strict masked argmax over the new query rows
+    [L0, L); ties fail, near ties re-decided exactly or by intervals).
+  * accuracy_L: the trained model's task accuracy on the new query rows [L0, L) of N_EVAL = 32 fresh
+    sequences of length L (argmax_v p(v | i) equals the target token; an exact tie between tokens
+    counts as a failure).  The model *generalizes* at L when accuracy_L >= the threshold (0.9 by
+    default).
+  Across all measurements: AUC of alpha_L (score) against "generalizes" (label) by
+  ``sklearn.metrics.roc_auc_score``; and the measurements where the cut alpha_L >= threshold
+  disagrees with the label.
+
+Grids: one task per (family, task) cell (all seeds of the cell trained as one batched model),
+run by :func:`verify.numeric.grid.run_grid` (Dask).  :func:`run_cell` is the task function.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from verify.constructions import pe
+from verify.numeric import lab
+from verify.numeric.pr26 import evaluate_rows, feature_matrix
+
+#: the seven PE families and the five tasks (skip-K with K = 3, the default of the other pr26 claims)
+FAMILIES = tuple(pe.FAMILIES)
+K_SKIP = 3
+TASKS = ("prev", f"skip-{K_SKIP}", "attend-first", "copy", "reverse")
+L0 = 20
+VOCAB, DIM = 64, 128
+STEPS, LR, WEIGHT_DECAY, BATCH, INIT_STD = 400, 0.07, 1e-4, 32, 0.02
+N_EVAL = 32
+THRESHOLD = 0.9
+#: the paper-scale grid (--full): 7 x 5 cells x 15 seeds x 5 lengths = 2625 measurements
+FULL_SEEDS, FULL_LENGTHS = 15, (30, 40, 60, 128, 256)
+#: the reduced default grid: 7 x 5 x 3 x 3 = 315 measurements
+DEFAULT_SEEDS, DEFAULT_LENGTHS = 3, (30, 60, 128)
+#: code version tag of this recipe (part of the cache key): bump when the model, data or loss change
+RECIPE_VERSION = "pr26-head-content-1"
+RECIPE_NAME = "pr26-head"
+
+
+# ----------------------------------------------------------------------------- the recipe
+
+
+def recipe(family: str, task: str, lr: float = LR, steps: int = STEPS) -> lab.Recipe:
+    """The lab recipe of one cell: a single head with content, trained at L0 on ``task``.
+
+    Parameters (per seed, float32): ``E`` [V, d] frozen embeddings; ``WC`` [d, d] content;
+    ``P`` the positional parameter, [r, r] (absolute families) or [r] (relative).
+    Raises:
+        KeyError: unknown family or task.
+    """
+    fam, tsk = pe.get_family(family), pe.get_task(task)
+    r = fam.dim(L0)
+    feats = feature_matrix(fam, L0, L0, 0).float()  # positions/offsets < L0: the same for every seed
+    rows = torch.tensor(list(tsk.rows(L0)))
+    tgt = torch.tensor([pe.target_in_window(tsk, int(i), L0) for i in rows])
+
+    def init(gen: torch.Generator) -> dict[str, torch.Tensor]:
+        E = torch.randn(VOCAB, DIM, generator=gen) / math.sqrt(DIM)
+        WC = INIT_STD * torch.randn(DIM, DIM, generator=gen)
+        P = INIT_STD * torch.randn(fam.param_shape(L0), generator=gen)
+        return {"E": E, "WC": WC, "P": P}
+
+    def data(step: int, gens: list[torch.Generator]) -> torch.Tensor:
+        return torch.stack([torch.randint(VOCAB, (BATCH, L0), generator=g) for g in gens])  # [S, B, L0]
+
+    def loss(p: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+        logp = log_attention(fam, p, feats, x)                          # [S, B, L0, L0]
+        q = logp[:, :, rows, :]                                          # [S, B, R, L0]
+        want = x[:, :, tgt]                                              # [S, B, R]: target tokens
+        match = x[:, :, None, :] == want[..., None]                      # [S, B, R, L0]
+        lp = torch.logsumexp(q.masked_fill(~match, float("-inf")), dim=-1)  # log p(target token | i)
+        return -lp.mean(dim=(1, 2))
+
+    return lab.Recipe(
+        name=RECIPE_NAME, version=RECIPE_VERSION,
+        config={"family": family, "task": task, "L0": L0, "V": VOCAB, "d": DIM, "batch": BATCH,
+                "init_std": INIT_STD, "r": r},
+        init=init, data=data, loss=loss,
+        optim=lab.Optim(kind="adam", lr=lr, steps=steps, weight_decay=WEIGHT_DECAY, report_every=100),
+        frozen=("E",))
+
+
+def log_attention(fam: pe.Family, p: Mapping[str, torch.Tensor], feats: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Causal log-softmax attention of the head with content, batched over seeds.
+
+    Args:
+        p: ``E`` [S, V, d], ``WC`` [S, d, d], ``P`` [S, r, r] or [S, r] (same dtype as ``feats``).
+        feats: Phi [n, r] (absolute) or Psi over offsets 0..n-1 [n, r] (relative), n >= the length;
+            or [S, n, r] when the features differ per seed (untrained random slots).
+        x: tokens [S, B, n] (int64).
+    Returns:
+        log a_ij, shape [S, B, n, n] (-inf above the diagonal).
+    """
+    S, B, n = x.shape
+    E, WC, P = p["E"], p["WC"], p["P"]
+    table = torch.bmm(torch.bmm(E, WC), E.transpose(1, 2))              # [S, V, V] content logits
+    s_idx = torch.arange(S)[:, None, None, None]
+    content = table[s_idx, x[:, :, :, None], x[:, :, None, :]]           # [S, B, n, n]
+    F = feats[..., :n, :] if feats.dim() == 3 else feats[:n].expand(S, n, -1)
+    if fam.kind == "absolute":
+        pos = torch.bmm(torch.bmm(F, P), F.transpose(1, 2))             # [S, n, n]
+    else:
+        kern = torch.bmm(F, P[:, :, None]).squeeze(-1)                   # [S, n]: k(delta)
+        off = (torch.arange(n)[:, None] - torch.arange(n)[None, :]).clamp(min=0)
+        pos = kern[:, off]                                               # [S, n, n]
+    logits = content + pos[:, None]
+    mask = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return torch.log_softmax(logits.masked_fill(mask, float("-inf")), dim=-1)
+
+
+# ----------------------------------------------------------------------------- one cell
+
+
+def accuracy(fam: pe.Family, tsk: pe.Task, params: Mapping[str, torch.Tensor], seed: int, L: int,
+             n_eval: int = N_EVAL) -> float:
+    """Task accuracy of one trained model (unbatched float64 ``params``) on the new query rows [L0, L)
+    of ``n_eval`` fresh sequences of length L drawn from the seed's ``eval-L`` stream; ties fail."""
+    rows = [i for i in tsk.rows(L) if i >= L0]
+    if not rows:
+        return float("nan")
+    gen = lab.generator(RECIPE_NAME, seed, f"eval-{L}")
+    x = torch.randint(VOCAB, (1, n_eval, L), generator=gen)
+    feats = feature_matrix(fam, L, L0, seed)                             # float64, per-seed random slots
+    p1 = {k: v[None].double() for k, v in params.items()}
+    attn = log_attention(fam, p1, feats, x).exp()[0]                     # [N, L, L]
+    r = torch.tensor(rows)
+    onehot = torch.nn.functional.one_hot(x[0], VOCAB).double()           # [N, L, V]
+    probs = torch.bmm(attn[:, r, :], onehot)                             # [N, R, V]
+    tgt = torch.tensor([pe.target_in_window(tsk, i, L) for i in rows])
+    want = x[0][:, tgt]                                                  # [N, R]
+    p_want = probs.gather(2, want[..., None]).squeeze(-1)
+    p_other = probs.scatter(2, want[..., None], float("-inf")).max(dim=2).values
+    return float((p_want > p_other).double().mean())
+
+
+def alpha_positional(fam: pe.Family, tsk: pe.Task, P: torch.Tensor, seed: int, L: int) -> float:
+    """pr26's alpha_L of the positional part alone (:func:`verify.numeric.pr26.evaluate_rows`)."""
+    rows = [i for i in tsk.rows(L) if i >= L0]
+    if not rows:
+        return float("nan")
+    ev = evaluate_rows(fam, tsk, P.double(), L0, L, rows, seed)
+    return float(ev.passed.double().mean())
+
+
+def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Train one (family, task) cell for every seed (one batched model) and measure it at every length.
+
+    Args:
+        spec: ``{"family", "task", "seeds": [int], "lengths": [int], "cache_dir": str | None,
+            "lr": float (optional), "steps": int (optional)}``; ``cache_dir`` None trains without a cache.
+    Returns:
+        ``{"family", "task", "from_cache", "train_s", "eval_s", "final_loss": [S], "rejected": [str],
+        "rows": [{"seed", "L", "alpha", "accuracy"}]}`` (JSON-ready; deterministic in ``spec`` apart
+        from the two times, the cache flag and the rejected-file lines).
+    """
+    with lab.one_thread():
+        fam, tsk = pe.get_family(spec["family"]), pe.get_task(spec["task"])
+        rec = recipe(spec["family"], spec["task"], spec.get("lr", LR), spec.get("steps", STEPS))
+        rejected: list[str] = []
+        cache = None
+        if spec.get("cache_dir") is not None:
+            cache = lab.Cache(spec["cache_dir"], warn=lambda m: (rejected.append(m), lab._stderr(m)))
+        seeds = [int(s) for s in spec["seeds"]]
+        trained = lab.train(rec, seeds, cache=cache)
+        t0 = time.perf_counter()
+        p64 = trained.float64()
+        rows = []
+        for k, s in enumerate(seeds):
+            one = {n: t[k] for n, t in p64.items()}
+            for L in spec["lengths"]:
+                rows.append({"seed": s, "L": int(L), "alpha": alpha_positional(fam, tsk, one["P"], s, L),
+                             "accuracy": accuracy(fam, tsk, one, s, L)})
+        return {"family": spec["family"], "task": spec["task"], "from_cache": trained.from_cache,
+                "train_s": trained.train_seconds, "eval_s": round(time.perf_counter() - t0, 3),
+                "final_loss": [round(float(v), 6) for v in trained.losses[-1]], "rejected": rejected, "rows": rows}
+
+
+# ----------------------------------------------------------------------------- the grid and the AUC
+
+
+def cell_specs(seeds: Sequence[int], lengths: Sequence[int], cache_dir: str | None,
+               families: Sequence[str] = FAMILIES, tasks: Sequence[str] = TASKS) -> list[dict[str, Any]]:
+    """One task description per (family, task) cell, in a fixed order (families outer)."""
+    return [{"family": f, "task": t, "seeds": list(seeds), "lengths": list(lengths), "cache_dir": cache_dir}
+            for f in families for t in tasks]
+
+
+def auc_score(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """``sklearn.metrics.roc_auc_score(labels, scores)``; None when only one class is present (undefined)."""
+    if len(set(bool(v) for v in labels)) < 2:
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([int(bool(v)) for v in labels], list(scores)))
+
+
+def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -> dict[str, Any]:
+    """The AUC, the counts and every disagreement over all measurements of ``cells``.
+
+    A measurement is (family, task, seed, L) with its alpha_L and accuracy_L; its label is
+    ``accuracy_L >= threshold``.  A disagreement is a measurement where the cut ``alpha_L >= threshold``
+    differs from the label.  Measurements whose alpha_L is undefined (no new query row) are dropped
+    and counted.
+
+    Returns:
+        dict with ``n_measurements``, ``n_generalizing``, ``n_not_generalizing``, ``auc`` (None when
+        one class is empty), ``threshold``, ``disagreements`` (list of dicts) and ``per_cell`` (one
+        line per (family, task, L): mean alpha, mean accuracy, generalizing seeds).
+    """
+    meas = []
+    dropped = 0
+    for c in cells:
+        for r in c["rows"]:
+            if r["alpha"] != r["alpha"] or r["accuracy"] != r["accuracy"]:
+                dropped += 1
+                continue
+            meas.append({"family": c["family"], "task": c["task"], **r,
+                         "generalizes": r["accuracy"] >= threshold})
+    labels = [m["generalizes"] for m in meas]
+    scores = [m["alpha"] for m in meas]
+    auc = auc_score(labels, scores)
+    dis = [{"family": m["family"], "task": m["task"], "seed": m["seed"], "L": m["L"],
+            "alpha": round(m["alpha"], 6), "accuracy": round(m["accuracy"], 6), "generalizes": m["generalizes"]}
+           for m in meas if (m["alpha"] >= threshold) != m["generalizes"]]
+    per_cell: dict[tuple[str, str, int], list[dict]] = {}
+    for m in meas:
+        per_cell.setdefault((m["family"], m["task"], m["L"]), []).append(m)
+    cells_out = [{"family": f, "task": t, "L": L, "mean_alpha": round(sum(m["alpha"] for m in ms) / len(ms), 6),
+                  "mean_accuracy": round(sum(m["accuracy"] for m in ms) / len(ms), 6),
+                  "generalizing_seeds": sum(m["generalizes"] for m in ms), "seeds": len(ms)}
+                 for (f, t, L), ms in per_cell.items()]
+    pos = [m["alpha"] for m in meas if m["generalizes"]]
+    neg = [m["alpha"] for m in meas if not m["generalizes"]]
+    return {"n_measurements": len(meas), "n_generalizing": len(pos), "n_not_generalizing": len(neg),
+            "n_dropped": dropped, "auc": None if auc is None else round(auc, 6), "threshold": threshold,
+            "alpha_range_generalizing": [min(pos), max(pos)] if pos else None,
+            "alpha_range_not_generalizing": [min(neg), max(neg)] if neg else None,
+            "disagreements": dis, "per_cell": cells_out}
+
+
+__all__ = ["recipe", "log_attention", "accuracy", "alpha_positional", "run_cell", "cell_specs", "auc_score",
+           "summarize", "FAMILIES", "TASKS", "L0", "VOCAB", "DIM", "THRESHOLD", "FULL_SEEDS", "FULL_LENGTHS",
+           "DEFAULT_SEEDS", "DEFAULT_LENGTHS", "RECIPE_VERSION", "N_EVAL", "K_SKIP"]
