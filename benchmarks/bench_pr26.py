@@ -14,23 +14,27 @@ import time
 
 from verify.constructions.pe import FAMILIES, get_task
 from verify.numeric import pr26 as num
-from verify.solver import common
+from verify.evidence import Context, using
 from verify.solver import pr26 as sol
 
 
+def _settings(second: bool, certify: bool) -> Context:
+    return Context(second_opinion="always" if second else "never", certify=certify)
+
+
 def prop1_time(N: int, second: bool, certify: bool) -> tuple[float, str]:
-    common.SECOND_OPINION, common.CERTIFY = second, certify
     t = time.perf_counter()
-    ev = sol.check_prop1(FAMILIES["affine"], N)
+    with using(_settings(second, certify)):
+        ev = sol.check_prop1(FAMILIES["affine"], N)
     return time.perf_counter() - t, ev.status
 
 
 def reach(budget: float, second: bool, certify: bool) -> int:
-    common.SECOND_OPINION, common.CERTIFY = second, certify
     t0 = time.perf_counter()
     n = 2
     while time.perf_counter() - t0 < budget:
-        res = sol.prop1_obligation(FAMILIES["affine"], n + 1, 20_000)
+        with using(_settings(second, certify)):
+            res = sol.prop1_obligation(FAMILIES["affine"], n + 1, 20_000)
         if res.answer != "unsat" or time.perf_counter() - t0 > budget:
             break
         n += 1
@@ -38,7 +42,6 @@ def reach(budget: float, second: bool, certify: bool) -> int:
 
 
 def main() -> None:
-    saved = (common.SECOND_OPINION, common.CERTIFY)
     print("pr26:prop1 solver layer, n = 3..64")
     print(f"{'configuration':<34} {'seconds':>8}  status")
     for label, so, ce in (("z3 only", False, False), ("z3 + cvc5", True, False), ("z3 + cvc5 + Farkas (default)", True, True)):
@@ -47,7 +50,6 @@ def main() -> None:
     print("\nlargest n with every n' <= n UNSAT within 10 s")
     for label, so, ce in (("z3 only", False, False), ("z3 + cvc5 + Farkas (default)", True, True)):
         print(f"{label:<34} n = {reach(10.0, so, ce)}")
-    common.SECOND_OPINION, common.CERTIFY = saved
     print("\nalpha_L, fit at L0 = 20 (Adam, 400 steps), transfer to L = 512, task prev")
     print(f"{'family':<18} {'alpha_512':>9} {'fit s':>7} {'transfer s':>10} {'total s':>8}")
     prev = get_task("prev")

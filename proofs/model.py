@@ -10,7 +10,7 @@ verdict with an explicit order (INCONSISTENT is always an error and shown first)
 
 (a layer that did not finish outranks a failure: a claim is never reported FAILS on the
 layers that happened to finish while another layer is unknown). Rules, applied in order:
-1. two solvers that contradict each other on an obligation (``numbers["solvers_disagree"]``),
+1. two solvers that contradict each other on an obligation (``Evidence.solver.disagreements``),
    or two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
 2. any layer ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not
    finish is never dropped, so a claim cannot pass on the layers that happened to run);
@@ -29,24 +29,46 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from verify.evidence import LAYERS, Context, Evidence, Figure, timed
+from verify.evidence import LAYERS, Context, Evidence, Figure, Status, _StrEnum, timed, using
 
-HOLDS = "HOLDS"
-FAILS = "FAILS"
-HOLDS_WITH_FIX = "HOLDS WITH FIX"
-INCONCLUSIVE = "INCONCLUSIVE"
-INCONSISTENT = "INCONSISTENT"
-VERDICTS = (INCONSISTENT, INCONCLUSIVE, FAILS, HOLDS_WITH_FIX, HOLDS)
+class Verdict(_StrEnum):
+    """A claim variant's verdict, in the order of the module docstring (the first outranks the rest
+    when layers are aggregated and is listed first in reports)."""
+
+    INCONSISTENT = "INCONSISTENT"
+    INCONCLUSIVE = "INCONCLUSIVE"
+    FAILS = "FAILS"
+    HOLDS_WITH_FIX = "HOLDS WITH FIX"
+    HOLDS = "HOLDS"
+
+    @property
+    def meaning(self) -> str:
+        """One line for the audit legend, the README and ``--help``."""
+        return _VERDICT_MEANING[self.value]
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of ``verify CLAIM`` for this verdict (the README's exit-code table)."""
+        return _VERDICT_EXIT[self.value]
+
+
+_VERDICT_MEANING = {
+    "HOLDS": "the statement holds as written",
+    "HOLDS WITH FIX": "the statement holds once the stated repair is applied",
+    "FAILS": "the statement is false as written; a witness is given",
+    "INCONCLUSIVE": "at least one check did not finish (solver unknown, budget exhausted or an error); not a pass",
+    "INCONSISTENT": "two independent checks disagree; this is a defect of the checker and is shown first",
+}
+
+HOLDS, FAILS, HOLDS_WITH_FIX = Verdict.HOLDS, Verdict.FAILS, Verdict.HOLDS_WITH_FIX
+INCONCLUSIVE, INCONSISTENT = Verdict.INCONCLUSIVE, Verdict.INCONSISTENT
+VERDICTS = tuple(v.value for v in Verdict)
 
 #: exit code for a single claim's verdict (the README's exit-code table)
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
-VERDICT_EXIT = {
-    HOLDS: EXIT_OK,
-    HOLDS_WITH_FIX: EXIT_OK,
-    FAILS: EXIT_FAIL,
-    INCONSISTENT: EXIT_FAIL,
-    INCONCLUSIVE: EXIT_INCONCLUSIVE,
-}
+_VERDICT_EXIT = {"HOLDS": EXIT_OK, "HOLDS WITH FIX": EXIT_OK, "FAILS": EXIT_FAIL, "INCONSISTENT": EXIT_FAIL,
+                 "INCONCLUSIVE": EXIT_INCONCLUSIVE}
+VERDICT_EXIT = {v: v.exit_code for v in Verdict}
 
 
 class InputError(ValueError):
@@ -407,20 +429,32 @@ def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
 def _second_way_required(ev: Evidence) -> Evidence:
     """A solver 'proved' whose UNSAT answers were not all checked a second way (a Farkas
     certificate re-checked without a solver, or cvc5 answering UNSAT too) is downgraded
-    to 'inconclusive': z3 alone is not enough for 'proved' (the README's verdict rules)."""
-    neither = (ev.numbers.get("second_way") or {}).get("neither") if isinstance(ev.numbers, dict) else None
-    if ev.layer == "solver" and ev.status == "proved" and neither:
-        ev.status, ev.outcome = "inconclusive", None
-        ev.summary = (f"UNSAT from z3 only on {len(neither)} obligation(s) (no re-checked certificate, cvc5 did not "
-                      f"confirm), e.g. {neither[0]!r}; " + ev.summary)
+    to 'inconclusive': z3 alone is not enough for 'proved' (the README's verdict rules).
+    :func:`verify.solver.common.solver_evidence` applies the rule where the evidence is built;
+    this re-applies it to every solver result from its typed provenance, so no claim can skip it."""
+    z3_only = ev.solver.z3_only if ev.solver is not None else _legacy_z3_only(ev)
+    if ev.layer == "solver" and ev.status == "proved" and z3_only:
+        ev.status, ev.outcome = Status.INCONCLUSIVE, None
+        ev.summary = (f"UNSAT from z3 only on {len(z3_only)} obligation(s) (no re-checked certificate, cvc5 did not "
+                      f"confirm), e.g. {z3_only[0]!r}; " + ev.summary)
     return ev
 
 
-def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str]:
+def _legacy_z3_only(ev: Evidence) -> list[str]:
+    """For solver evidence built without the typed slot: its display numbers' z3-only names."""
+    return list((ev.numbers.get("second_way") or {}).get("neither") or []) if isinstance(ev.numbers, dict) else []
+
+
+def _disagreements(ev: Evidence) -> list[str]:
+    if ev.solver is not None:
+        return list(ev.solver.disagreements)
+    return list(ev.numbers.get("solvers_disagree") or []) if isinstance(ev.numbers, dict) else []
+
+
+def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, str]:
     """The claim verdict and a one-line reason from per-layer evidence (rules above)."""
     ran = [e for e in evidence if e.status != "skipped"]
-    split = [f"{e.layer}: {', '.join(e.numbers['solvers_disagree'][:2])}" for e in ran
-             if e.numbers.get("solvers_disagree")]
+    split = [f"{e.layer}: {', '.join(_disagreements(e)[:2])}" for e in ran if _disagreements(e)]
     if split:
         return INCONSISTENT, "solvers disagree (z3 vs cvc5) on " + "; ".join(split)
     holds = [e.layer for e in ran if e.outcome == "holds"]
@@ -471,7 +505,7 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
     if layer not in layers:
         return Evidence(layer=layer, status="skipped", summary="not requested (--layers)")
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
-    with _fixed_threads(layer):
+    with _fixed_threads(layer), using(ctx):
         return _second_way_required(timed(layer, lambda: check(params, ctx)))
 
 

@@ -17,34 +17,15 @@ import json
 from typing import Any, Sequence
 
 from verify import __version__
-from verify.evidence import to_jsonable
-from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
+from verify.evidence import Layer, Status, to_jsonable
+from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, Verdict
 from verify.proofs.render import _strip_heavy, is_timing_key, untime
 
 __all__ = ["audit_markdown", "fmt_value"]
 
-VERDICT_MEANING = {
-    HOLDS: "the statement holds as written",
-    HOLDS_WITH_FIX: "the statement holds once the stated repair is applied",
-    FAILS: "the statement is false as written; a witness is given",
-    INCONCLUSIVE: "at least one check did not finish (solver unknown, budget exhausted or an error); not a pass",
-    INCONSISTENT: "two independent checks disagree; this is a defect of the checker and is shown first",
-}
-
-STATUS_MEANING = {
-    "proved": "proved (an exact symbolic identity, or the solver showed no counterexample exists within the stated bound)",
-    "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic)",
-    "consistent": "consistent (floating-point agreement within the stated tolerance; evidence, not proof)",
-    "inconclusive": "inconclusive (the solver answered unknown or a budget ran out)",
-    "error": "error (the check raised an exception)",
-    "skipped": "skipped (not run)",
-}
-
-LAYER_NAMES = {
-    "symbolic": "Exact symbolic check (sympy)",
-    "solver": "Bounded solver check (SMT)",
-    "numeric": "Numerical experiment (floating point)",
-}
+VERDICT_MEANING = {v: v.meaning for v in Verdict}
+STATUS_MEANING = {s: s.meaning for s in Status}
+LAYER_NAMES = {x: x.heading for x in Layer}
 
 _MAX_LIST = 8
 

@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from verify.evidence import Evidence, SolverProvenance, current_settings
+
 #: the fixed seed every solver call uses (determinism: fixed z3/cvc5 seeds)
 SOLVER_SEED = 0
 
@@ -103,13 +105,8 @@ def to_fraction(val: z3.ExprRef) -> Fraction:
     raise ValueError(f"not a numeral: {val}")
 
 
-#: cvc5 second opinion policy: "auto" (every obligation that has no re-checked
-#: certificate: SAT answers, unknowns, UNSATs beyond degree 2), "always", or "never";
-#: True/False are accepted as "always"/"never". Certificates are on unless turned off.
-SECOND_OPINION: str | bool = "auto"
-CERTIFY = True
 #: cvc5's budget per obligation (ms); an UNSAT it cannot confirm in time still needs a
-#: re-checked certificate, and ``solver_summary`` counts what was confirmed which way
+#: re-checked certificate, and ``provenance`` counts what was confirmed which way
 SECOND_OPINION_MS = 3000
 SECOND_OPINION_CERTIFIED_MS = 1000
 
@@ -134,7 +131,9 @@ def check(
         name: the obligation in words.
         build: ``ctx -> constraints``; the obligation is their conjunction.
         timeout_ms: budget (each solver).
-        second_opinion / certify: override the module defaults.
+        second_opinion / certify: override the run's settings
+            (:func:`verify.evidence.current_settings`: ``certify`` on, ``second_opinion`` "auto"
+            unless the CLI, a test or a benchmark runs under other settings).
         rows: optional ``() -> cases``, the same obligation already written as exact
             linear rows (see :mod:`verify.solver.recheck`); saves walking the z3 terms
             when certifying large linear encodings. The caller guarantees it is the
@@ -145,7 +144,8 @@ def check(
     """
     ctx, s = fresh_solver(timeout_ms, seed)
     constraints = list(build(ctx))
-    certify = CERTIFY if certify is None else certify
+    settings = current_settings()
+    certify = settings.certify if certify is None else certify
     exact_cases = rows() if rows is not None else None
     track = (certify and exact_cases is not None and len(exact_cases) == 1
              and len(exact_cases[0]) == len(constraints))
@@ -191,7 +191,7 @@ def check(
                 res.certificate = cert  # multipliers found: 'checked' is the exact checker's verdict
             else:  # no multipliers within the budget: no certificate, not a failed one
                 res.certificate_note = f"none ({cert.get('check', 'no multipliers found')})"
-    policy = SECOND_OPINION if second_opinion is None else second_opinion
+    policy = settings.second_opinion if second_opinion is None else second_opinion
     policy = {True: "always", False: "never"}.get(policy, policy)  # type: ignore[arg-type]
     certified = bool(res.certificate and res.certificate.get("checked"))
     if policy == "always" or (policy == "auto" and not certified):
@@ -207,31 +207,93 @@ def check(
     return res
 
 
-def solver_summary(results: Sequence[ObligationResult]) -> dict[str, Any]:
-    """Which solvers agreed and which certificates were re-checked, over a set of obligations.
+def _certified(r: ObligationResult) -> bool:
+    return bool(r.certificate and r.certificate.get("checked"))
 
-    Returns numbers for Evidence: ``solvers`` (names), ``cvc5_agrees`` (count of
-    obligations where cvc5 gave z3's answer), ``cvc5_unknown``, ``solvers_disagree``
-    (names of obligations with contradictory answers: the claim becomes INCONSISTENT),
-    ``farkas_rechecked`` / ``farkas_failed`` / ``unsat_without_certificate``, and
-    ``certify_seconds`` (time spent on the second opinion and certificates).
-    """
+
+def provenance(results: Sequence[ObligationResult]) -> SolverProvenance:
+    """How a set of obligations was answered: the typed slot :attr:`Evidence.solver` the verdict
+    logic reads (UNSAT re-checked by a Farkas certificate or confirmed by cvc5, or from z3 alone;
+    z3/cvc5 contradictions; certificates that failed their exact re-check)."""
+    unsat = [r for r in results if r.answer == "unsat"]
+    return SolverProvenance(
+        solvers=["z3", "cvc5"] if any(r.second_answer for r in results) else ["z3"],
+        obligations=len(results),
+        farkas_rechecked=[r.name for r in unsat if _certified(r)],
+        cvc5_confirmed=[r.name for r in unsat if not _certified(r) and r.second_answer == "unsat"],
+        z3_only=[r.name for r in unsat if not _certified(r) and r.second_answer != "unsat"],
+        disagreements=[r.name for r in results if r.disagreement],
+        farkas_failed=[r.name for r in unsat if r.certificate is not None and not r.certificate.get("checked")],
+        cvc5_agrees=sum(r.second_answer == r.answer for r in results),
+        cvc5_unknown=sum(r.second_answer == "unknown" for r in results))
+
+
+def provenance_numbers(prov: SolverProvenance, results: Sequence[ObligationResult] = ()) -> dict[str, Any]:
+    """The display form of a provenance for ``Evidence.numbers`` (``solvers``, ``second_way``,
+    ``cvc5_agrees``, ``cvc5_unknown``, ``solvers_disagree``, ``farkas_rechecked``, ``farkas_failed``,
+    ``unsat_without_certificate``, ``certify_seconds``)."""
     unsat = [r for r in results if r.answer == "unsat"]
     return {
-        "solvers": ["z3", "cvc5"] if any(r.second_answer for r in results) else ["z3"],
-        "second_way": {"farkas": sum(bool(r.certificate and r.certificate.get("checked")) for r in unsat),
-                       "cvc5_unsat": sum(r.second_answer == "unsat" and not (r.certificate and r.certificate.get("checked"))
-                                         for r in unsat),
-                       "neither": [r.name for r in unsat if not (r.certificate and r.certificate.get("checked"))
-                                   and r.second_answer != "unsat"]},
-        "cvc5_agrees": sum(r.second_answer == r.answer for r in results),
-        "cvc5_unknown": sum(r.second_answer == "unknown" for r in results),
-        "solvers_disagree": [r.name for r in results if r.disagreement],
-        "farkas_rechecked": sum(bool(r.certificate and r.certificate.get("checked")) for r in unsat),
-        "farkas_failed": [r.name for r in unsat if r.certificate is not None and not r.certificate.get("checked")],
+        "solvers": list(prov.solvers),
+        "second_way": {"farkas": len(prov.farkas_rechecked), "cvc5_unsat": len(prov.cvc5_confirmed),
+                       "neither": list(prov.z3_only)},
+        "cvc5_agrees": prov.cvc5_agrees,
+        "cvc5_unknown": prov.cvc5_unknown,
+        "solvers_disagree": list(prov.disagreements),
+        "farkas_rechecked": len(prov.farkas_rechecked),
+        "farkas_failed": list(prov.farkas_failed),
         "unsat_without_certificate": sum(r.certificate is None for r in unsat),
         "certify_seconds": round(sum(r.certify_seconds for r in results), 4),
     }
+
+
+def solver_summary(results: Sequence[ObligationResult]) -> dict[str, Any]:
+    """:func:`provenance_numbers` of :func:`provenance` (display numbers for ``Evidence.numbers``)."""
+    return provenance_numbers(provenance(results), results)
+
+
+def solver_evidence(results: Sequence[ObligationResult], *, proved: str, refuted: tuple[str, Any] | None = None,
+                    problems: Sequence[str] = (), **base: Any) -> Evidence:
+    """The solver layer's Evidence from its obligations: the one status cascade every solver
+    check uses.
+
+    In order: a certificate that failed its exact re-check, or any of ``problems`` (a failed control,
+    a vacuous encoding, a witness that did not re-check) -> ``error``; ``refuted`` given (a summary
+    and a witness already re-checked in exact arithmetic by the caller) -> ``refuted``; an ``unknown``
+    answer -> ``inconclusive``; an UNSAT from z3 alone (no re-checked Farkas certificate, no cvc5
+    UNSAT) -> ``inconclusive``; otherwise ``proved`` with the summary ``proved``.
+
+    Args:
+        results: every obligation checked.
+        proved: the summary when every obligation came out as the statement needs.
+        refuted: ``(summary, witness)`` for an exactly re-checked counterexample, or None.
+        problems: claim-specific defects (each one line), any of which makes the layer an error.
+        **base: further Evidence fields (numbers, certificate, bound, details, engines, ...); the
+            provenance's display numbers are added to ``numbers``.
+
+    Returns:
+        Evidence with ``layer="solver"`` and the typed :attr:`Evidence.solver` slot set.
+    """
+    prov = provenance(results)
+    numbers = dict(base.pop("numbers", {}) or {})
+    numbers.update(provenance_numbers(prov, results))
+    base = {"layer": "solver", **base, "numbers": numbers, "solver": prov}
+    problems = list(problems)
+    if prov.farkas_failed:
+        problems.insert(0, f"a Farkas certificate failed its exact re-check: {prov.farkas_failed[0]}")
+    if problems:
+        return Evidence(status="error", summary="; ".join(problems), **base)
+    if refuted is not None:
+        return Evidence(status="refuted", summary=refuted[0], witness=refuted[1], **base)
+    unknown = [r for r in results if r.answer == "unknown"]
+    if unknown:
+        return Evidence(status="inconclusive", summary=(f"{len(unknown)} obligation(s) unknown: {unknown[0].name}: "
+                                                        f"{unknown[0].reason}"), **base)
+    if prov.z3_only:
+        return Evidence(status="inconclusive", summary=(
+            f"UNSAT from z3 only on {len(prov.z3_only)} obligation(s): no Farkas certificate re-checked without a "
+            f"solver and no UNSAT from cvc5, e.g. {prov.z3_only[0]!r}"), **base)
+    return Evidence(status="proved", summary=proved, **base)
 
 
 def rval(ctx: z3.Context, x: Fraction | int) -> z3.ArithRef:

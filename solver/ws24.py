@@ -54,9 +54,8 @@ from verify.constructions.bilinear import (
     show,
     wE,
 )
-from verify.evidence import Evidence, engine_versions
-from verify.solver import common as _common
-from verify.solver.common import ObligationResult, check, rval, solver_summary
+from verify.evidence import Evidence, SolverProvenance, current_settings, engine_versions
+from verify.solver.common import ObligationResult, check, provenance_numbers, rval, solver_evidence
 
 EPS = sp.Symbol("eps", nonnegative=True)
 
@@ -265,7 +264,7 @@ def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms,
 
         # a SAT answer is decided by evaluating its model exactly (no second solver needed:
         # cvc5 can take seconds on this nonlinear system and would only repeat the answer)
-        policy = None if _common.SECOND_OPINION in ("always", True) else "never"  # an explicit 'always' still runs cvc5
+        policy = None if current_settings().second_opinion == "always" else "never"  # an explicit 'always' still runs cvc5
         res = check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms, second_opinion=policy)
         if res.answer == "sat":
             mg = ModelGram(res.model)
@@ -293,7 +292,6 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
                "separation_threshold_eps": str(thr) if thr is not None else "none",
                "solver_seconds": round(sum(r.seconds for r in results + sep_results), 3)}
     numbers.update(extra_numbers)
-    numbers.update(solver_summary(results + sep_results))
     cert = {"obligations": [r.summary() for r in results + sep_results]}
     details = [f"{r.name}: {r.answer.upper()}{' (' + r.reason + ')' if r.reason else ''}" for r in sep_results]
     sep_info = extra_numbers.get("separation") or {}
@@ -307,33 +305,21 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
         details.insert(0, f"note: eps = {eps} is at or beyond the separation threshold eps* = {thr}: near-orthogonality this "
                           "weak lets real families cancel the association, so a failure here says nothing about the "
                           "orientation; choose eps < eps*")
-    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
-                bound=bound_text, details=details)
-    unknown = [r for r in results + sep_results if r.answer == "unknown"]
-    if numbers["farkas_failed"]:
-        problems.append(f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
-    if problems:
-        return Evidence(status="error", summary="; ".join(problems), **base)
-    if unknown:
-        return Evidence(status="inconclusive", summary=f"{len(unknown)} obligation(s) unknown: {unknown[0].name}: {unknown[0].reason}", **base)
-    bounds_ok = all(r.answer == "unsat" for r in results if r.name.startswith("|S - S_0|"))
-    if not bounds_ok:
-        return Evidence(status="error", summary="a triangle-bound obligation was SAT", **base)
-    sep_ok = all(r.answer == "unsat" for r in sep_results if "tightness" not in r.name)
-    if not sep_ok:
-        return Evidence(status="error", summary="separation below the threshold was not UNSAT (encoding bug)", **base)
-    if sep_info and not sep_info["holds"]:
-        return Evidence(status="error", summary=(
-            f"below eps* = {thr} the triangle bounds do not separate the scores at eps = {eps}: as-written upper bound "
-            f"{sep_info['as_written_upper']} >= repaired lower bound {sep_info['repaired_lower']} (encoding bug)"), **base)
-    if witness is not None:
-        return Evidence(status="refuted", summary=summary_fail(witness), witness=witness, **base)
-    neither = numbers["second_way"]["neither"]
-    if neither:  # an UNSAT with no re-checked certificate and no cvc5 agreement: z3 alone is not a proof
-        return Evidence(status="inconclusive", summary=(
-            f"UNSAT from z3 only on {len(neither)} obligation(s): no Farkas certificate re-checked without a solver "
-            f"and no UNSAT from cvc5, e.g. {neither[0]!r}"), **base)
-    return Evidence(status="proved", summary=summary_ok, **base)
+    problems = list(problems)
+    everything = list(results) + list(sep_results)
+    if not any(r.answer == "unknown" for r in everything):  # an unknown obligation is inconclusive, not an encoding bug
+        if not all(r.answer == "unsat" for r in results if r.name.startswith("|S - S_0|")):
+            problems.append("a triangle-bound obligation was SAT")
+        if not all(r.answer == "unsat" for r in sep_results if "tightness" not in r.name):
+            problems.append("separation below the threshold was not UNSAT (encoding bug)")
+        if sep_info and not sep_info["holds"]:
+            problems.append(f"below eps* = {thr} the triangle bounds do not separate the scores at eps = {eps}: as-written "
+                            f"upper bound {sep_info['as_written_upper']} >= repaired lower bound "
+                            f"{sep_info['repaired_lower']} (encoding bug)")
+    refuted = (summary_fail(witness), witness) if witness is not None else None
+    return solver_evidence(everything, proved=summary_ok, refuted=refuted, problems=problems,
+                           engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
+                           bound=bound_text, details=details)
 
 
 #: the statement's allowance, fixed up front and independent of every construction: the
@@ -561,16 +547,16 @@ def _sweep(evs: list[Evidence], Vmax: int) -> Evidence:
             obligations.append({**ob, "name": f"V = {i + 1}: {ob['name']}"})
     if obligations:
         pick.certificate = {"obligations": obligations}
-        for key in ("cvc5_agrees", "cvc5_unknown", "farkas_rechecked", "unsat_without_certificate"):
-            pick.numbers[key] = sum(e.numbers.get(key, 0) for e in evs)
-        for key in ("solvers_disagree", "farkas_failed"):
-            pick.numbers[key] = [f"V = {i + 1}: {n}" for i, e in enumerate(evs) for n in e.numbers.get(key, [])]
-        pick.numbers["certify_seconds"] = round(sum(e.numbers.get("certify_seconds", 0) for e in evs), 4)
-        ways = [e.numbers.get("second_way") or {} for e in evs]
-        pick.numbers["second_way"] = {
-            "farkas": sum(w.get("farkas", 0) for w in ways),
-            "cvc5_unsat": sum(w.get("cvc5_unsat", 0) for w in ways),
-            "neither": [f"V = {i + 1}: {n}" for i, w in enumerate(ways) for n in w.get("neither", [])]}
+        prov = SolverProvenance(solvers=[])
+        for i, e in enumerate(evs, start=1):
+            if e.solver is not None:
+                prov = prov.merged(e.solver, f"V = {i}: ")
+        unsat_no_cert = sum(e.numbers.get("unsat_without_certificate", 0) for e in evs)
+        certify_s = round(sum(e.numbers.get("certify_seconds", 0) for e in evs), 4)
+        pick.solver = prov
+        pick.numbers.update(provenance_numbers(prov))
+        pick.numbers["unsat_without_certificate"] = unsat_no_cert
+        pick.numbers["certify_seconds"] = certify_s
     pick.bound = f"every V = 1..{Vmax}; " + (pick.bound or "")
     return pick
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, using
 from verify.proofs import ws24 as paper
 from verify.proofs.certificates import recheck_dir, write_certificates, write_manifest
 
@@ -127,10 +127,10 @@ class TestWs24Obligations:
             assert (ob["answer"] == "unsat" or ob["cvc5"].startswith(ob["answer"]) or "unknown" in ob["cvc5"]
                     or (ob["answer"] == "sat" and "re-checked exactly" in ob["cvc5"]))
 
-    def test_cvc5_agrees_with_z3_on_every_obligation(self, monkeypatch):
-        monkeypatch.setattr(common, "SECOND_OPINION", "always")
+    def test_cvc5_agrees_with_z3_on_every_obligation(self):
         for orientation in ("as-written", "transposed"):
-            ev = sol.check_theorem2(PrevTokenConstruction.uniform(4, orientation), F(1, 16))
+            with using(Context(second_opinion="always")):
+                ev = sol.check_theorem2(PrevTokenConstruction.uniform(4, orientation), F(1, 16))
             obs = ev.certificate["obligations"]
             assert all(ob["cvc5"] == ob["answer"] for ob in obs), obs
             assert ev.numbers["cvc5_agrees"] == len(obs)
@@ -216,9 +216,8 @@ def test_unsat_without_a_second_way_is_not_proved(monkeypatch):
     import verify.solver.certify as certify
 
     monkeypatch.setattr(certify, "cvc5_opinion", lambda smt2, t, seed=0: ("unknown", "forced"))
-    monkeypatch.setattr(common, "CERTIFY", False)
     p = paper.THEOREM2.parse_params({"orientation": "read-score", "Vmax": "3"})
-    r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
+    r = run_claim(paper.THEOREM2, p, Context(seed=0, certify=False), layers=("solver",))
     ev = r.layer("solver")
     assert ev.status == "inconclusive" and "z3 only" in ev.summary and r.verdict == "INCONCLUSIVE"
 

@@ -24,15 +24,92 @@ example "consistent with FAILS: the displayed score is 1e-3 where chi(v) = 1").
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import enum
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
-STATUSES = ("proved", "refuted", "consistent", "inconclusive", "error", "skipped")
-OUTCOMES = ("holds", "fails")
-LAYERS = ("symbolic", "solver", "numeric")
+class _StrEnum(str, enum.Enum):
+    """A string-valued enum that *is* its value everywhere a string is expected: it compares,
+    hashes, formats and serialises (``json.dumps``) as the plain string, so ``status == "proved"``,
+    ``{"proved": 1}[Status.PROVED]`` and f-strings all read the value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return str.__ne__(self, other)
+
+
+class Layer(_StrEnum):
+    """The three verification layers, in the order they run and are reported."""
+
+    SYMBOLIC = "symbolic"
+    SOLVER = "solver"
+    NUMERIC = "numeric"
+
+    @property
+    def heading(self) -> str:
+        """The layer's heading in reports."""
+        return {"symbolic": "Exact symbolic check (sympy)", "solver": "Bounded solver check (SMT)",
+                "numeric": "Numerical experiment (floating point)"}[self.value]
+
+
+class Status(_StrEnum):
+    """What kind of evidence one layer produced (the taxonomy in the module docstring), from the
+    strongest to none.  ``finished`` is False for the statuses that block a verdict."""
+
+    PROVED = "proved"
+    REFUTED = "refuted"
+    CONSISTENT = "consistent"
+    INCONCLUSIVE = "inconclusive"
+    ERROR = "error"
+    SKIPPED = "skipped"
+
+    @property
+    def meaning(self) -> str:
+        """One line for the audit legend and the README."""
+        return _STATUS_MEANING[self.value]
+
+    @property
+    def finished(self) -> bool:
+        """True when the layer reached an answer (or was not asked): not inconclusive, not an error."""
+        return self.value not in ("inconclusive", "error")
+
+
+_STATUS_MEANING = {
+    "proved": "proved (an exact symbolic identity, or the solver showed no counterexample exists within the stated bound)",
+    "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic)",
+    "consistent": "consistent (floating-point agreement within the stated tolerance; evidence, not proof)",
+    "inconclusive": "inconclusive (the solver answered unknown or a budget ran out)",
+    "error": "error (the check raised an exception)",
+    "skipped": "skipped (not run)",
+}
+
+
+class Outcome(_StrEnum):
+    """Which way a layer's evidence points for the statement."""
+
+    HOLDS = "holds"
+    FAILS = "fails"
+
+
+STATUSES = tuple(s.value for s in Status)
+OUTCOMES = tuple(o.value for o in Outcome)
+LAYERS = tuple(x.value for x in Layer)
 
 
 @dataclass(frozen=True)
@@ -65,6 +142,53 @@ class Figure:
 
 
 @dataclass
+class SolverProvenance:
+    """How the solver layer's answers were obtained: a typed slot the verdict logic reads (the
+    ``numbers`` dict is for display only).
+
+    Each list holds obligation names (in the paper's notation).
+
+    Attributes:
+        solvers: the engines that answered (``["z3"]`` or ``["z3", "cvc5"]``).
+        obligations: how many obligations were checked.
+        farkas_rechecked: UNSAT answers whose Farkas certificate passed the exact re-check.
+        cvc5_confirmed: UNSAT answers without a re-checked certificate that cvc5 also answered UNSAT.
+        z3_only: UNSAT answers with neither (z3 alone is not "proved": the layer reports inconclusive).
+        disagreements: obligations where z3 and cvc5 contradict each other (sat against unsat): the
+            claim becomes INCONSISTENT.
+        farkas_failed: UNSAT answers whose certificate FAILED its exact re-check (an error).
+        cvc5_agrees: obligations where cvc5 gave z3's answer.
+        cvc5_unknown: obligations where cvc5 answered unknown.
+    """
+
+    solvers: list[str] = field(default_factory=lambda: ["z3"])
+    obligations: int = 0
+    farkas_rechecked: list[str] = field(default_factory=list)
+    cvc5_confirmed: list[str] = field(default_factory=list)
+    z3_only: list[str] = field(default_factory=list)
+    disagreements: list[str] = field(default_factory=list)
+    farkas_failed: list[str] = field(default_factory=list)
+    cvc5_agrees: int = 0
+    cvc5_unknown: int = 0
+
+    def merged(self, other: "SolverProvenance", prefix: str = "") -> "SolverProvenance":
+        """The provenance of both sets of obligations (``prefix`` labels the other's names)."""
+        def names(xs: list[str]) -> list[str]:
+            return [prefix + x for x in xs]
+
+        return SolverProvenance(
+            solvers=sorted(set(self.solvers) | set(other.solvers), key=["z3", "cvc5"].index),
+            obligations=self.obligations + other.obligations,
+            farkas_rechecked=self.farkas_rechecked + names(other.farkas_rechecked),
+            cvc5_confirmed=self.cvc5_confirmed + names(other.cvc5_confirmed),
+            z3_only=self.z3_only + names(other.z3_only),
+            disagreements=self.disagreements + names(other.disagreements),
+            farkas_failed=self.farkas_failed + names(other.farkas_failed),
+            cvc5_agrees=self.cvc5_agrees + other.cvc5_agrees,
+            cvc5_unknown=self.cvc5_unknown + other.cvc5_unknown)
+
+
+@dataclass
 class Evidence:
     """The result of one layer's check of one claim variant.
 
@@ -84,6 +208,9 @@ class Evidence:
         details: free-form lines for the report.
         figures: published numbers set against ours (:class:`Figure`); the verdict
             reason counts them separately from the statement.
+        solver: for the solver layer, how its answers were obtained (:class:`SolverProvenance`);
+            the verdict logic reads it (a z3-only UNSAT is not proved, a z3/cvc5 contradiction is
+            INCONSISTENT).  Shown through ``numbers``; not repeated in the JSON.
     """
 
     layer: str
@@ -100,20 +227,25 @@ class Evidence:
     wall_time_s: float = 0.0
     details: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
+    solver: SolverProvenance | None = None
 
     def __post_init__(self) -> None:
         if self.layer not in LAYERS:
             raise ValueError(f"unknown layer {self.layer!r}; expected one of {LAYERS}")
         if self.status not in STATUSES:
             raise ValueError(f"unknown status {self.status!r}; expected one of {STATUSES}")
+        self.layer = Layer(self.layer)
+        self.status = Status(self.status)
+        if self.outcome is not None and self.outcome in OUTCOMES:
+            self.outcome = Outcome(self.outcome)
         if self.status == "proved" and self.outcome not in (None, "holds"):
             raise ValueError("a 'proved' result supports the statement (outcome 'holds')")
         if self.status == "refuted" and self.outcome not in (None, "fails"):
             raise ValueError("a 'refuted' result contradicts the statement (outcome 'fails')")
         if self.status == "proved":
-            self.outcome = "holds"
+            self.outcome = Outcome.HOLDS
         elif self.status == "refuted":
-            self.outcome = "fails"
+            self.outcome = Outcome.FAILS
         elif self.status == "consistent":
             if self.outcome not in OUTCOMES:
                 raise ValueError("a 'consistent' result must say which outcome it agrees with")
@@ -121,8 +253,11 @@ class Evidence:
             self.outcome = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (sympy numbers and Fractions become strings/floats)."""
-        return to_jsonable(dataclasses.asdict(self))
+        """A JSON-ready dict (sympy numbers and Fractions become strings/floats); the typed
+        ``solver`` slot is shown through ``numbers`` and left out here."""
+        d = dataclasses.asdict(self)
+        d.pop("solver", None)
+        return to_jsonable(d)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -131,6 +266,8 @@ def to_jsonable(obj: Any) -> Any:
     Exact rationals are written as strings ``"p/q"`` so that no precision is lost;
     floats stay floats; anything else unknown becomes ``str(obj)``.
     """
+    if isinstance(obj, enum.Enum):
+        return to_jsonable(obj.value)
     if obj is None or isinstance(obj, (bool, int, str)):
         return obj
     if isinstance(obj, float):
@@ -182,23 +319,65 @@ def timed(layer: str, fn: Callable[[], Evidence]) -> Evidence:
 
 @dataclass(frozen=True)
 class Context:
-    """Run settings passed to every layer check.
+    """The run's settings, built once (by the CLI, the pytest plugin or :func:`verify.api.check_claim`)
+    and passed to every layer check, as Hypothesis passes ``settings``.
 
     Attributes:
         seed: the master seed; every random choice derives from it explicitly.
-        full: run the heavier (paper-scale) variants of numeric work.
+        full: the size profile: False = the default quick sizes, True = the paper-scale ``--full`` sizes.
         timeout_ms: per-obligation solver budget in milliseconds.
+        certify: solver layer: derive a Farkas certificate for every linear UNSAT and re-check it in
+            exact rationals (on by default; off only to measure its cost).
+        second_opinion: solver layer: when cvc5 re-solves an obligation: ``"auto"`` (every obligation
+            without a re-checked certificate), ``"always"`` or ``"never"``.
         progress: optional callback ``progress(message)`` for long work (stderr).
+
+    Raises:
+        ValueError: an unknown ``second_opinion`` policy or a non-positive budget.
     """
 
     seed: int = 0
     full: bool = False
     timeout_ms: int = 20_000
-    progress: Callable[[str], None] | None = None
+    certify: bool = True
+    second_opinion: str = "auto"
+    progress: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.second_opinion not in SECOND_OPINION_POLICIES:
+            raise ValueError(f"second_opinion must be one of {SECOND_OPINION_POLICIES}, got {self.second_opinion!r}")
+        if self.timeout_ms <= 0:
+            raise ValueError(f"timeout_ms must be > 0, got {self.timeout_ms}")
 
     def note(self, message: str) -> None:
         if self.progress is not None:
             self.progress(message)
+
+    def replace(self, **changes: Any) -> "Context":
+        """A copy with some settings changed (the original is frozen)."""
+        return dataclasses.replace(self, **changes)
+
+
+#: cvc5 second-opinion policies (:attr:`Context.second_opinion`)
+SECOND_OPINION_POLICIES = ("auto", "always", "never")
+
+_CURRENT: contextvars.ContextVar[Context] = contextvars.ContextVar("verify_settings", default=Context())
+
+
+def current_settings() -> Context:
+    """The settings of the layer check running now (:func:`using`), or the defaults outside one.
+    Deep solver helpers read ``certify``/``second_opinion`` here instead of module globals."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def using(ctx: Context) -> Iterator[Context]:
+    """Make ``ctx`` the current settings for the duration of a ``with`` block (restored after)."""
+    token = _CURRENT.set(ctx)
+    try:
+        yield ctx
+    finally:
+        _CURRENT.reset(token)
 
 
 def engine_versions(*names: str) -> dict[str, str]:
