@@ -652,3 +652,5 @@ __all__ = ["main", "cli", "run_all", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_
 
 from verify.proofs.pr26_cli import alpha_cmd  # noqa: E402
 cli.add_command(alpha_cmd, "alpha")
+from verify.proofs.pr26_cli import realizable_cmd  # noqa: E402
+cli.add_command(realizable_cmd, "realizable")

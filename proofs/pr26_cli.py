@@ -1,25 +1,40 @@
-"""``verify alpha``: fit a positional-only head at L0 and measure alpha_L at L (pr26).
+"""``verify alpha`` and ``verify realizable``: pr26's positional-only head, for a PE designer.
 
-    verify alpha --pe NAME --task NAME --L0 N --L N [--lr X] [--steps N] [--weight-decay X]
-                 [--selection ce|min-norm] [--format json] [--seed S]
+    verify alpha (--pe NAME | --pe MODULE:CALLABLE | --pe-features EXPRS) (--task NAME | --target EXPR [--rows EXPR])
+                 [--L0 N] [--L N] [--W FILE] [--slope M] [--base B] [--frequencies F]
+                 [--selection ce|min-norm] [--lr X] [--steps N] [--weight-decay X] [--seed S]
+                 [--min-margin G] [--min-mass P] [--require-alpha X] [--identifiability] [--plots DIR]
+                 [--format text|json]
+    verify realizable (--pe ... | --pe-features EXPRS) (--task NAME | --target EXPR) --L N [--margin G]
+                 [--certificates DIR] [--timeout S] [--format text|json]
 
-Prints alpha_L (the fraction of new query rows i in [L0, L) whose strict causal masked
-argmax is the target t_L(i); exact ties fail, and rows whose float64 margin is within the
-stated rounding bound are re-decided exactly or by interval arithmetic), the minimum margin on the old rows (the
-fit at L0, g0) and on the new rows (gL), the first failing rows (paper's 1-indexed rows
-in brackets) and a summary of the fitted head.  The JSON has an ``alpha`` field and the fit
-settings used (``fit``: selection, learning rate, steps, weight decay, init; for min-norm the
-certified duality gap).  The default learning rate is the engine's LR, chosen by a stated joint
-rule over the paper's published figures (see verify.numeric.pr26.LR).
-Exit codes: 0 measured; 2 bad input, refused in one line on stderr before torch is imported (unknown
-family/task, L <= L0, L0 < 2, sizes too large, --seed outside 0..2^31-1, --lr outside [MIN_LR, MAX_LR],
---steps outside 1..MAX_STEPS, --weight-decay outside [0, MAX_WEIGHT_DECAY]); 3 inconclusive, one line
-on stderr (and a JSON document with ``"outcome": "inconclusive"`` and ``"alpha": null`` under
---format json): no head to measure, because the cross-entropy fit ended with a non-finite loss or
-parameter, or the min-norm head could not be certified (the dual shows no head of bounded norm reaches
-margin 1 at L0, or the solver did not close its duality gap).  A diverged fit is never reported as a
-measured alpha.
-Source: pr26 (TMLR 2026), the fit/transfer protocol (full text not reachable; reconstructed).
+``verify alpha`` prints alpha_L (the fraction of new query rows i in [L0, L) whose strict causal
+masked argmax is the target t_L(i); exact ties fail), the margins on the old rows (g0) and new rows
+(gL), the softmax mass on the target (min and mean over the new rows), a ``weak`` flag when the
+smallest new-row margin is below --min-margin or the mass below --min-mass (alpha stays the argmax
+fraction: a near-uniform kernel can have alpha 1 with almost no mass on the target), the first
+failing rows (paper's 1-indexed rows in brackets) and a summary of the head.  The head is fitted at
+L0 (cross-entropy with Adam, or min-norm), read from --W, or fixed (alibi-fixed).  Decisions are
+exact: in Fractions when the features are exact and the size allows, else float64 with every near
+tie re-decided exactly or by interval arithmetic.  --identifiability adds the rank and null space of
+Phi_L0 and the range of alpha_L over every parameter with the same L0 logits.
+
+Exit codes of ``verify alpha``: 0 measured (and, with --require-alpha X, alpha >= X and not weak);
+1 --require-alpha X given and alpha < X or the head is weak; 2 bad input, refused in one line on
+stderr before any work (built-in families before torch is imported: unknown family/task, L <= L0,
+L0 < 2, sizes too large, --seed outside 0..2^31-1, --lr outside [MIN_LR, MAX_LR], --steps outside
+1..MAX_STEPS, --weight-decay outside [0, MAX_WEIGHT_DECAY], a refused expression, module or file);
+3 inconclusive, one line on stderr (and a JSON document with ``"outcome": "inconclusive"`` and
+``"alpha": null`` under --format json): no head to measure, because the cross-entropy fit ended with
+a non-finite loss or parameter, or the min-norm head could not be certified.  A diverged fit is
+never reported as a measured alpha.
+
+Exit codes of ``verify realizable``: 0 realizable at every length 2..N (a parameter re-checked in
+exact rationals); 1 not realizable from some length on (a Farkas certificate checked without a
+solver); 2 bad input; 3 inconclusive (a solver timeout or an unchecked answer).
+
+Source: pr26 (TMLR 2026), the fit/transfer protocol and the realizability programme (full text not
+reachable; reconstructed).
 """
 
 from __future__ import annotations
@@ -45,61 +60,15 @@ EXIT_INCONCLUSIVE = 3
 SCHEMA = "verify-alpha/1"
 
 
-def _validate(pe_name: str, task_name: str, L0: int, L: int, seed: int = 0, lr: float | None = None,
-              steps: int = 400, weight_decay: float = 1e-4):
-    """Every option checked before any work (and before torch or a numeric module is imported).
-
-    Returns:
-        (family, task) of :mod:`verify.constructions.pe`.
-    Raises:
-        InputError: one line naming the first bad option.
-    """
-    from verify.constructions import pe
-    from verify.proofs.inputs import check_seed, clip
-
-    try:
-        fam = pe.get_family(pe_name)
-    except KeyError as e:
-        raise InputError(e.args[0]) from None
-    try:
-        task = pe.get_task(task_name)
-    except KeyError as e:
-        raise InputError(e.args[0]) from None
-    check_seed(seed)
-    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and MIN_LR <= lr <= MAX_LR):
-        raise InputError(f"--lr must be a number in [{MIN_LR:g}, {MAX_LR:g}], got {clip(lr)}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise InputError(f"--steps must be an integer in 1..{MAX_STEPS}, got {clip(steps)}")
-    if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)
-            and 0 <= weight_decay <= MAX_WEIGHT_DECAY):
-        raise InputError(f"--weight-decay must be a number in [0, {MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
-    if L0 < 2:
-        raise InputError(f"--L0 must be >= 2, got {clip(L0)}")
-    if L <= L0:
-        raise InputError(f"--L {clip(L)} must exceed --L0 {clip(L0)}")
-    if L0 > MAX_L0:
-        raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {MAX_L0})")
-    if L > MAX_L:
-        raise InputError(f"--L {clip(L)} is too large (at most {MAX_L})")
-    if not list(task.rows(L0)):
-        raise InputError(f"task {task.name} has no query row at --L0 {L0}")
-    from verify.numeric.pr26_sizes import memory_bytes  # torch-free: refusals stay fast
-
-    need = memory_bytes(fam, L0, L)
-    if need > MAX_BYTES:
-        raise InputError(f"--pe {fam.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
-                         f"(limit {MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
-    return fam, task
-
-
-def _inconclusive(fmt: str, fam, task, L0: int, L: int, seed: int, reason: str, message: str, fit: dict) -> None:
+def _inconclusive(fmt: str, pe: str, task: str, L0: int, L: int, seed: int, reason: str, message: str,
+                  fit: dict) -> None:
     """Report a run with no head to measure: one line on stderr (JSON on stdout with --format json), exit 3."""
     from verify.proofs.inputs import clip
 
     if fmt == "json":
         from verify.evidence import to_jsonable
 
-        doc = {"schema": SCHEMA, "pe": fam.name, "task": task.name, "L0": L0, "L": L, "seed": seed,
+        doc = {"schema": SCHEMA, "pe": pe, "task": task, "L0": L0, "L": L, "seed": seed,
                "outcome": "inconclusive", "reason": reason, "message": message, "alpha": None, "fit": fit}
         click.echo(json.dumps(to_jsonable(doc), indent=2))
     click.echo(f"verify: inconclusive: {clip(' '.join(message.split()), 400)}", err=True)
@@ -110,12 +79,43 @@ def _f(x: float) -> str:
     return "nan" if isinstance(x, float) and math.isnan(x) else f"{x:.6g}"
 
 
-@click.command("alpha")
-@click.option("--pe", "pe_name", required=True, help="PE family: affine, alibi, learned-absolute, clamped-absolute, "
-              "sinusoidal, rope, free-relative")
-@click.option("--task", "task_name", required=True, help="task: prev, skip-K (e.g. skip-3), attend-first, copy, reverse")
+_PE_HELP = ("PE: affine, alibi (learned slope), alibi-fixed (with --slope), learned-absolute, clamped-absolute, "
+            "sinusoidal, rope (both with optional --base/--frequencies), free-relative, nope (no positional "
+            "information), or MODULE:CALLABLE, a Python function f(positions: LongTensor[n]) -> Tensor[n, k] "
+            "(this imports and runs your module: opt in only for code you trust)")
+_FEAT_HELP = ("a custom feature map: comma-separated expressions in the position i (absolute, e.g. \"1, i, i**2\") "
+              "or in the offset d (relative kernel, e.g. \"cos(d/8), sin(d/8)\"); numbers, + - * / ** and sin cos "
+              "exp log sqrt Abs floor ceiling Min Max Rational pi E; parsed, never executed")
+
+
+def _pe_options(fn):
+    for opt in reversed([
+        click.option("--pe", "pe_name", default=None, help=_PE_HELP),
+        click.option("--pe-features", "pe_features", default=None, help=_FEAT_HELP),
+        click.option("--slope", default=None, help="alibi-fixed: the fixed slope M (bias -M (i - j)), e.g. 1/2"),
+        click.option("--base", default=None, help="sinusoidal/rope: theta_k = BASE^(-k/F) [default: 10000]"),
+        click.option("--frequencies", type=int, default=None, help="sinusoidal/rope: the number F of frequencies "
+                     "[default: 16]"),
+        click.option("--task", "task_name", default=None, help="task: prev, skip-K (e.g. skip-3), attend-first, copy, "
+                     "reverse (or --target)"),
+        click.option("--target", default=None, help="custom task: the target key as an expression in the query row i "
+                     "and the length L, e.g. \"i - 1\" or \"floor(i/2)\""),
+        click.option("--rows", default=None, help="custom task: its first query row as an expression in L "
+                     "[default: the first row whose target lies in 0..i]"),
+    ]):
+        fn = opt(fn)
+    return fn
+
+
+@click.command("alpha", epilog="Exit codes: 0 measured (with --require-alpha: alpha >= X and not weak); 1 "
+               "--require-alpha not met (alpha < X, or the head is weak); 2 bad input (one line, before any work); 3 "
+               "inconclusive (no head to measure: a diverged fit or an uncertified min-norm head).")
+@_pe_options
 @click.option("--L0", "L0", type=int, default=20, show_default=True, help="training length")
 @click.option("--L", "L", type=int, default=64, show_default=True, help="evaluation length (> L0)")
+@click.option("--W", "W", default=None, help="the head's parameter from a file instead of a fit: .npy (no pickle), "
+              ".pt (torch.load weights_only) or .json (nested lists of exact rationals \"p/q\"); shape r x r "
+              "(absolute) or r (relative)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the init and of untrained features")
 @click.option("--lr", type=float, default=None, help="Adam learning rate of the ce fit [default: the engine's LR, "
@@ -125,77 +125,136 @@ def _f(x: float) -> str:
               help="L2 weight decay of the ce fit")
 @click.option("--selection", type=click.Choice(["ce", "min-norm"]), default="ce", show_default=True,
               help="ce: regularised cross-entropy (Adam); min-norm: minimum ||W||_F with margin >= 1 on every L0 row")
-def alpha_cmd(pe_name: str, task_name: str, L0: int, L: int, fmt: str, seed: int, lr: float | None, steps: int,
-              weight_decay: float, selection: str) -> None:
-    """Select a positional-only head at L0 (ce: Adam, 400 steps, weight decay 1e-4, init
-    N(0, 0.02^2), the default learning rate; or min-norm) and report alpha_L, margins and
-    failing rows at L (pr26)."""
-    fam, task = _validate(pe_name, task_name, L0, L, seed, lr, steps, weight_decay)
-    from verify.evidence import to_jsonable
-    from verify.numeric.pr26 import LR, FitDiverged, MinNormError, fit, kernel_summary, transfer
+@click.option("--min-margin", "min_margin", type=float, default=None,
+              help="flag the head weak when its smallest new-row margin is below this (logit units) [default: 0.01]")
+@click.option("--min-mass", "min_mass", type=float, default=None,
+              help="flag the head weak when the softmax mass on the target is below this on some new row "
+                   "[default: 0.5]")
+@click.option("--require-alpha", "require_alpha", type=float, default=None,
+              help="CI gate: exit 1 when alpha < X or the head is weak")
+@click.option("--identifiability", is_flag=True, default=False,
+              help="rank and null space of Phi_L0, and the range of alpha_L over every parameter with the same L0 "
+                   "logits (exact LPs; L <= 128)")
+@click.option("--timeout", "timeout_s", type=float, default=20.0, show_default=True,
+              help="solver budget per call of --identifiability, seconds")
+@click.option("--plots", "plots", default=None, help="directory for two PNGs: the kernel against the offset, and "
+              "alpha against the length (needs matplotlib)")
+def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
+              frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L0: int, L: int,
+              W: str | None, fmt: str, seed: int, lr: float | None, steps: int, weight_decay: float, selection: str,
+              min_margin: float | None, min_mass: float | None, require_alpha: float | None, identifiability: bool,
+              timeout_s: float, plots: str | None) -> None:
+    """Measure alpha_L of a positional-only head (fitted at L0, from --W, or fixed) on a task, with its
+    margins and the softmax mass on the target (pr26).  See the epilog for exit codes."""
+    from verify.proofs import alpha_api as A
 
+    if require_alpha is not None and not (math.isfinite(require_alpha) and 0 <= require_alpha <= 1):
+        raise InputError(f"--require-alpha must be in [0, 1], got {require_alpha}")
+    if identifiability:
+        from verify.proofs.inputs import check_timeout
+
+        check_timeout(timeout_s)
+    plt = None
+    if plots is not None:
+        from verify.proofs.plots import require_matplotlib
+
+        plt = require_matplotlib()
+    mm = A.DEFAULT_MIN_MARGIN if min_margin is None else min_margin
+    ms = A.DEFAULT_MIN_MASS if min_mass is None else min_mass
+    kw = dict(features=pe_features, slope=slope, base=base, frequencies=frequencies, target=target, rows=rows, W=W,
+              seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection, min_margin=mm,
+              min_mass=ms)
+    prep = A.prepare(pe_name, task_name, L0, L, **kw)
     try:
-        fr = fit(fam, task, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
-    except MinNormError as e:
-        what = ("the min-norm head could not be certified: the dual shows no head with margin >= 1 exists below its "
-                "norm bound" if e.kind == "unrealizable" else "the min-norm head could not be certified")
-        _inconclusive(fmt, fam, task, L0, L, seed, f"min-norm {e.kind}", f"{what}: {e}",
-                      {"selection": "min-norm", "norm_lower_bound": e.norm_lower_bound})
-    except FitDiverged as e:
-        _inconclusive(fmt, fam, task, L0, L, seed, "fit diverged", f"no alpha measured: {e}",
-                      {"selection": "ce", "lr": LR if lr is None else lr, "steps": steps,
-                       "weight_decay": weight_decay})
-    import torch
-
-    if not (math.isfinite(fr.loss_last) and bool(torch.isfinite(fr.param).all())):  # second guard: never a NaN alpha
-        _inconclusive(fmt, fam, task, L0, L, seed, "fit diverged", "no alpha measured: the selected head has a "
-                      f"non-finite loss ({fr.loss_last}) or parameter", dict(fr.settings))
-    tr = transfer(fr, L)
-    ks = kernel_summary(fr, L)
+        res = A.alpha(pe_name, task_name, L0, L, **kw, identifiability=identifiability, timeout_s=timeout_s,
+                      _prepared=prep)
+    except A.Inconclusive as e:
+        _inconclusive(fmt, prep["spec"].family.name, prep["task"].name, L0, L, seed, e.reason, e.message, e.fit)
+    doc = res.doc
+    if plt is not None:
+        doc["plots"] = _plots(plt, plots, res, L0, L)
+    gate_failed = require_alpha is not None and (not res.alpha >= require_alpha or res.weak)
+    if require_alpha is not None:
+        doc["require_alpha"] = {"X": require_alpha, "passed": not gate_failed}
     if fmt == "json":
-        doc = {"schema": SCHEMA, "pe": fam.name, "task": task.name, "L0": L0, "L": L, "seed": seed,
-               "outcome": "measured", "alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
-               "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
-               "min_margin_old_rows_at_L": tr.old_margin_at_L,
-               "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
-               "exact_rechecked_rows": tr.exact_rechecked, "interval_rechecked_rows": tr.interval_rechecked,
-               "unresolved_rows_counted_as_failures": tr.unresolved, "failing_rows": tr.failing,
-               "fit": {**fr.settings, "loss_first": fr.loss_first, "loss_last": fr.loss_last},
-               "kernel": ks, "pe_description": fam.description, "task_description": task.description,
-               "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1"}
+        from verify.evidence import to_jsonable
+
         click.echo(json.dumps(to_jsonable(doc), indent=2))
-        return
-    lines = [f"alpha_L (pr26): PE {fam.name}, task {task.name}, fitted at L0 = {L0}, transferred to L = {L}",
-             f"  alpha_L = {tr.alpha:.4f}  ({tr.passed_rows}/{tr.new_rows} new query rows i in [L0, L) attend to t_L(i); "
-             f"paper rows {L0 + 1}..{L})",
-             f"  min margin: old rows (at L0) g0 = {_f(tr.g0)}; new rows gL = {_f(tr.gL)}"]
-    if tr.exact_rechecked or tr.interval_rechecked:
-        lines.append(f"  near ties: {tr.exact_rechecked} rows re-decided exactly, {tr.interval_rechecked} by interval "
-                     "arithmetic (float64 could not certify their sign)")
-    if tr.unresolved:
-        lines.append(f"  unresolved: {tr.unresolved} near-tie rows beyond the re-check budget, counted as failures")
-    if tr.new_rows_target_tied:
-        lines.append(f"  exact ties: {tr.new_rows_target_tied} new rows have another key with exactly the target's "
-                     "logit (ties fail)")
-    if tr.failing:
-        lines.append("  failing rows (first {}): ".format(len(tr.failing)) + "; ".join(
+    else:
+        click.echo(_alpha_text(doc, require_alpha, gate_failed))
+    if gate_failed:
+        raise click.exceptions.Exit(1)
+
+
+def _alpha_text(doc: dict, require_alpha: float | None, gate_failed: bool) -> str:
+    L0, L = doc["L0"], doc["L"]
+    lines = [f"alpha_L (pr26): PE {doc['pe']}, task {doc['task']}, head {_source(doc)} at L0 = {L0}, "
+             f"transferred to L = {L}",
+             f"  alpha_L = {doc['alpha']:.4f}  ({doc['passed_rows']}/{doc['new_rows']} new query rows i in [L0, L) "
+             f"attend to t_L(i); paper rows {L0 + 1}..{L})",
+             f"  min margin: old rows (at L0) g0 = {_f(doc['min_margin_old_rows'])}; new rows gL = "
+             f"{_f(doc['min_margin_new_rows'])}" + (f" (exact: {doc['min_margin_exact']})"
+                                                     if doc.get("min_margin_exact") else ""),
+             f"  softmax mass on the target over new rows: min {_f(doc['target_mass']['min'])}, mean "
+             f"{_f(doc['target_mass']['mean'])}"]
+    if doc["weak"]:
+        lines.append("  weak: " + "; ".join(doc["weak_reasons"]))
+    if doc["exact_rechecked_rows"] or doc["interval_rechecked_rows"]:
+        lines.append(f"  arithmetic: {doc['arithmetic']} ({doc['exact_rechecked_rows']} rows decided exactly, "
+                     f"{doc['interval_rechecked_rows']} by interval arithmetic)")
+    if doc["unresolved_rows_counted_as_failures"]:
+        lines.append(f"  unresolved: {doc['unresolved_rows_counted_as_failures']} near-tie rows beyond the re-check "
+                     "budget, counted as failures")
+    if doc["new_rows_with_exact_tie_to_target"]:
+        lines.append(f"  exact ties: {doc['new_rows_with_exact_tie_to_target']} new rows have another key with exactly "
+                     "the target's logit (ties fail)")
+    if doc["failing_rows"]:
+        lines.append("  failing rows (first {}): ".format(len(doc["failing_rows"])) + "; ".join(
             f"row {f['row_i_paper']} -> argmax key {f['argmax'] + 1}, target {f['target'] + 1}, margin {_f(f['margin'])}"
-            for f in tr.failing) + "  (paper's 1-indexed positions)")
+            for f in doc["failing_rows"]) + "  (paper's 1-indexed positions)")
     else:
         lines.append("  failing rows: none")
-    s = fr.settings
+    s = doc["fit"]
     if s["selection"] == "min-norm":
         lines.append(f"  selection: min-norm (minimum ||W||_F = {s['frobenius_norm']:.6g} with margin >= 1 on every L0 "
                      f"row; {s['constraints']} constraints, duality gap {s['relative_duality_gap']:.1e} after "
-                     f"{s['iterations']} iterations); cross-entropy of the head {fr.loss_last:.4g}")
-    else:
+                     f"{s['iterations']} iterations); cross-entropy of the head {s['loss_last']:.4g}")
+    elif s["selection"] == "ce":
         lines.append(f"  fit: {s['optimizer']} lr {s['lr']}, {s['steps']} steps, weight decay {s['weight_decay']}, "
-                     f"init {s['init']}; loss {fr.loss_first:.4g} -> {fr.loss_last:.4g}")
-    lines.append("  head: " + ", ".join(f"{k} = {_short(v)}" for k, v in ks.items()))
-    lines.append(f"  PE: {fam.description}")
-    lines.append(f"  task: {task.description}")
-    lines.append("  conclusion: " + _conclusion(fam.name, task.name, L0, L, tr))
-    click.echo("\n".join(lines))
+                     f"init {s['init']}; loss {s['loss_first']:.4g} -> {s['loss_last']:.4g}")
+    elif s["selection"] == "file":
+        lines.append(f"  head: read from --W ({s['file_format']}); cross-entropy at L0 {s['loss_last']:.4g}")
+    else:
+        lines.append("  head: fixed (no trained parameter)")
+    lines.append("  head: " + ", ".join(f"{k} = {_short(v)}" for k, v in doc["kernel"].items()))
+    lines.append(f"  PE: {doc['pe_description']}")
+    lines.append(f"  task: {doc['task_description']}")
+    idf = doc.get("identifiability")
+    if idf:
+        if not idf.get("computed"):
+            lines.append(f"  identifiability: not computed ({idf['why']})")
+        else:
+            ar = idf["alpha_range"]
+            lines.append(f"  identifiability: {idf['matrix']} is {idf['shape'][0]} x {idf['shape'][1]} of rank "
+                         f"{idf['rank']} (null space dimension {idf['null_space_dim']}; {idf['rank_how']}); the map "
+                         f"parameter -> L0 logits has rank {idf['L0_logit_map_rank']} of {idf['parameters']} (null "
+                         f"space {idf['L0_logit_map_null_space_dim']})")
+            lo = "unknown" if ar["min"] is None else f"{ar['min']:.4f}"
+            hi = "unknown" if ar["max"] is None else f"{ar['max']:.4f}"
+            lines.append(f"  alpha_L over every parameter with the same L0 logits: [{lo}, {hi}] ({ar['how']})")
+            if ar.get("attainable") is not None:
+                lines.append("  attainable alpha_L: " + ", ".join(f"{a:.4f}" for a in ar["attainable"])
+                             + f" ({ar['attainable_how']})")
+    if doc.get("plots"):
+        lines.append("  plots: " + ", ".join(doc["plots"]))
+    lines.append("  conclusion: " + _conclusion(doc))
+    if require_alpha is not None:
+        lines.append(f"  gate --require-alpha {require_alpha:g}: " + ("FAILED" if gate_failed else "passed"))
+    return "\n".join(lines)
+
+
+def _source(doc: dict) -> str:
+    return {"fit": "fitted", "file": "read from --W", "fixed": "fixed"}.get(doc.get("param_source", "fit"), "fitted")
 
 
 def _short(v: object) -> object:
@@ -207,18 +266,154 @@ def _short(v: object) -> object:
     return v
 
 
-def _conclusion(pe: str, task: str, L0: int, L: int, tr: object) -> str:
+def _conclusion(doc: dict) -> str:
     """One sentence a PE designer can act on (numeric: 'consistent', never 'proved')."""
-    g0 = getattr(tr, "g0", None)
-    alpha = getattr(tr, "alpha", 0.0)
+    pe, task, L0, L = doc["pe"], doc["task"], doc["L0"], doc["L"]
+    g0, gL, alpha = doc["min_margin_old_rows"], doc["min_margin_new_rows"], doc["alpha"]
     if g0 is not None and g0 <= 0:
-        return (f"the fitted {pe} head does not even solve {task} at the training length L0 = {L0} (g0 = {_f(g0)} <= 0); "
+        return (f"the {pe} head does not even solve {task} at the training length L0 = {L0} (g0 = {_f(g0)} <= 0); "
                 f"alpha_L = {alpha:.4f} at L = {L} says the same: no length generalization for this cell")
+    if alpha == 1.0 and doc.get("weak"):
+        return (f"the strict argmax picks the target on every new row up to L = {L}, but weakly (smallest margin "
+                f"{_f(gL)}, softmax mass on the target down to {_f(doc['target_mass']['min'])}): not reported as "
+                "length-generalizing")
     if alpha == 1.0:
-        return (f"the {pe} head fitted at L0 = {L0} solves {task} on every new row up to L = {L} "
-                f"(with margin min(g0, gL) = {_f(min(g0, getattr(tr, 'gL', g0)))}): it length-generalizes here")
+        return (f"the {pe} head solves {task} on every new row up to L = {L} "
+                f"(with margin min(g0, gL) = {_f(min(g0, gL))}): it length-generalizes here")
     return (f"the {pe} head solves {task} at L0 = {L0} (g0 = {_f(g0)}) but only a fraction {alpha:.4f} of the new rows "
             f"at L = {L}: it does not length-generalize")
 
 
-__all__ = ["alpha_cmd", "MIN_LR", "MAX_LR", "MAX_STEPS", "MAX_WEIGHT_DECAY", "EXIT_INCONCLUSIVE"]
+def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
+    """kernel.png (logit against the offset i - j, last row) and alpha.png (alpha_ell against ell)."""
+    from pathlib import Path
+
+    import torch
+
+    from verify.numeric import pr26 as num
+    from verify.proofs.inputs import atomic_write_bytes
+
+    out = Path(directory)
+    try:
+        out.mkdir(parents=False, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--plots {directory}: cannot create the directory ({e.strerror})") from None
+    fr = res.head
+    fam = fr.family
+    feats = num.feature_matrix(fam, L, L0, fr.seed)
+    if fam.kind == "relative":
+        k = (feats @ fr.param).tolist()
+        offs = list(range(L))
+        ylabel = "k(delta)"
+    else:
+        row = feats[L - 1] @ fr.param @ feats.T
+        offs = [L - 1 - j for j in range(L)]
+        k = row.tolist()
+        ylabel = f"logit(i = {L - 1}, j)"
+    written = []
+    import io
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(offs, k, ".-")
+    ax.axvline(L0 - 0.5, color="grey", ls=":", label="trained window edge (delta = L0)")
+    ax.set_xlabel("offset delta = i - j")
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{fam.name}: kernel against the offset")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(out / "kernel.png", buf.getvalue(), "--plots")
+    written.append(str(out / "kernel.png"))
+    step = max(1, (L - L0) // 40)
+    ells = sorted(set(list(range(L0 + 1, L + 1, step)) + [L]))
+    alphas = []
+    with torch.no_grad():
+        for ell in ells:
+            alphas.append(num.transfer(fr, ell).alpha)
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(ells, alphas, "o-")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("evaluation length L")
+    ax.set_ylabel("alpha_L")
+    ax.set_title(f"{fam.name}, {fr.task.name}: alpha_L (head at L0 = {L0})")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    atomic_write_bytes(out / "alpha.png", buf.getvalue(), "--plots")
+    written.append(str(out / "alpha.png"))
+    return written
+
+
+@click.command("realizable", epilog="Exit codes: 0 realizable at every length 2..N (a parameter re-checked in exact "
+               "rationals); 1 not realizable from some length on (a Farkas certificate checked without a solver); 2 bad "
+               "input; 3 inconclusive (a solver timeout).")
+@_pe_options
+@click.option("--L", "L", type=int, required=True, help="the largest length N (lengths 2..N are decided)")
+@click.option("--margin", default="1", show_default=True, help="G > 0: target logit >= every other causal logit + G "
+              "(homogeneous constraints: any G > 0 gives the same answer)")
+@click.option("--L0", "L0", type=int, default=20, show_default=True, help="the trained window of the learned families")
+@click.option("--timeout", "timeout_s", type=float, default=20.0, show_default=True, help="solver budget per call, s")
+@click.option("--certificates", default=None, help="write each Farkas certificate to this directory "
+              "(re-check with 'verify recheck DIR')")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def realizable_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
+                   frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L: int,
+                   margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str) -> None:
+    """Decide exactly whether any head with these features realizes the task at every length up to N
+    (pr26's realizability; the constraints are linear in the parameter)."""
+    from verify.proofs import alpha_api as A
+
+    res = A.realizable(pe_name, task_name, L, features=pe_features, slope=slope, base=base, frequencies=frequencies,
+                       target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s, certificates=certificates)
+    doc = res.doc
+    if fmt == "json":
+        from verify.evidence import to_jsonable
+
+        click.echo(json.dumps(to_jsonable(doc), indent=2))
+    else:
+        click.echo(_realizable_text(doc))
+    if res.realizable is None:
+        click.echo("verify: inconclusive: the solver did not decide every length", err=True)
+        raise click.exceptions.Exit(EXIT_INCONCLUSIVE)
+    if not res.realizable:
+        raise click.exceptions.Exit(1)
+
+
+def _realizable_text(doc: dict) -> str:
+    lines = [f"realizable (pr26): PE {doc['pe']}, task {doc['task']}, lengths 2..{doc['L']}, margin {doc['margin']}"]
+    groups: list[list] = []
+    for p in doc["per_length"]:
+        key = (p["realizable"], p["witness"], p["certificate"])
+        if groups and groups[-1][0] == key:
+            groups[-1][2] = p["L"]
+        else:
+            groups.append([key, p["L"], p["L"]])
+    for (ok, w, c), a, b in groups:
+        span = f"L = {a}" if a == b else f"L = {a}..{b}"
+        if ok is True:
+            lines.append(f"  {span}: realizable (parameter {w}, re-checked in exact rationals)")
+        elif ok is False:
+            lines.append(f"  {span}: NOT realizable (certificate {c})")
+        else:
+            lines.append(f"  {span}: inconclusive")
+    for k, wd in doc["witnesses"].items():
+        lines.append(f"  {k} (found at L = {wd['found_at_length']}, exact re-check "
+                     f"{'passed' if wd['rechecked_exact'] else 'FAILED'}): {_clip_param(wd['param'])}")
+    for k, cd in doc["certificates"].items():
+        lines.append(f"  {k} (at L = {cd['length']}): Farkas certificate, {cd['rows_used']} constraint rows with "
+                     f"nonzero multipliers; solver-free check: {cd['check']}")
+    if doc.get("certificate_files"):
+        lines.append("  certificate files: " + ", ".join(doc["certificate_files"]) + " (verify recheck DIR)")
+    ans = doc["realizable"]
+    lines.append("  answer: " + ("realizable at every length" if ans else (
+        f"not realizable from L = {doc['first_unrealizable_length']} on" if ans is False else "inconclusive")))
+    return "\n".join(lines)
+
+
+def _clip_param(p: object, limit: int = 300) -> str:
+    s = json.dumps(p)
+    return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters; all in --format json)"
+
+
+__all__ = ["alpha_cmd", "realizable_cmd", "MIN_LR", "MAX_LR", "MAX_STEPS", "MAX_WEIGHT_DECAY", "EXIT_INCONCLUSIVE"]

@@ -98,11 +98,13 @@ def _smt_lin(c: Sequence[Fraction]) -> str:
 
 
 def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
-                  margin: Fraction | None = None, extra: Sequence[tuple[Sequence[Fraction], Fraction]] = ()) -> ObligationResult:
+                  margin: Fraction | None = None, extra: Sequence[tuple[Sequence[Fraction], Fraction]] = (),
+                  second_opinion: bool | str | None = None) -> ObligationResult:
     """Check  exists theta: c . theta >= margin for every row c (and c' . theta >= b' for extra).
 
     ``margin`` defaults to :data:`MARGIN` (1: strict by homogeneity).  A pure conjunction of linear
-    constraints over exact rationals in a fresh z3 context.
+    constraints over exact rationals in a fresh z3 context.  ``second_opinion``: the cvc5 policy of
+    :func:`verify.solver.common.check` (None: the module default).
     """
     margin = MARGIN if margin is None else margin
 
@@ -122,7 +124,7 @@ def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeo
 
         return [[row(c, margin) for c in rows] + [row(c, b) for c, b in extra]]
 
-    return check(name, build, timeout_ms, rows=exact_rows)
+    return check(name, build, timeout_ms, rows=exact_rows, second_opinion=second_opinion)
 
 
 def _theta_from_model(model: dict[str, Fraction], dim: int) -> list[Fraction]:

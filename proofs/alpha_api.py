@@ -1,0 +1,781 @@
+"""The PE designer's questions about pr26's positional-only head, as Python functions.
+
+* :func:`alpha` -- alpha_L of a head (fitted at L0, read from a file, or fixed) for a feature map
+  (a built-in family, expressions in the position, a Python callable, NoPE, fixed-slope ALiBi,
+  sinusoidal/RoPE with a chosen base) on a task (built-in or a target expression), with the
+  margin and the softmax mass on the target next to it.
+* :func:`realizable` -- can any head with these features do the task at every length up to N?
+  An exact linear feasibility question: a re-checked parameter or a Farkas certificate.
+* :func:`identifiability` -- the rank of Phi_L0 and the range of alpha_L over every parameter with
+  the same L0 logits.
+
+``verify alpha`` and ``verify realizable`` call these functions; ``verify.api`` re-exports them.
+Every function validates its inputs first and raises :class:`verify.proofs.model.InputError` with
+the one-line message the command line prints (exit 2); no work starts before that.
+
+Source: pr26 (TMLR 2026): alpha_L is the fraction of new query rows i in [L0, L) whose strict causal
+masked argmax is the target (ties fail); the realizability programme and the identifiability
+question are the paper's (full text not reachable; reconstructed: see verify.constructions.pe).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from verify.proofs.model import InputError
+
+#: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
+DEFAULT_MIN_MARGIN = 0.01
+#: ... or when the softmax mass on the target is below this on some new row
+DEFAULT_MIN_MASS = 0.5
+#: exact evaluation (Fractions) when the features are exact and about L^2 r / 2 <= this many products
+MAX_EXACT_WORK = 3_000_000
+#: realizable: largest N (lengths 2..N)
+MAX_REALIZABLE_L = 256
+#: identifiability: largest L, largest parameter count
+MAX_IDENT_L = 128
+MAX_IDENT_PARAMS = 1024
+#: --W files: largest size
+MAX_W_BYTES = 64 * 2**20
+
+SCHEMA = "verify-alpha/1"
+REALIZABLE_SCHEMA = "verify-realizable/1"
+
+
+class Inconclusive(Exception):
+    """No head to measure (a diverged fit, an uncertified min-norm head) or a solver that did not answer."""
+
+    def __init__(self, reason: str, message: str, fit: dict | None = None) -> None:
+        super().__init__(message)
+        self.reason, self.message, self.fit = reason, message, fit or {}
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_map: str | Callable | None = None,
+               slope: Any = None, base: Any = None, frequencies: int | None = None, max_positions: int = 64,
+               check_prefix: int | None = None) -> Any:
+    """The feature map named by the arguments, as a :class:`verify.constructions.features.FeatureSpec`.
+
+    Exactly one of: ``pe`` (a built-in family name, ``nope``, ``alibi-fixed`` with ``slope``,
+    ``sinusoidal``/``rope`` optionally with ``base``/``frequencies``, or ``MODULE:CALLABLE``),
+    ``features`` (expressions in i or d) or ``feature_map`` (a callable or ``MODULE:CALLABLE``).
+
+    Raises:
+        InputError: none or several given, unknown name, a bad expression or callable, an option
+            that does not apply to the family.
+    """
+    from verify.constructions import features as F
+    from verify.constructions import pe as pemod
+
+    given = [x for x in (pe, features, feature_map) if x is not None]
+    if len(given) != 1:
+        raise InputError("give exactly one of --pe NAME, --pe MODULE:CALLABLE or --pe-features EXPRS")
+    if isinstance(pe, str) and ":" in pe:
+        feature_map, pe = pe, None
+    if slope is not None and pe != "alibi-fixed":
+        raise InputError("--slope applies to --pe alibi-fixed only")
+    if (base is not None or frequencies is not None) and pe not in ("sinusoidal", "rope"):
+        raise InputError("--base and --frequencies apply to --pe sinusoidal or rope only")
+    try:
+        if features is not None:
+            spec = F.expression_family(features)
+            F.ensure_finite(spec, max_positions)
+            return spec
+        if feature_map is not None:
+            return F.callable_family(feature_map, max_positions, check_prefix)
+        if pe == "nope":
+            return F.nope_family()
+        if pe == "alibi-fixed":
+            if slope is None:
+                raise InputError("--pe alibi-fixed needs --slope M (the bias is -M (i - j))")
+            return F.alibi_fixed_family(_rational(slope, "--slope"))
+        if pe in ("sinusoidal", "rope") and (base is not None or frequencies is not None):
+            b = _rational(base, "--base") if base is not None else Fraction(10000)
+            spec = F.trig_family(pe, b, 16 if frequencies is None else int(frequencies))
+            F.ensure_finite(spec, max_positions, "--base")
+            return spec
+        fam = pemod.get_family(str(pe))
+    except F.FeatureError as e:
+        raise InputError(str(e)) from None
+    except KeyError as e:
+        raise InputError(e.args[0] + ", nope, alibi-fixed (--slope M), MODULE:CALLABLE, or --pe-features") from None
+    return F.FeatureSpec(fam, None, fam.rational, f"family {fam.name}",
+                         "exact: rational features" if fam.rational else
+                         "irrational features: decisions by float64 with interval re-checks of near ties")
+
+
+def _rational(x: Any, flag: str) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, bool):
+        raise InputError(f"{flag} expects a number")
+    try:
+        if isinstance(x, float):
+            if not math.isfinite(x):
+                raise ValueError
+            return Fraction(x)
+        from verify.proofs.model import Option
+
+        return Option(flag.lstrip("-"), "", None, kind="rational").parse(str(x))
+    except (ValueError, ZeroDivisionError):
+        raise InputError(f"{flag} expects a finite number such as 0.5 or 1/2, got {str(x)[:40]!r}") from None
+
+
+def resolve_task(task: str | None = None, *, target: str | None = None, rows: str | None = None) -> Any:
+    """A built-in task by name, or a custom one from ``target`` (expression in i, L) and ``rows`` (first row, in L).
+
+    Raises:
+        InputError: unknown name, both or neither of ``task``/``target``, a bad expression.
+    """
+    from verify.constructions import features as F
+    from verify.constructions import pe as pemod
+
+    if target is not None:
+        if task is not None:
+            raise InputError("give --task NAME or --target EXPR, not both")
+        try:
+            return F.expression_task(target, rows)
+        except F.FeatureError as e:
+            raise InputError(str(e)) from None
+    if rows is not None:
+        raise InputError("--rows applies to a --target task only")
+    if task is None:
+        raise InputError("give --task NAME or --target EXPR")
+    try:
+        return pemod.get_task(task)
+    except KeyError as e:
+        raise InputError(e.args[0] + ", or --target EXPR") from None
+
+
+def _check_task_at(task: Any, L: int, flag: str = "--target") -> None:
+    from verify.constructions import features as F
+
+    try:
+        F.check_task(task, L, flag)
+    except F.FeatureError as e:
+        raise InputError(str(e)) from None
+
+
+def load_param(path: str | Path, shape: tuple[int, ...]) -> tuple[Any, Any, str]:
+    """A head's parameter from a file: ``.npy`` (numpy, no pickle), ``.pt`` (torch.load with
+    weights_only=True: tensors only, never code) or ``.json`` (nested lists of exact rationals "p/q").
+
+    Read through :func:`verify.safeio.read_regular_file` (regular files, at most 64 MiB).
+
+    Returns:
+        (exact parameter as nested lists of Fractions, float64 torch tensor, how it was read).
+    Raises:
+        InputError: unreadable, unsupported suffix, not a numeric array, wrong shape, non-finite values.
+    """
+    import io
+
+    from verify.safeio import UnsafeInput, read_regular_file
+
+    p = Path(path)
+    flag = f"--W {p.name[:60]}"
+    suffix = p.suffix.lower()
+    if suffix not in (".npy", ".pt", ".json"):
+        raise InputError(f"{flag}: expected a .npy, .pt or .json file")
+    try:
+        data = read_regular_file(p, MAX_W_BYTES)
+    except UnsafeInput as e:
+        raise InputError(f"{flag}: {e}") from None
+    exact: Any = None
+    if suffix == ".json":
+        import json
+
+        from verify.solver.recheck import frac
+
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            doc = doc.get("W", doc.get("param")) if isinstance(doc, dict) else doc
+            exact = _nested(doc, frac)
+        except (ValueError, UnicodeDecodeError, TypeError, RecursionError, AttributeError) as e:
+            raise InputError(f"{flag}: not a JSON array of exact rationals ({str(e)[:80]})") from None
+        import numpy as np
+
+        arr = np.array(_nested(exact, float), dtype=np.float64)
+        how = "json (exact rationals)"
+    elif suffix == ".npy":
+        import numpy as np
+
+        try:
+            arr = np.load(io.BytesIO(data), allow_pickle=False)
+        except Exception as e:  # noqa: BLE001 - any unreadable file is a refusal
+            raise InputError(f"{flag}: not a numpy array file ({type(e).__name__}: {str(e)[:80]})") from None
+        how = "npy"
+    else:
+        import torch
+
+        try:
+            obj = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
+        except Exception as e:  # noqa: BLE001 - a pickle of code is refused here, never run
+            raise InputError(f"{flag}: not a tensor file torch can load with weights_only=True "
+                             f"({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})") from None
+        if isinstance(obj, dict) and len(obj) == 1:
+            obj = next(iter(obj.values()))
+        if not isinstance(obj, torch.Tensor):
+            raise InputError(f"{flag}: expected one tensor, got {type(obj).__name__}")
+        arr = obj.detach().cpu().numpy()
+        how = "pt (weights_only)"
+    import numpy as np
+    import torch
+
+    if arr.dtype.kind not in "fiu":
+        raise InputError(f"{flag}: expected a real numeric array, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if tuple(arr.shape) != tuple(shape):
+        raise InputError(f"{flag}: shape {list(arr.shape)} does not match the head's parameter shape {list(shape)}")
+    if not np.isfinite(arr).all():
+        raise InputError(f"{flag}: non-finite values")
+    if exact is None:
+        exact = _nested(arr.tolist(), Fraction)
+    return exact, torch.tensor(arr, dtype=torch.float64), how
+
+
+def _nested(x: Any, fn: Callable) -> Any:
+    if isinstance(x, list):
+        return [_nested(v, fn) for v in x]
+    return fn(x)
+
+
+# ----------------------------------------------------------------------------- alpha
+
+
+@dataclass
+class AlphaResult:
+    """What :func:`alpha` measured; ``to_dict()`` is the JSON of ``verify alpha --format json``.
+
+    Attributes:
+        alpha: fraction of new query rows i in [L0, L) that attend to their target (strict argmax).
+        min_margin: smallest margin over the new rows (logit units; float; nan without new rows).
+        min_margin_exact: the same as an exact rational string when computed in Fractions, else None.
+        target_mass_min / target_mass_mean: softmax probability of the target key over the new rows.
+        weak: True when min_margin < the margin threshold or target_mass_min < the mass threshold.
+        doc: the full JSON document.
+    """
+
+    alpha: float
+    min_margin: float
+    min_margin_exact: str | None
+    target_mass_min: float
+    target_mass_mean: float
+    weak: bool
+    doc: dict = field(default_factory=dict)
+    head: Any = field(default=None, repr=False)  # the verify.numeric.pr26.FitResult measured (for plots)
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+def _validate_sizes(spec: Any, task: Any, L0: int, L: int) -> None:
+    from verify.proofs import pr26_cli as C
+    from verify.proofs.inputs import clip
+
+    for name, v in (("--L0", L0), ("--L", L)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InputError(f"{name} must be an integer, got {clip(v)}")
+    if L0 < 2:
+        raise InputError(f"--L0 must be >= 2, got {clip(L0)}")
+    if L <= L0:
+        raise InputError(f"--L {clip(L)} must exceed --L0 {clip(L0)}")
+    if L0 > C.MAX_L0:
+        raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {C.MAX_L0})")
+    if L > C.MAX_L:
+        raise InputError(f"--L {clip(L)} is too large (at most {C.MAX_L})")
+    from verify.numeric.pr26_sizes import memory_bytes  # torch-free
+
+    need = memory_bytes(spec.family, L0, L)
+    if need > C.MAX_BYTES:
+        raise InputError(f"--pe {spec.family.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
+                         f"(limit {C.MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
+
+
+def _validate_fit(seed: int, lr: float | None, steps: int, weight_decay: float, selection: str) -> None:
+    from verify.proofs import pr26_cli as C
+    from verify.proofs.inputs import check_seed, clip
+
+    check_seed(seed)
+    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and C.MIN_LR <= lr <= C.MAX_LR):
+        raise InputError(f"--lr must be a number in [{C.MIN_LR:g}, {C.MAX_LR:g}], got {clip(lr)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= C.MAX_STEPS:
+        raise InputError(f"--steps must be an integer in 1..{C.MAX_STEPS}, got {clip(steps)}")
+    if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)
+            and 0 <= weight_decay <= C.MAX_WEIGHT_DECAY):
+        raise InputError(f"--weight-decay must be a number in [0, {C.MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
+    if selection not in ("ce", "min-norm"):
+        raise InputError(f"--selection must be ce or min-norm, got {clip(selection)}")
+
+
+def _validate_thresholds(min_margin: float, min_mass: float) -> None:
+    for flag, v, hi in (("--min-margin", min_margin, 1e6), ("--min-mass", min_mass, 1.0)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= hi:
+            raise InputError(f"{flag} must be a number in [0, {hi:g}], got {str(v)[:40]}")
+
+
+def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int = 64, *, features: str | None = None,
+            feature_map: str | Callable | None = None, slope: Any = None, base: Any = None,
+            frequencies: int | None = None, target: str | None = None, rows: str | None = None,
+            W: str | Path | None = None, seed: int = 0, lr: float | None = None, steps: int = 400,
+            weight_decay: float = 1e-4, selection: str = "ce", min_margin: float = DEFAULT_MIN_MARGIN,
+            min_mass: float = DEFAULT_MIN_MASS) -> dict:
+    """Validate every input of :func:`alpha` (no fit, no evaluation); returns the resolved pieces.
+
+    Built-in families and tasks are validated without importing torch or sympy.
+
+    Raises:
+        InputError: the first bad input, in one line.
+    """
+    _validate_fit(seed, lr, steps, weight_decay, selection)
+    _validate_thresholds(min_margin, min_mass)
+    tsk = resolve_task(task, target=target, rows=rows)
+    if not isinstance(L, int) or isinstance(L, bool) or not isinstance(L0, int) or isinstance(L0, bool):
+        raise InputError("--L0 and --L must be integers")
+    spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
+                      max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None)
+    _validate_sizes(spec, tsk, L0, L)
+    if target is not None:
+        _check_task_at(tsk, L0)
+        _check_task_at(tsk, L)
+    if not list(tsk.rows(L0)):
+        raise InputError(f"task {tsk.name} has no query row at --L0 {L0}")
+    param = None
+    if W is not None:
+        if spec.fixed_param is not None:
+            raise InputError(f"--W: {spec.family.name} has no trained parameter")
+        param = load_param(W, spec.family.param_shape(L0))
+    return {"spec": spec, "task": tsk, "param": param}
+
+
+def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int, rows: Sequence[int]) -> list[tuple]:
+    """(row, exact margin or None, argmax key (first maximiser), another key ties the target exactly) per row."""
+    from verify.constructions import pe
+    from verify.constructions.pe import FractionArith
+
+    ar = FractionArith(0)
+    n = (max(rows) + 1) if rows else 0
+    feats = [family.features(m, L0, ar) for m in range(n)]
+    out = []
+    if family.kind == "relative":
+        k = [sum((a * b for a, b in zip(param, feats[d])), Fraction(0)) for d in range(n)]
+
+        def lg(i: int, j: int) -> Fraction:
+            return k[i - j]
+    else:
+        r = family.dim(L0)
+        wphi = [[sum((param[a][b] * feats[j][b] for b in range(r) if feats[j][b] != 0), Fraction(0)) for a in range(r)]
+                for j in range(n)]
+
+        def lg(i: int, j: int) -> Fraction:
+            return sum((feats[i][a] * wphi[j][a] for a in range(r) if feats[i][a] != 0), Fraction(0))
+    for i in rows:
+        t = pe.target_in_window(task, i, L)
+        vals = [lg(i, j) for j in range(i + 1)]
+        others = [v for j, v in enumerate(vals) if j != t]
+        top = max(vals)
+        am = vals.index(top)
+        if not others:
+            out.append((i, None, am, False))
+            continue
+        out.append((i, vals[t] - max(others), am, any(v == vals[t] for v in others)))
+    return out
+
+
+def _target_mass(family: Any, task: Any, param_f: Any, L0: int, L: int, rows: Sequence[int], seed: int,
+                 chunk: int = 512) -> list[float]:
+    """Softmax probability of the target key per row (float64, causal mask), rows in chunks."""
+    import torch
+
+    from verify.constructions import pe
+    from verify.numeric import pr26 as num
+
+    if not rows:
+        return []
+    n = max(rows) + 1
+    feats = num.feature_matrix(family, n, L0, seed)
+    cols = torch.arange(n)
+    out: list[float] = []
+    if family.kind == "absolute":
+        K = feats @ param_f.T
+    else:
+        kern = feats @ param_f
+    rows_t = torch.tensor(list(rows), dtype=torch.long)
+    for s in range(0, len(rows_t), chunk):
+        rc = rows_t[s:s + chunk]
+        P = feats[rc] @ K.T if family.kind == "absolute" else kern[(rc[:, None] - cols[None, :]).clamp(min=0)]
+        P = P.masked_fill(cols[None, :] > rc[:, None], float("-inf"))
+        tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
+        lp = torch.log_softmax(P, dim=1).gather(1, tgt[:, None]).squeeze(1)
+        out += torch.exp(lp).tolist()
+    return out
+
+
+def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int = 64, *, features: str | None = None,
+          feature_map: str | Callable | None = None, slope: Any = None, base: Any = None, frequencies: int | None = None,
+          target: str | None = None, rows: str | None = None, W: str | Path | None = None, seed: int = 0,
+          lr: float | None = None, steps: int = 400, weight_decay: float = 1e-4, selection: str = "ce",
+          min_margin: float = DEFAULT_MIN_MARGIN, min_mass: float = DEFAULT_MIN_MASS,
+          identifiability: bool = False, timeout_s: float = 20.0, _prepared: dict | None = None) -> AlphaResult:
+    """alpha_L of a positional-only head, with its margins and the softmax mass on the target (pr26).
+
+    Args:
+        pe: a family name (``affine``, ``alibi``, ``learned-absolute``, ``clamped-absolute``,
+            ``sinusoidal``, ``rope``, ``free-relative``, ``nope``, ``alibi-fixed``) or
+            ``MODULE:CALLABLE``; or give ``features`` (comma-separated expressions in the position
+            i, e.g. ``"1, i, i**2"``, or in the offset d for a relative kernel) or ``feature_map``
+            (a callable ``f(LongTensor[n]) -> Tensor[n, k]``; importing a module runs its code).
+        task: ``prev``, ``skip-K``, ``attend-first``, ``copy``, ``reverse``; or ``target`` (the target
+            key as an expression in i and L, e.g. ``"i - 1"``) with optional ``rows`` (first query
+            row, an expression in L).
+        L0, L: training and evaluation lengths (positions; 2 <= L0 < L).
+        slope: fixed ALiBi slope m (``alibi-fixed``; the bias is -m (i - j)).
+        base, frequencies: theta_k = base^(-k/F), k < F, for ``sinusoidal``/``rope``.
+        W: a parameter file (.npy, .pt weights-only, .json exact rationals) of the head's shape
+            (absolute r x r, relative r) instead of a fit.
+        seed, lr, steps, weight_decay, selection: the fit at L0 (pr26's protocol, verify.numeric.pr26.fit).
+        min_margin: a head whose smallest new-row margin is below this is flagged weak (logit units).
+        min_mass: ... or whose softmax mass on the target is below this on some new row.
+        identifiability: also compute :func:`identifiability` for the head.
+    Returns:
+        :class:`AlphaResult`.  Decisions are exact: Fractions where the features are exact and the
+        size allows (about L^2 r / 2 <= 3e6), otherwise float64 with every near tie re-decided in
+        Fractions or by mpmath intervals (verify.numeric.pr26.evaluate_rows).
+    Raises:
+        InputError: bad input (one line; before any work).
+        Inconclusive: the fit diverged or the min-norm head could not be certified (no alpha).
+    """
+    prep = _prepared or prepare(pe, task, L0, L, features=features, feature_map=feature_map, slope=slope, base=base,
+                                frequencies=frequencies, target=target, rows=rows, W=W, seed=seed, lr=lr, steps=steps,
+                                weight_decay=weight_decay, selection=selection, min_margin=min_margin,
+                                min_mass=min_mass)
+    spec, tsk = prep["spec"], prep["task"]
+    fam = spec.family
+    import torch
+
+    from verify.numeric import pr26 as num
+
+    # ---- the head
+    exact_param: Any = None
+    if spec.fixed_param is not None:
+        exact_param = list(spec.fixed_param)
+        param_f = torch.tensor([float(x) for x in exact_param], dtype=torch.float64)
+        fr = num.FitResult(fam, tsk, L0, seed, param_f, float("nan"), float("nan"),
+                           {"selection": "fixed", "note": "no trained parameter"})
+        source = "fixed"
+    elif prep["param"] is not None:
+        exact_param, param_f, how = prep["param"]
+        loss = num._ce_loss(fam, tsk, L0, param_f, seed)
+        fr = num.FitResult(fam, tsk, L0, seed, param_f, loss, loss, {"selection": "file", "file_format": how})
+        source = "file"
+    else:
+        try:
+            fr = num.fit(fam, tsk, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
+        except num.MinNormError as e:
+            what = ("the min-norm head could not be certified: the dual shows no head with margin >= 1 exists below "
+                    "its norm bound" if e.kind == "unrealizable" else "the min-norm head could not be certified")
+            raise Inconclusive(f"min-norm {e.kind}", f"{what}: {e}",
+                               {"selection": "min-norm", "norm_lower_bound": e.norm_lower_bound}) from None
+        except num.FitDiverged as e:
+            raise Inconclusive("fit diverged", f"no alpha measured: {e}",
+                               {"selection": "ce", "lr": num.LR if lr is None else lr, "steps": steps,
+                                "weight_decay": weight_decay}) from None
+        if not (math.isfinite(fr.loss_last) and bool(torch.isfinite(fr.param).all())):
+            raise Inconclusive("fit diverged", "no alpha measured: the selected head has a non-finite loss "
+                               f"({fr.loss_last}) or parameter", dict(fr.settings))
+        param_f = fr.param
+        source = "fit"
+    # ---- decisions
+    new_rows = [i for i in tsk.rows(L) if i >= L0]
+    old_rows = list(tsk.rows(L0))
+    r = fam.dim(L0)
+    work = L * L * max(r, 1) // 2 + (0 if fam.kind == "relative" else L * r * r)
+    exact = bool(spec.exact and work <= MAX_EXACT_WORK)
+    doc: dict[str, Any] = {"schema": SCHEMA, "pe": fam.name, "task": tsk.name, "L0": L0, "L": L, "seed": seed,
+                           "outcome": "measured"}
+    min_exact: str | None = None
+    if exact:
+        if exact_param is None:
+            exact_param = num._exact_param(param_f)
+        new_ev = _exact_eval(fam, tsk, exact_param, L0, L, new_rows)
+        old_ev = _exact_eval(fam, tsk, exact_param, L0, L0, old_rows)
+        old_L = _exact_eval(fam, tsk, exact_param, L0, L, [i for i in tsk.rows(L) if i < L0])
+        from verify.constructions import pe as pemod
+
+        passed = [e for e in new_ev if e[1] is None or bool(pemod.attends(e[1]))]
+        mg_new = [e[1] for e in new_ev if e[1] is not None]
+        mg_old = [e[1] for e in old_ev if e[1] is not None]
+        mg_oldL = [e[1] for e in old_L if e[1] is not None]
+        alpha_v = len(passed) / len(new_rows) if new_rows else float("nan")
+        gL = min(mg_new) if mg_new else None
+        min_exact = None if gL is None else str(gL)
+        failing = [{"row_i": i, "row_i_paper": i + 1, "target": int(tsk.target(i, L)), "argmax": am,
+                    "margin": float(m)} for i, m, am, _ in new_ev if not (m is None or pemod.attends(m))][:5]
+        doc.update({"alpha": alpha_v, "new_rows": len(new_rows), "passed_rows": len(passed),
+                    "min_margin_old_rows": float(min(mg_old)) if mg_old else float("nan"),
+                    "min_margin_new_rows": float(gL) if gL is not None else float("nan"),
+                    "min_margin_old_rows_at_L": float(min(mg_oldL)) if mg_oldL else float("nan"),
+                    "new_rows_with_exact_tie_to_target": sum(e[3] for e in new_ev),
+                    "exact_rechecked_rows": len(new_ev) + len(old_ev), "interval_rechecked_rows": 0,
+                    "unresolved_rows_counted_as_failures": 0, "failing_rows": failing,
+                    "arithmetic": "exact: every logit and margin in fractions.Fraction" + (
+                        "" if source != "fit" else " (the fitted float64 parameter taken as the exact number it is)")})
+        g0 = doc["min_margin_old_rows"]
+    else:
+        tr = num.transfer(fr, L)
+        alpha_v = tr.alpha
+        doc.update({"alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
+                    "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
+                    "min_margin_old_rows_at_L": tr.old_margin_at_L,
+                    "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
+                    "exact_rechecked_rows": tr.exact_rechecked, "interval_rechecked_rows": tr.interval_rechecked,
+                    "unresolved_rows_counted_as_failures": tr.unresolved, "failing_rows": tr.failing,
+                    "arithmetic": "float64 logits; rows within the stated rounding bound of a tie re-decided "
+                                  + ("in fractions.Fraction" if fam.rational else "by mpmath interval arithmetic")
+                                  + ("" if exact_param is None or source != "file" or prep["param"][2] != "json "
+                                     "(exact rationals)" else "; the rational W rounded to float64")})
+        g0 = tr.g0
+    gL_f = doc["min_margin_new_rows"]
+    mass = _target_mass(fam, tsk, param_f, L0, L, new_rows, seed)
+    mmin = min(mass) if mass else float("nan")
+    mmean = sum(mass) / len(mass) if mass else float("nan")
+    reasons = []
+    if new_rows and not (gL_f >= min_margin):
+        reasons.append(f"smallest new-row margin {gL_f:.3g} < --min-margin {min_margin:g}")
+    if new_rows and not (mmin >= min_mass):
+        reasons.append(f"softmax mass on the target {mmin:.3g} < --min-mass {min_mass:g} on some new row")
+    weak = bool(reasons)
+    fit_doc = {**fr.settings, "loss_first": fr.loss_first, "loss_last": fr.loss_last}
+    doc.update({"min_margin": gL_f, "min_margin_exact": min_exact,
+                "target_mass": {"min": mmin, "mean": mmean, "over": "new rows i in [L0, L), float64 softmax"},
+                "weak": weak, "weak_reasons": reasons,
+                "thresholds": {"min_margin": min_margin, "min_mass": min_mass},
+                "param_source": source, "fit": fit_doc, "pe_source": spec.source, "pe_exact": spec.note,
+                "kernel": _kernel(fr, L) if source != "fixed" else {"kind": fam.kind, "param": [str(x) for x in exact_param]},
+                "pe_description": fam.description, "task_description": tsk.description,
+                "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1", "g0": g0})
+    doc.pop("g0")
+    if identifiability:
+        doc["identifiability"] = _identifiability(spec, tsk, L0, L, exact_param if exact_param is not None else
+                                                  num._exact_param(param_f), timeout_s)
+    return AlphaResult(alpha_v, gL_f, min_exact, mmin, mmean, weak, doc, fr)
+
+
+def _kernel(fr: Any, L: int) -> dict:
+    from verify.numeric import pr26 as num
+
+    return num.kernel_summary(fr, L)
+
+
+# ----------------------------------------------------------------------------- identifiability
+
+
+def _identifiability(spec: Any, tsk: Any, L0: int, L: int, theta_exact: Any, timeout_s: float) -> dict:
+    from verify.constructions.pe import FractionArith
+    from verify.solver import realizable as R
+
+    fam = spec.family
+    r = fam.dim(L0)
+    nparam = r if fam.kind == "relative" else r * r
+    if L > MAX_IDENT_L or nparam > MAX_IDENT_PARAMS:
+        return {"computed": False, "why": f"sizes beyond the identifiability caps (L <= {MAX_IDENT_L}, at most "
+                                          f"{MAX_IDENT_PARAMS} parameters)"}
+    ar = FractionArith(0)
+    phi = [fam.features(m, L0, ar) for m in range(L0)]
+    rank, how = R.matrix_rank(phi)
+    lrows = R.logit_rows(fam, L0, L0)
+    lrank, lhow = R.matrix_rank(lrows)
+    theta = [Fraction(x) for x in theta_exact] if fam.kind == "relative" else [Fraction(x) for row in theta_exact
+                                                                              for x in row]
+    rng = R.alpha_range(fam, tsk, L0, L, L0, theta, int(timeout_s * 1000))
+    what = "Psi_L0 (offsets 0..L0-1)" if fam.kind == "relative" else "Phi_L0 (positions 0..L0-1)"
+    return {"computed": True, "matrix": what, "shape": [L0, r], "rank": rank, "null_space_dim": r - rank,
+            "rank_how": how, "parameters": nparam, "L0_logit_map_rank": lrank,
+            "L0_logit_map_null_space_dim": nparam - lrank, "L0_logit_map_rank_how": lhow,
+            "identifiable": nparam - lrank == 0,
+            "alpha_range": {"min": rng.get("min"), "max": rng.get("max"), "how": rng["how"],
+                            "attainable": rng.get("attainable"), "attainable_how": rng.get("attainable_how"),
+                            "new_rows": rng["new_rows"], "witnesses": rng["witnesses"], "seconds": rng["seconds"]},
+            "arithmetic": spec.note}
+
+
+def identifiability(pe: str | None = None, task: str | None = None, L0: int = 20, L: int = 64, *,
+                    features: str | None = None, feature_map: str | Callable | None = None, slope: Any = None,
+                    base: Any = None, frequencies: int | None = None, target: str | None = None,
+                    rows: str | None = None, W: str | Path | None = None, seed: int = 0, lr: float | None = None,
+                    steps: int = 400, weight_decay: float = 1e-4, selection: str = "ce",
+                    timeout_s: float = 20.0) -> dict:
+    """Rank and null space of Phi_L0 and of the L0 logit map, and the range of alpha_L over every
+    parameter with the same masked L0 logits as the head (fitted, from ``W``, or fixed).
+
+    Arguments as :func:`alpha`.  Sizes: L <= 128 and at most 1024 parameters (exact LPs over
+    every new row).
+
+    Returns:
+        dict: ``rank``, ``null_space_dim`` (of Phi_L0, or Psi_L0 for relative families),
+        ``L0_logit_map_rank`` / ``..._null_space_dim`` (the linear map parameter -> masked L0 logits),
+        ``alpha_range`` {min, max, how (a solver bound: z3 Optimize, witnesses re-checked in Fractions),
+        attainable (exact enumeration of every attainable alpha_L when there are <= 16 new rows)},
+        and ``alpha`` of the head itself.
+    Raises:
+        InputError: bad input; Inconclusive: no head to measure.
+    """
+    res = alpha(pe, task, L0, L, features=features, feature_map=feature_map, slope=slope, base=base,
+                frequencies=frequencies, target=target, rows=rows, W=W, seed=seed, lr=lr, steps=steps,
+                weight_decay=weight_decay, selection=selection, identifiability=True, timeout_s=timeout_s)
+    return {"alpha": res.alpha, **res.doc["identifiability"]}
+
+
+# ----------------------------------------------------------------------------- realizable
+
+
+@dataclass
+class RealizableResult:
+    """What :func:`realizable` decided; ``to_dict()`` is the JSON of ``verify realizable --format json``.
+
+    Attributes:
+        realizable: True when one parameter realizes the task at every length <= N; False when a
+            checked certificate shows none does; None when the solver did not answer (inconclusive).
+        per_length: one entry per length: its answer and the id of its witness or certificate.
+        doc: the full JSON document (witness parameters as exact rational strings; certificates in
+            the format ``verify recheck`` reads).
+    """
+
+    realizable: bool | None
+    per_length: list[dict]
+    doc: dict
+    certificate_files: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return self.doc
+
+
+def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, features: str | None = None,
+               feature_map: str | Callable | None = None, slope: Any = None, base: Any = None,
+               frequencies: int | None = None, target: str | None = None, rows: str | None = None,
+               margin: Any = 1, L0: int = 20, timeout_s: float = 20.0,
+               certificates: str | Path | None = None) -> RealizableResult:
+    """Can any head with these features do the task at every length up to L (pr26's realizability)?
+
+    For each length ell = 2..L: is there one parameter theta with logit(i, t(i)) >= logit(i, j) +
+    margin for every query row i and key j <= i, j != t(i), of every length <= ell?  The constraints
+    are linear in theta, so this is decided exactly (z3, linear real arithmetic over the exact
+    rational features; sin/cos rounded to multiples of 2^-40): realizable with a parameter
+    re-checked in fractions.Fraction outside the solver, or not with a Farkas certificate checked
+    without a solver.  Because the constraints are homogeneous, every margin > 0 gives the same
+    answer (a fixed family, alibi-fixed, has no scale: its parameter is pinned to 1).
+
+    Args:
+        pe / features / feature_map / slope / base / frequencies: the feature map (as :func:`alpha`).
+        task / target / rows: the task (as :func:`alpha`).
+        L: the largest length N (2 <= N <= 256).
+        margin: G > 0 (a rational).
+        L0: the window of the learned families (their trained slots); other maps ignore it.
+        timeout_s: budget per solver call (a timeout is inconclusive).
+        certificates: a directory to write each certificate to (``verify recheck DIR`` re-checks it).
+    Returns:
+        :class:`RealizableResult`.
+    Raises:
+        InputError: bad input.
+    """
+    from verify.proofs.inputs import check_timeout, clip
+
+    if isinstance(L, bool) or not isinstance(L, int) or not 2 <= L <= MAX_REALIZABLE_L:
+        raise InputError(f"--L must be an integer in 2..{MAX_REALIZABLE_L}, got {clip(L)}")
+    if isinstance(L0, bool) or not isinstance(L0, int) or not 2 <= L0 <= 256:
+        raise InputError(f"--L0 must be an integer in 2..256, got {clip(L0)}")
+    G = _rational(margin, "--margin")
+    if not G > 0:
+        raise InputError(f"--margin must be positive (a tie is a failure), got {G}")
+    timeout_ms = check_timeout(timeout_s)
+    tsk = resolve_task(task, target=target, rows=rows)
+    spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
+                      max_positions=max(L, L0), check_prefix=None)
+    fam = spec.family
+    r = fam.dim(L0)
+    nparam = r if fam.kind == "relative" else r * r
+    if nparam * L * L > 40_000_000:
+        raise InputError(f"--L {L} with {nparam} parameters is too large for the exact LP (about {nparam * L * L:.1e} "
+                         "coefficients); lower --L")
+    if target is not None:
+        for ell in range(2, L + 1):
+            _check_task_at(tsk, ell)
+    from verify.solver import realizable as R
+
+    dec = R.decide_lengths(fam, tsk, L, L0, G, timeout_ms, fixed=spec.fixed_param)
+    per = [{"L": a.L, "realizable": a.realizable, "witness": a.witness, "certificate": a.certificate,
+            "min_margin_exact": None if a.min_margin is None else str(a.min_margin), **({"note": a.note} if a.note else {})}
+           for a in dec.answers]
+    overall: bool | None
+    if any(a.realizable is None for a in dec.answers):
+        overall = None
+    else:
+        overall = all(a.realizable for a in dec.answers)
+    doc: dict[str, Any] = {
+        "schema": REALIZABLE_SCHEMA, "pe": fam.name, "pe_source": spec.source, "kind": fam.kind, "task": tsk.name,
+        "task_description": tsk.description, "L": L, "margin": str(G), "realizable": overall,
+        "question": (f"one parameter with margin >= {G} on every query row of every length 2..ell, for each ell <= {L} "
+                     "(strict argmax: ties fail; the constraints are homogeneous, so any margin > 0 gives the same "
+                     "answer)" if spec.fixed_param is None else
+                     f"the fixed head (no trained parameter) has margin >= {G} on every query row of every length <= ell"),
+        "per_length": per,
+        "first_unrealizable_length": next((a.L for a in dec.answers if a.realizable is False), None),
+        "witnesses": dec.witnesses,
+        "certificates": {k: {**{kk: vv for kk, vv in v.items() if kk != "certificate"},
+                             "checked": v["certificate"].get("checked"), "check": v["certificate"].get("check"),
+                             "certificate": v["certificate"]} for k, v in dec.certificates.items()},
+        "arithmetic": spec.note, "solver": "z3 linear real arithmetic (exact rationals), fresh context, seed 0",
+        "obligations": [{k: v for k, v in ob.items() if k != "farkas_certificate"} for ob in dec.obligations],
+        "indexing": "rows and keys 0-indexed; parameter W row-major (absolute) or w (relative)",
+    }
+    files: list[str] = []
+    if certificates is not None and dec.certificates:
+        files = _write_certificates(certificates, doc, dec)
+    doc["certificate_files"] = files
+    return RealizableResult(overall, per, doc, files)
+
+
+def _write_certificates(directory: str | Path, doc: dict, dec: Any) -> list[str]:
+    """One verify-certificate/1 file per certificate, then the manifest (``verify recheck DIR`` reads them)."""
+    import hashlib
+    import json
+
+    from verify.proofs.certificates import FORMAT, write_manifest
+    from verify.proofs.inputs import atomic_write_text
+    from verify.solver.common import SOLVER_SEED
+
+    out = Path(directory)
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--certificates {directory}: cannot create the directory ({e.strerror})") from None
+    params = {"pe": doc["pe_source"], "task": doc["task"], "L": doc["L"], "margin": doc["margin"]}
+    rid = "realizable:" + json.dumps(params, sort_keys=True)
+    stem = "realizable__" + hashlib.sha256(rid.encode()).hexdigest()[:12]
+    written = []
+    for k, c in dec.certificates.items():
+        cert = c["certificate"]
+        body = {"format": FORMAT, "claim": "realizable", "variant": "", "run_id": rid, "params": params,
+                "obligation": c["obligation"], "answer": "unsat", "solvers": {"z3": _z3_version()},
+                "cvc5_answer": "not run: the answer carries a Farkas certificate", "seed": SOLVER_SEED,
+                "encoding_sha256": cert["encoding_sha256"], "certificate": {"kind": cert["kind"], "cases": cert["cases"]}}
+        path = out / f"{stem}__{k}.json"
+        atomic_write_text(path, json.dumps(body, indent=1, sort_keys=True), "--certificates")
+        written.append((path, rid))
+    write_manifest(out, written)
+    return [str(p) for p, _ in written]
+
+
+def _z3_version() -> str:
+    import z3
+
+    return z3.get_version_string()
+
+
+__all__ = ["alpha", "realizable", "identifiability", "prepare", "load_param", "resolve_pe", "resolve_task",
+           "AlphaResult", "RealizableResult", "Inconclusive", "DEFAULT_MIN_MARGIN", "DEFAULT_MIN_MASS"]
