@@ -7,12 +7,13 @@ code settles an element, and is reconstructed otherwise; every output lists whic
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
+from verify.constructions.bilinear import ORIENTATIONS, InductionKeyConstruction, PrevTokenConstruction
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Paper, Claim, InputError, Option
+from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 RECONSTRUCTED = ("Model elements and their sources. Score convention query^T W_K key (W_Q the identity): the "
                  "public code of the base model the paper builds on (bietti23, ihead_basic_model.py, Attention.forward "
@@ -36,21 +37,71 @@ EQ14_SCOPE = ("Scope of the verdict: the matrix of Eq. 14 is taken as given; the
               "model's own induction score for it. Whether training produces Eq. 14 is not checked here.")
 MAX_BYTES = 8 * 2**30
 
-ORIENTATION = Option("orientation", "Eq. 13/14 as written; the matrix transposed (display kept); or read-score "
-                     "(matrix kept, the score read as query^T W_K key)", "as-written",
-                     choices=("as-written", "transposed", "read-score"), variant=True)
-VMAX8 = Option("Vmax", "vocabulary size bound of the symbolic concrete check and the solver layer (every V <= Vmax)",
-               8, kind="int", minimum=1, maximum=16)
-VMAX6 = Option("Vmax", "vocabulary size bound of the symbolic concrete check and the solver layer (every V <= Vmax; "
-               "Vmax = 8 roughly doubles the eq14 solver time)", 6, kind="int", minimum=1, maximum=16)
-SIZES = (
-    Option("d", "embedding width of the numeric layer", 1024, kind="int", minimum=1),
-    Option("V", "vocabulary size of the numeric layer", 64, kind="int", minimum=2),
-    Option("T", "sequence length of the Appendix C.2 data (numeric layer)", 32, kind="int", minimum=3, maximum=4096),
-    Option("N", "number of sequences for the one-step gradient (numeric layer)", 1024, kind="int", minimum=1),
-    Option("eps", "near-orthogonality bound |<x, y>| <= eps of the solver layer (rational, e.g. 1/16)",
-           Fraction(1, 16), kind="rational", minimum=Fraction(0), maximum=Fraction(99, 100)),
-)
+def _orientation() -> Any:
+    return param("as-written", "Eq. 13/14 as written; the matrix transposed (display kept); or read-score (matrix kept, "
+                 "the score read as query^T W_K key)", choices=ORIENTATIONS, variant=True)
+
+
+def _vmax(default: int, note: str = "") -> Any:
+    return param(default, "vocabulary size bound of the symbolic concrete check and the solver layer (every V <= Vmax"
+                 + note + ")", kind="int", minimum=1, maximum=16)
+
+
+# one factory per shared size (a dataclass field object cannot be shared between two classes)
+def _d() -> Any:
+    return param(1024, "embedding width of the numeric layer", kind="int", minimum=1)
+
+
+def _V() -> Any:
+    return param(64, "vocabulary size of the numeric layer", kind="int", minimum=2)
+
+
+def _T() -> Any:
+    return param(32, "sequence length of the Appendix C.2 data (numeric layer)", kind="int", minimum=3, maximum=4096)
+
+
+def _N() -> Any:
+    return param(1024, "number of sequences for the one-step gradient (numeric layer)", kind="int", minimum=1)
+
+
+def _eps() -> Any:
+    return param(Fraction(1, 16), "near-orthogonality bound |<x, y>| <= eps of the solver layer (rational, e.g. 1/16)",
+                 kind="rational", minimum=Fraction(0), maximum=Fraction(99, 100))
+
+
+@dataclass(frozen=True)
+class Theorem2Params(Params):
+    """ws24:theorem2: the orientation variant, the solver's vocabulary bound, the numeric sizes, eps."""
+
+    orientation: str = _orientation()
+    Vmax: int = _vmax(8)
+    d: int = _d()
+    V: int = _V()
+    T: int = _T()
+    N: int = _N()
+    eps: Fraction = _eps()
+
+
+@dataclass(frozen=True)
+class Eq14Params(Params):
+    """ws24:eq14: as theorem2, with a smaller default vocabulary bound (the solver's cost grows fast in V)."""
+
+    orientation: str = _orientation()
+    Vmax: int = _vmax(6, "; Vmax = 8 roughly doubles the eq14 solver time")
+    d: int = _d()
+    V: int = _V()
+    T: int = _T()
+    N: int = _N()
+    eps: Fraction = _eps()
+
+
+@dataclass(frozen=True)
+class Prop4Params(Params):
+    """ws24:prop4: the built model's sizes."""
+
+    d: int = param(256, "embedding width of the built model", kind="int", minimum=2)
+    V: int = param(16, "vocabulary size of the built model", kind="int", minimum=2)
+    T: int = param(64, "sequence length (t = 2..T visible keys)", kind="int", minimum=3, maximum=4096)
 
 
 def _validate(p: Mapping[str, Any]) -> None:
@@ -78,30 +129,37 @@ def _fix(p: Mapping[str, Any]) -> str | None:
 
 # ------------------------------------------------------------------ theorem2 / eq14 wiring
 
-def _orientation_checks(cls: Any, name: str) -> dict[str, Any]:
+def _orientation_checks(cls: Any, symbolic_check: Callable[..., Evidence], solver_upto: Callable[..., Evidence],
+                        numeric_check: Callable[..., Evidence]) -> dict[str, Any]:
     """The three layer checks of an orientation claim: the construction ``cls`` at the
-    ``--orientation`` option, handed to each layer's ``check_<name>`` (theorem2 / eq14):
-    symbolic and solver at vocabulary ``--Vmax`` (the solver for every V <= Vmax), numeric
-    at ``--V`` with ``--d``, ``--T``, ``--N``."""
+    ``--orientation`` option, handed to each layer's check (theorem2 / eq14): symbolic and
+    solver at vocabulary ``--Vmax`` (the solver for every V <= Vmax), numeric at ``--V`` with
+    ``--d``, ``--T``, ``--N``.  The layer functions are named by reference (imported lazily by
+    the thin wrappers below), never looked up by string."""
     def make(p: Mapping[str, Any], V: int) -> Any:
         return cls.uniform(V, p["orientation"])
 
     def symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        from verify.symbolic import ws24 as sym
-
-        return getattr(sym, f"check_{name}")(make(p, p["Vmax"]))
+        return symbolic_check(make(p, p["Vmax"]))
 
     def solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        from verify.solver import ws24 as sol
-
-        return getattr(sol, f"check_{name}_upto")(lambda V: make(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
+        return solver_upto(lambda V: make(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
 
     def numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        from verify.numeric import ws24 as num
-
-        return getattr(num, f"check_{name}")(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed, full=ctx.full)
+        return numeric_check(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed, full=ctx.full)
 
     return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
+
+
+def _lazy(module: str, name: str) -> Callable[..., Evidence]:
+    """``module.name``, imported on first call (the layers pull in sympy, z3 or torch)."""
+    def call(*args: Any, **kwargs: Any) -> Evidence:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = f"{module}.{name}"
+    return call
 
 
 def _probe_lines(evs: Sequence[Evidence], coef: str) -> list[str]:
@@ -160,8 +218,11 @@ THEOREM2 = Claim(
     source="arXiv 2412.11459 v2, Theorem 2 (appendix Theorem 3), Eq. 13",
     statement=("W^1_K = sum_{k in Q} chi(k) w_E(k) r_{-1}^T + (W^1_K)' (Eq. 13), and the previous-token association "
                "r_{-1}^T W^1_K w_E(v) is nonzero (= chi(v)), equal for every v in Q, and independent of the position t."),
-    options=(ORIENTATION, VMAX8) + SIZES,
-    checks=_orientation_checks(PrevTokenConstruction, "theorem2"),
+    options=(),
+    params_type=Theorem2Params,
+    checks=_orientation_checks(PrevTokenConstruction, _lazy("verify.symbolic.ws24", "check_theorem2"),
+                               _lazy("verify.solver.ws24", "check_theorem2_upto"),
+                               _lazy("verify.numeric.ws24", "check_theorem2")),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,
@@ -200,8 +261,11 @@ EQ14 = Claim(
     source="arXiv 2412.11459 v2, Eq. 14 (proof of Theorem 2)",
     statement=("W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T (Eq. 14), and the proof's score (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) "
                "equals psi(z_T) [z_s = z_T]."),
-    options=(ORIENTATION, VMAX6) + SIZES,
-    checks=_orientation_checks(InductionKeyConstruction, "eq14"),
+    options=(),
+    params_type=Eq14Params,
+    checks=_orientation_checks(InductionKeyConstruction, _lazy("verify.symbolic.ws24", "check_eq14"),
+                               _lazy("verify.solver.ws24", "check_eq14_upto"),
+                               _lazy("verify.numeric.ws24", "check_eq14")),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,
@@ -243,9 +307,8 @@ PROP4 = Claim(
     source="arXiv 2412.11459 v2, Proposition 4",
     statement=("With layer-1 score 1 on the previous token and 0 elsewhere over t visible keys, the attention weight "
                "on the previous token is e/(t + e - 1)."),
-    options=(Option("d", "embedding width of the built model", 256, kind="int", minimum=2),
-             Option("V", "vocabulary size of the built model", 16, kind="int", minimum=2),
-             Option("T", "sequence length (t = 2..T visible keys)", 64, kind="int", minimum=3, maximum=4096)),
+    options=(),
+    params_type=Prop4Params,
     checks={"symbolic": _p4_symbolic, "numeric": _p4_numeric},
     expected={"": "HOLDS"},
     validate=_p4_validate,
