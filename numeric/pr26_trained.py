@@ -179,7 +179,8 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
 
     Args:
         spec: ``{"family", "task", "seeds": [int], "lengths": [int], "cache_dir": str | None,
-            "lr": float (optional), "steps": int (optional)}``; ``cache_dir`` None trains without a cache.
+            "lr": float (optional), "steps": int (optional)}``; ``cache_dir`` is a directory, ``"default"``
+            (:func:`verify.numeric.lab.default_cache_dir` on the machine that runs the cell) or None (no cache).
     Returns:
         ``{"family", "task", "from_cache", "train_s", "eval_s", "final_loss": [S], "rejected": [str],
         "rows": [{"seed", "L", "alpha", "accuracy"}]}`` (JSON-ready; deterministic in ``spec`` apart
@@ -190,8 +191,8 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
         rec = recipe(spec["family"], spec["task"], spec.get("lr", LR), spec.get("steps", STEPS))
         rejected: list[str] = []
         cache = None
-        if spec.get("cache_dir") is not None:
-            cache = lab.Cache(spec["cache_dir"], warn=lambda m: (rejected.append(m), lab._stderr(m)))
+        if spec.get("cache_dir") is not None:  # "default": the lab's default directory on this machine
+            cache = lab.Cache(None if spec["cache_dir"] == "default" else spec["cache_dir"], warn=lambda m: (rejected.append(m), lab._stderr(m)))
         seeds = [int(s) for s in spec["seeds"]]
         trained = lab.train(rec, seeds, cache=cache)
         t0 = time.perf_counter()
@@ -270,6 +271,98 @@ def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) 
             "disagreements": dis, "per_cell": cells_out}
 
 
-__all__ = ["recipe", "log_attention", "accuracy", "alpha_positional", "run_cell", "cell_specs", "auc_score",
+#: the decision rule of the statement "alpha_L separates generalizing from non-generalizing cells
+#: (AUC = 1.0)", fixed before any grid ran: consistent with HOLDS when AUC >= AUC_RULE, with FAILS below
+AUC_RULE = 0.95
+
+
+def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = THRESHOLD,
+              cache_dir: str | None = None, scheduler: str = "local", jobs: int = 2,
+              progress: Any = None, families: Sequence[str] = FAMILIES, tasks: Sequence[str] = TASKS,
+              paper_scale: bool = False) -> Any:
+    """The numeric layer of pr26:auc: train the grid (Dask), measure, and decide by :data:`AUC_RULE`.
+
+    Args:
+        seeds: seeds per cell (each cell's seeds are one batched model).
+        lengths: evaluation lengths L > L0.
+        threshold: accuracy_L at which a model counts as generalizing at L.
+        cache_dir: the lab's checkpoint directory (None: no cache).
+        scheduler, jobs: where the grid runs (:func:`verify.numeric.grid.run_grid`).
+        progress: callback for progress lines.
+        paper_scale: True when the grid has the paper's size (the count figure is then compared).
+    Returns:
+        numeric Evidence: ``consistent`` with outcome ``holds`` (AUC >= AUC_RULE) or ``fails``;
+        ``inconclusive`` when the AUC is undefined (one class empty) or the scheduler cannot be reached.
+        ``numbers`` holds ``auc``, ``n_measurements``, the counts, ``threshold``, ``disagreements`` and
+        ``per_cell``; ``figures`` the published AUC (and, at paper scale, the count) against ours.
+    """
+    from verify.evidence import Evidence, Figure, engine_versions
+    from verify.numeric import grid
+
+    engines = engine_versions("torch")
+    try:
+        import distributed
+        import sklearn
+
+        engines.update({"sklearn": sklearn.__version__, "distributed": distributed.__version__})
+    except ImportError:  # pragma: no cover - both are dependencies
+        pass
+    specs = cell_specs(seeds, lengths, cache_dir, families, tasks)
+    t0 = time.perf_counter()
+    try:
+        cells = grid.run_grid(run_cell, specs, scheduler=scheduler, n_workers=jobs, progress=progress,
+                              name="pr26-auc")
+    except grid.SchedulerUnreachable as exc:
+        return Evidence(layer="numeric", status="inconclusive", summary=str(exc), engines=engines)
+    wall = time.perf_counter() - t0
+    s = summarize(cells, threshold)
+    reused = sum(1 for c in cells if c["from_cache"])
+    rejected = sum(len(c["rejected"]) for c in cells)
+    train_s = sum(c["train_s"] for c in cells)
+    if progress is not None:  # cache use goes to stderr only: the JSON is the same on a first and a second run
+        progress(f"pr26-auc: {reused}/{len(cells)} cells read from the cache, {rejected} cache file(s) rejected and "
+                 f"retrained, training {train_s:.1f} s summed over cells, grid wall {wall:.1f} s")
+    numbers = {k: v for k, v in s.items()}
+    numbers.update({"cells": len(cells), "seeds_per_cell": len(seeds), "seeds": list(seeds), "lengths": list(lengths),
+                    "families": list(families), "tasks": list(tasks), "auc_rule": AUC_RULE,
+                    "grid_wall_seconds": round(wall, 3),
+                    "settings": {"L0": L0, "V": VOCAB, "d": DIM, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY,
+                                 "batch": BATCH, "init_std": INIT_STD, "n_eval": N_EVAL, "optimizer": "Adam",
+                                 "train_dtype": "float32", "eval_dtype": "float64", "recipe": RECIPE_VERSION}})
+    auc = s["auc"]
+    figures = [Figure(figure="headline AUC of alpha_L against trained-model length generalization",
+                      paper=1.0, ours=auc, reproduced=auc == 1.0,
+                      note="reproduced only on an exact 1.0 (every generalizing measurement has a larger alpha_L than "
+                           "every non-generalizing one); the count and split of measurements are our reading")]
+    if paper_scale:
+        figures.append(Figure(figure="number of trained-model measurements", paper=2625, ours=s["n_measurements"],
+                              reproduced=s["n_measurements"] == 2625,
+                              note="exact match; our split 7 PE families x 5 tasks x 15 seeds x 5 lengths is a reading"))
+    by_cell: dict[tuple[str, str, int], list[dict]] = {}
+    for d in s["disagreements"]:
+        by_cell.setdefault((d["family"], d["task"], d["L"]), []).append(d)
+    details = [f"grid: {len(cells)} cells x {len(seeds)} seeds x {len(lengths)} lengths on {scheduler} with {jobs} "
+               f"worker(s) ({wall:.1f} s)"]
+    details.append(f"disagreements (alpha_L >= {threshold} vs accuracy_L >= {threshold}): {len(s['disagreements'])} "
+                   f"measurement(s) in {len(by_cell)} (family, task, L) cell(s)")
+    for (f, t, L), ds in sorted(by_cell.items()):
+        a = ", ".join(f"seed {d['seed']}: alpha {d['alpha']:.3f} acc {d['accuracy']:.3f}" for d in ds[:4])
+        details.append(f"disagree {f}/{t} L = {L}: {len(ds)} seed(s) ({a}{', ...' if len(ds) > 4 else ''})")
+    if auc is None:
+        return Evidence(layer="numeric", status="inconclusive", numbers=numbers, details=details, engines=engines,
+                        figures=figures, summary=(f"AUC undefined: all {s['n_measurements']} measurements are on one "
+                                                  f"side of the accuracy threshold {threshold}"))
+    holds = auc >= AUC_RULE
+    summary = (f"AUC of alpha_L against trained-model length generalization = {auc:.4f} over {s['n_measurements']} "
+               f"measurements ({s['n_generalizing']} generalizing at accuracy >= {threshold}, "
+               f"{s['n_not_generalizing']} not); rule AUC >= {AUC_RULE}: {'met' if holds else 'not met'}; "
+               f"{len(s['disagreements'])} disagreement(s) at the cut alpha_L >= {threshold}")
+    return Evidence(layer="numeric", status="consistent", outcome="holds" if holds else "fails", summary=summary,
+                    numbers=numbers, details=details, engines=engines, figures=figures,
+                    tolerance=f"statement decided by AUC >= {AUC_RULE} (fixed before the grid ran); labels at "
+                              f"accuracy >= {threshold} on {N_EVAL} fresh sequences per (seed, L)")
+
+
+__all__ = ["check_auc", "AUC_RULE", "recipe", "log_attention", "accuracy", "alpha_positional", "run_cell", "cell_specs", "auc_score",
            "summarize", "FAMILIES", "TASKS", "L0", "VOCAB", "DIM", "THRESHOLD", "FULL_SEEDS", "FULL_LENGTHS",
            "DEFAULT_SEEDS", "DEFAULT_LENGTHS", "RECIPE_VERSION", "N_EVAL", "K_SKIP"]
