@@ -296,6 +296,7 @@ def cli() -> None:
     verify audit PAPER [--report FILE.md]        referee-style Markdown audit of a paper
     verify alpha --pe rope --task prev --L0 20 --L 64   positional realizability (pr26)
     verify recheck DIR                           re-check certificate files, no solver
+    verify schema                                the JSON-Schema of the reports
     """
 
 
@@ -315,6 +316,15 @@ def list_cmd(fmt: str) -> None:
         variants = [c.variant_label(v) for v in c.variants if c.variant_label(v)]
         extra = f"  [variants: {', '.join(variants)}]" if variants else ""
         click.echo(f"{c.id:<24} {c.title}{extra}")
+
+
+@cli.command("schema")
+def schema_cmd() -> None:
+    """Print the JSON-Schema (draft 2020-12) of the ``verify/1`` reports (the file shipped with the
+    package, ``verify-1.schema.json``), for validating reports with any JSON-Schema tool."""
+    from verify.proofs.render import schema_text
+
+    click.echo(schema_text(), nl=False)
 
 
 @cli.command("show")

@@ -41,19 +41,21 @@ they appear once per result under ``figures`` (with the layer that computed them
 counted in ``figures_reproduced``; the verdict ``reason`` separates the statement from them
 ("statement: ...; published figures reproduced k/n").  The layer dicts do not repeat them.
 
-:data:`JSON_SCHEMA` is the schema above as a JSON-Schema (draft 2020-12) dict, and
-:func:`validate` checks a document against it without third-party packages.
+:data:`JSON_SCHEMA` is the schema above as a JSON-Schema (draft 2020-12) dict (shipped as
+``verify-1.schema.json``; ``verify schema`` prints it), and :func:`validate` checks a document
+against it with the ``jsonschema`` library.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any, Sequence
 
 from verify import __version__
-from verify.evidence import to_jsonable
-from verify.proofs.model import ClaimResult
+from verify.evidence import Layer, Outcome, Status, to_jsonable
+from verify.proofs.model import ClaimResult, Verdict
 
 SCHEMA = "verify/1"
 
@@ -229,13 +231,15 @@ def table_text(results: Sequence[ClaimResult], timings: bool = True) -> str:
 
 _STR = {"type": "string"}
 _NSTR = {"type": ["string", "null"]}
+_LAYER_NAMES = [x.value for x in Layer]
+_VERDICT_NAMES = [v.value for v in Verdict]
 _EVIDENCE = {
     "type": "object",
     "required": ["status", "outcome", "summary", "numbers", "witness", "certificate", "tolerance", "bound",
                  "engines", "seed", "wall_time_s", "details"],
     "properties": {
-        "status": {"enum": ["proved", "refuted", "consistent", "inconclusive", "error", "skipped"]},
-        "outcome": {"enum": ["holds", "fails", None]},
+        "status": {"enum": [s.value for s in Status]},
+        "outcome": {"enum": [o.value for o in Outcome] + [None]},
         "summary": _STR,
         "numbers": {"type": "object"},
         "tolerance": _NSTR,
@@ -250,7 +254,7 @@ _FIGURE = {
     "type": "object",
     "required": ["figure", "paper", "ours", "reproduced", "note", "layer"],
     "properties": {"figure": _STR, "reproduced": {"type": "boolean"}, "note": _STR,
-                   "layer": {"enum": ["symbolic", "solver", "numeric"]}},
+                   "layer": {"enum": _LAYER_NAMES}},
 }
 _RESULT = {
     "type": "object",
@@ -264,9 +268,9 @@ _RESULT = {
         "title": _STR,
         "run_id": _STR,
         "params": {"type": "object"},
-        "verdict": {"enum": ["HOLDS", "FAILS", "HOLDS WITH FIX", "INCONCLUSIVE", "INCONSISTENT"]},
+        "verdict": {"enum": _VERDICT_NAMES},
         "reason": _STR,
-        "expected": {"enum": ["HOLDS", "FAILS", "HOLDS WITH FIX", "INCONCLUSIVE", "INCONSISTENT", None]},
+        "expected": {"enum": _VERDICT_NAMES + [None]},
         "matches_expected": {"type": ["boolean", "null"]},
         "source": _STR,
         "statement": _STR,
@@ -277,10 +281,13 @@ _RESULT = {
         "figures": {"type": "array", "items": _FIGURE},
         "figures_reproduced": {"type": ["string", "null"], "pattern": "^[0-9]+/[0-9]+$"},
         "layers": {"type": "object", "additionalProperties": _EVIDENCE,
-                   "propertyNames": {"enum": ["symbolic", "solver", "numeric"]}},
+                   "propertyNames": {"enum": _LAYER_NAMES}},
     },
 }
-#: ``verify/1`` as a JSON-Schema (draft 2020-12) dict; fields are only ever added.
+#: ``verify/1`` as a JSON-Schema (draft 2020-12) dict, its enums generated from
+#: :class:`~verify.evidence.Status`, :class:`~verify.evidence.Outcome`, :class:`~verify.evidence.Layer`
+#: and :class:`~verify.proofs.model.Verdict`; fields are only ever added.  Shipped as the file
+#: :data:`SCHEMA_FILE` (``verify schema`` prints it) so users can validate with any JSON-Schema tool.
 JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": "https://verify-attention/schema/verify-1.json",
@@ -299,62 +306,27 @@ JSON_SCHEMA: dict[str, Any] = {
     },
 }
 
-_TYPES = {
-    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
-    "integer": int, "number": (int, float),
-}
+#: the schema as a file inside the installed package (kept equal to :data:`JSON_SCHEMA` by a test)
+SCHEMA_FILE = Path(__file__).with_name("verify-1.schema.json")
 
 
-def _is(value: Any, t: str) -> bool:
-    if t in ("integer", "number") and isinstance(value, bool):
-        return False
-    return isinstance(value, _TYPES[t])
+def schema_text() -> str:
+    """:data:`JSON_SCHEMA` as the indented JSON text of :data:`SCHEMA_FILE`."""
+    return json.dumps(JSON_SCHEMA, indent=2) + "\n"
 
 
-def validate(doc: Any, schema: dict[str, Any] | None = None, path: str = "$") -> list[str]:
-    """Check ``doc`` against a JSON-Schema subset (type, enum, const, required, properties,
-    additionalProperties, propertyNames.enum, items, minimum, maximum, pattern).
+def validate(doc: Any, schema: dict[str, Any] | None = None) -> list[str]:
+    """Check ``doc`` against a JSON-Schema with the ``jsonschema`` library (draft 2020-12).
 
     Args:
         doc: the parsed JSON document.
         schema: the schema (default :data:`JSON_SCHEMA`).
 
     Returns:
-        The list of violations as ``"path: problem"`` lines (empty when valid).
+        The violations as ``"$.path: message"`` lines, in a stable order (empty when valid).
     """
-    import re
+    import jsonschema
 
-    s = JSON_SCHEMA if schema is None else schema
-    errs: list[str] = []
-    if "type" in s:
-        types = s["type"] if isinstance(s["type"], list) else [s["type"]]
-        if not any(_is(doc, t) for t in types):
-            return [f"{path}: expected {' or '.join(types)}, got {type(doc).__name__}"]
-    if "const" in s and doc != s["const"]:
-        errs.append(f"{path}: expected {s['const']!r}, got {doc!r}")
-    if "enum" in s and doc not in s["enum"]:
-        errs.append(f"{path}: {doc!r} is not one of {s['enum']}")
-    if isinstance(doc, (int, float)) and not isinstance(doc, bool):
-        if "minimum" in s and doc < s["minimum"]:
-            errs.append(f"{path}: {doc} < {s['minimum']}")
-        if "maximum" in s and doc > s["maximum"]:
-            errs.append(f"{path}: {doc} > {s['maximum']}")
-    if isinstance(doc, str) and "pattern" in s and not re.search(s["pattern"], doc):
-        errs.append(f"{path}: {doc!r} does not match {s['pattern']}")
-    if isinstance(doc, dict):
-        for k in s.get("required", []):
-            if k not in doc:
-                errs.append(f"{path}: missing {k!r}")
-        props = s.get("properties", {})
-        names = s.get("propertyNames", {}).get("enum")
-        for k, v in doc.items():
-            if names is not None and k not in names:
-                errs.append(f"{path}: unexpected key {k!r}")
-            if k in props:
-                errs += validate(v, props[k], f"{path}.{k}")
-            elif isinstance(s.get("additionalProperties"), dict):
-                errs += validate(v, s["additionalProperties"], f"{path}.{k}")
-    if isinstance(doc, list) and "items" in s:
-        for i, v in enumerate(doc):
-            errs += validate(v, s["items"], f"{path}[{i}]")
-    return errs
+    validator = jsonschema.Draft202012Validator(JSON_SCHEMA if schema is None else schema)
+    errs = sorted(validator.iter_errors(doc), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    return [f"{e.json_path}: {e.message}" for e in errs]
