@@ -96,7 +96,7 @@ def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_ma
                 raise InputError("--pe alibi-fixed needs --slope M (the bias is -M (i - j))")
             return F.alibi_fixed_family(_rational(slope, "--slope"))
         if pe in ("sinusoidal", "rope") and (base is not None or frequencies is not None):
-            b = _rational(base, "--base") if base is not None else Fraction(10000)
+            b = _rational(base, "--base", 10**12) if base is not None else Fraction(10000)
             spec = F.trig_family(pe, b, 16 if frequencies is None else int(frequencies))
             F.ensure_finite(spec, max_positions, "--base")
             return spec
@@ -110,7 +110,7 @@ def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_ma
                          "irrational features: decisions by float64 with interval re-checks of near ties")
 
 
-def _rational(x: Any, flag: str) -> Fraction:
+def _rational(x: Any, flag: str, maximum: Any = None) -> Fraction:
     if isinstance(x, Fraction):
         return x
     if isinstance(x, bool):
@@ -122,7 +122,9 @@ def _rational(x: Any, flag: str) -> Fraction:
             return Fraction(x)
         from verify.proofs.model import Option
 
-        return Option(flag.lstrip("-"), "", None, kind="rational").parse(str(x))
+        return Option(flag.lstrip("-"), "", None, kind="rational", maximum=maximum).parse(str(x))
+    except InputError:
+        raise
     except (ValueError, ZeroDivisionError):
         raise InputError(f"{flag} expects a finite number such as 0.5 or 1/2, got {str(x)[:40]!r}") from None
 

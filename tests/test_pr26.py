@@ -237,7 +237,7 @@ def test_cli_alpha_json(capsys):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--pe", "nope", "--task", "prev"], "valid: affine, alibi"),
+    (["--pe", "nonesuch", "--task", "prev"], "valid: affine, alibi"),
     (["--pe", "rope", "--task", "nope"], "skip-K"),
     (["--pe", "rope", "--task", "prev", "--L0", "20", "--L", "20"], "must exceed"),
     (["--pe", "rope", "--task", "prev", "--L0", "1", "--L", "8"], ">= 2"),
