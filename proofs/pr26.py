@@ -8,10 +8,11 @@ injection) reaches every layer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Paper, Claim, InputError, Option
+from verify.proofs.model import Paper, Claim, InputError, Option, Params, param
 
 SOURCE = "pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)"
 RECONSTRUCTED = ("The exact feature maps are reconstructed from a summary of the paper (its full text was not reachable, "
@@ -61,10 +62,12 @@ def _fam(name: str):
 
 # ------------------------------------------------------------------ prop1
 
-PROP1_OPTS = (
-    Option("N", "largest length n of the solver layer (n = 3..N)", 64, kind="int", minimum=3, maximum=400),
-    Option("n", "length of the numeric random-W search", 256, kind="int", minimum=3, maximum=4096),
-)
+@dataclass(frozen=True)
+class Prop1Params(Params):
+    """Options of pr26:prop1 (typed; the flags --N and --n)."""
+
+    N: int = param(64, "largest length n of the solver layer (n = 3..N)", kind="int", minimum=3, maximum=400)
+    n: int = param(256, "length of the numeric random-W search", kind="int", minimum=3, maximum=4096)
 
 
 def _p1_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -110,7 +113,8 @@ PROP1 = Claim(
     statement=("With phi(i) = [1, i] each logit row is affine in the key index j, so the unique masked maximiser is "
                "j = 1, j = i (paper's 1-indexing) or there is a tie; hence prev is unrealizable at every length n >= 3 "
                "for every W, and canonical ALiBi has alpha_L = 0 on prev."),
-    options=PROP1_OPTS,
+    options=(),
+    params_type=Prop1Params,
     checks={"symbolic": _p1_sym, "solver": _p1_sol, "numeric": _p1_num},
     expected={"": "HOLDS"},
     caveats=(RECONSTRUCTED, "Solver layer: bounded n = 3..N; margin >= 1 is equivalent to a strict argmax by scaling W "
@@ -216,10 +220,12 @@ THEOREM2 = Claim(
 
 # ------------------------------------------------------------------ theorem1
 
-T1_OPTS = (
-    Option("L0", "training length of the numeric property check", 20, kind="int", minimum=2, maximum=256),
-    Option("L", "evaluation length of the numeric property check", 64, kind="int", minimum=3, maximum=4096),
-)
+@dataclass(frozen=True)
+class Theorem1Params(Params):
+    """Options of pr26:theorem1 (typed; the flags --L0 and --L)."""
+
+    L0: int = param(20, "training length of the numeric property check", kind="int", minimum=2, maximum=256)
+    L: int = param(64, "evaluation length of the numeric property check", kind="int", minimum=3, maximum=4096)
 
 
 def _t1_validate(p: Mapping[str, Any]) -> None:
@@ -249,7 +255,8 @@ THEOREM1 = Claim(
     statement=("Rows below L0 see identical logits at both lengths (the top-left L0 x L0 block of P_L(W) is P_L0(W)), so "
                "if the fitted W solves L0 with margin g0 and alpha_L = 1 with margin gL on new rows, it solves L with "
                "margin min(g0, gL)."),
-    options=T1_OPTS,
+    options=(),
+    params_type=Theorem1Params,
     checks={"symbolic": _t1_sym, "numeric": _t1_num},
     expected={"": "HOLDS"},
     validate=_t1_validate,
