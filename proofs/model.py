@@ -177,15 +177,16 @@ _RATIONAL_OPT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{
 
 
 def param(default: Any, help: str, *, kind: str = "choice", choices: Sequence[str] = (),
-          minimum: Any = None, maximum: Any = None, variant: bool = False) -> Any:
+          minimum: Any = None, maximum: Any = None, variant: bool = False, name: str | None = None) -> Any:
     """A field of a claim's typed parameters (:class:`Params`) that is also a command-line option.
 
-    The field's name becomes the flag (``--NAME``); the other arguments are those of
-    :class:`Option`.  Use it as ``fix: str = param("none", "KVSA variant", choices=VARIANTS,
+    The field's name becomes the flag (``--NAME``) unless ``name`` gives another one (for flags
+    that are not identifiers, such as ``weight-decay``); the mapping view and the JSON use the
+    option name.  The other arguments are those of :class:`Option`.  Use it as ``fix: str = param("none", "KVSA variant", choices=VARIANTS,
     variant=True)``; keep ``choices`` shared with the construction that reads the value.
     """
     meta = {"option": dict(help=help, kind=kind, choices=tuple(choices), minimum=minimum, maximum=maximum,
-                           variant=variant)}
+                           variant=variant), "name": name}
     return field(default=default, metadata=meta)
 
 
@@ -208,13 +209,23 @@ class Params(Mapping[str, Any]):
             meta = f.metadata.get("option")
             if meta is None:
                 raise TypeError(f"{cls.__name__}.{f.name} is not declared with param()")
-            out.append(Option(f.name, default=f.default, **meta))
+            out.append(Option(f.metadata.get("name") or f.name, default=f.default, **meta))
         return tuple(out)
 
+    @classmethod
+    def from_options(cls, values: Mapping[str, Any]) -> "Params":
+        """An instance from option-name -> parsed value (as :meth:`Claim.parse_params` builds it)."""
+        return cls(**{field: values[name] for name, field in cls._fields_by_name().items() if name in values})
+
+    @classmethod
+    def _fields_by_name(cls) -> dict[str, str]:
+        return {f.metadata.get("name") or f.name: f.name for f in dataclasses.fields(cls)}
+
     def __getitem__(self, key: str) -> Any:
-        if key not in self._names():
+        field_name = self._fields_by_name().get(key)
+        if field_name is None:
             raise KeyError(key)
-        return getattr(self, key)
+        return getattr(self, field_name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names())
@@ -224,7 +235,7 @@ class Params(Mapping[str, Any]):
 
     @classmethod
     def _names(cls) -> tuple[str, ...]:
-        return tuple(f.name for f in dataclasses.fields(cls))
+        return tuple(cls._fields_by_name())
 
 
 LayerCheck = Callable[[Mapping[str, Any], Context], Evidence]
@@ -313,7 +324,7 @@ class Claim:
         for o in self.options:
             params[o.name] = o.parse(raw.get(o.name))
         if self.params_type is not None:
-            params = self.params_type(**params)  # type: ignore[assignment]
+            params = self.params_type.from_options(params)  # type: ignore[assignment]
         self.validate(params)
         return params
 

@@ -1,0 +1,103 @@
+"""Papers as plugins: the ``verify.papers`` entry-point group, the example claim pack, and how the
+registry treats a broken or hostile plugin (one line, exit 2, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from verify.proofs import registry
+from verify.proofs.cli import main
+from verify.proofs.model import Claim, InputError, Paper
+
+
+@pytest.fixture
+def fake_plugins(monkeypatch):
+    """Install entry points that point into an in-memory module ``fake_pack``."""
+    mod = types.ModuleType("fake_pack")
+    monkeypatch.setitem(sys.modules, "fake_pack", mod)
+
+    def install(**entry_points: str) -> types.ModuleType:
+        eps = {name: EntryPoint(name, value, registry.ENTRY_POINT_GROUP) for name, value in entry_points.items()}
+        monkeypatch.setattr(registry, "_plugins", lambda: eps)
+        registry.paper.cache_clear()
+        return mod
+
+    yield install
+    registry.paper.cache_clear()
+
+
+def _claim(cid: str) -> Claim:
+    from verify.evidence import Evidence
+
+    def sym(p, ctx):
+        return Evidence(layer="symbolic", status="proved", summary="1 + 1 = 2")
+
+    return Claim(id=cid, title="t", source="s", statement="1 + 1 = 2", options=(), checks={"symbolic": sym},
+                 expected={"": "HOLDS"})
+
+
+def test_example_pack_is_installed_and_runs(capsys):
+    """The README's test command installs examples/verify-example-pack: its claim is listed and
+    `verify all` runs it against its recorded expectations."""
+    assert "example" in registry.paper_keys(), "pip install -e examples/verify-example-pack (the README's test command)"
+    assert main(["list", "--format", "json"]) == 0
+    ids = [c["claim"] for c in json.loads(capsys.readouterr().out)]
+    assert "example:prev-weight" in ids and ids.index("example:prev-weight") > ids.index("pr26:prop1")
+    rc = main(["example:prev-weight", "--threshold", "log(t)", "--format", "json", "--no-timings"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 1 and doc["results"][0]["verdict"] == "FAILS"
+    assert {x: v["status"] for x, v in doc["results"][0]["layers"].items()} == {
+        "symbolic": "refuted", "solver": "refuted", "numeric": "consistent"}
+
+
+def test_a_plugin_paper_is_found_and_resolved(fake_plugins, capsys):
+    mod = fake_plugins(toy=("fake_pack:PAPER"))
+    mod.PAPER = Paper(key="toy", title="Toy paper", claims=(_claim("toy:sum"),))
+    assert registry.paper_keys()[-1] == "toy"
+    assert registry.resolve("sum").id == "toy:sum"
+    assert main(["toy:sum", "--format", "json", "--no-timings"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["verdict"] == "HOLDS"
+
+
+@pytest.mark.parametrize("setup, message", [
+    (lambda m: None, "failed to load"),                                  # no PAPER attribute
+    (lambda m: setattr(m, "PAPER", [1, 2]), "is a list, not a verify.proofs.model.Paper"),
+    (lambda m: setattr(m, "PAPER", Paper(key="other", title="x", claims=())), "exports paper 'other'"),
+])
+def test_a_broken_plugin_is_one_line_exit_2(fake_plugins, capsys, setup, message):
+    setup(fake_plugins(toy="fake_pack:PAPER"))
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        registry.paper("toy")
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message.split(" ")[0] in err[0] and "Traceback" not in err[0]
+
+
+def test_a_plugin_cannot_shadow_a_builtin_paper(monkeypatch):
+    registry._plugins.cache_clear()
+    real = registry.entry_points if hasattr(registry, "entry_points") else None
+    import importlib.metadata as md
+
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [EntryPoint("ws24", "fake_pack:PAPER", group)])
+    try:
+        assert "ws24" not in registry._plugins()
+        assert registry.paper("ws24").title.startswith("Wang & Sato")
+    finally:
+        registry._plugins.cache_clear()
+    assert real is None
+
+
+@pytest.mark.parametrize("key", ["Bad", "", "a:b", "x" * 41, "ws 24"])
+def test_paper_keys_are_checked(key):
+    with pytest.raises(ValueError):
+        Paper(key=key, title="t", claims=())
+
+
+def test_a_claim_of_another_paper_is_refused():
+    with pytest.raises(ValueError, match="does not belong"):
+        Paper(key="toy", title="t", claims=(_claim("other:sum"),))
