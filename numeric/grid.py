@@ -6,7 +6,10 @@ results *in the order of the tasks*, whatever order the workers finish in.  Wher
 
 * ``"local"`` (the default for the heavy claims): a ``distributed.LocalCluster`` started on this
   machine with ``processes=True``, ``n_workers`` workers of one thread each, no dashboard and
-  silenced logs; it is shut down when the grid ends (also on error or Ctrl-C).
+  silenced logs; it is shut down when the grid ends (also on error or Ctrl-C).  Its workers are
+  started by multiprocessing's *spawn*: a script that calls :func:`run_grid` must guard its entry
+  point with ``if __name__ == "__main__":`` (the ``verify`` console script and ``python -m verify``
+  are safe).
 * ``"in-process"``: a plain loop in this process (no Dask; used by tests and for one-off runs).
 * an address ``tcp://HOST:PORT`` (or ``tls://``): an existing cluster's scheduler.  The address is
   validated before any work; a scheduler that cannot be reached within ``connect_timeout_s``
@@ -85,7 +88,8 @@ def run_grid(fn: Callable[[Any], Any], tasks: Sequence[Any], scheduler: str = LO
     Raises:
         ValueError: a bad scheduler string or worker count.
         SchedulerUnreachable: no scheduler answered at the address.
-        Exception: the first exception a task raised (re-raised by ``gather``).
+        Exception: the first exception a task raised (the other tasks are cancelled; Dask's own
+            worker log lines are silenced, so the caller reports it once).
     """
     scheduler = parse_scheduler(scheduler)
     if not 1 <= int(n_workers) <= MAX_LOCAL_WORKERS:
@@ -106,7 +110,10 @@ def run_grid(fn: Callable[[Any], Any], tasks: Sequence[Any], scheduler: str = LO
         t0 = time.perf_counter()
         futures = client.map(fn, tasks, key=[f"{name}-{k}" for k in range(len(tasks))], pure=False)
         done = 0
-        for _ in as_completed(futures):
+        for fut in as_completed(futures):
+            if fut.status == "error":  # stop at the first failure: cancel the rest, re-raise its exception
+                client.cancel(futures)
+                raise fut.exception()
             done += 1
             note(f"{name}: task {done}/{len(tasks)} done ({time.perf_counter() - t0:.1f} s, {scheduler})")
         return list(client.gather(futures))
@@ -131,7 +138,7 @@ class _client:
             logging.getLogger(logger).setLevel(logging.ERROR)
         if self.scheduler == LOCAL:
             self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, silence_logs=logging.ERROR)
+                                        dashboard_address=None, silence_logs=logging.CRITICAL)
             self.client = Client(self.cluster)
         else:
             try:

@@ -278,7 +278,7 @@ AUC_RULE = 0.95
 
 def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = THRESHOLD,
               cache_dir: str | None = None, scheduler: str = "local", jobs: int = 2,
-              progress: Any = None, families: Sequence[str] = FAMILIES, tasks: Sequence[str] = TASKS,
+              progress: Any = None, families: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
               paper_scale: bool = False) -> Any:
     """The numeric layer of pr26:auc: train the grid (Dask), measure, and decide by :data:`AUC_RULE`.
 
@@ -289,6 +289,7 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
         cache_dir: the lab's checkpoint directory (None: no cache).
         scheduler, jobs: where the grid runs (:func:`verify.numeric.grid.run_grid`).
         progress: callback for progress lines.
+        families, tasks: the cells (default: :data:`FAMILIES` x :data:`TASKS`, read at call time).
         paper_scale: True when the grid has the paper's size (the count figure is then compared).
     Returns:
         numeric Evidence: ``consistent`` with outcome ``holds`` (AUC >= AUC_RULE) or ``fails``;
@@ -307,6 +308,8 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
         engines.update({"sklearn": sklearn.__version__, "distributed": distributed.__version__})
     except ImportError:  # pragma: no cover - both are dependencies
         pass
+    families = tuple(FAMILIES if families is None else families)
+    tasks = tuple(TASKS if tasks is None else tasks)
     specs = cell_specs(seeds, lengths, cache_dir, families, tasks)
     t0 = time.perf_counter()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -72,9 +73,10 @@ def parse_cache_dir(text: str) -> str | None:
     """The cache directory of ``--cache_dir``: an absolute path, ``"default"`` (the lab resolves it where
     the grid runs: :func:`verify.numeric.lab.default_cache_dir`) or None for ``none``.
 
+    A given directory is created if missing and probed with a temporary file (removed at once).
+
     Raises:
-        InputError: a path that exists and is not a directory, or whose nearest existing parent is
-            not a writable directory.
+        InputError: a path that exists and is not a directory, or that cannot be created or written.
     """
     t = text.strip()
     if t == NO_CACHE:
@@ -86,11 +88,12 @@ def parse_cache_dir(text: str) -> str | None:
     path = Path(os.path.expanduser(t)).absolute()
     if path.exists() and not path.is_dir():
         raise InputError(f"--cache_dir {str(path)[:80]!r} exists and is not a directory")
-    probe = path
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-        raise InputError(f"--cache_dir: {str(probe)[:80]!r} is not a writable directory")
+    try:  # the one side effect before work: the directory is created and a probe file written and removed
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"--cache_dir {str(path)[:80]!r} is not a writable directory ({exc.strerror or exc})") from None
     return str(path)
 
 

@@ -1,0 +1,189 @@
+"""pr26:auc: the AUC on planted data, the real pipeline on a few cells, fault injection, cache reuse, options."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from verify.numeric import pr26_trained as pt
+from verify.proofs import pr26_trained as claim_mod
+from verify.proofs.model import InputError
+
+#: real cells whose trained heads are clear-cut (2 families x 3 tasks; each cell ~1 s to train here)
+FAMS, TASKS = ("rope", "clamped-absolute"), ("prev", "copy", "attend-first")
+
+
+def _cells(rows):
+    """Synthetic cells from (family, task, seed, L, alpha, accuracy) rows."""
+    out: dict[tuple, dict] = {}
+    for f, t, s, L, a, acc in rows:
+        out.setdefault((f, t), {"family": f, "task": t, "rows": []})["rows"].append(
+            {"seed": s, "L": L, "alpha": a, "accuracy": acc})
+    return list(out.values())
+
+
+def _pairwise_auc(labels, scores):
+    pos = [s for s, y in zip(scores, labels) if y]
+    neg = [s for s, y in zip(scores, labels) if not y]
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def test_auc_planted_example():
+    # 3 generalizing (accuracy >= 0.9), 3 not; one inversion (0.2 generalizing < 0.4 not) and one tie (0.6 = 0.6)
+    rows = [("a", "x", 0, 30, 1.0, 1.0), ("a", "x", 1, 30, 0.6, 0.95), ("a", "x", 2, 30, 0.2, 0.91),
+            ("b", "y", 0, 30, 0.6, 0.5), ("b", "y", 1, 30, 0.4, 0.1), ("b", "y", 2, 30, 0.0, 0.0)]
+    s = pt.summarize(_cells(rows), threshold=0.9)
+    # by hand: pairs (pos, neg) = 9; 1.0 beats all 3; 0.6 beats 2, ties 1 (0.5); 0.2 beats 1 (0.0) -> 6.5 / 9
+    assert s["auc"] == pytest.approx(6.5 / 9, abs=1e-6)
+    assert s["n_measurements"] == 6 and s["n_generalizing"] == 3 and s["n_not_generalizing"] == 3
+    # disagreements at the cut alpha >= 0.9: the two generalizing rows with alpha 0.6 and 0.2
+    assert sorted((d["family"], d["seed"]) for d in s["disagreements"]) == [("a", 1), ("a", 2)]
+    perfect = [("a", "x", k, 30, 1.0, 1.0) for k in range(3)] + [("b", "y", k, 30, 0.1 * k, 0.0) for k in range(3)]
+    assert pt.summarize(_cells(perfect))["auc"] == 1.0
+
+
+def test_auc_matches_pairwise_definition_on_random_data():
+    rnd = random.Random(7)
+    rows = [("f", "t", k, 30, round(rnd.random(), 2), rnd.random()) for k in range(200)]
+    s = pt.summarize(_cells(rows), threshold=0.5)
+    labels = [r[5] >= 0.5 for r in rows]
+    assert s["auc"] == pytest.approx(_pairwise_auc(labels, [r[4] for r in rows]), abs=1e-6)
+
+
+def test_auc_undefined_with_one_class():
+    s = pt.summarize(_cells([("a", "x", 0, 30, 1.0, 1.0), ("a", "x", 1, 30, 0.5, 1.0)]))
+    assert s["auc"] is None
+
+
+def _check(monkeypatch, tmp_path=None, lines=None, **kw):
+    monkeypatch.setattr(pt, "FAMILIES", FAMS)
+    monkeypatch.setattr(pt, "TASKS", TASKS)
+    return pt.check_auc([0, 1], [30, 60], cache_dir=None if tmp_path is None else str(tmp_path),
+                        scheduler="in-process", progress=None if lines is None else lines.append, **kw)
+
+
+@pytest.fixture(scope="module")
+def real_cells():
+    """The real pipeline (training, alpha_L, accuracy) on two families x two tasks, 2 seeds, L = 30, 60."""
+    specs = pt.cell_specs([0, 1], [30, 60], None, families=("rope", "affine"), tasks=("prev", "copy"))
+    return [pt.run_cell(s) for s in specs]
+
+
+def test_real_cells_values(real_cells):
+    by = {(c["family"], c["task"]): c for c in real_cells}
+    # RoPE prev transfers (a relative kernel peaked at offset 1) and the trained model is accurate
+    assert all(r["alpha"] == 1.0 and r["accuracy"] >= 0.95 for r in by[("rope", "prev")]["rows"])
+    # copy: a growing offset; neither the positional part nor the model transfers
+    assert all(r["alpha"] <= 0.2 and r["accuracy"] <= 0.3 for r in by[("rope", "copy")]["rows"])
+    # affine features cannot put an interior argmax: alpha_L = 0 on prev
+    assert all(r["alpha"] == 0.0 for r in by[("affine", "prev")]["rows"])
+    # the finding: the affine head with content still generalizes on prev at L = 30 (content suppresses the
+    # query's own token, the positional slope then picks i - 1): a disagreement with alpha_L
+    assert all(r["accuracy"] >= 0.9 for r in by[("affine", "prev")]["rows"] if r["L"] == 30)
+    s = pt.summarize(real_cells)
+    assert s["n_measurements"] == 4 * 2 * 2
+    assert any(d["family"] == "affine" and d["task"] == "prev" for d in s["disagreements"])
+
+
+def test_real_cells_deterministic(real_cells):
+    again = [pt.run_cell(s) for s in pt.cell_specs([0, 1], [30, 60], None, families=("rope",), tasks=("prev", "copy"))]
+    strip = lambda cs: json.dumps([{k: v for k, v in c.items() if k not in ("train_s", "eval_s")} for c in cs])  # noqa: E731
+    assert strip(again) == strip(real_cells[:2])
+
+
+def test_verdict_holds_on_clean_cells_and_changes_when_alpha_is_scrambled(monkeypatch):
+    """Fault injection: alpha_L replaced by 1 - alpha_L -> the AUC drops and the outcome flips."""
+    ev = _check(monkeypatch)
+    assert ev.status == "consistent" and ev.outcome == "holds", ev.summary
+    assert ev.numbers["auc"] == 1.0 and ev.figures[0].reproduced
+    real = pt.alpha_positional
+    monkeypatch.setattr(pt, "alpha_positional", lambda *a: 1.0 - real(*a))
+    bad = _check(monkeypatch)
+    assert bad.numbers["auc"] < 0.5 and bad.outcome == "fails" and not bad.figures[0].reproduced
+
+
+def test_fault_accuracy_blind_to_the_model_changes_the_verdict(monkeypatch):
+    """Fault injection: the measured accuracy ignores the trained positional part (P zeroed) -> no model
+    generalizes on prev, the AUC becomes undefined or drops, and the verdict leaves 'holds'."""
+    real = pt.accuracy
+
+    def blind(fam, tsk, params, seed, L, n_eval=pt.N_EVAL):
+        return real(fam, tsk, {**params, "P": params["P"] * 0}, seed, L, n_eval)
+
+    monkeypatch.setattr(pt, "accuracy", blind)
+    ev = _check(monkeypatch)
+    assert not (ev.status == "consistent" and ev.outcome == "holds")
+
+
+def test_cache_reused_same_json_and_faster(monkeypatch, tmp_path):
+    monkeypatch.setattr(pt, "STEPS", 60)  # the cache is under test, not the model
+    lines: list[str] = []
+    first = _check(monkeypatch, tmp_path, lines)
+    second = _check(monkeypatch, tmp_path, lines)
+    strip = lambda ev: json.dumps({k: v for k, v in ev.numbers.items() if not k.endswith("seconds")},  # noqa: E731
+                                  sort_keys=True)
+    assert strip(first) == strip(second) and first.summary == second.summary
+    lines = [ln for ln in lines if "cells read from the cache" in ln]
+    assert "0/6 cells read from the cache" in lines[0] and "6/6 cells read from the cache" in lines[1]
+    t1 = float(lines[0].rsplit("training ", 1)[1].split(" s")[0])
+    t2 = float(lines[1].rsplit("training ", 1)[1].split(" s")[0])
+    assert t1 > 0.5 and t2 == 0.0  # a second run trains nothing
+    assert first.numbers["grid_wall_seconds"] > second.numbers["grid_wall_seconds"]
+
+
+def test_corrupt_cache_file_is_retrained_in_the_grid(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(pt, "STEPS", 60)
+    _check(monkeypatch, tmp_path)
+    victim = sorted(tmp_path.glob("*.pt"))[0]
+    victim.write_bytes(victim.read_bytes()[:100])
+    lines: list[str] = []
+    _check(monkeypatch, tmp_path, lines)
+    lines = [ln for ln in lines if "cells read from the cache" in ln]
+    assert "5/6 cells read from the cache, 1 cache file(s) rejected" in lines[0]
+    assert "rejected" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- options and wiring
+
+
+def test_torch_free_constants_match():
+    assert claim_mod.L0 == pt.L0
+    assert (claim_mod.DEFAULT_SEEDS, claim_mod.FULL_SEEDS) == (pt.DEFAULT_SEEDS, pt.FULL_SEEDS)
+    assert (claim_mod.DEFAULT_LENGTHS, claim_mod.FULL_LENGTHS) == (pt.DEFAULT_LENGTHS, pt.FULL_LENGTHS)
+    assert len(pt.FAMILIES) * len(pt.TASKS) * pt.FULL_SEEDS * len(pt.FULL_LENGTHS) == 2625
+
+
+def test_claim_is_heavy_and_registered():
+    from verify.proofs import registry
+
+    c = registry.get("pr26:auc")
+    assert c.heavy and c.params_type is claim_mod.AucParams and c.cost
+    assert "pr26:auc" not in [x.id for x in registry.all_claims() if not x.heavy]
+
+
+@pytest.mark.parametrize("opts", [{"lengths": "20"}, {"lengths": "30,30"}, {"lengths": "1,2,3,4,5,6,7,8,9"},
+                                  {"lengths": "30;rm"}, {"lengths": "2000"}, {"scheduler": "localhost:1"},
+                                  {"scheduler": "tcp://h:70000"}, {"seeds": "-1"}, {"seeds": "65"}, {"jobs": "0"},
+                                  {"threshold": "0"}, {"threshold": "nan"}, {"cache_dir": "/etc/passwd"},
+                                  {"cache_dir": "bad\nname"}, {"cache_dir": "x" * 1001}, {"cache_dir": ""}])
+def test_hostile_options_refused_before_work(opts):
+    from verify.proofs import registry
+
+    with pytest.raises(InputError):
+        registry.get("pr26:auc").parse_params(opts)
+
+
+def test_cache_dir_option(tmp_path):
+    from verify.proofs import registry
+
+    c = registry.get("pr26:auc")
+    target = tmp_path / "a" / "b"
+    p = c.parse_params({"cache_dir": str(target)})
+    assert claim_mod.parse_cache_dir(p.cache_dir) == str(target) and target.is_dir()
+    assert list(target.iterdir()) == []  # the probe file is gone
+    assert claim_mod.parse_cache_dir("none") is None and claim_mod.parse_cache_dir("default") == "default"
+    assert claim_mod.parse_lengths("default", True) == pt.FULL_LENGTHS
+    assert claim_mod.parse_lengths(" 40, 50 ", False) == (40, 50)
