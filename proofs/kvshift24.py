@@ -9,11 +9,15 @@ Appendix B parameters and the repairs) are defined once in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Paper, Claim, InputError, Option
+from verify.proofs.model import Paper, Claim, InputError, Option, Params, param
+from verify.constructions.kvshift_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
+from verify.proofs.kvshift24_api import ALIBI_CHOICES
+from verify.constructions.kvshift import FIXES
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -33,8 +37,15 @@ T2_OPTIONS = (
     Option("L", "largest sequence length of the numeric sweep (>= 3)", 256, kind="int"),
     Option("d", "embedding width of the numeric sweep", 64, kind="int"),
     Option("Lmax", "solver bound: equality proved for every L <= Lmax", 12, kind="int"),
-    Option("alibi", "KVSA's ALiBi bias -m|L - s|: yes (Appendix B's p = m, the default) or no (Eq. 6 as printed); "
-           "IH keeps its own bias (Eq. 7)", "yes", choices=("yes", "no")),
+    Option("alibi", "KVSA's ALiBi bias: yes (-m|L - s|, the slot distance of Eq. 7 / Appendix B's p = m, the default), "
+           "no (Eq. 6 as printed) or before-shift (distance to the shifted key's source position s - 1); IH keeps "
+           "its own bias (Eq. 7)", "yes", choices=ALIBI_CHOICES),
+    Option("sequence", "your own input, e.g. 'A B C A' (3-12 tokens, <= 6 symbols; orthonormal embeddings unless "
+           "--embeddings): IH, KVSA and KVSA - IH exactly; replaces the witness search", "", kind="text", maximum=200),
+    Option("embeddings", "a .npy/.pt file of shape (V, d), one row per distinct symbol of --sequence in order of "
+           "first appearance", "", kind="text", maximum=400),
+    Option("rope", "RoPE: none (Theorem 2), before-shift (raw keys rotated, then shifted) or after-shift (the shifted "
+           "keys rotated, as Appendix F's code does)", "none", choices=ROPE_PLACEMENTS),
 )
 
 
@@ -49,6 +60,16 @@ def _t2_validate(p: Mapping[str, Any]) -> None:
         raise InputError(f"--d must be >= 1, got {p['d']}")
     if not 3 <= p["Lmax"] <= 24:
         raise InputError(f"--Lmax must be in 3..24 (one z3 obligation per L), got {p['Lmax']}")
+    if p.get("embeddings") and not p.get("sequence"):
+        raise InputError("--embeddings needs --sequence (the file has one row per distinct symbol of the sequence)")
+    if p.get("sequence"):
+        from verify.proofs.kvshift24_api import read_input
+
+        _, X = read_input(p["sequence"], p.get("embeddings", ""))
+        if X is not None and p.get("rope", "none") != "none" and len(X[0]) % 2:
+            raise InputError("--rope needs an even embedding width (RoPE rotates coordinate pairs)")
+    if p.get("rope", "none") != "none" and p["d"] % 2:
+        raise InputError(f"--rope needs an even --d (RoPE rotates coordinate pairs), got {p['d']}")
     need = input_bytes(BATCH, p["L"], p["d"])
     if need > MAX_BYTES:
         raise InputError(f"--L {p['L']} --d {p['d']} needs about {need / 2**30:.1f} GiB for the numeric batch "
@@ -56,7 +77,10 @@ def _t2_validate(p: Mapping[str, Any]) -> None:
 
 
 def _t2_fix(p: Mapping[str, Any]) -> str | None:
-    tail = "" if p.get("alibi", "yes") == "yes" else " (KVSA without its ALiBi bias, Eq. 6 as printed)"
+    tail = {"yes": "", "no": " (KVSA without its ALiBi bias, Eq. 6 as printed)",
+            "before-shift": " (ALiBi distance to the shifted key's source position)"}[p.get("alibi", "yes")]
+    if p.get("rope", "none") != "none":
+        tail += f" (with RoPE {p['rope']})"
     if p.get("fix") == "mask":
         return "mask the boundary terms s = 1 and s = L out of KVSA's softmax (b1 = 1/sigma kept)" + tail
     if p.get("fix") == "mask+scale":
@@ -67,10 +91,32 @@ def _t2_fix(p: Mapping[str, Any]) -> str | None:
 def _var(p: Mapping[str, Any]):
     from verify.constructions.kvshift import variant
 
-    return variant(p["fix"], alibi=p.get("alibi", "yes") == "yes")
+    return variant(p["fix"], alibi=p.get("alibi", "yes") != "no")
+
+
+def _user_path(p: Mapping[str, Any]) -> bool:
+    """The run is about the user's input or a PE placement, not the default witness search."""
+    return bool(p.get("sequence")) or p.get("rope", "none") != "none" or p.get("alibi", "yes") == "before-shift"
+
+
+def _pe(p: Mapping[str, Any]):
+    from verify.proofs.kvshift24_api import pe_for
+
+    return pe_for(p.get("rope", "none"), p.get("alibi", "yes"))
+
+
+def _input(p: Mapping[str, Any]):
+    from verify.proofs.kvshift24_api import read_input
+
+    return read_input(p["sequence"], p.get("embeddings", "")) if p.get("sequence") else (None, None)
 
 
 def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    if _user_path(p):
+        from verify.symbolic import kvshift_pe as sym_pe
+
+        x, X = _input(p)
+        return sym_pe.check_theorem2_input(x, _var(p), p["m"], p["sigma"], _pe(p), X)
     from verify.symbolic import kvshift as sym
 
     return sym.check_theorem2(_var(p), p["m"], p["sigma"])
@@ -79,17 +125,70 @@ def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
 def _t2_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.solver import kvshift as sol
 
+    if _user_path(p):
+        if p.get("rope", "none") != "none" or p.get("alibi") == "before-shift" or p.get("embeddings"):
+            return Evidence(layer="solver", status="skipped",
+                            summary=("the solver encoding has no RoPE rotation, no source-position ALiBi distance and "
+                                     "no embedding file; the symbolic (exact) and numeric layers check this input"))
+        x, _ = _input(p)
+        return sol.check_sequence(x, _var(p), p["m"], p["sigma"], p["Lmax"], ctx.timeout_ms)
     return sol.check_theorem2(_var(p), p["m"], p["sigma"], p["Lmax"], ctx.timeout_ms)
 
 
 def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    if _user_path(p):
+        from verify.numeric import kvshift_pe as num_pe
+
+        x, X = _input(p)
+        if x is not None:
+            rows = X if X is not None else _plane_rows(x)
+            return num_pe.check_theorem2_pe(_var(p), _pe(p), p["sigma"], p["m"], len(x), 0, ctx.seed,
+                                            X=num_pe.rows_tensor(rows))
+        return num_pe.check_theorem2_pe(_var(p), _pe(p), p["sigma"], p["m"], p["L"], p["d"], ctx.seed, B=BATCH)
     from verify.numeric import kvshift as num
 
     return num.check_theorem2(_var(p), p["m"], p["sigma"], p["L"], p["d"], ctx.seed, full=ctx.full, B=BATCH)
 
 
+def _plane_rows(x: Sequence[str]) -> list[list[int]]:
+    """Orthonormal symbol embeddings, symbol j (order of first appearance) = e_{2j} in width 2V (one symbol
+    per RoPE plane, so RoPE keeps distinct symbols orthogonal); the exact layer uses the same embedding."""
+    from verify.constructions.kvshift_pe import symbols_in_order
+
+    order = symbols_in_order(x)
+    return [[int(i == 2 * order.index(t)) for i in range(2 * len(order))] for t in x]
+
+
+def _t2_user_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
+    out = []
+    sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
+    if sym is not None and sym.numbers.get("sequence"):
+        r = sym.numbers["sequence"]
+        out.append(f"Your input ({r['input_class']}), exact: {r['text']}.")
+    ran = [e.layer for e in evs if e.status not in ("skipped",)]
+    if p.get("sequence"):
+        out.append(f"Layers run on the given input: {', '.join(ran) or 'none'} (symbolic: exact sympy; solver: a "
+                   f"certified rational gap; numeric: float64 on the same embeddings).")
+    if p.get("rope", "none") != "none" or p.get("alibi") == "before-shift":
+        w = sym.witness if sym is not None and isinstance(sym.witness, dict) else {}
+        num = next((e for e in evs if e.layer == "numeric" and "max_rel_abs_difference" in e.numbers), None)
+        out.append(f"Distance from IH with RoPE {p.get('rope', 'none')} and ALiBi {p.get('alibi', 'yes')}: exact "
+                   + (f"{w.get('max_abs_difference', 0):.4g} on ({', '.join(w.get('input', []))})" if w else "0 on every "
+                      "token input up to L = 5")
+                   + (f", largest {w['largest_over_search']:.4g} over the searched inputs" if "largest_over_search" in w
+                      else "")
+                   + (f"; float64 relative {num.numbers['max_rel_abs_difference']:.4g}" if num else "") + ".")
+        if p.get("alibi") == "before-shift":
+            out.append("ALiBi measured to the shifted key's source position s - 1 adds the same -m to every slot's "
+                       "logit, which the softmax cancels: it is the same construction as the slot distance.")
+    return out
+
+
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     from verify.constructions.kvshift import kvsa_table_facts, mechanism_sentence
+
+    if _user_path(p):
+        return [mechanism_sentence(_var(p))] + _t2_user_explain(p, evs)
 
     facts = kvsa_table_facts(_var(p))  # what the evaluated table contains, not the variant's flags
     out = [mechanism_sentence(_var(p))]
@@ -382,7 +481,150 @@ THEOREM1 = Claim(
     cost="symbolic ~2 s; numeric ~2 s per variant (p in 1..12, L in 8, 64, 256, d = 64; +L = 1024 with full)",
 )
 
-CLAIMS: list[Claim] = [THEOREM2, THEOREM1, THEOREM3]
+# ------------------------------------------------------------------ decode consistency
+
+
+@dataclass(frozen=True)
+class DecodeParams(Params):
+    """Options of kvshift24:decode (the decode policy is the variant; the construction is Theorem 2's layer)."""
+
+    cache: str = param("raw-key", "shift state between calls: raw-key (correct), mixed-key (Appendix F's inference "
+                       "code keeps the shifted key and value after the prefill call), unwritten-first (the first "
+                       "one-token call does not write it)", choices=CACHE_POLICIES, variant=True)
+    offset: str = param("correct", "RoPE position of a decoded token: correct (its absolute position) or zero (a "
+                        "call with seqlen_offset = 0, as Appendix F's forward passes)", choices=ROPE_OFFSETS,
+                        variant=True)
+    distance: str = param("correct", "ALiBi query position during decoding: correct (t) or off-by-one (t - 1, the "
+                          "cache length before the append)", choices=ALIBI_DISTANCES, variant=True)
+    fix: str = param("none", "the layer: Theorem 2's as written (none) or a repair (mask, mask+scale)",
+                     choices=FIXES)
+    rope: str = param("after-shift", "RoPE placement (Appendix F's code: after-shift)", choices=ROPE_PLACEMENTS)
+    m: Fraction = param(Fraction(1, 2), "ALiBi slope m (rational, >= 0; 0 turns ALiBi off)", kind="rational",
+                        minimum=Fraction(0), maximum=Fraction(64))
+    sigma: Fraction = param(Fraction(2), "score scale sigma (rational, > 0)", kind="rational", maximum=Fraction(10**4))
+    sequence: str = param("A B C B", "the input shown exactly (3-12 tokens, <= 6 symbols)", kind="text", maximum=200)
+    prefill: int = param(2, "tokens in the first call (then one per call); 1 <= prefill < tokens", kind="int",
+                         minimum=1, maximum=11)
+    embeddings: str = param("", "a .npy/.pt file of shape (V, d) for --sequence (else orthonormal symbols)",
+                            kind="text", maximum=400)
+    Lmax: int = param(8, "symbolic bound: slot lists compared for every L <= Lmax and every prefill", kind="int",
+                      minimum=3, maximum=12)
+    L: int = param(64, "numeric length (random N(0, I/d) inputs, prefill L/2 when --prefill >= L)", kind="int",
+                   minimum=4, maximum=4096)
+    d: int = param(32, "numeric width (even when RoPE is on)", kind="int", minimum=2, maximum=1024)
+
+
+def _dec_validate(p: Mapping[str, Any]) -> None:
+    from verify.proofs.kvshift24_api import read_input
+
+    if p["sigma"] <= 0:
+        raise InputError(f"--sigma must be > 0 (it divides the scores), got {p['sigma']}")
+    x, X = read_input(p["sequence"], p["embeddings"])
+    if p["prefill"] >= len(x):
+        raise InputError(f"--prefill must be below the number of tokens ({len(x)}), got {p['prefill']}")
+    if p["rope"] != "none" and (p["d"] % 2 or (X is not None and len(X[0]) % 2)):
+        raise InputError("--rope needs an even width (RoPE rotates coordinate pairs); set --rope none or an even --d")
+    if 8 * 8 * p["L"] * p["L"] > MAX_BYTES:
+        raise InputError(f"--L {p['L']} needs too much memory for the score matrix; lower --L")
+
+
+def _dec_parts(p: Mapping[str, Any]):
+    from verify.constructions.kvshift import variant
+    from verify.constructions.kvshift_pe import PE, Decode
+
+    return (variant(p["fix"]), PE(rope=p["rope"], alibi=p["m"] != 0),
+            Decode(p["prefill"], p["cache"], p["offset"], p["distance"]))
+
+
+def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.proofs.kvshift24_api import read_input
+    from verify.symbolic import kvshift_pe as sym_pe
+
+    var, pe, dec = _dec_parts(p)
+    x, X = read_input(p["sequence"], p["embeddings"])
+    return sym_pe.check_decode(x, var, p["m"], p["sigma"], pe, dec, p["Lmax"], X)
+
+
+def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import kvshift_pe as num_pe
+    from verify.constructions.kvshift_pe import Decode
+
+    var, pe, dec = _dec_parts(p)
+    L = 1024 if ctx.full else p["L"]
+    k = dec.prefill if dec.prefill < L else L // 2
+    return num_pe.check_decode(var, pe, Decode(k, dec.cache, dec.rope_offset, dec.alibi_distance), p["sigma"],
+                               p["m"], L, p["d"], ctx.seed, B=2)
+
+
+def _dec_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
+    out = []
+    sym = next((e for e in evs if e.layer == "symbolic" and e.numbers.get("sequence")), None)
+    if sym is not None:
+        r = sym.numbers["sequence"]
+        last = r["last"]
+        if last is not None:
+            out.append(f"On ({', '.join(r['x'])}), prefill {r['prefill']}, last step t = {last['t']}: full pass "
+                       f"{last.get('full', '(vector)')}, incremental decoding {last.get('decoded', '(vector)')}"
+                       + (f"; the full pass {'equals' if r['full_equals_ih'] else 'differs from'} IH = {r['IH']} "
+                          f"exactly" if r["full_equals_ih"] is not None else "") + ".")
+        st = sym.numbers["structure"]
+        if st["first"]:
+            f = st["first"]
+            out.append(f"Where the cache departs (first at L = {f['L']}, prefill {f['prefill']}, t = {f['t']}): "
+                       f"{f['slots']}.")
+    num = next((e for e in evs if e.layer == "numeric" and "reduced_precision" in e.numbers), None)
+    if num is not None:
+        n = num.numbers
+        out.append("Rounding against a bug (relative max deviation from the float64 full pass, L = "
+                   f"{n['L']}, d = {n['d']}): float64 {n['float64_deviation']:.2g} (correct cache "
+                   f"{n['float64_correct_cache']:.2g}); " + "; ".join(
+                       f"{k}: correct cache {v['correct_cache']:.2g}, this policy {v['this_policy']:.2g}, tolerance "
+                       f"{v['tolerance']:.2g} (" + ("correct cache within it" if v["correct_within_tolerance"] else
+                                   "correct cache NOT within it") + (", this policy beyond it" if v["policy_beyond_tolerance"]
+                                                                      else "") + ")"
+                       for k, v in n["reduced_precision"].items()) + ".")
+    if p["distance"] == "off-by-one" and p["fix"] != "none":
+        out.append("An off-by-one ALiBi query position shifts every slot's distance by the same amount except the "
+                   "s = t slot's; with that slot masked the softmax cancels the shift.")
+    return out
+
+
+DECODE = Claim(
+    id="kvshift24:decode",
+    title="incremental (KV-cache) decoding of KV-shift attention equals the full forward pass",
+    source=("arXiv 2411.19574 v2, Sec. 2.2 Eqs. 4-6 (the layer), Appendix B (parameters), Appendix F (reference code "
+            "for training and inference)"),
+    statement=("Decoding one token at a time after a prefill call, with the stated shift-state policy, RoPE position and "
+               "ALiBi distance, gives at every decoded position the output of the full forward pass of the same layer."),
+    options=(),
+    params_type=DecodeParams,
+    checks={"symbolic": _dec_symbolic, "numeric": _dec_numeric},
+    variants=({"cache": "raw-key"}, {"cache": "mixed-key"}, {"cache": "unwritten-first"}, {"offset": "zero"},
+              {"distance": "off-by-one"}),
+    expected={"raw-key,correct,correct": "HOLDS", "mixed-key,correct,correct": "FAILS",
+              "unwritten-first,correct,correct": "FAILS", "raw-key,zero,correct": "FAILS",
+              "raw-key,correct,off-by-one": "FAILS"},
+    validate=_dec_validate,
+    caveats=("Appendix F gives the shift as a width-2 causal convolution of k and v with weights (K, 1 - K), RoPE applied "
+             "to q and the convolved k with seqlen_offset = 0, and an inference branch that keeps last_k = k[:, -1:] "
+             "after the convolution on the first call and the raw k on later calls (likewise v); mixed-key is that "
+             "branch. The paper prints no cache for the rotated keys; we cache the shifted, rotated keys and shifted "
+             "values (a standard KV cache). Offsets: zero rotates a decoded token at position 0; off-by-one measures "
+             "the ALiBi distance from t - 1. Appendix B's parameters a1 = 0, a2 = 1, b2 = 0 are used, so the value "
+             "state shows only through b2 (0 here): the mixed-key failure is the key's.",
+             "Symbolic: the decode procedure and the full pass are built as slot lists (keys and values as linear "
+             "combinations of the inputs, rotations relative to the query, ALiBi distances relative to the smallest); "
+             "equal lists give equal outputs for every input and any positive function in place of exp, checked for "
+             "every L <= --Lmax and every prefill; a difference is shown on the given input or a token input of the "
+             "first differing shape, exactly (sympy, sign at 60 digits). Symbols are orthonormal, one per RoPE plane "
+             "(frequency 10000^(-j/V)). Numeric: a separate tensor implementation (prefill call, then a loop of "
+             "one-token calls against a growing cache), float64 with random N(0, I/d) inputs, plus float16/bfloat16 "
+             "for the rounding floor; agreement is 'consistent', never 'proved'. No solver layer yet."),
+    explain=_dec_explain,
+    cost="symbolic < 1 s; numeric ~1-2 s at L = 64, d = 32 (L = 1024 with --full)",
+)
+
+CLAIMS: list[Claim] = [THEOREM2, THEOREM1, THEOREM3, DECODE]
 
 
 from verify.proofs.kvshift24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)

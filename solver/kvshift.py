@@ -412,3 +412,35 @@ def _record(w: dict, m: Fraction, sigma: Fraction) -> dict[str, Any]:
     if scale_only(w["KVSA"], w["IH"], sigma, 1e-6) and Fraction(sigma) != 1:
         out["value_scale"] = f"KVSA = IH / sigma: the value scale b1 = 1/sigma = {1 / Fraction(sigma)}"
     return out
+
+
+def check_sequence(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12,
+                   timeout_ms: int = 20_000) -> Evidence:
+    """Theorem 2 on the user's token sequence (orthonormal symbols): the given input replaces the witness search.
+
+    When the rigorous Fraction enclosures of KVSA and IH on ``x`` are apart, the gap is certified as for
+    the tool's own witness (z3 UNSAT of 'every token coefficient within delta', non-empty enclosure boxes,
+    Fraction re-check) and the layer is ``refuted`` by the given input.  When they are not apart, the
+    default check runs (the bounded equality proof and its own witness search) and says so.
+
+    Args:
+        x: the symbol sequence (L >= 3).
+        var, m, sigma, Lmax, timeout_ms: as :func:`check_theorem2`.
+    """
+    gap, tok, kv, ih = _gap(tuple(x), var, m, sigma)
+    if gap > 0:
+        rec, r, why = _certify(tuple(x), var, m, sigma, gap, tok, kv, ih, timeout_ms)
+        if rec is not None:
+            text, _ = witness_text(rec["x"], rec["KVSA"], rec["IH"], var, m, sigma)
+            numbers: dict[str, Any] = {"given_input": list(x), "m": str(m), "sigma": str(sigma)}
+            numbers.update(solver_summary([r]))
+            return Evidence(layer="solver", status="refuted", engines=engine_versions("z3", "cvc5"),
+                            witness=_record(rec, m, sigma), certificate={"witness": [r.summary()]}, numbers=numbers,
+                            bound="the given input",
+                            summary=(f"given input: {text}; |KVSA - IH| >= {rec['delta']} on {rec['token']} (z3 UNSAT of "
+                                     f"'within {rec['delta']}', re-checked in Fractions)"),
+                            details=["the given input replaced the witness search in this layer"])
+    ev = check_theorem2(var, m, sigma, Lmax, timeout_ms)
+    ev.details.insert(0, f"the given input ({', '.join(x)}) is not separated by the rational enclosures "
+                         f"(gap {float(gap):.3g}); the layer ran its default check")
+    return ev
