@@ -401,9 +401,9 @@ def test_theorem2_regime_by_input_class():
     assert v["error_as_variant"] == pytest.approx(v["value_scale_error"], rel=1e-9) and v["value_scale_error"] > 1
 
 
-def test_all_three_registered():
+def test_all_registered():
     ids = [c.id for c in registry.paper_claims("kvshift24")]
-    assert ids == ["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3"]
+    assert ids == ["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3", "kvshift24:decode"]
 
 
 def test_value_taken_from_the_wrong_position_is_not_proved(monkeypatch):
