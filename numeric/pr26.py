@@ -44,7 +44,7 @@ import torch
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
-from verify.numeric.pr26_sizes import memory_bytes  # noqa: F401  (torch-free; re-exported)
+from verify.numeric.pr26_sizes import SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
 #: fixed before any score was computed; :func:`verify.numeric.pr26_figures.lr_selection_table`)
@@ -72,7 +72,6 @@ misses both Prop. 2 scale figures) and the new-key winner share (28.9%, 95% inte
 [27.9%, 29.9%], against 30%).  The previous default 0.05 reproduced 4 of 7.
 """
 INIT_STD = 0.02
-SELECTIONS = ("ce", "min-norm")
 #: min-norm: a dual value above this certifies ||theta*||^2 / 2 > DUAL_BOUND (weak duality), i.e. no
 #: parameter of norm <= sqrt(2 DUAL_BOUND) reaches margin 1 (the margin-1 system is treated as infeasible)
 DUAL_BOUND = 1e8

@@ -26,6 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from verify.numeric.pr26_sizes import SELECTIONS
 from verify.proofs.model import InputError
 
 #: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
@@ -311,8 +312,8 @@ def _validate_fit(seed: int, lr: float | None, steps: int, weight_decay: float, 
     if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)
             and 0 <= weight_decay <= C.MAX_WEIGHT_DECAY):
         raise InputError(f"--weight-decay must be a number in [0, {C.MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
-    if selection not in ("ce", "min-norm"):
-        raise InputError(f"--selection must be ce or min-norm, got {clip(selection)}")
+    if selection not in SELECTIONS:
+        raise InputError(f"--selection must be {' or '.join(SELECTIONS)}, got {clip(selection)}")
 
 
 def _validate_thresholds(min_margin: float, min_mass: float) -> None:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Paper, Claim, InputError, Option, Params, param
+from verify.numeric.pr26_sizes import SELECTIONS
+from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 SOURCE = "pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)"
 RECONSTRUCTED = ("The exact feature maps are reconstructed from a summary of the paper (its full text was not reachable, "
@@ -30,25 +31,36 @@ FIT = ("Fit protocol: the summary gives 400 Adam steps and weight decay 1e-4 but
 DEFAULT_LR, DEFAULT_STEPS, DEFAULT_WD = 0.07, 400, 1e-4
 
 
-def _fit_opts(selection: bool) -> tuple:
-    """--lr, --steps, --weight-decay (and --selection where the statement allows any selection rule)."""
-    out = (Option("lr", "learning rate of the cross-entropy fit (default: the joint rule's choice)", DEFAULT_LR,
-                  kind="float", minimum=1e-6, maximum=10.0),
-           Option("steps", "Adam steps of the cross-entropy fit", DEFAULT_STEPS, kind="int", minimum=1, maximum=20_000),
-           Option("weight-decay", "L2 weight decay of the cross-entropy fit", DEFAULT_WD, kind="float", minimum=0.0,
-                  maximum=1.0))
-    if selection:
-        out += (Option("selection", "selection rule at L0: ce (cross-entropy, Adam) or min-norm (minimum ||W||_F with "
-                       "margin >= 1 on every L0 row)", "ce", choices=("ce", "min-norm")),)
-    return out
+# one factory per fit option (a dataclass field object cannot be shared between two classes); the four
+# claims that fit a head list them last, in this order, after their own options
+def _lr() -> Any:
+    return param(DEFAULT_LR, "learning rate of the cross-entropy fit (default: the joint rule's choice)", kind="float",
+                 minimum=1e-6, maximum=10.0)
 
 
-def _fit_kw(p: Mapping[str, Any]) -> dict:
+def _steps() -> Any:
+    return param(DEFAULT_STEPS, "Adam steps of the cross-entropy fit", kind="int", minimum=1, maximum=20_000)
+
+
+def _weight_decay() -> Any:
+    return param(DEFAULT_WD, "L2 weight decay of the cross-entropy fit", kind="float", minimum=0.0, maximum=1.0,
+                 name="weight-decay")
+
+
+def _selection() -> Any:
+    """--selection, for statements that allow any selection rule (choices: the engine's SELECTIONS)."""
+    return param("ce", "selection rule at L0: ce (cross-entropy, Adam) or min-norm (minimum ||W||_F with margin >= 1 "
+                 "on every L0 row)", choices=SELECTIONS)
+
+
+def _fit_kw(p: Mapping[str, Any]) -> dict[str, Any]:
     """The fit settings of a claim's parameters, as keyword arguments of verify.numeric.pr26.fit."""
     kw = {"lr": p["lr"], "steps": p["steps"], "weight_decay": p["weight-decay"]}
     if "selection" in p:
         kw["selection"] = p["selection"]
     return kw
+
+
 TRIG = ("Trigonometric features (sinusoidal, RoPE) enter z3 as rationals rounded to the nearest multiple of 2^-40 "
         "(mpmath, 50 digits); a solver answer is exact for the rounded map, and SAT witnesses are also re-checked on "
         "the true features in float64. Integer and one-hot features are exact.")
@@ -128,10 +140,16 @@ PROP1 = Claim(
 
 # ------------------------------------------------------------------ theorem2
 
-T2_OPTS = (
-    Option("K", "the skip-K task checked alongside prev", 3, kind="int", minimum=1, maximum=7),
-    Option("L0", "training length of the numeric layer", 20, kind="int", minimum=4, maximum=256),
-) + _fit_opts(selection=True)
+@dataclass(frozen=True)
+class Theorem2Params(Params):
+    """Options of pr26:theorem2: the skip-K task, the numeric training length, the fit settings."""
+
+    K: int = param(3, "the skip-K task checked alongside prev", kind="int", minimum=1, maximum=7)
+    L0: int = param(20, "training length of the numeric layer", kind="int", minimum=4, maximum=256)
+    lr: float = _lr()
+    steps: int = _steps()
+    weight_decay: float = _weight_decay()
+    selection: str = _selection()
 
 
 def _t2_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -205,7 +223,8 @@ THEOREM2 = Claim(
                "peaked at k, while copy (offset ceil(L/2)) and reverse (offset varying within a length) fail on a "
                "non-vanishing fraction of rows; without condition (ii) a free relative kernel can realize copy at two "
                "given lengths."),
-    options=T2_OPTS,
+    options=(),
+    params_type=Theorem2Params,
     checks={"symbolic": _t2_sym, "solver": _t2_sol, "numeric": _t2_num},
     expected={"": "HOLDS"},
     caveats=(RECONSTRUCTED, TRIG, FIT, "Solver layer: bounded (L0, L) pairs with L >= 2 L0; condition (ii) "
@@ -274,13 +293,19 @@ CLAIMS = [PROP1, THEOREM2, THEOREM1]
 
 # prop2
 
-PROP2_OPTS = (
-    Option("trials", "Monte-Carlo trials at L = 30 (a longer L gets trials x 30 / L; fresh untrained features each)", 8000, kind="int",
-           minimum=200, maximum=400_000),
-    Option("fits", "fitted heads (fit seeds seed..seed+fits-1) the trials are spread over", 5, kind="int",
-           minimum=1, maximum=50),
-    Option("L", "the second length (the first is the published L = 30)", 60, kind="int", minimum=23, maximum=1024),
-) + _fit_opts(selection=True)
+@dataclass(frozen=True)
+class Prop2Params(Params):
+    """Options of pr26:prop2: the Monte-Carlo size, the second length, the fit settings."""
+
+    trials: int = param(8000, "Monte-Carlo trials at L = 30 (a longer L gets trials x 30 / L; fresh untrained features "
+                        "each)", kind="int", minimum=200, maximum=400_000)
+    fits: int = param(5, "fitted heads (fit seeds seed..seed+fits-1) the trials are spread over", kind="int", minimum=1,
+                      maximum=50)
+    L: int = param(60, "the second length (the first is the published L = 30)", kind="int", minimum=23, maximum=1024)
+    lr: float = _lr()
+    steps: int = _steps()
+    weight_decay: float = _weight_decay()
+    selection: str = _selection()
 
 
 def _p2_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -346,7 +371,8 @@ PROP2 = Claim(
     statement=("For a selection rule that depends only on trained rows, when the winner is a new key it hits the target "
                "with probability 1/(k-1); Monte Carlo at L = 30: conditional hit rate 0.115 against 1/(k-1) = 0.111, "
                "unconditional 0.034, winner among new keys 30% of the time."),
-    options=PROP2_OPTS,
+    options=(),
+    params_type=Prop2Params,
     checks={"numeric": _p2_num},
     expected={"": "HOLDS"},
     validate=_p2_validate,
@@ -364,12 +390,17 @@ PROP2 = Claim(
 
 # prop3
 
-PROP3_OPTS = (
-    Option("L", "length of the copy check with the kernel sin(delta theta_min) (paper: 17665)", 17665, kind="int",
-           minimum=21, maximum=40_000),
-    Option("chunk", "rows per chunk of the numeric evaluation (memory ~ chunk x L x 8 bytes x a few)", 512,
-           kind="int", minimum=16, maximum=4096),
-) + _fit_opts(selection=False)
+@dataclass(frozen=True)
+class Prop3Params(Params):
+    """Options of pr26:prop3: the copy length, the evaluation chunk, the fit settings (cross-entropy only)."""
+
+    L: int = param(17665, "length of the copy check with the kernel sin(delta theta_min) (paper: 17665)", kind="int",
+                   minimum=21, maximum=40_000)
+    chunk: int = param(512, "rows per chunk of the numeric evaluation (memory ~ chunk x L x 8 bytes x a few)",
+                       kind="int", minimum=16, maximum=4096)
+    lr: float = _lr()
+    steps: int = _steps()
+    weight_decay: float = _weight_decay()
 
 
 def _p3_validate(p: Mapping[str, Any]) -> None:
@@ -416,7 +447,8 @@ PROP3 = Claim(
     statement=("A kernel realizing any fixed offset exists at all lengths, yet the L0-fit does not select it: prev under "
                "sinusoidal has alpha_60 = 0.45; with theta_min = 10000^(-15/16), delta -> sin(delta theta_min) increases "
                "up to delta = 8833, and at L = 17665 (copy offset ceil(L/2) = 8833) that kernel has alpha_L = 1."),
-    options=PROP3_OPTS,
+    options=(),
+    params_type=Prop3Params,
     checks={"symbolic": _p3_sym, "numeric": _p3_num},
     expected={"": "HOLDS"},
     validate=_p3_validate,
@@ -435,9 +467,14 @@ PROP3 = Claim(
 
 # prop4
 
-PROP4_OPTS = (
-    Option("K", "the skip-K task of the relative row", 3, kind="int", minimum=1, maximum=7),
-) + _fit_opts(selection=False)
+@dataclass(frozen=True)
+class Prop4Params(Params):
+    """Options of pr26:prop4: the skip-K task of the relative row, the fit settings (cross-entropy only)."""
+
+    K: int = param(3, "the skip-K task of the relative row", kind="int", minimum=1, maximum=7)
+    lr: float = _lr()
+    steps: int = _steps()
+    weight_decay: float = _weight_decay()
 
 
 def _p4_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -481,7 +518,8 @@ PROP4 = Claim(
     statement=("Relative families: alpha_L = 1 for prev and skip-k. Clamped learned absolute: attend-first 1.00, prev "
                "0.00 (an exact tie, margin 0). Relative on attend-first: 0.00. RoPE on attend-first decays: 0.80 at "
                "L = 30, 0.40 at 40, 0.20 at 60, lower at 128, 256 and 512."),
-    options=PROP4_OPTS,
+    options=(),
+    params_type=Prop4Params,
     checks={"symbolic": _p4_sym, "numeric": _p4_num},
     expected={"": "HOLDS"},
     caveats=(RECONSTRUCTED, FIT, "L0 = 20; 'relative on attend-first' is checked with the free relative family (RoPE on "

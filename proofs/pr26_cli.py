@@ -44,6 +44,7 @@ import math
 
 import click
 
+from verify.numeric.pr26_sizes import SELECTIONS
 from verify.proofs.model import InputError
 
 MAX_BYTES = 4 * 2**30
@@ -123,7 +124,7 @@ def _pe_options(fn):
 @click.option("--steps", type=int, default=400, show_default=True, help="Adam steps of the ce fit")
 @click.option("--weight-decay", "weight_decay", type=float, default=1e-4, show_default=True,
               help="L2 weight decay of the ce fit")
-@click.option("--selection", type=click.Choice(["ce", "min-norm"]), default="ce", show_default=True,
+@click.option("--selection", type=click.Choice(list(SELECTIONS)), default="ce", show_default=True,
               help="ce: regularised cross-entropy (Adam); min-norm: minimum ||W||_F with margin >= 1 on every L0 row")
 @click.option("--min-margin", "min_margin", type=float, default=None,
               help="flag the head weak when its smallest new-row margin is below this (logit units) [default: 0.01]")

@@ -203,6 +203,15 @@ def test_claim_fit_defaults_match_engine():
     assert (claims.DEFAULT_LR, claims.DEFAULT_STEPS, claims.DEFAULT_WD) == (num.LR, num.STEPS, num.WEIGHT_DECAY)
     p = registry.get("pr26:prop2").parse_params({"lr": "0.1", "selection": "min-norm"})
     assert claims._fit_kw(p) == {"lr": 0.1, "steps": 400, "weight_decay": 1e-4, "selection": "min-norm"}
+    # the typed parameters keep the flags, their order and the engine's selection rules
+    fit = ["lr", "steps", "weight-decay"]
+    order = {"theorem2": ["K", "L0", *fit, "selection"], "prop2": ["trials", "fits", "L", *fit, "selection"],
+             "prop3": ["L", "chunk", *fit], "prop4": ["K", *fit]}
+    for name, flags in order.items():
+        claim = registry.get(f"pr26:{name}")
+        assert claim.params_type is not None and [o.name for o in claim.options] == flags
+        if "selection" in flags:
+            assert claim.option("selection").choices == num.SELECTIONS
 
 
 # =============================================================================== exact ties (every decision point)
