@@ -26,13 +26,24 @@ import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import click
 
 from verify import __version__
 from verify.evidence import LAYERS, Context
 from verify.proofs import registry
+from verify.proofs.inputs import (
+    atomic_write_text,
+    check_cache_dir,
+    check_distinct_outputs,
+    check_duplicate_flags,
+    check_seed,
+    check_timeout,
+    clip,
+    probe_output_dir,
+    probe_output_file,
+)
 from verify.proofs.model import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
@@ -42,20 +53,11 @@ from verify.proofs.model import (
     Claim,
     ClaimResult,
     InputError,
+    Option,
     figures_tally,
     finish_claim,
     run_claim,
     run_layer,
-)
-from verify.proofs.inputs import (
-    atomic_write_text,
-    check_distinct_outputs,
-    check_duplicate_flags,
-    check_seed,
-    check_timeout,
-    clip,
-    probe_output_dir,
-    probe_output_file,
 )
 from verify.proofs.render import result_text, table_text, to_json
 
@@ -94,6 +96,9 @@ def _common(f: Callable) -> Callable:
                      help="write one JSON certificate per certified UNSAT obligation here "
                           "(re-check them with 'verify recheck DIR')"),
         click.option("--full", is_flag=True, help="paper-scale numeric work (and, for all/audit, the heavy claims)"),
+        click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+                     help="checkpoint cache of the trained-model claims (default $XDG_CACHE_HOME/verify/lab, "
+                          "else ~/.cache/verify/lab); a corrupt or foreign file in it is retrained, never trusted"),
     ]
     for o in reversed(opts):
         f = o(f)
@@ -124,8 +129,11 @@ class _Progress:
             click.echo(f"verify: {message}", err=True)
 
 
-def _context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False) -> Context:
-    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress)
+def _context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False,
+             cache_dir: str | None = None) -> Context:
+    """The run's settings, built once from the command line (options checked before any work)."""
+    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress,
+                   cache_dir=check_cache_dir(cache_dir))
 
 
 def _write_certificates(results: Sequence[ClaimResult], directory: str | None, prog: "_Progress") -> None:
@@ -222,6 +230,14 @@ class ClaimGroup(click.Group):
         return name, cmd, rest
 
 
+def _option(claim: Claim, name: str) -> Option:
+    """The claim's option ``name`` (resolution already checked that the claim takes it)."""
+    opt = claim.option(name)
+    if opt is None:
+        raise InputError(f"{claim.id} takes no option --{name}")
+    return opt
+
+
 def _claim_command(name: str) -> click.Command:
     base = name.split("[", 1)[0].strip().lower()
     claims = [c for c in registry.all_claims() if base in (c.id.lower(), c.name.lower())] or registry.all_claims()
@@ -243,7 +259,7 @@ def _claim_command(name: str) -> click.Command:
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
                  brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
-                 **raw: Any) -> None:
+                 cache_dir: str | None, **raw: Any) -> None:
         raw = {dest.get(k, k): v for k, v in raw.items()}
         given = [k for k, v in raw.items() if v is not None]
         if "[" in name:  # a run id as printed by 'verify all' / JUnit: ws24:theorem2[transposed]
@@ -255,7 +271,7 @@ def _claim_command(name: str) -> click.Command:
                                  "(use 'verify all --expect FILE' or the pytest plugin for several)")
             claim, spec_params = named[0]
             picked = {o.name: str(spec_params[o.name]) for o in claim.options if spec_params[o.name] != o.default}
-            clash = [k for k in given if k in picked and str(claim.option(k).parse(raw[k])) != picked[k]]
+            clash = [k for k in given if k in picked and str(_option(claim, k).parse(raw[k])) != picked[k]]
             if clash:
                 raise InputError(f"--{clash[0]} {raw[clash[0]]} contradicts {name!r}")
             p = claim.parse_params({**picked, **{k: raw[k] for k in given}})
@@ -267,7 +283,7 @@ def _claim_command(name: str) -> click.Command:
         _require_checks(claim, lay)
         prog = _Progress(quiet)
         with prog.running() as progress:
-            result = run_claim(claim, p, _context(seed, timeout, progress, full), lay)
+            result = run_claim(claim, p, _context(seed, timeout, progress, full, cache_dir), lay)
         code = result.exit_code
         _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
@@ -275,9 +291,9 @@ def _claim_command(name: str) -> click.Command:
                       timings=not no_timings, prog=prog)
         raise click.exceptions.Exit(code)
 
-    cmd = click.Command(name, params=params, callback=callback,
+    cmd = click.Command(name, params=list(params), callback=callback,
                         help=f"Check the claim {name!r} (see 'verify show {name}').", epilog=EXIT_HELP)
-    cmd.params = callback.__click_params__ + params if hasattr(callback, "__click_params__") else params
+    cmd.params = list(getattr(callback, "__click_params__", [])) + list(params)
     return cmd
 
 
@@ -377,17 +393,21 @@ def _worker_init(threads: int) -> None:
         pass
 
 
-def _layer_in_worker(claim_id: str, variants: list[dict[str, Any]], seed: int, full: bool, timeout_ms: int,
-                     layer: str, layers: Sequence[str]) -> list[Any]:
+def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Context, layer: str,
+                     layers: Sequence[str]) -> list[Any]:
     """One layer of every listed variant of one claim, in a worker process, in order; returns their
     (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
-    travel together."""
+    travel together.  ``ctx`` is the run's settings without the progress callback."""
     claim = registry.get(claim_id)
-    ctx = Context(seed=seed, full=full, timeout_ms=timeout_ms)
     return [run_layer(claim, params, ctx, layer, layers) for params in variants]
 
 
-def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, layers: Sequence[str],
+def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str], None]:
+    """A progress callback that prefixes ``[i/n]``."""
+    return lambda msg: progress(f"[{i}/{n}] {msg}")
+
+
+def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
                  jobs: int) -> list[ClaimResult]:
     """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
     library's ProcessPoolExecutor, spawn context), one task per (claim, layer) holding all of that
@@ -402,8 +422,7 @@ def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, 
     if jobs <= 1 or n <= 1 or not all(_registered(c) for c, _ in planned):
         out = []
         for i, (c, p) in enumerate(planned, 1):
-            step = ctx if base is None else dataclasses.replace(
-                ctx, progress=lambda msg, i=i: base(f"[{i}/{n}] {msg}"))
+            step = ctx if base is None else ctx.replace(progress=_numbered(base, i, n))
             out.append(run_claim(c, p, step, layers))
         return out
     import concurrent.futures as cf
@@ -416,8 +435,8 @@ def _run_planned(planned: Sequence[tuple[Claim, dict[str, Any]]], ctx: Context, 
     threads = max(1, (os.cpu_count() or 1) // jobs)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
                                 initializer=_worker_init, initargs=(threads,)) as pool:
-        futures = {key: pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx], ctx.seed,
-                                    ctx.full, ctx.timeout_ms, key[1], tuple(layers))
+        futures = {key: pool.submit(_layer_in_worker, key[0], [planned[i][1] for i in idx], ctx.replace(progress=None),
+                                    key[1], tuple(layers))
                    for key, idx in groups.items()}
         for done, _ in enumerate(cf.as_completed(futures.values()), 1):
             ctx.note(f"[{done}/{len(futures)}] claim layers done ({jobs} jobs)")
@@ -460,7 +479,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
     """
     from verify.proofs.specs import run_id
 
-    planned: list[tuple[Claim, dict[str, Any]]] = []
+    planned: list[tuple[Claim, Mapping[str, Any]]] = []
     keys: set[str] = set()
     for c in claims:
         for v in c.variants:
@@ -491,7 +510,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
     return RunAll(results, changes, not_checked)
 
 
-def _load_expect(path: str | None) -> list[tuple[Claim, dict[str, Any], str]]:
+def _load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], str]]:
     if path is None:
         return []
     from verify.proofs.specs import load_expectations
@@ -517,7 +536,7 @@ def _jobs(value: int | None) -> int:
 @click.option("--jobs", type=int, default=None, help=JOBS_HELP)
 def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool, brief: bool,
             junit: str | None, plots: str | None, certificates: str | None, full: bool,
-            expect_file: str | None, jobs: int | None) -> None:
+            cache_dir: str | None, expect_file: str | None, jobs: int | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = _layers(layers)
     expectations = _load_expect(expect_file)
@@ -526,7 +545,7 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
     claims = [c for c in registry.all_claims() if full or not c.heavy]
     prog = _Progress(quiet)
     with prog.running() as progress:
-        ran = run_all(claims, _context(seed, timeout, progress, full), lay, expectations, n_jobs)
+        ran = run_all(claims, _context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
     results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
@@ -546,7 +565,8 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
 @click.option("--jobs", type=int, default=None, help=JOBS_HELP)
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
               brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
-              report: str | None, expect_file: str | None, timings: bool, jobs: int | None) -> None:
+              cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
+              jobs: int | None) -> None:
     """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
     variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
 
@@ -562,7 +582,7 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     n_jobs = _jobs(jobs)
     prog = _Progress(quiet)
     with prog.running() as progress:
-        ran = run_all(claims, _context(seed, timeout, progress, full), lay, expectations, n_jobs)
+        ran = run_all(claims, _context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
     results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
@@ -661,6 +681,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 __all__ = ["main", "cli", "run_all", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]
 
 from verify.proofs.pr26_cli import alpha_cmd  # noqa: E402
+
 cli.add_command(alpha_cmd, "alpha")
 from verify.proofs.pr26_cli import realizable_cmd  # noqa: E402
+
 cli.add_command(realizable_cmd, "realizable")

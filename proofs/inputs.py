@@ -115,6 +115,18 @@ def probe_output_dir(path: str | None, flag: str) -> None:
         _probe_dir(p.resolve().parent, f"{flag} {clip(path)}")
 
 
+def check_cache_dir(path: str | None, flag: str = "--cache-dir") -> str | None:
+    """Check a checkpoint cache directory before any work (as :func:`probe_output_dir`); return it.
+
+    Raises:
+        InputError: a path that is a file, a missing parent, or a read-only location.
+    """
+    if path is None:
+        return None
+    probe_output_dir(path, flag)
+    return str(path)
+
+
 def check_distinct_outputs(**paths: str | None) -> None:
     """Refuse two output options that name the same file or directory.
 

@@ -112,9 +112,8 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
     ts.set("errors", str(n_err))
     ts.set("skipped", str(len(not_checked)))
     ts.set("time", f"{total:.3f}")
-    for k in ("tests", "failures", "errors", "skipped"):
-        root.set(k, ts.get(k))
-    root.set("time", ts.get("time"))
+    for k in ("tests", "failures", "errors", "skipped", "time"):
+        root.set(k, ts.get(k, ""))
     ET.indent(root)
     return ET.ElementTree(root)
 
@@ -122,7 +121,9 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
 def junit_xml(results: Sequence[ClaimResult], **kw) -> str:
     """The JUnit document as a string (with the XML declaration)."""
     tree = junit_tree(results, **kw)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(tree.getroot(), encoding="unicode") + "\n"
+    root = tree.getroot()
+    assert root is not None  # junit_tree always builds a root
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 def write_junit(path: str | Path, results: Sequence[ClaimResult], **kw) -> None:

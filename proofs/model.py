@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from verify.evidence import LAYERS, Context, Evidence, Figure, Status, _StrEnum, timed, using
 
+
 class Verdict(_StrEnum):
     """A claim variant's verdict, in the order of the module docstring (the first outranks the rest
     when layers are aggregated and is listed first in reports)."""
@@ -68,7 +69,7 @@ VERDICTS = tuple(v.value for v in Verdict)
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 _VERDICT_EXIT = {"HOLDS": EXIT_OK, "HOLDS WITH FIX": EXIT_OK, "FAILS": EXIT_FAIL, "INCONSISTENT": EXIT_FAIL,
                  "INCONCLUSIVE": EXIT_INCONCLUSIVE}
-VERDICT_EXIT = {v: v.exit_code for v in Verdict}
+VERDICT_EXIT: dict[str, int] = {v.value: v.exit_code for v in Verdict}
 
 
 class InputError(ValueError):
@@ -286,9 +287,10 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.params_type is not None:
-            if self.options:
+            generated = self.params_type.options()
+            if self.options and tuple(self.options) != generated:  # (a dataclasses.replace copy passes them back)
                 raise TypeError(f"{self.id}: give options or params_type, not both")
-            object.__setattr__(self, "options", self.params_type.options())
+            object.__setattr__(self, "options", generated)
 
     @property
     def paper(self) -> str:
@@ -303,6 +305,26 @@ class Claim:
         variant with none is not run: ``verify CLAIM`` refuses it, ``all``/``audit`` list it as not
         checked and the pytest plugin skips it."""
         return tuple(x for x in LAYERS if x in layers and self.checks.get(x))
+
+    def with_defaults(self, **defaults: Any) -> "Claim":
+        """A copy of this claim whose options have other defaults (by option name), e.g. a smaller
+        solver bound for a quick test: ``claim.with_defaults(Vmax=3)``.  Recorded expectations apply
+        at the defaults, so a copy with other sizes keeps them only as the author's assertion.
+
+        Raises:
+            InputError: an option this claim does not have.
+        """
+        unknown = [k for k in defaults if self.option(k) is None]
+        if unknown:
+            raise InputError(f"{self.id} takes no option --{unknown[0]}")
+        if self.params_type is None:
+            opts = tuple(dataclasses.replace(o, default=defaults.get(o.name, o.default)) for o in self.options)
+            return dataclasses.replace(self, options=opts)
+        by_field = {f: n for n, f in self.params_type._fields_by_name().items()}
+        spec = [(f.name, f.type, field(default=defaults.get(by_field[f.name], f.default), metadata=f.metadata))
+                for f in dataclasses.fields(self.params_type)]
+        derived = dataclasses.make_dataclass(self.params_type.__name__, spec, bases=(Params,), frozen=True)
+        return dataclasses.replace(self, options=(), params_type=derived)  # type: ignore[arg-type]
 
     def option(self, name: str) -> Option | None:
         for o in self.options:

@@ -41,7 +41,8 @@ class AucParams(Params):
     threshold: float = param(0.9, "task accuracy at length L from which a trained model counts as length-generalizing",
                              kind="float", minimum=0.01, maximum=1.0)
     cache_dir: str = param(DEFAULT_CACHE, "checkpoint cache directory; 'default' = $XDG_CACHE_HOME/verify/lab or "
-                           "~/.cache/verify/lab, 'none' = train without a cache", kind="text", maximum=1000)
+                           "~/.cache/verify/lab, 'none' = train without a cache", kind="text", maximum=1000,
+                           name="cache-dir")
     scheduler: str = param("local", "where the grid runs: 'local' (a dask LocalCluster of --jobs one-thread "
                            "worker processes), 'in-process' (no Dask), or an existing scheduler tcp://HOST:PORT",
                            kind="text", maximum=300)
@@ -70,7 +71,7 @@ def parse_lengths(text: str, full: bool) -> tuple[int, ...]:
 
 
 def parse_cache_dir(text: str) -> str | None:
-    """The cache directory of ``--cache_dir``: an absolute path, ``"default"`` (the lab resolves it where
+    """The cache directory of ``--cache-dir``: an absolute path, ``"default"`` (the lab resolves it where
     the grid runs: :func:`verify.numeric.lab.default_cache_dir`) or None for ``none``.
 
     A given directory is created if missing and probed with a temporary file (removed at once).
@@ -84,43 +85,43 @@ def parse_cache_dir(text: str) -> str | None:
     if t == DEFAULT_CACHE:
         return DEFAULT_CACHE
     if not t:
-        raise InputError("--cache_dir is empty; give a directory, 'default' or 'none'")
+        raise InputError("--cache-dir is empty; give a directory, 'default' or 'none'")
     path = Path(os.path.expanduser(t)).absolute()
     if path.exists() and not path.is_dir():
-        raise InputError(f"--cache_dir {str(path)[:80]!r} exists and is not a directory")
+        raise InputError(f"--cache-dir {str(path)[:80]!r} exists and is not a directory")
     try:  # the one side effect before work: the directory is created and a probe file written and removed
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
             pass
     except OSError as exc:
-        raise InputError(f"--cache_dir {str(path)[:80]!r} is not a writable directory ({exc.strerror or exc})") from None
+        raise InputError(f"--cache-dir {str(path)[:80]!r} is not a writable directory ({exc.strerror or exc})") from None
     return str(path)
 
 
-def _validate(p: Mapping[str, Any]) -> None:
+def _validate(p: AucParams) -> None:
     from verify.numeric.grid import parse_scheduler
 
-    parse_lengths(p["lengths"], False)
-    parse_cache_dir(p["cache_dir"])
+    parse_lengths(p.lengths, False)
+    parse_cache_dir(p.cache_dir)
     try:
-        parse_scheduler(p["scheduler"])
+        parse_scheduler(p.scheduler)
     except ValueError as exc:
         raise InputError(f"--scheduler: {exc}") from None
 
 
-def _seeds(p: Mapping[str, Any], ctx: Context) -> tuple[int, ...]:
-    n = p["seeds"] or (FULL_SEEDS if ctx.full else DEFAULT_SEEDS)
+def _seeds(p: AucParams, ctx: Context) -> tuple[int, ...]:
+    n = p.seeds or (FULL_SEEDS if ctx.full else DEFAULT_SEEDS)
     return tuple(range(ctx.seed, ctx.seed + n))
 
 
-def _num(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _num(p: AucParams, ctx: Context) -> Evidence:
     from verify.numeric import pr26_trained as pt
 
     seeds = _seeds(p, ctx)
-    lengths = parse_lengths(p["lengths"], ctx.full)
+    lengths = parse_lengths(p.lengths, ctx.full)
     paper_scale = len(seeds) == FULL_SEEDS and tuple(lengths) == FULL_LENGTHS
-    return pt.check_auc(seeds, lengths, p["threshold"], parse_cache_dir(p["cache_dir"]), p["scheduler"].strip(),
-                        p["jobs"], progress=ctx.progress, paper_scale=paper_scale)
+    return pt.check_auc(seeds, lengths, p.threshold, parse_cache_dir(p.cache_dir), p.scheduler.strip(),
+                        p.jobs, progress=ctx.progress, paper_scale=paper_scale)
 
 
 def _explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:

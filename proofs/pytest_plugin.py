@@ -19,7 +19,7 @@ error (pytest exit code 4).  Options: ``--verify-layers``, ``--verify-seed``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pytest
 
@@ -76,7 +76,7 @@ class ClaimItem(pytest.Item):
             r = excinfo.value.result
             return (f"claim {r.display_id} does not hold: {r.verdict} ({r.reason})\n\n"
                     + result_text(r, verbose=False))
-        return super().repr_failure(excinfo, style)
+        return str(super().repr_failure(excinfo, style))
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, f"verify claim {self.name}"
@@ -85,7 +85,7 @@ class ClaimItem(pytest.Item):
 class ClaimCollector(pytest.Collector):
     """The virtual collector holding the ``--verify-claims`` items."""
 
-    def __init__(self, *, specs: list[tuple[Any, dict[str, Any]]], **kw: Any) -> None:
+    def __init__(self, *, specs: list[tuple[Any, Mapping[str, Any]]], **kw: Any) -> None:
         super().__init__(**kw)
         self.specs = specs
 
@@ -104,11 +104,11 @@ def _layers(raw: str) -> tuple[str, ...]:
     return names
 
 
-def _specs(config: pytest.Config) -> list[tuple[Any, dict[str, Any]]]:
+def _specs(config: pytest.Config) -> list[tuple[Any, Mapping[str, Any]]]:
     from verify.proofs.model import InputError
     from verify.proofs.specs import parse_specs
 
-    out: list[tuple[Any, dict[str, Any]]] = []
+    out: list[tuple[Any, Mapping[str, Any]]] = []
     try:
         for raw in config.getoption("verify_claims"):
             out.extend(parse_specs(raw))
@@ -142,5 +142,5 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     collector = ClaimCollector.from_parent(session, name="verify-claims", nodeid="verify-claims", specs=specs)
     new = collector.collect()
     # report them like any collected items (the "collected N items" count, -v listings)
-    config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, new))
+    config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, list[Any](new)))
     items.extend(new)

@@ -62,7 +62,7 @@ def paper(key: str) -> Paper:
     """
     if key in BUILTIN:
         module = importlib.import_module(BUILTIN[key])
-        obj = getattr(module, "PAPER")
+        obj = module.PAPER
     elif key in _plugins():
         ep = _plugins()[key]
         try:

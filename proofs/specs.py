@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from verify.proofs.model import VERDICTS, Claim, InputError
 
@@ -72,7 +72,7 @@ def split_specs(text: str) -> list[str]:
 _SPEC = re.compile(r"^(?P<name>[^\[\]\s]+)(?:\[(?P<body>[^\[\]]*)\])?$")
 
 
-def parse_spec(text: str) -> list[tuple[Claim, dict[str, Any]]]:
+def parse_spec(text: str) -> list[tuple[Claim, Mapping[str, Any]]]:
     """The claim variants one spec names, as ``(claim, parsed params)`` pairs.
 
     Raises:
@@ -141,9 +141,9 @@ def _resolve(name: str, keyed: list[str], bare: list[str]) -> Claim:
         raise
 
 
-def parse_specs(text: str) -> list[tuple[Claim, dict[str, Any]]]:
+def parse_specs(text: str) -> list[tuple[Claim, Mapping[str, Any]]]:
     """:func:`parse_spec` over a comma-separated list, duplicates (same :func:`run_id`) dropped."""
-    out: list[tuple[Claim, dict[str, Any]]] = []
+    out: list[tuple[Claim, Mapping[str, Any]]] = []
     seen: set[str] = set()
     for spec in split_specs(text):
         for claim, params in parse_spec(spec):
@@ -158,7 +158,7 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def run_id(claim: Claim, params: dict[str, Any]) -> str:
+def run_id(claim: Claim, params: Mapping[str, Any]) -> str:
     """The canonical, re-parseable id of a claim variant (see the module docstring)."""
     parts = [_fmt(params[o.name]) for o in claim.options if o.variant and o.name in params]
     parts += [f"{o.name}={_fmt(params[o.name])}" for o in claim.options
@@ -177,7 +177,7 @@ def _check_verdict(v: Any, where: str) -> str:
     return v.strip().upper()
 
 
-def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str]]:
+def load_expectations(path: str | Path) -> list[tuple[Claim, Mapping[str, Any], str]]:
     """Read an expectations file (JSON or text; see the module docstring).
 
     Returns:
@@ -195,7 +195,7 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str
     except UnicodeDecodeError as e:
         raise InputError(f"--expect {clip(path)}: not UTF-8 text (byte {e.start})") from None
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark is not part of the first spec
-    pairs: list[tuple[str, str, str]] = []  # spec, verdict, where
+    pairs: list[tuple[Any, Any, str]] = []  # spec, verdict, where (checked below)
     stripped = text.lstrip()
     if stripped.startswith("{"):
         def no_duplicates(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -231,7 +231,7 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, dict[str, Any], str
             if not m:
                 raise InputError(f"{clip(path)}:{n}: expected 'CLAIM: VERDICT', got {clip(line)!r}")
             pairs.append((m.group("spec"), m.group("verdict"), f"{clip(path)}:{n}"))
-    out: list[tuple[Claim, dict[str, Any], str]] = []
+    out: list[tuple[Claim, Mapping[str, Any], str]] = []
     first: dict[str, str] = {}
     for spec, verdict, where in pairs:
         v = _check_verdict(verdict, where)

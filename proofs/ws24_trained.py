@@ -23,7 +23,7 @@ def lab_cache(ctx: Context) -> Any:
     cache directory (``$XDG_CACHE_HOME/verify/lab``)."""
     from verify.numeric import lab
 
-    return lab.Cache(getattr(ctx, "cache_dir", None))
+    return lab.Cache(ctx.cache_dir)
 
 
 # ------------------------------------------------------------------ theorem1-ape

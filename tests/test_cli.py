@@ -22,7 +22,8 @@ def run(capsys, *args):
     return code, out, err
 
 
-@pytest.mark.parametrize("orientation,code,verdict", [("read-score", 0, "HOLDS WITH FIX"), ("transposed", 1, "FAILS"), ("as-written", 1, "FAILS")])
+@pytest.mark.parametrize("orientation,code,verdict", [
+    ("read-score", 0, "HOLDS WITH FIX"), ("transposed", 1, "FAILS"), ("as-written", 1, "FAILS")])
 def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
     rc, out, err = run(capsys, "theorem2", "--orientation", orientation, "--format", "json", *SMALL)
     assert rc == code

@@ -39,13 +39,9 @@ def only_theorem2(monkeypatch: pytest.MonkeyPatch):
 
 def small_theorem2():
     """ws24:theorem2 with a smaller default solver vocabulary (Vmax = 3): same verdicts, less work."""
-    import dataclasses
-
     from verify.proofs import ws24
 
-    c = ws24.THEOREM2
-    opts = tuple(dataclasses.replace(o, default=3) if o.name == "Vmax" else o for o in c.options)
-    return dataclasses.replace(c, options=opts)
+    return ws24.THEOREM2.with_defaults(Vmax=3)
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +185,7 @@ def test_figures_in_json_text_and_reason(t2_results: list[ClaimResult]) -> None:
     """Figures are first-class: listed once per result with their layer, counted k/n, and kept
     out of the statement's verdict; the unreproduced one becomes a finding."""
     import json
+
     from verify.proofs.model import run_claim
     from verify.proofs.render import result_text, to_json, validate
 

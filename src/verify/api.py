@@ -22,7 +22,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["check_claim", "alpha", "realizable", "identifiability", "kvshift_sequence", "decode_check"]
+# the names after check_claim are provided lazily by __getattr__ (below)
+__all__ = ["check_claim", "alpha", "realizable", "identifiability", "kvshift_sequence", "decode_check"]  # noqa: F822
 
 #: public name -> the module that implements it (imported on first use)
 _LAZY = {

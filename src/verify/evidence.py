@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
+
 class _StrEnum(str, enum.Enum):
     """A string-valued enum that *is* its value everywhere a string is expected: it compares,
     hashes, formats and serialises (``json.dumps``) as the plain string, so ``status == "proved"``,
@@ -330,6 +331,8 @@ class Context:
             exact rationals (on by default; off only to measure its cost).
         second_opinion: solver layer: when cvc5 re-solves an obligation: ``"auto"`` (every obligation
             without a re-checked certificate), ``"always"`` or ``"never"``.
+        cache_dir: checkpoint cache of the trained-model claims (None: the user cache directory,
+            ``$XDG_CACHE_HOME/verify/lab`` or ``~/.cache/verify/lab``).
         progress: optional callback ``progress(message)`` for long work (stderr).
 
     Raises:
@@ -341,6 +344,7 @@ class Context:
     timeout_ms: int = 20_000
     certify: bool = True
     second_opinion: str = "auto"
+    cache_dir: str | None = None
     progress: Callable[[str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -361,13 +365,14 @@ class Context:
 #: cvc5 second-opinion policies (:attr:`Context.second_opinion`)
 SECOND_OPINION_POLICIES = ("auto", "always", "never")
 
-_CURRENT: contextvars.ContextVar[Context] = contextvars.ContextVar("verify_settings", default=Context())
+_DEFAULT_SETTINGS = Context()
+_CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("verify_settings", default=None)
 
 
 def current_settings() -> Context:
     """The settings of the layer check running now (:func:`using`), or the defaults outside one.
     Deep solver helpers read ``certify``/``second_opinion`` here instead of module globals."""
-    return _CURRENT.get()
+    return _CURRENT.get() or _DEFAULT_SETTINGS
 
 
 @contextlib.contextmanager
