@@ -27,6 +27,7 @@ float64 (the margin moves by at most r ||w||_1 2^-40).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -35,8 +36,8 @@ import z3
 
 from verify.constructions import pe
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
-from verify.evidence import Evidence, engine_versions
-from verify.solver.common import solver_summary, ObligationResult, check
+from verify.evidence import Evidence, Status, engine_versions
+from verify.solver.common import ObligationResult, check, solver_evidence
 
 #: the margin every realization obligation demands.  The constraints are homogeneous in the parameter,
 #: so "margin >= 1" is the strict argmax (scale the parameter); "margin >= 0" would admit ties (the zero
@@ -76,10 +77,9 @@ def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable
     return list(out)
 
 
-def _record(r: ObligationResult) -> dict:
+def _record(r: ObligationResult) -> dict[str, Any]:
     """The per-obligation record for Evidence.certificate (with cvc5/Farkas fields when present)."""
-    summ = getattr(r, "summary", None)
-    return summ() if callable(summ) else {"name": r.name, "answer": r.answer, "seconds": r.seconds}
+    return r.summary()
 
 
 def _smt_q(q: Fraction) -> str:
@@ -220,7 +220,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     nc = min(max(N, 3), 16)
     ctl = prop1_obligation(control, nc, timeout_ms)
     ctl_ok = False
-    ctl_w = None
+    ctl_w: dict[str, Any] | None = None
     if ctl.answer == "sat":
         W = _shape(control, nc, _theta_from_model(ctl.model, control.dim(nc) ** 2))
         ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
@@ -232,31 +232,31 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     numbers = {"N": N, "n_reached": reached, "answers": counts, "solver_seconds": round(total, 3),
                "control_answer": ctl.answer, "control_witness_ok": ctl_ok,
                "max_constraints": max((r.n_constraints for r in results), default=0)}
-    numbers.update(solver_summary(results + [ctl]))
-    if numbers["farkas_failed"]:
-        return Evidence(layer="solver", status="error", numbers=numbers, certificate=cert,
-                        summary=f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
-    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
-                bound=f"n = 3..{reached} (every W in Q^(r x r); margin >= 1 is equivalent to strict argmax by scaling)",
-                details=[f"control {control.description}, n = {nc}: {ctl.answer.upper()}"
-                         + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok else "")])
-    if witness is not None and witness["recheck_ok"]:
-        return Evidence(status="refuted", witness=witness,
-                        summary=(f"SAT at n = {witness['n']}: a W with phi = {family.description} realizes prev with "
-                                 f"margin {witness['min_margin_exact']} (re-checked exactly)"), **base)
-    if witness is not None:
-        return Evidence(status="error", summary="a SAT witness failed the exact re-check", witness=witness, **base)
+    base: dict[str, Any] = dict(
+        engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert,
+        bound=f"n = 3..{reached} (every W in Q^(r x r); margin >= 1 is equivalent to strict argmax by scaling)",
+        details=[f"control {control.description}, n = {nc}: {ctl.answer.upper()}"
+                 + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok and ctl_w else "")])
+    # the claim-specific cascade: an exactly re-checked witness refutes; a witness that fails its re-check, or
+    # (when every obligation was answered) a control that is not SAT, is an error; the rest is solver_evidence's
     unknown = [r for r in results if r.answer == "unknown"]
-    if unknown:
-        return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})", **base)
-    if not ctl_ok:
-        return Evidence(status="error", summary=f"control ({control.name}) was not SAT with a valid witness: "
-                        "the encoding may be vacuous", **base)
-    if reached < N:
-        return Evidence(status="inconclusive", summary=f"budget reached at n = {reached} < N = {N}", **base)
-    return Evidence(status="proved", summary=(
+    refuted = None
+    problems: list[str] = []
+    if witness is not None and witness["recheck_ok"]:
+        refuted = (f"SAT at n = {witness['n']}: a W with phi = {family.description} realizes prev with "
+                   f"margin {witness['min_margin_exact']} (re-checked exactly)", witness)
+    elif witness is not None:
+        problems.append("a SAT witness failed the exact re-check")
+        base["witness"] = witness
+    elif not unknown and not ctl_ok:
+        problems.append(f"control ({control.name}) was not SAT with a valid witness: the encoding may be vacuous")
+    ev = solver_evidence(results + [ctl], refuted=refuted, problems=problems, proved=(
         f"UNSAT for every n = 3..{N}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict); "
         f"control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
+    if ev.status == "proved" and reached < N:  # stopped by budget_s: the lengths past `reached` are not decided
+        ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
+                                 summary=f"budget reached at n = {reached} < N = {N}")
+    return ev
 
 
 # ----------------------------------------------------------------------------- Theorem 2
@@ -432,30 +432,32 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     details.append(f"positive control: {rev_ctl['name']}: {rev_ctl['answer'].upper()}"
                    + (f", witness re-checked exactly (min margins {rev_ctl['min_margin_L0']}, {rev_ctl['min_margin_L']})"
                       if rev_ctl["recheck_ok"] else ""))
-    numbers.update(solver_summary(results))
-    if numbers["farkas_failed"]:
-        return Evidence(layer="solver", status="error", numbers=numbers, certificate=cert,
-                        summary=f"a Farkas certificate failed its exact re-check: {numbers['farkas_failed'][0]}")
-    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=details,
-                bound=(f"(L0, L) in {list(lengths)}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
-                       "(ii) = strict unique global maximiser delta* < L0"))
+    base: dict[str, Any] = dict(
+        engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=details,
+        bound=(f"(L0, L) in {list(lengths)}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
+               "(ii) = strict unique global maximiser delta* < L0"))
+    # the claim-specific cascade: an exactly re-checked kernel on an expected-UNSAT obligation refutes; when every
+    # obligation was answered, an expected-SAT obligation that is UNSAT, a failed positive control or a witness
+    # that does not re-check is an error; the rest is solver_evidence's
     unknown = [r for r in results if r.answer == "unknown"]
+    refuted = None
+    problems: list[str] = []
     if refuting is not None:
-        return Evidence(status="refuted", witness=refuting, summary=(
-            f"SAT: {refuting['obligation']} (re-checked exactly, margins {refuting['min_margin_L0']}, "
-            f"{refuting['min_margin_L']})"), **base)
-    if unknown:
-        return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})", **base)
-    if vacuous:
-        return Evidence(status="error", summary=f"expected SAT but UNSAT (encoding too strong): {vacuous[0]}", **base)
-    if not rev_ctl["recheck_ok"]:
-        return Evidence(status="error", summary=(f"positive control failed: {rev_ctl['name']} answered "
-                        f"{rev_ctl['answer'].upper()} without an exactly re-checked witness, so reverse's UNSAT may come "
-                        "from the encoding, not from relative kernels"), **base)
-    bad_w = [w for w in witnesses if not w["recheck_ok"]]
-    if bad_w:
-        return Evidence(status="error", summary=f"witness failed the exact re-check: {bad_w[0]['obligation']}", **base)
-    return Evidence(status="proved", witness=next((w for w in witnesses if "copy" in w["obligation"]), None), summary=(
+        refuted = (f"SAT: {refuting['obligation']} (re-checked exactly, margins {refuting['min_margin_L0']}, "
+                   f"{refuting['min_margin_L']})", refuting)
+    elif not unknown:
+        if vacuous:
+            problems.append(f"expected SAT but UNSAT (encoding too strong): {vacuous[0]}")
+        if not rev_ctl["recheck_ok"]:
+            problems.append(f"positive control failed: {rev_ctl['name']} answered {rev_ctl['answer'].upper()} without an "
+                            "exactly re-checked witness, so reverse's UNSAT may come from the encoding, not from relative "
+                            "kernels")
+        bad_w = [w for w in witnesses if not w["recheck_ok"]]
+        if bad_w:
+            problems.append(f"witness failed the exact re-check: {bad_w[0]['obligation']}")
+        if not problems:  # the copy kernel without (ii), shown with the proof
+            base["witness"] = next((w for w in witnesses if "copy" in w["obligation"]), None)
+    return solver_evidence(results, refuted=refuted, problems=problems, proved=(
         f"UNSAT: no relative kernel with a strict unique global maximiser in the trained window realizes copy or reverse "
         f"at both lengths of {list(lengths)}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{K} SAT"),
         **base)

@@ -624,3 +624,59 @@ def test_prop2_resolution_finding():
     assert "also contains 1/(k-2)" in wide[0] and "also contains 1/k" not in wide[0]
     # fault-free direction: an interval that excludes both neighbours gives no such finding
     assert claims._p2_resolution([ev(0.103, 0.117)]) == []
+
+
+# =============================================================================== the solver layer's status cascade
+
+
+def test_solver_cascade_typed_provenance_z3_alone_is_not_proved():
+    from verify.evidence import Context, using
+    from verify.solver import pr26 as sol
+
+    ok = sol.check_prop1(FAMILIES["affine"], 5)
+    assert ok.status == "proved" and ok.solver is not None and not ok.solver.z3_only
+    assert len(ok.solver.farkas_rechecked) + len(ok.solver.cvc5_confirmed) == 3  # n = 3, 4, 5 UNSAT, each a second way
+    # fault: no certificate and no cvc5, so every UNSAT rests on z3 alone: the typed slot says so, not proved
+    with using(Context(certify=False, second_opinion="never")):
+        bad = sol.check_prop1(FAMILIES["affine"], 5)
+        bad2 = sol.check_theorem2(((8, 16),), 3)
+    assert bad.status == "inconclusive" and len(bad.solver.z3_only) == 3 and "z3 only" in bad.summary
+    assert bad2.status == "inconclusive" and bad2.solver.z3_only
+
+
+def test_solver_cascade_unknown_and_budget_are_inconclusive(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    real = sol.check
+
+    def timeout_at_n5(name, *a, **k):  # fault: the solver gives up on one obligation
+        res = real(name, *a, **k)
+        if "n = 5" in name:
+            res.answer, res.reason = "unknown", "timeout (injected)"
+        return res
+
+    with monkeypatch.context() as mp:
+        mp.setattr(sol, "check", timeout_at_n5)
+        ev = sol.check_prop1(FAMILIES["affine"], 6)
+        assert ev.status == "inconclusive" and "timeout (injected)" in ev.summary and ev.outcome is None
+        mp.setattr(sol, "check", lambda name, *a, **k: dataclasses.replace(real(name, *a, **k), answer="unknown",
+                                                                          reason="timeout (injected)")
+                   if "copy at L0 = 8" in name else real(name, *a, **k))
+        ev = sol.check_theorem2(((8, 16),), 3)
+        assert ev.status == "inconclusive" and "timeout (injected)" in ev.summary
+    # a wall-clock budget that stops the scan early: the lengths past it are undecided, never a pass
+    ev = sol.check_prop1(FAMILIES["affine"], 12, budget_s=-1.0)
+    assert ev.status == "inconclusive" and ev.summary == "budget reached at n = 2 < N = 12"
+    assert sol.check_prop1(FAMILIES["affine"], 12, budget_s=60.0).status == "proved"
+
+
+def test_solver_cascade_refuted_witness_outranks_a_broken_control(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    # a family that realizes prev (the quadratic features) checked with a control that is itself broken:
+    # the exactly re-checked witness still refutes; with the real affine family the broken control is an error
+    quad = dataclasses.replace(pe.QUADRATIC, name="affine")
+    broken = dataclasses.replace(pe.QUADRATIC, feature=lambda n, L0, ar: [ar.num(1), ar.num(n), ar.num(n)])
+    ev = sol.check_prop1(quad, 6, control=broken)
+    assert ev.status == "refuted" and ev.witness["recheck_ok"]
+    assert sol.check_prop1(FAMILIES["affine"], 6, control=broken).status == "error"
