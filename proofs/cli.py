@@ -41,6 +41,7 @@ from verify.proofs.inputs import (
     check_seed,
     check_timeout,
     clip,
+    parse_layers,
     probe_output_dir,
     probe_output_file,
 )
@@ -144,14 +145,6 @@ def _write_certificates(results: Sequence[ClaimResult], directory: str | None, p
     written = [w for r in results for w in write_certificates(r, directory)]
     write_manifest(directory, written)
     prog.note(f"{len(written)} certificate file(s) and their manifest written to {directory}")
-
-
-def _layers(raw: str) -> tuple[str, ...]:
-    names = tuple(x.strip() for x in raw.split(",") if x.strip())
-    bad = [n for n in names if n not in LAYERS]
-    if bad or not names:
-        raise InputError(f"--layers {raw!r}: choose from {', '.join(LAYERS)}")
-    return names
 
 
 def _preflight(seed: int, timeout: float, junit: str | None, plots: str | None, certificates: str | None,
@@ -278,7 +271,7 @@ def _claim_command(name: str) -> click.Command:
         else:
             claim = registry.resolve(name, given)
             p = claim.parse_params({k: raw[k] for k in given})
-        lay = _layers(layers)
+        lay = parse_layers(layers)
         _preflight(seed, timeout, junit, plots, certificates)
         _require_checks(claim, lay)
         prog = _Progress(quiet)
@@ -538,7 +531,7 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
             junit: str | None, plots: str | None, certificates: str | None, full: bool,
             cache_dir: str | None, expect_file: str | None, jobs: int | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
-    lay = _layers(layers)
+    lay = parse_layers(layers)
     expectations = _load_expect(expect_file)
     _preflight(seed, timeout, junit, plots, certificates)
     n_jobs = _jobs(jobs)
@@ -576,7 +569,7 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     """
     key = paper.strip().lower()
     claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
-    lay = _layers(layers)
+    lay = parse_layers(layers)
     expectations = [e for e in _load_expect(expect_file) if e[0].paper == key]
     _preflight(seed, timeout, junit, plots, certificates, report)
     n_jobs = _jobs(jobs)

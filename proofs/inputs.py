@@ -115,6 +115,20 @@ def probe_output_dir(path: str | None, flag: str) -> None:
         _probe_dir(p.resolve().parent, f"{flag} {clip(path)}")
 
 
+def parse_layers(raw: str, flag: str = "--layers") -> tuple[str, ...]:
+    """A comma-separated list of layer names (``symbolic,solver``), checked.
+
+    Raises:
+        InputError: an empty list or a name that is not a layer.
+    """
+    from verify.evidence import LAYERS
+
+    names = tuple(x.strip() for x in raw.split(",") if x.strip())
+    if not names or any(n not in LAYERS for n in names):
+        raise InputError(f"{flag} {clip(repr(raw))}: choose from {', '.join(LAYERS)}")
+    return names
+
+
 def check_cache_dir(path: str | None, flag: str = "--cache-dir") -> str | None:
     """Check a checkpoint cache directory before any work (as :func:`probe_output_dir`); return it.
 

@@ -96,12 +96,14 @@ class ClaimCollector(pytest.Collector):
 
 
 def _layers(raw: str) -> tuple[str, ...]:
-    from verify.evidence import LAYERS
+    """``--verify-layers``, parsed by the CLI's own parser; a bad value stops pytest with a usage error."""
+    from verify.proofs.inputs import parse_layers
+    from verify.proofs.model import InputError
 
-    names = tuple(x.strip() for x in raw.split(",") if x.strip())
-    if not names or any(n not in LAYERS for n in names):
-        raise pytest.UsageError(f"--verify-layers {raw!r}: choose from {', '.join(LAYERS)}")
-    return names
+    try:
+        return parse_layers(raw, "--verify-layers")
+    except InputError as e:
+        raise pytest.UsageError(str(e)) from None
 
 
 def _specs(config: pytest.Config) -> list[tuple[Any, Mapping[str, Any]]]:
