@@ -97,7 +97,6 @@ def test_no_check_in_requested_layers_one_rule(capsys):
     c = numeric_only[0]
     assert "has no check in --layers symbolic" in refused(capsys, c.id, "--layers", "symbolic")
     from verify.proofs.cli import run_all
-
     from verify.proofs.specs import run_id
 
     ran = run_all([c], Context(), ("symbolic",))

@@ -52,8 +52,10 @@ def _run(api, tmp: str) -> tuple[str, str, int]:
     cwd = os.getcwd()
     os.chdir(tmp)
     try:
+        # the cache lives in the temporary tree: mypy keys it by path and modification time, which a
+        # link farm rebuilt on every run would make stale
         return api.run(["--config-file", str(ROOT / "pyproject.toml"), "--cache-dir",
-                        str(ROOT / ".mypy_cache"), "-p", "verify"])
+                        str(Path(tmp) / ".mypy_cache"), "-p", "verify"])
     finally:
         os.chdir(cwd)
 
