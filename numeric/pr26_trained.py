@@ -182,8 +182,10 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
             "lr": float (optional), "steps": int (optional)}``; ``cache_dir`` is a directory, ``"default"``
             (:func:`verify.numeric.lab.default_cache_dir` on the machine that runs the cell) or None (no cache).
     Returns:
-        ``{"family", "task", "from_cache", "train_s", "eval_s", "final_loss": [S], "rejected": [str],
-        "rows": [{"seed", "L", "alpha", "accuracy"}]}`` (JSON-ready; deterministic in ``spec`` apart
+        ``{"family", "task", "from_cache", "train_s", "eval_s", "final_loss": [S], "content_self_gap": [S],
+        "rejected": [str], "rows": [{"seed", "L", "alpha", "accuracy"}]}`` (``content_self_gap``: the mean
+        content logit of a token with itself minus the mean with another token, e(v)^T W_C e(v) against
+        e(v)^T W_C e(v')) (JSON-ready; deterministic in ``spec`` apart
         from the two times, the cache flag and the rejected-file lines).
     """
     with lab.one_thread():
@@ -191,12 +193,20 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
         rec = recipe(spec["family"], spec["task"], spec.get("lr", LR), spec.get("steps", STEPS))
         rejected: list[str] = []
         cache = None
+        def warn(message: str) -> None:
+            rejected.append(message)
+            lab._stderr(message)
+
         if spec.get("cache_dir") is not None:  # "default": the lab's default directory on this machine
-            cache = lab.Cache(None if spec["cache_dir"] == "default" else spec["cache_dir"], warn=lambda m: (rejected.append(m), lab._stderr(m)))
+            cache = lab.Cache(None if spec["cache_dir"] == "default" else spec["cache_dir"], warn=warn)
         seeds = [int(s) for s in spec["seeds"]]
         trained = lab.train(rec, seeds, cache=cache)
         t0 = time.perf_counter()
         p64 = trained.float64()
+        # the content part's self-match: mean of e(v)^T W_C e(v) minus the mean over v != v' (per seed)
+        table = torch.bmm(torch.bmm(p64["E"], p64["WC"]), p64["E"].transpose(1, 2))
+        eye = torch.eye(VOCAB, dtype=torch.bool)
+        self_gap = [round(float(t.diagonal().mean() - t[~eye].mean()), 4) for t in table]
         rows = []
         for k, s in enumerate(seeds):
             one = {n: t[k] for n, t in p64.items()}
@@ -205,7 +215,8 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
                              "accuracy": accuracy(fam, tsk, one, s, L)})
         return {"family": spec["family"], "task": spec["task"], "from_cache": trained.from_cache,
                 "train_s": trained.train_seconds, "eval_s": round(time.perf_counter() - t0, 3),
-                "final_loss": [round(float(v), 6) for v in trained.losses[-1]], "rejected": rejected, "rows": rows}
+                "final_loss": [round(float(v), 6) for v in trained.losses[-1]], "content_self_gap": self_gap,
+                "rejected": rejected, "rows": rows}
 
 
 # ----------------------------------------------------------------------------- the grid and the AUC
@@ -348,9 +359,12 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
                f"worker(s) ({wall:.1f} s)"]
     details.append(f"disagreements (alpha_L >= {threshold} vs accuracy_L >= {threshold}): {len(s['disagreements'])} "
                    f"measurement(s) in {len(by_cell)} (family, task, L) cell(s)")
+    gap = {(c["family"], c["task"]): sum(c["content_self_gap"]) / len(c["content_self_gap"]) for c in cells}
+    numbers["content_self_gap"] = {f"{f}/{t}": round(v, 4) for (f, t), v in gap.items()}
     for (f, t, L), ds in sorted(by_cell.items()):
         a = ", ".join(f"seed {d['seed']}: alpha {d['alpha']:.3f} acc {d['accuracy']:.3f}" for d in ds[:4])
-        details.append(f"disagree {f}/{t} L = {L}: {len(ds)} seed(s) ({a}{', ...' if len(ds) > 4 else ''})")
+        details.append(f"disagree {f}/{t} L = {L}: {len(ds)} seed(s) ({a}{', ...' if len(ds) > 4 else ''}); "
+                       f"content self-match gap {gap[(f, t)]:.2f}")
     if auc is None:
         return Evidence(layer="numeric", status="inconclusive", numbers=numbers, details=details, engines=engines,
                         figures=figures, summary=(f"AUC undefined: all {s['n_measurements']} measurements are on one "

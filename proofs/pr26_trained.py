@@ -133,6 +133,13 @@ def _explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
            f"lengths); AUC {n['auc']}; alpha_L of the generalizing measurements spans {n['alpha_range_generalizing']}, "
            f"of the others {n['alpha_range_not_generalizing']}."]
     out += [d for d in num.details if d.startswith("disagree")]
+    if any(d.startswith("disagree") for d in num.details):
+        out.append("Mechanism seen in the disagreeing cells: the content part learns a strongly negative self-match "
+                   "(e(v)^T W_C e(v) several units below e(v)^T W_C e(v'), the 'content self-match gap' above), so the "
+                   "query's own key is pushed down and a positional part that alone peaks at j = i (ALiBi, affine: "
+                   "alpha_L = 0 on prev, Prop. 1) then selects j = i - 1. alpha_L of the positional part does not see "
+                   "this, so with content it does not separate the trained models; for ALiBi the repair holds at every "
+                   "L (a relative slope), for affine it fades as L grows.")
     return out
 
 
@@ -166,8 +173,10 @@ AUC_CLAIM = Claim(
         "The default grid is reduced (3 seeds, L = 30, 60, 128: 315 measurements); --full runs the 2625.",
     ),
     explain=_explain,
-    cost="numeric: reduced grid ~40 s on a 2-worker local Dask cluster (35 cells x 3 seeds trained, 315 measurements); "
-         "--full ~3 min (35 x 15 seeds, 2625 measurements); a second run reads the trained heads from the cache",
+    cost="numeric: reduced grid (35 cells x 3 seeds, 315 measurements) ~60 s CPU, 145 s wall measured on the shared "
+         "2-core machine under load (2-worker local Dask cluster); --full (35 x 15 seeds, 2625 measurements) 335 s CPU, "
+         "506 s wall under load (benchmarks/bench_auc.py); a second run reads the trained heads from the cache "
+         "(--full 66 s wall, reduced 27 s: only the measurements are recomputed)",
     heavy=True,
 )
 

@@ -83,6 +83,8 @@ def test_real_cells_values(real_cells):
     # the finding: the affine head with content still generalizes on prev at L = 30 (content suppresses the
     # query's own token, the positional slope then picks i - 1): a disagreement with alpha_L
     assert all(r["accuracy"] >= 0.9 for r in by[("affine", "prev")]["rows"] if r["L"] == 30)
+    assert all(g < -3.0 for g in by[("affine", "prev")]["content_self_gap"])   # the self-match is pushed down
+    assert all(abs(g) < 1.0 for g in by[("rope", "copy")]["content_self_gap"])  # no such content on copy
     s = pt.summarize(real_cells)
     assert s["n_measurements"] == 4 * 2 * 2
     assert any(d["family"] == "affine" and d["task"] == "prev" for d in s["disagreements"])
@@ -167,8 +169,8 @@ def test_claim_is_heavy_and_registered():
 @pytest.mark.parametrize("opts", [{"lengths": "20"}, {"lengths": "30,30"}, {"lengths": "1,2,3,4,5,6,7,8,9"},
                                   {"lengths": "30;rm"}, {"lengths": "2000"}, {"scheduler": "localhost:1"},
                                   {"scheduler": "tcp://h:70000"}, {"seeds": "-1"}, {"seeds": "65"}, {"jobs": "0"},
-                                  {"threshold": "0"}, {"threshold": "nan"}, {"cache_dir": "/etc/passwd"},
-                                  {"cache_dir": "bad\nname"}, {"cache_dir": "x" * 1001}, {"cache_dir": ""}])
+                                  {"threshold": "0"}, {"threshold": "nan"}, {"cache-dir": "/etc/passwd"},
+                                  {"cache-dir": "bad\nname"}, {"cache-dir": "x" * 1001}, {"cache-dir": ""}])
 def test_hostile_options_refused_before_work(opts):
     from verify.proofs import registry
 
@@ -181,7 +183,7 @@ def test_cache_dir_option(tmp_path):
 
     c = registry.get("pr26:auc")
     target = tmp_path / "a" / "b"
-    p = c.parse_params({"cache_dir": str(target)})
+    p = c.parse_params({"cache-dir": str(target)})
     assert claim_mod.parse_cache_dir(p.cache_dir) == str(target) and target.is_dir()
     assert list(target.iterdir()) == []  # the probe file is gone
     assert claim_mod.parse_cache_dir("none") is None and claim_mod.parse_cache_dir("default") == "default"
