@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.kvshift import (KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
+from verify.constructions.kvshift import (EQ10_READINGS, KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
                                           t1_terms, without_value_scale)
 from verify.evidence import Evidence, Figure, engine_versions
 
@@ -401,7 +401,7 @@ def t3_discriminate(emp: dict, cands: dict[str, dict], pair: tuple[str, str] = (
 #: the Appendix C derivation's reading of the x_{i-1} and x_T logits (beta2*a1)
 BODY = "Appendix C body (beta2*a1 in the i-1 and T logits)"
 #: the readings of Eq. 10 a claim variant can check (``--eq10``)
-T3_READINGS = {"as-printed": EQ10, "appendix-c": BODY}
+T3_READINGS = dict(zip(EQ10_READINGS, (EQ10, BODY)))
 #: exact comparison with the d -> infinity limit: the largest |limit - reading| over the grid
 #: allowed (float64 rounding of a loss of size ~3; the beta2*a1 vs beta2*a2 gap is ~1e-2)
 T3_EXACT_TOL = 1e-9

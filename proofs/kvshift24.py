@@ -14,10 +14,10 @@ from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Paper, Claim, InputError, Option, Params, param
+from verify.proofs.model import Claim, InputError, Paper, Params, param
 from verify.constructions.kvshift_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
 from verify.proofs.kvshift24_api import ALIBI_CHOICES
-from verify.constructions.kvshift import FIXES
+from verify.constructions.kvshift import EQ10_READINGS, FIXES, T1_MASKS
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -28,25 +28,27 @@ SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero
 MAX_BYTES = 4 * 2**30
 BATCH = 4
 
-FIX = Option("fix", "KVSA variant: as written (none), drop s = 1 and s = L (mask), also b1 = 1 (mask+scale)",
-             "none", choices=("none", "mask", "mask+scale"), variant=True)
-T2_OPTIONS = (
-    FIX,
-    Option("m", "ALiBi slope m (rational, >= 0)", Fraction(1, 2), kind="rational", minimum=Fraction(0)),
-    Option("sigma", "score scale sigma = sqrt(D) (rational, > 0; default D = 4)", Fraction(2), kind="rational"),
-    Option("L", "largest sequence length of the numeric sweep (>= 3)", 256, kind="int"),
-    Option("d", "embedding width of the numeric sweep", 64, kind="int"),
-    Option("Lmax", "solver bound: equality proved for every L <= Lmax", 12, kind="int"),
-    Option("alibi", "KVSA's ALiBi bias: yes (-m|L - s|, the slot distance of Eq. 7 / Appendix B's p = m, the default), "
-           "no (Eq. 6 as printed) or before-shift (distance to the shifted key's source position s - 1); IH keeps "
-           "its own bias (Eq. 7)", "yes", choices=ALIBI_CHOICES),
-    Option("sequence", "your own input, e.g. 'A B C A' (3-12 tokens, <= 6 symbols; orthonormal embeddings unless "
-           "--embeddings): IH, KVSA and KVSA - IH exactly; replaces the witness search", "", kind="text", maximum=200),
-    Option("embeddings", "a .npy/.pt file of shape (V, d), one row per distinct symbol of --sequence in order of "
-           "first appearance", "", kind="text", maximum=400),
-    Option("rope", "RoPE: none (Theorem 2), before-shift (raw keys rotated, then shifted) or after-shift (the shifted "
-           "keys rotated, as Appendix F's code does)", "none", choices=ROPE_PLACEMENTS),
-)
+@dataclass(frozen=True)
+class Theorem2Params(Params):
+    """Options of kvshift24:theorem2 (the repair is the variant; the rest are sizes and the user's input)."""
+
+    fix: str = param("none", "KVSA variant: as written (none), drop s = 1 and s = L (mask), also b1 = 1 (mask+scale)",
+                     choices=FIXES, variant=True)
+    m: Fraction = param(Fraction(1, 2), "ALiBi slope m (rational, >= 0)", kind="rational", minimum=Fraction(0))
+    sigma: Fraction = param(Fraction(2), "score scale sigma = sqrt(D) (rational, > 0; default D = 4)", kind="rational")
+    L: int = param(256, "largest sequence length of the numeric sweep (>= 3)", kind="int")
+    d: int = param(64, "embedding width of the numeric sweep", kind="int")
+    Lmax: int = param(12, "solver bound: equality proved for every L <= Lmax", kind="int")
+    alibi: str = param("yes", "KVSA's ALiBi bias: yes (-m|L - s|, the slot distance of Eq. 7 / Appendix B's p = m, the "
+                       "default), no (Eq. 6 as printed) or before-shift (distance to the shifted key's source position "
+                       "s - 1); IH keeps its own bias (Eq. 7)", choices=ALIBI_CHOICES)
+    sequence: str = param("", "your own input, e.g. 'A B C A' (3-12 tokens, <= 6 symbols; orthonormal embeddings unless "
+                          "--embeddings): IH, KVSA and KVSA - IH exactly; replaces the witness search", kind="text",
+                          maximum=200)
+    embeddings: str = param("", "a .npy/.pt file of shape (V, d), one row per distinct symbol of --sequence in order of "
+                            "first appearance", kind="text", maximum=400)
+    rope: str = param("none", "RoPE: none (Theorem 2), before-shift (raw keys rotated, then shifted) or after-shift (the "
+                      "shifted keys rotated, as Appendix F's code does)", choices=ROPE_PLACEMENTS)
 
 
 def _t2_validate(p: Mapping[str, Any]) -> None:
@@ -247,7 +249,8 @@ THEOREM2 = Claim(
     statement=("With a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections and ALiBi slope m, one layer of KV-shift "
                "attention at the last position equals IH(x) = sum_{s=2}^{L-1} softmax_s(x_L x_{s-1}^T / sigma - m|L - s|) x_s "
                "for every input x_1..x_L."),
-    options=T2_OPTIONS,
+    options=(),
+    params_type=Theorem2Params,
     checks={"symbolic": _t2_symbolic, "solver": _t2_solver, "numeric": _t2_numeric},
     variants=({"fix": "none"}, {"fix": "mask"}, {"fix": "mask+scale"}),
     expected={"none": "FAILS", "mask": "FAILS", "mask+scale": "HOLDS WITH FIX"},
@@ -281,13 +284,14 @@ THEOREM2 = Claim(
 
 # ------------------------------------------------------------------ theorem3
 
-T3_OPTIONS = (
-    Option("eq10", "reading of Eq. 10 checked: as printed (beta2*a2 in the x_{i-1} and x_T logits, as Table 5) or "
-           "Appendix C's derivation (beta2*a1 there)", "as-printed", choices=("as-printed", "appendix-c"),
-           variant=True),
-    Option("T", "vocabulary size; sequences have length T + 1", 16, kind="int", minimum=4, maximum=256),
-    Option("N", "sequences per width (fresh embeddings each)", 128, kind="int", minimum=8, maximum=4096),
-)
+@dataclass(frozen=True)
+class Theorem3Params(Params):
+    """Options of kvshift24:theorem3 (the reading of Eq. 10 is the variant)."""
+
+    eq10: str = param("as-printed", "reading of Eq. 10 checked: as printed (beta2*a2 in the x_{i-1} and x_T logits, as "
+                      "Table 5) or Appendix C's derivation (beta2*a1 there)", choices=EQ10_READINGS, variant=True)
+    T: int = param(16, "vocabulary size; sequences have length T + 1", kind="int", minimum=4, maximum=256)
+    N: int = param(128, "sequences per width (fresh embeddings each)", kind="int", minimum=8, maximum=4096)
 
 
 def _t3_validate(p: Mapping[str, Any]) -> None:
@@ -355,7 +359,8 @@ THEOREM3 = Claim(
                "length T + 1 (every token once, the last repeated), the last-token loss tends as d -> infinity to Eq. 10 "
                "in (a1, a2, b1, b2); with alpha2 = 1 - alpha1, beta2 = 1 - beta1 the induction head is (alpha1, beta1) "
                "= (0, 1)."),
-    options=T3_OPTIONS,
+    options=(),
+    params_type=Theorem3Params,
     checks={"numeric": _t3_numeric},
     variants=({"eq10": "as-printed"}, {"eq10": "appendix-c"}),
     expected={"as-printed": "FAILS", "appendix-c": "HOLDS WITH FIX"},
@@ -386,13 +391,15 @@ THEOREM3 = Claim(
 
 # ------------------------------------------------------------------ theorem1
 
-T1_OPTIONS = (
-    Option("masks", "key ranges of the two layers: as Appendix A displays them (layer 1 over tau <= s-1, layer 2 "
-           "over s = 2..L-1) or standard causal (tau <= s, s = 1..L)", "as-displayed",
-           choices=("as-displayed", "causal"), variant=True),
-    Option("pmax", "largest first-layer ALiBi slope p of the sweep", 12, kind="int", minimum=2, maximum=30),
-    Option("d", "embedding width", 64, kind="int", minimum=2, maximum=1024),
-)
+@dataclass(frozen=True)
+class Theorem1Params(Params):
+    """Options of kvshift24:theorem1 (the key ranges are the variant)."""
+
+    masks: str = param("as-displayed", "key ranges of the two layers: as Appendix A displays them (layer 1 over "
+                       "tau <= s-1, layer 2 over s = 2..L-1) or standard causal (tau <= s, s = 1..L)",
+                       choices=T1_MASKS, variant=True)
+    pmax: int = param(12, "largest first-layer ALiBi slope p of the sweep", kind="int", minimum=2, maximum=30)
+    d: int = param(64, "embedding width", kind="int", minimum=2, maximum=1024)
 
 
 def _t1_masks(p: Mapping[str, Any]):
@@ -454,7 +461,8 @@ THEOREM1 = Claim(
     statement=("A two-layer single-head ALiBi transformer without FFNs, D = 2d, W_K^(1) = W_Q^(1) = 0, second-layer "
                "slope m (layer 1 with residual, layer 2 without, W^2_O = (I, 0)) approximates IH with sup error "
                "O(e^{-p}), p the first-layer ALiBi slope, uniformly in L."),
-    options=T1_OPTIONS,
+    options=(),
+    params_type=Theorem1Params,
     checks={"symbolic": _t1_symbolic, "numeric": _t1_numeric},
     variants=({"masks": "as-displayed"}, {"masks": "causal"}),
     expected={"as-displayed": "HOLDS", "causal": "FAILS"},
@@ -493,9 +501,10 @@ class DecodeParams(Params):
                        "one-token call does not write it)", choices=CACHE_POLICIES, variant=True)
     offset: str = param("correct", "RoPE position of a decoded token: correct (its absolute position) or zero (a "
                         "call with seqlen_offset = 0, as Appendix F's forward passes)", choices=ROPE_OFFSETS,
-                        variant=True)
+                        variant=True, name="rope-offset")
     distance: str = param("correct", "ALiBi query position during decoding: correct (t) or off-by-one (t - 1, the "
-                          "cache length before the append)", choices=ALIBI_DISTANCES, variant=True)
+                          "cache length before the append)", choices=ALIBI_DISTANCES, variant=True,
+                          name="alibi-distance")
     fix: str = param("none", "the layer: Theorem 2's as written (none) or a repair (mask, mask+scale)",
                      choices=FIXES)
     rope: str = param("after-shift", "RoPE placement (Appendix F's code: after-shift)", choices=ROPE_PLACEMENTS)
@@ -533,7 +542,7 @@ def _dec_parts(p: Mapping[str, Any]):
     from verify.constructions.kvshift_pe import PE, Decode
 
     return (variant(p["fix"]), PE(rope=p["rope"], alibi=p["m"] != 0),
-            Decode(p["prefill"], p["cache"], p["offset"], p["distance"]))
+            Decode(p["prefill"], p["cache"], p["rope-offset"], p["alibi-distance"]))
 
 
 def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -583,7 +592,7 @@ def _dec_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                                    "correct cache NOT within it") + (", this policy beyond it" if v["policy_beyond_tolerance"]
                                                                       else "") + ")"
                        for k, v in n["reduced_precision"].items()) + ".")
-    if p["distance"] == "off-by-one" and p["fix"] != "none":
+    if p["alibi-distance"] == "off-by-one" and p["fix"] != "none":
         out.append("An off-by-one ALiBi query position shifts every slot's distance by the same amount except the "
                    "s = t slot's; with that slot masked the softmax cancels the shift.")
     return out
@@ -599,8 +608,8 @@ DECODE = Claim(
     options=(),
     params_type=DecodeParams,
     checks={"symbolic": _dec_symbolic, "numeric": _dec_numeric},
-    variants=({"cache": "raw-key"}, {"cache": "mixed-key"}, {"cache": "unwritten-first"}, {"offset": "zero"},
-              {"distance": "off-by-one"}),
+    variants=({"cache": "raw-key"}, {"cache": "mixed-key"}, {"cache": "unwritten-first"}, {"rope-offset": "zero"},
+              {"alibi-distance": "off-by-one"}),
     expected={"raw-key,correct,correct": "HOLDS", "mixed-key,correct,correct": "FAILS",
               "unwritten-first,correct,correct": "FAILS", "raw-key,zero,correct": "FAILS",
               "raw-key,correct,off-by-one": "FAILS"},

@@ -168,8 +168,9 @@ def decode_check(sequence: str = "A B C B", *, prefill: int = 2, cache: str = "r
         cache: ``raw-key`` (correct), ``mixed-key`` (Appendix F's inference code: the shift state after
             the prefill is the shifted key/value), ``unwritten-first`` (the first one-token call leaves
             the state unwritten).
-        offset: RoPE position of a decoded token: ``correct`` or ``zero``.
-        distance: ALiBi query position during decoding: ``correct`` or ``off-by-one`` (t - 1).
+        offset: RoPE position of a decoded token: ``correct`` or ``zero`` (the claim's ``--rope-offset``).
+        distance: ALiBi query position during decoding: ``correct`` or ``off-by-one`` (t - 1; the claim's
+            ``--alibi-distance``).
         fix: Theorem 2 variant of the layer (``none``, ``mask``, ``mask+scale``).
         rope: ``none``, ``before-shift``, ``after-shift`` (Appendix F).
         m, sigma: ALiBi slope and score scale.
@@ -186,5 +187,6 @@ def decode_check(sequence: str = "A B C B", *, prefill: int = 2, cache: str = "r
     """
     from verify.api import check_claim
 
+    options = {"rope-offset": offset, "alibi-distance": distance, **options}
     return check_claim("kvshift24:decode", seed=seed, layers=layers, sequence=sequence, prefill=prefill, cache=cache,
-                       offset=offset, distance=distance, fix=fix, rope=rope, m=m, sigma=sigma, **options)
+                       fix=fix, rope=rope, m=m, sigma=sigma, **options)

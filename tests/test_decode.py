@@ -50,7 +50,8 @@ def test_decode_known_verdicts_symbolic(label, verdict):
     from verify.api import check_claim
 
     cache, offset, distance = label.split(",")
-    r = check_claim("kvshift24:decode", layers=("symbolic",), cache=cache, offset=offset, distance=distance)
+    r = check_claim("kvshift24:decode", layers=("symbolic",), cache=cache,
+                    **{"rope-offset": offset, "alibi-distance": distance})
     assert r.verdict == verdict, r.reason
     assert r.expected == verdict
 

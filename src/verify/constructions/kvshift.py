@@ -632,6 +632,10 @@ def witness_text(x: Sequence[str], kv: dict[str, Any], ih: dict[str, Any], var: 
 #: ``--masks`` choices of kvshift24:theorem1
 T1_MASKS = ("as-displayed", "causal")
 
+#: ``--eq10`` choices of kvshift24:theorem3: Eq. 10 as printed (Table 5's beta2*a2 in the x_{i-1} and x_T
+#: logits) or Appendix C's derivation (beta2*a1 there)
+EQ10_READINGS = ("as-printed", "appendix-c")
+
 
 @dataclass(frozen=True)
 class T1Masks:
