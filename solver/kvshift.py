@@ -53,7 +53,8 @@ from verify.constructions.kvshift import (
 from verify.constructions import kvshift_reference as ref
 from verify.constructions.kvshift import variant as variant_named
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import solver_summary, ObligationResult, check, fresh_solver, rval, to_fraction
+from verify.solver.common import (ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval,
+                                  solver_evidence, to_fraction)
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
@@ -306,12 +307,14 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     problems = (bad_exp + (xc["problems"] if xc else [])
                 + ([] if control.answer == "unsat" else
                    [f"positive control: KVSA[mask+scale] = IH at L = 3 was not proved (z3 {control.answer})"]))
+    engines = engine_versions("z3", "cvc5")
     if problems:
-        return Evidence(status="error", layer="solver", engines=engine_versions("z3", "cvc5"),
-                        summary=(f"the solver's evaluation of the construction fails its own checks ({len(problems)}); "
-                                 f"first: {problems[0]}"),
-                        numbers={"machinery_problems": problems[:5], "m": str(m), "sigma": str(sigma)},
-                        details=[ref.summary_line(xc, "IH and KVSA values in the witness encoding")] if xc else [])
+        return solver_evidence(
+            [control], proved="", engines=engines,
+            problems=[f"the solver's evaluation of the construction fails its own checks ({len(problems)}); "
+                      f"first: {problems[0]}"],
+            numbers={"machinery_problems": problems[:5], "m": str(m), "sigma": str(sigma)},
+            details=[ref.summary_line(xc, "IH and KVSA values in the witness encoding")] if xc else [])
     eq = []
     first_sat = None
     for L in range(3, Lmax + 1):
@@ -322,38 +325,44 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
             break
         if r.answer == "unknown":
             break
-    cert = {"equality": [r.summary() for r in eq]}
+    cert: dict[str, Any] = {"equality": [r.summary() for r in eq]}
     numbers: dict[str, Any] = {"Lmax": Lmax, "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
                                "exp_encoding": "equality: ex(t), an uninterpreted positive function standing for "
                                                "exp(t); witness: one positive unknown per exponent, inside a rational "
                                                "enclosure of exp and ordered like the exponents"}
-    numbers.update(solver_summary(eq))
+    # the provenance keys sit here in the display order; solver_evidence refreshes them in place
+    numbers.update(provenance_numbers(provenance(eq), eq))
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
-    base = dict(layer="solver", engines=engine_versions("z3", "cvc5"), certificate=cert, numbers=numbers)
-    unknown = [r for r in eq if r.answer == "unknown"]
-    if unknown:
-        return Evidence(status="inconclusive", summary=f"{unknown[0].name}: unknown ({unknown[0].reason})",
-                        bound=f"L <= {Lmax}", **base)
     if first_sat is None:
-        return Evidence(status="proved", bound=(f"every L in 3..{Lmax}, every input (arbitrary vectors), any positive "
-                                                f"function ex(t) in place of exp(t)"),
-                        summary=(f"UNSAT for every L <= {Lmax}: KVSA[{var.name}] and IH have equal coefficients on every "
-                                 f"position (sigma = {sigma}, m = {m}); no witness up to the bound"),
-                        details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
-                        + [ref.summary_line(xc, "IH and KVSA values in the witness encoding")], **base)
+        # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive
+        unknown = any(r.answer == "unknown" for r in eq)
+        return solver_evidence(
+            eq, engines=engines, certificate=cert, numbers=numbers,
+            bound=f"L <= {Lmax}" if unknown else (f"every L in 3..{Lmax}, every input (arbitrary vectors), any positive "
+                                                  f"function ex(t) in place of exp(t)"),
+            proved=(f"UNSAT for every L <= {Lmax}: KVSA[{var.name}] and IH have equal coefficients on every position "
+                    f"(sigma = {sigma}, m = {m}); no witness up to the bound"),
+            details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
+            + [ref.summary_line(xc, "IH and KVSA values in the witness encoding")])
     w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked)
     cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in obs]
     numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in obs), 3)
     if w is None:
+        # the term structure differs (a SAT equality obligation) but no token input was certified: undecided,
+        # which the shared cascade has no case for (no obligation is unknown), so it is written here
         unk = [r for r in obs if r.answer == "unknown"]
-        return Evidence(status="inconclusive", bound="L <= 6, vocabulary <= 3",
+        prov = provenance(eq)
+        numbers.update(provenance_numbers(prov, eq))
+        return Evidence(layer="solver", status="inconclusive", bound="L <= 6, vocabulary <= 3", engines=engines,
+                        certificate=cert, numbers=numbers, solver=prov,
                         summary=f"the term structure differs at L = {first_sat} but no certified token witness up to L = 6"
-                                + (f" ({len(unk)} unknown)" if unk else ""), **base)
+                                + (f" ({len(unk)} unknown)" if unk else ""))
     known = [p for ww in (w, w.get("value_scale_witness")) if ww is not None for p in _known_value(ww, var, m, sigma)]
     if known:
-        return Evidence(status="error", summary=f"the certified witness disagrees with the independent evaluation: "
-                                                f"{'; '.join(known[:3])}", **base)
+        return solver_evidence(eq, proved="", engines=engines, certificate=cert, numbers=numbers,
+                               problems=[f"the certified witness disagrees with the independent evaluation: "
+                                         f"{'; '.join(known[:3])}"])
     text, bt = witness_text(w["x"], w["KVSA"], w["IH"], var, m, sigma)
     witness = _record(w, m, sigma)
     if bt:
@@ -375,11 +384,12 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         details.append(f"value-scale witness (certified the same way): {stext}; |KVSA - IH| >= {sw['delta']} "
                        f"on {sw['token']}")
     details.append(f"smaller inputs: {'; '.join(w['smaller_candidates']) or 'none'}")
-    return Evidence(status="refuted", witness=witness,
-                    bound=(f"smallest (L, vocabulary); structure differs from L = {first_sat}"
-                           + ("; the headline input is the smallest whose difference persists with b1 = 1 "
-                              "(value scale removed)" if sw is not None else "")),
-                    summary=summary, details=details, **base)
+    # the witness was certified by z3 (UNSAT of 'within delta') and re-checked in Fraction enclosures (_certify)
+    return solver_evidence(eq, proved="", refuted=(summary, witness), engines=engines, certificate=cert,
+                           numbers=numbers, details=details,
+                           bound=(f"smallest (L, vocabulary); structure differs from L = {first_sat}"
+                                  + ("; the headline input is the smallest whose difference persists with b1 = 1 "
+                                     "(value scale removed)" if sw is not None else "")))
 
 
 def _known_value(w: dict, var: Variant, m: Fraction, sigma: Fraction) -> list[str]:
@@ -431,15 +441,14 @@ def check_sequence(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction,
     if gap > 0:
         rec, r, why = _certify(tuple(x), var, m, sigma, gap, tok, kv, ih, timeout_ms)
         if rec is not None:
+            # certified by z3 (UNSAT of 'within delta') and re-checked in Fraction enclosures (_certify)
             text, _ = witness_text(rec["x"], rec["KVSA"], rec["IH"], var, m, sigma)
-            numbers: dict[str, Any] = {"given_input": list(x), "m": str(m), "sigma": str(sigma)}
-            numbers.update(solver_summary([r]))
-            return Evidence(layer="solver", status="refuted", engines=engine_versions("z3", "cvc5"),
-                            witness=_record(rec, m, sigma), certificate={"witness": [r.summary()]}, numbers=numbers,
-                            bound="the given input",
-                            summary=(f"given input: {text}; |KVSA - IH| >= {rec['delta']} on {rec['token']} (z3 UNSAT of "
-                                     f"'within {rec['delta']}', re-checked in Fractions)"),
-                            details=["the given input replaced the witness search in this layer"])
+            return solver_evidence(
+                [r], proved="", engines=engine_versions("z3", "cvc5"), certificate={"witness": [r.summary()]},
+                numbers={"given_input": list(x), "m": str(m), "sigma": str(sigma)}, bound="the given input",
+                refuted=(f"given input: {text}; |KVSA - IH| >= {rec['delta']} on {rec['token']} (z3 UNSAT of "
+                         f"'within {rec['delta']}', re-checked in Fractions)", _record(rec, m, sigma)),
+                details=["the given input replaced the witness search in this layer"])
     ev = check_theorem2(var, m, sigma, Lmax, timeout_ms)
     ev.details.insert(0, f"the given input ({', '.join(x)}) is not separated by the rational enclosures "
                          f"(gap {float(gap):.3g}); the layer ran its default check")

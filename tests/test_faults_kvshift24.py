@@ -526,3 +526,54 @@ def test_solver_witness_with_a_wrong_value_is_an_error(monkeypatch):
     monkeypatch.setattr(Sol, "find_witness", off)
     ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
     assert ev.status == "error" and "independent" in ev.summary, ev.summary
+
+
+# ------------------------------------------------------------------ the shared solver cascade (typed provenance)
+
+
+def _cvc5_says(monkeypatch, answer: str):
+    """Fault: the second solver answers ``answer`` on every obligation (a broken or disagreeing cvc5)."""
+    import verify.solver.certify as cert
+
+    monkeypatch.setattr(cert, "cvc5_opinion", lambda smt2, timeout_ms, seed=0: (answer, ""))
+
+
+def test_solver_proof_carries_typed_provenance_and_needs_a_second_way(monkeypatch):
+    """The repaired variant's equality proof is 'proved' only because cvc5 confirms every UNSAT (no
+    Farkas certificate exists for the uninterpreted exp stand-in); with cvc5 silent it is inconclusive."""
+    import verify.solver.kvshift as Sol
+
+    ev = Sol.check_theorem2(kc.variant("mask+scale"), M2, S2, Lmax=4)
+    assert ev.status == "proved" and ev.solver is not None
+    assert ev.solver.obligations == 2 and len(ev.solver.cvc5_confirmed) == 2 and not ev.solver.z3_only
+    _cvc5_says(monkeypatch, "unknown")
+    ev = Sol.check_theorem2(kc.variant("mask+scale"), M2, S2, Lmax=4)
+    assert ev.status == "inconclusive" and len(ev.solver.z3_only) == 2, ev.summary
+    assert ev.numbers["second_way"]["neither"] == ev.solver.z3_only
+
+
+def test_solver_disagreement_makes_the_claim_inconsistent(monkeypatch):
+    """Fault: cvc5 answers SAT where z3 proved the repaired equality UNSAT: the typed provenance records
+    the contradiction and the claim is INCONSISTENT, not HOLDS WITH FIX."""
+    from verify.evidence import Context
+    from verify.proofs.kvshift24 import THEOREM2
+    from verify.proofs.model import run_claim
+
+    p = THEOREM2.parse_params({"fix": "mask+scale", "Lmax": "4"})
+    assert run_claim(THEOREM2, p, Context(seed=0), layers=("solver",)).verdict == "HOLDS WITH FIX"
+    _cvc5_says(monkeypatch, "sat")
+    r = run_claim(THEOREM2, p, Context(seed=0), layers=("solver",))
+    assert r.verdict == "INCONSISTENT" and r.layer("solver").solver.disagreements, r.reason
+
+
+def test_solver_refutation_is_reported_without_a_second_solver(monkeypatch):
+    """A refutation rests on the witness re-checked in Fraction enclosures, not on cvc5: with cvc5 silent
+    the as-written variant stays refuted; with the witness's exact re-check broken it is not reported."""
+    import verify.solver.kvshift as Sol
+
+    _cvc5_says(monkeypatch, "unknown")
+    ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
+    assert ev.status == "refuted" and ev.solver is not None and ev.witness["x"] == "(A, B, A)"
+    monkeypatch.setattr(Sol, "_gap", lambda x, var, m, sigma: (Fraction(0), "", {}, {}))
+    ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
+    assert ev.status == "inconclusive" and "no certified token witness" in ev.summary, ev.summary
