@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from fractions import Fraction
 
-from verify.constructions.kvshift import variant
+from verify.constructions.kvshift24 import variant
 from verify.evidence import Context
 from verify.proofs import registry
 from verify.proofs.model import run_claim
@@ -23,9 +23,9 @@ def _time(fn):
 
 
 def main() -> None:
-    from verify.numeric import kvshift as num
-    from verify.solver import kvshift as sol
-    from verify.symbolic import kvshift as sym
+    from verify.numeric import kvshift24 as num
+    from verify.solver import kvshift24 as sol
+    from verify.symbolic import kvshift24 as sym
 
     rows = []
     m, sigma = Fraction(1, 2), Fraction(2)

@@ -4,7 +4,7 @@ wired to the three layers.
 
 The constructions (IH of Definition 1, KVSA of Eqs. 4-6 with the ALiBi bias, the
 Appendix B parameters and the repairs) are defined once in
-:mod:`verify.constructions.kvshift`; each layer evaluates them in its own arithmetic.
+:mod:`verify.constructions.kvshift24`; each layer evaluates them in its own arithmetic.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
 from verify.proofs.model import Claim, InputError, Paper, Params, param
-from verify.constructions.kvshift_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
+from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
 from verify.proofs.kvshift24_api import ALIBI_CHOICES
-from verify.constructions.kvshift import EQ10_READINGS, FIXES, T1_MASKS
+from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -52,7 +52,7 @@ class Theorem2Params(Params):
 
 
 def _t2_validate(p: Mapping[str, Any]) -> None:
-    from verify.numeric.kvshift import input_bytes  # torch only at run time (import is light enough)
+    from verify.numeric.kvshift24 import input_bytes  # torch only at run time (import is light enough)
 
     if p["sigma"] <= 0:
         raise InputError(f"--sigma must be > 0 (it divides the scores), got {p['sigma']}")
@@ -91,7 +91,7 @@ def _t2_fix(p: Mapping[str, Any]) -> str | None:
 
 
 def _var(p: Mapping[str, Any]):
-    from verify.constructions.kvshift import variant
+    from verify.constructions.kvshift24 import variant
 
     return variant(p["fix"], alibi=p.get("alibi", "yes") != "no")
 
@@ -115,17 +115,17 @@ def _input(p: Mapping[str, Any]):
 
 def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
     if _user_path(p):
-        from verify.symbolic import kvshift_pe as sym_pe
+        from verify.symbolic import kvshift24_pe as sym_pe
 
         x, X = _input(p)
         return sym_pe.check_theorem2_input(x, _var(p), p["m"], p["sigma"], _pe(p), X)
-    from verify.symbolic import kvshift as sym
+    from verify.symbolic import kvshift24 as sym
 
     return sym.check_theorem2(_var(p), p["m"], p["sigma"])
 
 
 def _t2_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.solver import kvshift as sol
+    from verify.solver import kvshift24 as sol
 
     if _user_path(p):
         if p.get("rope", "none") != "none" or p.get("alibi") == "before-shift" or p.get("embeddings"):
@@ -139,7 +139,7 @@ def _t2_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     if _user_path(p):
-        from verify.numeric import kvshift_pe as num_pe
+        from verify.numeric import kvshift24_pe as num_pe
 
         x, X = _input(p)
         if x is not None:
@@ -147,7 +147,7 @@ def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
             return num_pe.check_theorem2_pe(_var(p), _pe(p), p["sigma"], p["m"], len(x), 0, ctx.seed,
                                             X=num_pe.rows_tensor(rows))
         return num_pe.check_theorem2_pe(_var(p), _pe(p), p["sigma"], p["m"], p["L"], p["d"], ctx.seed, B=BATCH)
-    from verify.numeric import kvshift as num
+    from verify.numeric import kvshift24 as num
 
     return num.check_theorem2(_var(p), p["m"], p["sigma"], p["L"], p["d"], ctx.seed, full=ctx.full, B=BATCH)
 
@@ -155,7 +155,7 @@ def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 def _plane_rows(x: Sequence[str]) -> list[list[int]]:
     """Orthonormal symbol embeddings, symbol j (order of first appearance) = e_{2j} in width 2V (one symbol
     per RoPE plane, so RoPE keeps distinct symbols orthogonal); the exact layer uses the same embedding."""
-    from verify.constructions.kvshift_pe import symbols_in_order
+    from verify.constructions.kvshift24_pe import symbols_in_order
 
     order = symbols_in_order(x)
     return [[int(i == 2 * order.index(t)) for i in range(2 * len(order))] for t in x]
@@ -187,7 +187,7 @@ def _t2_user_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]
 
 
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    from verify.constructions.kvshift import kvsa_table_facts, mechanism_sentence
+    from verify.constructions.kvshift24 import kvsa_table_facts, mechanism_sentence
 
     if _user_path(p):
         return [mechanism_sentence(_var(p))] + _t2_user_explain(p, evs)
@@ -236,7 +236,7 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                 f"matches the query; {b['boundary_error_b1=1']:.3g}) and x_L not seen before (every key scores alike; "
                 f"{z['boundary_error_b1=1']:.3g}).")
     if not facts["alibi"]:
-        from verify.constructions.kvshift import NO_ALIBI
+        from verify.constructions.kvshift24 import NO_ALIBI
 
         out.append(NO_ALIBI + f" Here m = {p['m']}.")
     return out
@@ -308,7 +308,7 @@ def _t3_fix(p: Mapping[str, Any]) -> str | None:
 
 
 def _t3_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import kvshift as num
+    from verify.numeric import kvshift24 as num
 
     ds = (256, 1024, 4096) if ctx.full else (256, 1024)
     return num.check_theorem3(p["T"], ds, p["N"], ctx.seed, reading=p.get("eq10", "as-printed"))
@@ -403,19 +403,19 @@ class Theorem1Params(Params):
 
 
 def _t1_masks(p: Mapping[str, Any]):
-    from verify.constructions.kvshift import t1_masks
+    from verify.constructions.kvshift24 import t1_masks
 
     return t1_masks(p["masks"])
 
 
 def _t1_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.symbolic import kvshift as sym
+    from verify.symbolic import kvshift24 as sym
 
     return sym.check_theorem1(_t1_masks(p), Fraction(1, 2), Fraction(1))
 
 
 def _t1_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import kvshift as num
+    from verify.numeric import kvshift24 as num
 
     ps = [1, 2] + list(range(4, p["pmax"] + 1, 2))
     Ls = (8, 64, 256, 1024) if ctx.full else (8, 64, 256)
@@ -423,7 +423,7 @@ def _t1_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _t1_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    from verify.constructions.kvshift import T1_DEPARTURES
+    from verify.constructions.kvshift24 import T1_DEPARTURES
 
     out = []
     if p["masks"] == "as-displayed":
@@ -538,8 +538,8 @@ def _dec_validate(p: Mapping[str, Any]) -> None:
 
 
 def _dec_parts(p: Mapping[str, Any]):
-    from verify.constructions.kvshift import variant
-    from verify.constructions.kvshift_pe import PE, Decode
+    from verify.constructions.kvshift24 import variant
+    from verify.constructions.kvshift24_pe import PE, Decode
 
     return (variant(p["fix"]), PE(rope=p["rope"], alibi=p["m"] != 0),
             Decode(p["prefill"], p["cache"], p["rope-offset"], p["alibi-distance"]))
@@ -547,7 +547,7 @@ def _dec_parts(p: Mapping[str, Any]):
 
 def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.proofs.kvshift24_api import read_input
-    from verify.symbolic import kvshift_pe as sym_pe
+    from verify.symbolic import kvshift24_pe as sym_pe
 
     var, pe, dec = _dec_parts(p)
     x, X = read_input(p["sequence"], p["embeddings"])
@@ -555,8 +555,8 @@ def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import kvshift_pe as num_pe
-    from verify.constructions.kvshift_pe import Decode
+    from verify.numeric import kvshift24_pe as num_pe
+    from verify.constructions.kvshift24_pe import Decode
 
     var, pe, dec = _dec_parts(p)
     L = 1024 if ctx.full else p["L"]

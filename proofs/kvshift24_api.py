@@ -43,7 +43,7 @@ def read_input(sequence: str, embeddings: str = "", flag: str = "--sequence") ->
     Raises:
         InputError: one line naming the problem (the CLI exits 2).
     """
-    from verify.constructions.kvshift_pe import parse_sequence, symbols_in_order
+    from verify.constructions.kvshift24_pe import parse_sequence, symbols_in_order
 
     try:
         x = parse_sequence(sequence)
@@ -116,9 +116,9 @@ def kvshift_sequence(sequence: str, *, fix: str = "mask+scale", m: Any = Fractio
     Raises:
         InputError: a bad sequence, file or value.
     """
-    from verify.constructions.kvshift import FIXES, variant
-    from verify.constructions.kvshift_pe import PE, ROPE_PLACEMENTS
-    from verify.symbolic.kvshift_pe import theorem2_on_input
+    from verify.constructions.kvshift24 import FIXES, variant
+    from verify.constructions.kvshift24_pe import PE, ROPE_PLACEMENTS
+    from verify.symbolic.kvshift24_pe import theorem2_on_input
 
     if fix not in FIXES:
         raise InputError(f"fix must be one of {', '.join(FIXES)}, got {fix!r}")
@@ -138,8 +138,8 @@ ALIBI_CHOICES = ("yes", "no", "before-shift")
 
 
 def pe_for(rope: str, alibi: str):
-    """The :class:`~verify.constructions.kvshift_pe.PE` of a ``--rope`` and ``--alibi`` choice."""
-    from verify.constructions.kvshift_pe import PE
+    """The :class:`~verify.constructions.kvshift24_pe.PE` of a ``--rope`` and ``--alibi`` choice."""
+    from verify.constructions.kvshift24_pe import PE
 
     return PE(rope=rope, alibi=alibi != "no", alibi_placement="before-shift" if alibi == "before-shift" else "after-shift")
 

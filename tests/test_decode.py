@@ -7,11 +7,11 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from verify.constructions import kvshift_pe as pe_mod
-from verify.constructions.kvshift import variant
-from verify.constructions.kvshift_pe import PE, Decode
+from verify.constructions import kvshift24_pe as pe_mod
+from verify.constructions.kvshift24 import variant
+from verify.constructions.kvshift24_pe import PE, Decode
 from verify.proofs.kvshift24 import DECODE
-from verify.symbolic import kvshift_pe as sym_pe
+from verify.symbolic import kvshift24_pe as sym_pe
 
 X4 = ("A", "B", "C", "B")
 
@@ -115,7 +115,7 @@ def test_fault_broken_decoder_fails_the_positive_control(monkeypatch):
 
 
 def test_fault_numeric_decoder_ignoring_policy_is_consistent(monkeypatch):
-    from verify.numeric import kvshift_pe as num_pe
+    from verify.numeric import kvshift24_pe as num_pe
 
     real = num_pe.decode_pass
     monkeypatch.setattr(num_pe, "decode_pass", lambda X, var, pe, dec, sigma, m, **kw:
@@ -126,7 +126,7 @@ def test_fault_numeric_decoder_ignoring_policy_is_consistent(monkeypatch):
 
 
 def test_fault_numeric_rope_at_wrong_position_breaks_raw_key(monkeypatch):
-    from verify.numeric import kvshift_pe as num_pe
+    from verify.numeric import kvshift24_pe as num_pe
 
     real = num_pe._rope
     monkeypatch.setattr(num_pe, "_rope", lambda X, pos, base: real(X, pos + (1 if len(pos) == 1 else 0), base))

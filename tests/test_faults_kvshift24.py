@@ -5,7 +5,7 @@ that a layer's status, outcome or a Figure's ``reproduced`` flag changes.
 
 The second half injects faults of three kinds that a difference-only check cannot see:
 (1) an error shared by IH and KVSA (they go through the same evaluator), caught by the
-independent evaluation of ``verify.constructions.kvshift_reference``; (2) explanations and
+independent evaluation of ``verify.constructions.kvshift24_reference``; (2) explanations and
 decompositions that describe the variant's flags instead of the evaluated table; (3) a claim
 expected to FAIL that keeps failing for another reason, caught by positive controls (the
 repaired/displayed construction must hold on the same inputs, a witness must carry the
@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import pytest
 
-from verify.constructions import kvshift as kc
+from verify.constructions import kvshift24 as kc
 
 
 def _layer1_includes_current(monkeypatch):
@@ -32,7 +32,7 @@ def _layer1_includes_current(monkeypatch):
 
 
 def test_t1_symbolic_proved_becomes_refuted_on_causal_layer1(monkeypatch):
-    import verify.symbolic.kvshift as S
+    import verify.symbolic.kvshift24 as S
 
     assert S.check_theorem1(kc.t1_masks("as-displayed")).status == "proved"
     _layer1_includes_current(monkeypatch)
@@ -44,7 +44,7 @@ def test_t1_symbolic_proved_becomes_refuted_on_causal_layer1(monkeypatch):
 
 
 def test_t1_numeric_holds_becomes_fails_and_figure_not_reproduced(monkeypatch):
-    from verify.numeric.kvshift import check_theorem1
+    from verify.numeric.kvshift24 import check_theorem1
 
     ps, Ls = [2, 6, 12], [8, 64]
     good = check_theorem1("as-displayed", ps, Ls, 32, 2, 0)
@@ -56,8 +56,8 @@ def test_t1_numeric_holds_becomes_fails_and_figure_not_reproduced(monkeypatch):
 
 @pytest.mark.parametrize("attribution", ["layer 1 causal only", "layer 2 causal only"])
 def test_t1_each_standard_causal_layer_alone_breaks_it(attribution):
-    from verify.numeric.kvshift import check_theorem1
-    from verify.symbolic.kvshift import check_theorem1 as sym
+    from verify.numeric.kvshift24 import check_theorem1
+    from verify.symbolic.kvshift24 import check_theorem1 as sym
 
     assert check_theorem1(attribution, [2, 6, 12], [8, 64], 32, 2, 0).outcome == "fails"
     assert sym(kc.t1_masks(attribution)).status == "refuted"
@@ -66,7 +66,7 @@ def test_t1_each_standard_causal_layer_alone_breaks_it(attribution):
 def test_t2_decomposition_check_fails_on_a_corrupted_key(monkeypatch):
     """Fault: KVSA's summand reads key x_s instead of x_{s-1}: the four pieces no longer describe
     the construction and the symbolic layer no longer proves the repaired statement."""
-    import verify.symbolic.kvshift as S
+    import verify.symbolic.kvshift24 as S
 
     m, sigma = Fraction(1, 2), Fraction(2)
     assert S.decomposition(kc.variant("mask+scale"))["tables_ok"]
@@ -86,9 +86,9 @@ def test_t2_decomposition_check_fails_on_a_corrupted_key(monkeypatch):
 
 
 def test_t2_missing_alibi_changes_every_layer():
-    from verify.numeric.kvshift import check_theorem2 as num
-    from verify.solver.kvshift import check_theorem2 as sol
-    from verify.symbolic.kvshift import check_theorem2 as sym
+    from verify.numeric.kvshift24 import check_theorem2 as num
+    from verify.solver.kvshift24 import check_theorem2 as sol
+    from verify.symbolic.kvshift24 import check_theorem2 as sym
 
     m, sigma = Fraction(1, 2), Fraction(2)
     good, bad = kc.variant("mask+scale"), kc.variant("mask+scale", alibi=False)
@@ -104,7 +104,7 @@ def test_t3_discrimination_would_pick_the_plotting_code_if_the_data_matched_it()
     (with noise of the empirical size) are matched to the plotting code, not to Eq. 10."""
     import random
 
-    from verify.numeric.kvshift import EQ10, PLOTTING, T3_FORMULAS, t3_discriminate, t3_formula_grid
+    from verify.numeric.kvshift24 import EQ10, PLOTTING, T3_FORMULAS, t3_discriminate, t3_formula_grid
 
     pts = [i / 10 for i in range(11)]
     cands = {k: t3_formula_grid(16, pts, k) for k in T3_FORMULAS}
@@ -117,7 +117,7 @@ def test_t3_discrimination_would_pick_the_plotting_code_if_the_data_matched_it()
 
 
 def test_t3_check_fails_when_the_loss_follows_the_plotting_code(monkeypatch):
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     def plotting_loss(X, E, target, alpha1, beta1):
         return N.t3_formula(alpha1, beta1, E.shape[1], plotting_code=True)
@@ -134,7 +134,7 @@ def test_t3_as_printed_would_hold_if_the_limit_were_eq10_as_printed(monkeypatch)
     """Fault: the loss (exact limit and empirical) follows Eq. 10 as printed (beta2*a2).  The
     as-printed reading then HOLDS and the appendix-c reading FAILS; on the real loss it is the
     other way round, with the witness grid point and the size of the difference."""
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     args = (16, (256, 1024), 128, 0)
     real = N.check_theorem3(*args, reading="as-printed")
@@ -156,7 +156,7 @@ def test_t3_as_printed_would_hold_if_the_limit_were_eq10_as_printed(monkeypatch)
 def test_t3_exact_limit_alone_does_not_make_it_hold(monkeypatch):
     """Fault: only the exact limit is replaced by Eq. 10 as printed.  The exact check then passes,
     but the empirical loss at d = 1024 still matches beta2*a1, not beta2*a2, so it still FAILS."""
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     monkeypatch.setattr(N, "t3_exact_limit", lambda T, pts, seed: N.t3_formula_grid(T, pts, N.EQ10))
     ev = N.check_theorem3(16, (256, 1024), 128, 0, reading="as-printed")
@@ -169,7 +169,7 @@ def test_t3_tolerances_separate_a1_from_a2():
     matches data generated by one of them (plus noise) to that one only."""
     import random
 
-    from verify.numeric.kvshift import BODY, EQ10, T3_EXACT_TOL, T3_FORMULAS, t3_exact_compare, t3_formula_grid
+    from verify.numeric.kvshift24 import BODY, EQ10, T3_EXACT_TOL, T3_FORMULAS, t3_exact_compare, t3_formula_grid
 
     pts = [i / 10 for i in range(11)]
     cands = {k: t3_formula_grid(16, pts, k) for k in T3_FORMULAS}
@@ -187,7 +187,7 @@ def test_t3_tolerances_separate_a1_from_a2():
 def test_t3_error_when_the_exact_tolerance_cannot_separate(monkeypatch):
     """Fault: an exact tolerance as wide as the plotting-code one (0.0149) cannot tell beta2*a1 from
     beta2*a2; the check refuses (error) instead of passing Eq. 10 as printed."""
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     monkeypatch.setattr(N, "T3_EXACT_TOL", 0.0149)
     monkeypatch.setattr(N.t3_exact_compare, "__defaults__", (0.0149,))
@@ -201,9 +201,9 @@ M2, S2 = Fraction(1, 2), Fraction(2)
 
 
 def _t2_layers():
-    from verify.numeric.kvshift import check_theorem2 as num
-    from verify.solver.kvshift import check_theorem2 as sol
-    from verify.symbolic.kvshift import check_theorem2 as sym
+    from verify.numeric.kvshift24 import check_theorem2 as num
+    from verify.solver.kvshift24 import check_theorem2 as sol
+    from verify.symbolic.kvshift24 import check_theorem2 as sym
 
     return {"symbolic": lambda v: sym(v, M2, S2), "solver": lambda v: sol(v, M2, S2, Lmax=6),
             "numeric": lambda v: num(v, M2, S2, 32, 16, 0)}
@@ -215,9 +215,9 @@ def _status(ev):
 
 def _patch_everywhere(monkeypatch, name, fn):
     """Replace a construction function in the shared module and in every layer that imported it."""
-    import verify.numeric.kvshift as N
-    import verify.solver.kvshift as Sol
-    import verify.symbolic.kvshift as S
+    import verify.numeric.kvshift24 as N
+    import verify.solver.kvshift24 as Sol
+    import verify.symbolic.kvshift24 as S
 
     monkeypatch.setattr(kc, name, fn)
     for mod in (S, Sol, N):
@@ -248,7 +248,7 @@ def test_sqrt_sigma_in_numeric_attend_makes_numeric_error(monkeypatch):
     """Fault: the numeric evaluator divides the scores by sqrt(sigma), for IH and KVSA alike."""
     import math
 
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     num = _t2_layers()["numeric"]
     assert _status(num(kc.variant("mask+scale"))) == "consistent (holds)"
@@ -265,7 +265,7 @@ def test_normalising_over_the_numerator_flags_is_seen_by_every_layer(monkeypatch
     tables have num = den on every term, so only a table where they differ (checked alongside) shows it."""
     from dataclasses import replace
 
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     layers = _t2_layers()
     assert [_status(layers[k](kc.variant("mask+scale"))) for k in layers] == ["proved", "proved", "consistent (holds)"]
@@ -295,7 +295,7 @@ def test_shared_fault_turns_the_repaired_verdict_inconclusive(monkeypatch):
     assert run_claim(c, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
     orig = kc.logits
     _patch_everywhere(monkeypatch, "logits", lambda terms, dq, sigma, m, zero=0: orig(terms, dq, sigma, -m, zero))
-    import verify.numeric.kvshift as N
+    import verify.numeric.kvshift24 as N
 
     orig_a = N.attend
     monkeypatch.setattr(N, "attend", lambda tab, X, dots, sigma, m: orig_a(tab, X, dots, sigma, -m))
@@ -336,7 +336,7 @@ def test_nonzero_pieces_read_at_the_wrong_sigma_is_an_error(monkeypatch):
     """Fault: the nonzero pieces are simplified at sigma = 1 instead of the claim's sigma, so the mask
     variant at sigma = 2 would be refuted beside 'nonzero pieces: none'.  A refutation must have a
     reported nonzero piece that is nonzero on its witness."""
-    import verify.symbolic.kvshift as S
+    import verify.symbolic.kvshift24 as S
 
     good = S.check_theorem2(kc.variant("mask"), M2, S2)
     assert good.status == "refuted" and good.numbers["nonzero_pieces_at_sigma"] == ["value scale b1 = 1/sigma"]
@@ -350,7 +350,7 @@ def test_wrong_normaliser_in_the_decomposition_is_an_error(monkeypatch):
     """Fault: the decomposition's Z' reads the s = 1 normaliser flag for s = L as well.  On the
     claim's tables (both flags equal) its own identity check passes; the check over every variant's
     table (the fault variants have the flags apart) does not."""
-    import verify.symbolic.kvshift as S
+    import verify.symbolic.kvshift24 as S
 
     assert S.decomposition_all_variants() == []
     assert S.check_theorem2(kc.variant("mask+scale"), M2, S2).status == "proved"
@@ -371,8 +371,8 @@ def test_inverted_exp_enclosure_is_an_error_not_a_vacuous_refutation(monkeypatch
     """Fault: exp_enclosure returns (1/lo, 1/hi) for negative exponents (lo > hi): every box with a
     negative exponent is empty, so 'all within delta' is UNSAT for any delta.  The enclosure is
     checked against mpmath's interval exp and the boxes must have a model."""
-    from verify.constructions import kvshift_reference as ref
-    from verify.solver.kvshift import check_theorem2 as sol
+    from verify.constructions import kvshift24_reference as ref
+    from verify.solver.kvshift24 import check_theorem2 as sol
 
     assert ref.exp_enclosure_sane(kc.exp_enclosure) == []
     assert sol(kc.variant("none"), M2, S2, Lmax=4).status == "refuted"
@@ -391,8 +391,8 @@ def test_inverted_exp_enclosure_is_an_error_not_a_vacuous_refutation(monkeypatch
 def test_inverted_exp_enclosure_boxes_are_seen_without_the_sanity_points(monkeypatch):
     """The same fault, with the sanity points skipped: the witness encoding's boxes have no model,
     so the layer's own evaluation fails and it reports an error rather than a witness."""
-    from verify.constructions import kvshift_reference as ref
-    from verify.solver.kvshift import check_theorem2 as sol
+    from verify.constructions import kvshift24_reference as ref
+    from verify.solver.kvshift24 import check_theorem2 as sol
 
     orig = kc.exp_enclosure
     monkeypatch.setattr(kc, "exp_enclosure", lambda q, digits=30: (
@@ -408,8 +408,8 @@ def test_t1_second_layer_sign_error_is_an_error_under_causal_masks(monkeypatch):
     O(e^-p) on the same inputs) and the independent evaluation make both layers errors instead."""
     from dataclasses import replace
 
-    from verify.numeric.kvshift import check_theorem1 as num
-    from verify.symbolic.kvshift import check_theorem1 as sym
+    from verify.numeric.kvshift24 import check_theorem1 as num
+    from verify.symbolic.kvshift24 import check_theorem1 as sym
 
     ps, Ls = [2, 6, 12], [8, 64]
     assert sym(kc.t1_masks("causal")).status == "refuted"
@@ -429,8 +429,8 @@ def test_t1_second_layer_sign_error_is_an_error_under_causal_masks(monkeypatch):
 def test_t1_numeric_positive_control_alone_catches_a_broken_second_layer(monkeypatch):
     """Fault: the numeric two-layer evaluator adds +m(L - s) instead of -m(L - s); with the independent
     evaluation switched off, the positive control (displayed ranges on the same inputs) still sees it."""
-    import verify.numeric.kvshift as N
-    from verify.constructions import kvshift_reference as ref
+    import verify.numeric.kvshift24 as N
+    from verify.constructions import kvshift24_reference as ref
 
     ps, Ls = [2, 6, 12], [8, 64]
     assert N.check_theorem1("causal", ps, Ls, 32, 2, 0).status == "consistent"
@@ -458,7 +458,7 @@ def test_corrupted_key_no_longer_fails_silently_as_written(monkeypatch):
 def test_witness_with_a_wrong_value_is_an_error(monkeypatch):
     """Fault: the symbolic witness search reports KVSA values scaled by 1/2 (a wrong known value).  The
     witness's values are compared with the independent evaluation."""
-    import verify.symbolic.kvshift as S
+    import verify.symbolic.kvshift24 as S
 
     orig = S.smallest_witness
 
@@ -480,7 +480,7 @@ def test_independent_evaluation_matches_known_closed_forms():
     s = 1, 2, 3: key 0 at distance 2, key A.A/sigma at distance 1, key B.A = 0 at distance 0)."""
     import math
 
-    from verify.constructions import kvshift_reference as ref
+    from verify.constructions import kvshift24_reference as ref
 
     X = ref.token_vectors(("A", "B", "A"))
     ih = ref.ih(X, M2, S2)
@@ -512,7 +512,7 @@ def test_value_from_the_wrong_position_is_an_error_not_a_refutation(monkeypatch)
 def test_solver_witness_with_a_wrong_value_is_an_error(monkeypatch):
     """Fault: the solver's certified witness carries KVSA values off by 1/2 (e.g. a corner of the
     enclosure taken for the value).  The certified witness is compared with the independent evaluation."""
-    import verify.solver.kvshift as Sol
+    import verify.solver.kvshift24 as Sol
 
     assert Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4).status == "refuted"
     orig = Sol.find_witness
@@ -541,7 +541,7 @@ def _cvc5_says(monkeypatch, answer: str):
 def test_solver_proof_carries_typed_provenance_and_needs_a_second_way(monkeypatch):
     """The repaired variant's equality proof is 'proved' only because cvc5 confirms every UNSAT (no
     Farkas certificate exists for the uninterpreted exp stand-in); with cvc5 silent it is inconclusive."""
-    import verify.solver.kvshift as Sol
+    import verify.solver.kvshift24 as Sol
 
     ev = Sol.check_theorem2(kc.variant("mask+scale"), M2, S2, Lmax=4)
     assert ev.status == "proved" and ev.solver is not None
@@ -569,7 +569,7 @@ def test_solver_disagreement_makes_the_claim_inconsistent(monkeypatch):
 def test_solver_refutation_is_reported_without_a_second_solver(monkeypatch):
     """A refutation rests on the witness re-checked in Fraction enclosures, not on cvc5: with cvc5 silent
     the as-written variant stays refuted; with the witness's exact re-check broken it is not reported."""
-    import verify.solver.kvshift as Sol
+    import verify.solver.kvshift24 as Sol
 
     _cvc5_says(monkeypatch, "unknown")
     ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)

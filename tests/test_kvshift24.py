@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verify.constructions import kvshift as kc
+from verify.constructions import kvshift24 as kc
 from verify.evidence import Context
 from verify.proofs import registry
 from verify.proofs.cli import main
@@ -55,7 +55,7 @@ def test_expectations_recorded_for_every_variant():
 
 
 def test_witness_ABA_numbers():
-    from verify.solver.kvshift import check_theorem2
+    from verify.solver.kvshift24 import check_theorem2
 
     ev = check_theorem2(kc.variant("none"), Fraction(1, 2), Fraction(1))
     assert ev.status == "refuted"
@@ -74,9 +74,9 @@ def test_none_headline_shows_boundary_term_and_value_scale_separately(layer):
     """Default sigma = 2: the headline witness is not the value-scale-only (A, A, A) but one where KVSA
     puts weight on a token IH gives weight 0 (a boundary term); the value-scale fact is reported too."""
     if layer == "symbolic":
-        from verify.symbolic.kvshift import check_theorem2
+        from verify.symbolic.kvshift24 import check_theorem2
     else:
-        from verify.solver.kvshift import check_theorem2
+        from verify.solver.kvshift24 import check_theorem2
     ev = check_theorem2(kc.variant("none"), Fraction(1, 2), Fraction(2))
     assert ev.status == "refuted"
     w = ev.witness
@@ -96,8 +96,8 @@ def test_none_headline_shows_boundary_term_and_value_scale_separately(layer):
 
 
 def test_mask_headline_is_the_value_scale():
-    from verify.solver.kvshift import check_theorem2 as sol
-    from verify.symbolic.kvshift import check_theorem2 as sym
+    from verify.solver.kvshift24 import check_theorem2 as sol
+    from verify.symbolic.kvshift24 import check_theorem2 as sym
 
     for ev in (sym(kc.variant("mask"), Fraction(1, 2), Fraction(2)),
                sol(kc.variant("mask"), Fraction(1, 2), Fraction(2), Lmax=6)):
@@ -126,7 +126,7 @@ def test_user_facing_text_is_self_contained(capsys):
 def test_symbolic_closed_form_ABA():
     import sympy as sp
 
-    from verify.symbolic.kvshift import M, SIGMA, aba_closed_form
+    from verify.symbolic.kvshift24 import M, SIGMA, aba_closed_form
 
     cf = aba_closed_form(kc.variant("none"))
     val = float(cf["diff_A"].subs({M: sp.Rational(1, 2), SIGMA: 1}))
@@ -140,7 +140,7 @@ def test_symbolic_closed_form_ABA():
 
 
 def test_decomposition_pieces():
-    from verify.symbolic.kvshift import decomposition
+    from verify.symbolic.kvshift24 import decomposition
 
     d = decomposition(kc.variant("none"))
     assert d["tables_ok"] and d["tables_failed_at"] == []
@@ -158,9 +158,9 @@ FAULTS = ["fault:drop-first-only", "fault:drop-last-only", "fault:normalisation-
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_fault_injection_changes_every_layer(fault):
-    from verify.numeric.kvshift import check_theorem2 as num
-    from verify.solver.kvshift import check_theorem2 as sol
-    from verify.symbolic.kvshift import check_theorem2 as sym
+    from verify.numeric.kvshift24 import check_theorem2 as num
+    from verify.solver.kvshift24 import check_theorem2 as sol
+    from verify.symbolic.kvshift24 import check_theorem2 as sym
 
     m, sigma = Fraction(1, 2), Fraction(2)
     good, bad = kc.variant("mask+scale"), kc.variant(fault)
@@ -175,7 +175,7 @@ def test_fault_injection_changes_every_layer(fault):
 
 def test_fault_normalisation_only_fails_across_slopes():
     """Changing only the normaliser leaves a visible error at both a flat and a steep ALiBi slope."""
-    from verify.numeric.kvshift import sweep
+    from verify.numeric.kvshift24 import sweep
 
     g = sweep(kc.variant("fault:normalisation-only"), 64, 16, 2, 16, 0,
               ms=(Fraction(0), Fraction(2)), sigmas=(Fraction(1, 64), Fraction(1)))
@@ -295,7 +295,7 @@ def test_cli_bad_input_exit_2(capsys):
 
 
 def test_t3_formula_is_eq10_as_printed():
-    from verify.numeric.kvshift import t3_formula
+    from verify.numeric.kvshift24 import t3_formula
 
     T, a1_, b1_ = 16, 0.3, 0.6
     a2_, b2_ = 1 - a1_, 1 - b1_
@@ -310,7 +310,7 @@ def test_t3_formula_is_eq10_as_printed():
 
 
 def test_t3_empirical_matches_eq10_not_plotting_code():
-    from verify.numeric.kvshift import BODY, EQ10, PLOTTING, check_theorem3
+    from verify.numeric.kvshift24 import BODY, EQ10, PLOTTING, check_theorem3
 
     ev = check_theorem3(8, (256,), 32, 0, grid=5)
     n = ev.numbers["per_d"]["256"]
@@ -327,7 +327,7 @@ def test_t3_empirical_matches_eq10_not_plotting_code():
 def test_t3_default_sizes_as_printed_fails_appendix_c_holds():
     """At the claim's default sizes (T = 16, d = 256, 1024, N = 128): Eq. 10 as printed is 0.0119
     from the exact limit at (0, 0); Appendix C's beta2*a1 is the limit and the data match it."""
-    from verify.numeric.kvshift import check_theorem3
+    from verify.numeric.kvshift24 import check_theorem3
 
     a = check_theorem3(16, (256, 1024), 128, 0, reading="as-printed")
     ex = a.numbers["exact_limit_check"]
@@ -348,7 +348,7 @@ def test_t3_claim_variants_and_expectations():
 
 
 def test_t1_as_displayed_decays_causal_does_not():
-    from verify.numeric.kvshift import check_theorem1
+    from verify.numeric.kvshift24 import check_theorem1
 
     good = check_theorem1("as-displayed", [2, 6, 12], [8, 64], 64, 4, 0)
     e = good.numbers["sup_err_vs_IH"]
@@ -391,7 +391,7 @@ def test_theorem2_alibi_option():
 
 
 def test_theorem2_regime_by_input_class():
-    from verify.numeric.kvshift import regime_by_class
+    from verify.numeric.kvshift24 import regime_by_class
 
     reg = regime_by_class(kc.variant("none"), 64, 16, 4, 16, 0)
     assert reg["last two tokens differ, x_L seen before"]["boundary_error_b1=1"] < 1e-9
@@ -402,15 +402,18 @@ def test_theorem2_regime_by_input_class():
 
 
 def test_all_registered():
+    from verify.proofs.kvshift24_trained import CLAIMS as TRAINED
+
     ids = [c.id for c in registry.paper_claims("kvshift24")]
-    assert ids == ["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3", "kvshift24:decode"]
+    assert ids == (["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3", "kvshift24:decode"]
+                   + [c.id for c in TRAINED])
 
 
 def test_value_taken_from_the_wrong_position_is_not_proved(monkeypatch):
     """Fault injection (adversarial review): values x_{s-1} instead of x_s must not be
     excused as a 'value scale' by the symbolic layer."""
-    import verify.constructions.kvshift as K
-    import verify.symbolic.kvshift as S
+    import verify.constructions.kvshift24 as K
+    import verify.symbolic.kvshift24 as S
     from verify.evidence import Context
     from verify.proofs import registry
     from verify.proofs.model import run_claim

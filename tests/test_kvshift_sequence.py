@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from verify.constructions.kvshift import variant
-from verify.constructions.kvshift_pe import PE
+from verify.constructions.kvshift24 import variant
+from verify.constructions.kvshift24_pe import PE
 from verify.proofs.kvshift24 import THEOREM2
-from verify.symbolic import kvshift_pe as sym_pe
+from verify.symbolic import kvshift24_pe as sym_pe
 
 
 def test_sequence_exact_difference_and_class():
@@ -107,7 +107,7 @@ def test_cli_bad_sequence_exit_2(capsys):
 
 
 def test_fault_slot_list_evaluator_sign_error_is_an_error(monkeypatch):
-    from verify.constructions import kvshift_pe as pe_mod
+    from verify.constructions import kvshift24_pe as pe_mod
 
     real = pe_mod.evaluate
     monkeypatch.setattr(sym_pe.pe_mod, "evaluate", lambda q, dot, sigma, m, exp, zero=0:
@@ -124,7 +124,7 @@ def test_fault_rope_ignored_turns_refuted_into_inconclusive(monkeypatch):
 
 
 def test_fault_numeric_rope_dropped_is_consistent(monkeypatch):
-    from verify.numeric import kvshift_pe as num_pe
+    from verify.numeric import kvshift24_pe as num_pe
 
     monkeypatch.setattr(num_pe, "_rope", lambda X, pos, base: X)
     ev = num_pe.check_theorem2_pe(variant("mask+scale"), PE("after-shift"), Fraction(2), Fraction(1, 2), 32, 8, 0)

@@ -6,7 +6,7 @@ Appendix B (Theorem 2's parameters a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0 and the 
 the shifted k, and the inference branch's ``last_k``/``last_v`` state).
 
 This is a second, tensor implementation written from those equations: it shares no code with the slot
-lists of :mod:`verify.constructions.kvshift_pe` (only the option names and the variant flags).  The full
+lists of :mod:`verify.constructions.kvshift24_pe` (only the option names and the variant flags).  The full
 pass runs the whole sequence at once; decoding runs a prefill call, then one token per call against a
 growing cache, exactly as an inference loop does.  RoPE rotates coordinate pairs (2i, 2i+1) by
 position * base^(-2i/d); its cos/sin tables are computed in float64 and cast, as implementations do.
@@ -20,8 +20,8 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.kvshift import Variant
-from verify.constructions.kvshift_pe import PE, Decode, ROPE_BASE
+from verify.constructions.kvshift24 import Variant
+from verify.constructions.kvshift24_pe import PE, Decode, ROPE_BASE
 from verify.evidence import Evidence, engine_versions
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
@@ -130,7 +130,7 @@ def decode_pass(X: torch.Tensor, var: Variant, pe: PE, dec: Decode, sigma: float
     """Outputs at positions k+1..L from a prefill call over x_1..x_k and one call per later token.
 
     The cache holds the shifted (and, after-shift, rotated) keys and shifted values of every slot;
-    the shift state between calls follows ``dec.cache`` (see :class:`verify.constructions.kvshift_pe.Decode`).
+    the shift state between calls follows ``dec.cache`` (see :class:`verify.constructions.kvshift24_pe.Decode`).
 
     Returns:
         (B, L - k, d) in X's dtype.

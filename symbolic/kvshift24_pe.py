@@ -3,8 +3,8 @@ sequence or embedding file under a positional-encoding placement, and the decode
 
 Source: Xu et al., arXiv 2411.19574 v2: Definition 1 (IH), Sec. 2.2 Eqs. 4-6, Appendix B (Theorem 2's
 parameters), Appendix F (reference code: RoPE after the shift; the inference branch's shift state).
-The constructions are :mod:`verify.constructions.kvshift_pe` (slot lists) and
-:mod:`verify.constructions.kvshift` (IH's term table); this module evaluates them with sympy.
+The constructions are :mod:`verify.constructions.kvshift24_pe` (slot lists) and
+:mod:`verify.constructions.kvshift24` (IH's term table); this module evaluates them with sympy.
 
 Exactness: every output coefficient is a sympy expression in exp, cos and rationals.  A difference is
 *zero* when sympy simplifies it to 0 or its value at 60 significant digits is below 1e-40 in absolute
@@ -18,9 +18,9 @@ from typing import Any, Sequence
 
 import sympy as sp
 
-from verify.constructions import kvshift_pe as pe_mod
-from verify.constructions.kvshift import Variant, canonical_sequences, evaluate as tt_evaluate, ih_terms, kvsa_terms
-from verify.constructions.kvshift_pe import PE, Decode, Query, full_forward, decode, first_mismatch, symbols_in_order
+from verify.constructions import kvshift24_pe as pe_mod
+from verify.constructions.kvshift24 import Variant, canonical_sequences, evaluate as tt_evaluate, ih_terms, kvsa_terms
+from verify.constructions.kvshift24_pe import PE, Decode, Query, full_forward, decode, first_mismatch, symbols_in_order
 from verify.evidence import Evidence, engine_versions
 
 #: sign rule of an exact difference (see the module docstring)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from verify.constructions.kvshift import Variant, variant
+from verify.constructions.kvshift24 import Variant, variant
 
 #: ``--rope`` choices: no RoPE, RoPE on the raw keys before the shift, or on the shifted keys
 #: (Appendix F's code: ``custom_convolution`` first, then ``rotary_emb``)

@@ -7,7 +7,7 @@ the 1/sigma scale) with the ALiBi bias and parameters of the Appendix B proof, a
 two-layer construction of Appendix A (Theorem 1).
 
 Why a second evaluation: every layer evaluates the shared term tables of
-:mod:`verify.constructions.kvshift` (IH and KVSA alike), so an error in the shared
+:mod:`verify.constructions.kvshift24` (IH and KVSA alike), so an error in the shared
 evaluator (a sign, a scale, a normaliser) changes both sides the same way and can cancel
 in ``KVSA - IH``.  This module writes the definitions a second time, directly from the
 formulas, and shares no code with the term tables: inputs are explicit rational vectors,
@@ -18,7 +18,7 @@ own rational exp enclosure.  A layer compares its *own* IH and KVSA values (not 
 difference) with these enclosures on the fixed inputs :data:`REF_INPUTS`; a mismatch makes
 the layer an ``error``.
 
-Only the variant *flags* (:class:`~verify.constructions.kvshift.Variant`, plain booleans)
+Only the variant *flags* (:class:`~verify.constructions.kvshift24.Variant`, plain booleans)
 are read from the shared module; what they mean (which of s = 1 and s = L enter the
 numerator and the normaliser, b1, the ALiBi bias) is implemented here again.
 """
@@ -171,7 +171,7 @@ def kvsa(X: Sequence[Vec], m: Any, sigma: Any, first_num: bool, first_den: bool,
 
 
 def kvsa_variant(X: Sequence[Vec], m: Any, sigma: Any, var: Any) -> list:
-    """:func:`kvsa` with the flags of a :class:`~verify.constructions.kvshift.Variant`."""
+    """:func:`kvsa` with the flags of a :class:`~verify.constructions.kvshift24.Variant`."""
     return kvsa(X, m, sigma, var.first_num, var.first_den, var.last_num, var.last_den, var.b1_inv_sigma, var.alibi)
 
 
@@ -295,9 +295,9 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
     Args:
         evaluate_many: ``(X, [terms_fn, ...], m, sigma) -> [[value per coordinate], ...]``: the
             layer's evaluator; ``terms_fn(sigma_in_the_layer's_arithmetic)`` returns a term table
-            of :mod:`verify.constructions.kvshift`; values are numbers, Fractions or sympy/mpmath
+            of :mod:`verify.constructions.kvshift24`; values are numbers, Fractions or sympy/mpmath
             floats.  It may raise ValueError (e.g. an empty enclosure box), recorded as a problem.
-        var: the claim's :class:`~verify.constructions.kvshift.Variant`.
+        var: the claim's :class:`~verify.constructions.kvshift24.Variant`.
         m, sigma: the claim's slope and scale (with :data:`REF_PARAMS` where :func:`check_params` adds them).
         tol: the layer's tolerance (absolute, per coordinate, outside the reference enclosure).
 
@@ -307,7 +307,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
         own values (positive control), and the reference itself must show IH = KVSA[mask+scale]
         and IH != KVSA[none] on (A, B, A) (its own controls).
     """
-    from verify.constructions import kvshift as kc  # tables and flags only
+    from verify.constructions import kvshift24 as kc  # tables and flags only
 
     tables = [("IH", None), (f"KVSA[{var.name}]", var)] + [(f"KVSA[{n}]", kc.variant(n)) for n in T2_CONTROLS]
     params = check_params(m, sigma)

@@ -1,6 +1,6 @@
 """Numeric layer for kvshift24 (arXiv 2411.19574 v2): Theorems 1, 2 and 3 in torch float64.
 
-Theorem 2: the shared term tables of verify.constructions.kvshift (IH, Definition 1; KVSA,
+Theorem 2: the shared term tables of verify.constructions.kvshift24 (IH, Definition 1; KVSA,
 Eqs. 4-6 + ALiBi with the Appendix B parameters) are evaluated by vectorised gathers on
 random token inputs (vocabulary embeddings N(0, I/d)), and max |KVSA - IH| is measured
 over a grid of (m, sigma), for L up to 4096 and d up to 1024.
@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.kvshift import (EQ10_READINGS, KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
+from verify.constructions.kvshift24 import (EQ10_READINGS, KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
                                           t1_terms, without_value_scale)
 from verify.evidence import Evidence, Figure, engine_versions
 
@@ -228,7 +228,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
         ``consistent`` with outcome ``holds`` when max |KVSA - IH| <= 1e-9 at (m, sigma) at
         every size, else ``consistent`` with outcome ``fails``.
     """
-    from verify.constructions import kvshift_reference as ref  # mpmath only where a cross-check runs
+    from verify.constructions import kvshift24_reference as ref  # mpmath only where a cross-check runs
 
     xc = ref.cross_check_t2(_num_evaluate_many, var, m, sigma, XCHECK_TOL)
     if not xc["ok"]:
@@ -578,7 +578,7 @@ T1_FLOOR = 1e-13
 def t1_two_layer(X: torch.Tensor, p: float, masks: T1Masks | str, sigma: float, m: float) -> torch.Tensor:
     """Appendix A's two-layer width-2d construction, output at the last position L (float64).
 
-    Evaluates the shared term table :func:`verify.constructions.kvshift.t1_terms` (layer 1:
+    Evaluates the shared term table :func:`verify.constructions.kvshift24.t1_terms` (layer 1:
     zero query/key, ALiBi slope p, value into the second half, with the residual; layer 2:
     query x_L, key y_s, value x_s, slope m, W^(2)_O = (I, 0)) over the key ranges of
     ``masks`` (as displayed in Appendix A, or standard causal).
@@ -682,7 +682,7 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
         of its value at the smallest p (i.e. err = O(e^-p) on the grid); ``fails`` otherwise.
         For a reading other than ``as-displayed`` the one-layer attributions are measured too.
     """
-    from verify.constructions import kvshift_reference as ref  # mpmath only where a cross-check runs
+    from verify.constructions import kvshift24_reference as ref  # mpmath only where a cross-check runs
 
     masks = t1_masks(masks) if isinstance(masks, str) else masks
     xc = ref.cross_check_t1(_t1_eval, _ih_eval, Fraction(m), Fraction(sigma), XCHECK_TOL)

@@ -14,7 +14,7 @@ exp is irrational, so the encodings never evaluate it:
 * (witness)  token inputs x over a vocabulary of orthonormal embeddings (A.A = 1,
   A.B = 0); each weight exp(l_t) is a positive unknown w_t confined to a rigorous
   rational enclosure [lo_t, hi_t] of exp(l_t) (Taylor series with remainder,
-  verify.constructions.kvshift.exp_enclosure) and ordered like its exponent
+  verify.constructions.kvshift24.exp_enclosure) and ordered like its exponent
   (monotonicity).  The obligation "every token coefficient of KVSA is within delta of
   IH's" is UNSAT: the outputs are apart by at least the rational delta.  Smaller
   inputs are first shown not to be witnesses (UNSAT of "differ" with free positive
@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import z3
 
-from verify.constructions.kvshift import (
+from verify.constructions.kvshift24 import (
     Term,
     Variant,
     boundary_positions,
@@ -50,8 +50,8 @@ from verify.constructions.kvshift import (
     without_value_scale,
     witness_text,
 )
-from verify.constructions import kvshift_reference as ref
-from verify.constructions.kvshift import variant as variant_named
+from verify.constructions import kvshift24_reference as ref
+from verify.constructions.kvshift24 import variant as variant_named
 from verify.evidence import Evidence, engine_versions
 from verify.solver.common import (ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval,
                                   solver_evidence, to_fraction)
@@ -103,7 +103,7 @@ def _encode(ctx: z3.Context, X: Sequence[tuple], tables: Sequence[Sequence[Term]
     Returns:
         (constraints, outputs) with outputs[k][j] the j-th coordinate of table k.
     """
-    from verify.constructions.kvshift import exp_enclosure
+    from verify.constructions.kvshift24 import exp_enclosure
 
     L, d = len(X), len(X[0])
     dots = {i: sum((Fraction(a) * Fraction(b) for a, b in zip(X[L - 1], X[i - 1])), Fraction(0)) for i in range(1, L + 1)}
@@ -230,7 +230,7 @@ def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, ma
     """The smallest (L, vocabulary, x) whose outputs are apart by a rational delta > 0.
 
     Candidates in order L = 3.., V = 1.., induction prompts first
-    (:func:`verify.constructions.kvshift.canonical_sequences`).  A candidate is skipped
+    (:func:`verify.constructions.kvshift24.canonical_sequences`).  A candidate is skipped
     when z3 proves KVSA = IH on it (UNSAT of "differ" for any positive monotone weights),
     or when the Fraction enclosures do not separate it; the first separated candidate is
     certified by z3 (UNSAT of "all within delta") and re-checked in Fractions.
@@ -296,7 +296,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         ``proved`` (every L <= Lmax UNSAT), ``refuted`` (a witness apart by a rational
         delta, certified by z3 and re-checked in Fractions), or ``inconclusive``.
     """
-    from verify.constructions.kvshift import exp_enclosure
+    from verify.constructions.kvshift24 import exp_enclosure
 
     # checks of the machinery itself, before any verdict: the exp enclosure against mpmath's interval exp,
     # the layer's IH and KVSA values against the independent evaluation (the repaired table included),

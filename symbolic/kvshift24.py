@@ -3,7 +3,7 @@
 Source: Xu et al., arXiv 2411.19574 v2, Definition 1 (IH), Eqs. 4-6 with the ALiBi bias,
 Theorem 2 and its Appendix B proof (a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0).
 
-What is computed, all from the shared term tables of verify.constructions.kvshift:
+What is computed, all from the shared term tables of verify.constructions.kvshift24:
 1. The closed form of KVSA - IH on x = (A, B, A) (A.A = 1, A.B = 0) in symbols m, sigma.
 2. For general L, with e_s = exp(l_s) and per-coordinate values x_s (the identity is
    linear in the values, so one coordinate suffices), N = sum_{s=2}^{L-1} e_s x_s,
@@ -33,7 +33,7 @@ from typing import Any, Sequence
 
 import sympy as sp
 
-from verify.constructions.kvshift import (
+from verify.constructions.kvshift24 import (
     T1Masks,
     outward,
     t1_layer1_weights,
@@ -58,8 +58,8 @@ from verify.constructions.kvshift import (
     without_value_scale,
     witness_text,
 )
-from verify.constructions import kvshift_reference as ref
-from verify.constructions.kvshift import VARIANTS, kvsa_table_facts, t1_masks as t1_masks_named
+from verify.constructions import kvshift24_reference as ref
+from verify.constructions.kvshift24 import VARIANTS, kvsa_table_facts, t1_masks as t1_masks_named
 from verify.evidence import Evidence, engine_versions
 
 M = sp.Symbol("m", nonnegative=True)
@@ -263,7 +263,7 @@ def pieces_on_input(pieces: dict[str, sp.Expr], x: Sequence[str], var: Variant, 
                     ) -> dict[str, Any]:
     """The pieces evaluated on a token input with quantities from the independent evaluation.
 
-    e_s (s = 2..L-1), e_1 and e_L come from :mod:`verify.constructions.kvshift_reference`
+    e_s (s = 2..L-1), e_1 and e_L come from :mod:`verify.constructions.kvshift24_reference`
     (Definition 1's and Eq. 6's weights with the ALiBi bias, mpmath interval exp), one coordinate
     per token; the pieces must sum to that module's KVSA - IH on every coordinate.
 
@@ -358,7 +358,7 @@ def smallest_witness(var: Variant, m: Fraction, sigma: Fraction, max_L: int = 5,
     """The first (L, V, x) in size order with KVSA != IH exactly (sympy), or None.
 
     The difference is evaluated with sympy's exact exp; nonzero-ness is decided by an
-    exact Fraction interval enclosure (verify.constructions.kvshift.exp_enclosure)
+    exact Fraction interval enclosure (verify.constructions.kvshift24.exp_enclosure)
     excluding 0, i.e. re-checked outside sympy.
 
     Args:
@@ -469,7 +469,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
         summands agree term by term for symbolic s (so IH = KVSA for every L and input);
         ``refuted`` with an exact witness otherwise; ``error`` if the algebra fails its
         own checks: the layer's IH or KVSA values on the fixed inputs differ from the
-        independent evaluation (:func:`verify.constructions.kvshift_reference.cross_check_t2`,
+        independent evaluation (:func:`verify.constructions.kvshift24_reference.cross_check_t2`,
         the repaired table included as a positive control), the four pieces do not describe
         the term tables of every variant, or a refutation's witness is not explained by a
         reported nonzero piece.  The headline witness of a variant that keeps a boundary term is the
