@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 
 from verify.constructions.pe import FAMILIES, get_task
-from verify.numeric import pr26 as num
 from verify.evidence import Context, using
+from verify.numeric import pr26 as num
 from verify.solver import pr26 as sol
 
 

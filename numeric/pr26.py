@@ -404,8 +404,8 @@ class RowEval:
     margin: torch.Tensor
     argmax: torch.Tensor
     passed: torch.Tensor
+    target_tied: torch.Tensor    # bool: another key has exactly the target's logit
     exact_rechecked: int = 0
-    target_tied: torch.Tensor | None = None  # bool: another key has exactly the target's logit
     interval_rechecked: int = 0  # near-tie rows decided by mpmath intervals (trigonometric families)
     unresolved: int = 0          # near-tie rows beyond MAX_RECHECK_ROWS: counted as failures
     error_bound: float = 0.0     # E, the per-logit float64 rounding bound used
@@ -439,6 +439,7 @@ class _Recheck:
     def __init__(self, family: Family, param: torch.Tensor, L0: int, seed: int) -> None:
         self.family, self.L0 = family, L0
         self.exact = family.rational
+        self.ar: FractionArith | _IntervalArith  # the feature arithmetic: exact rationals or mpmath intervals
         if self.exact:
             self.ar = FractionArith(seed)
             self.param = _exact_param(param)
@@ -573,7 +574,7 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     rows_t = torch.tensor(list(rows), dtype=torch.long)
     if len(rows_t) == 0:
         e = torch.zeros(0)
-        return RowEval(rows_t, e.double(), e.long(), e.bool(), 0, e.bool())
+        return RowEval(rows_t, e.double(), e.long(), e.bool(), target_tied=e.bool())
     n = int(rows_t.max()) + 1
     feats = feature_matrix(family, n, L0, seed)
     param = param.to(DTYPE)
@@ -643,13 +644,14 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
             old_dps = mpmath.iv.dps
             mpmath.iv.dps = INTERVAL_DPS
         try:
-            partners: dict[int, list[int]] = {}  # target offset -> offsets with exactly its kernel value
+            partners: dict[int, int | None] = {}  # target offset -> the smallest other offset with exactly its kernel value
             for idx, i, o in rel_ties:
                 if o not in partners:  # the smallest other offset whose kernel value equals k(o) exactly
                     close_o = ((kern - kern[o]).abs() <= 2 * E).nonzero().flatten().tolist()
                     ko = rc_.logit(o, 0)
                     partners[o] = next((d for d in close_o if d != o and rc_.sign(ko - rc_.logit(d, 0)) == 0), None)
-                if partners[o] is not None and partners[o] <= i:
+                partner = partners[o]
+                if partner is not None and partner <= i:
                     tied[idx] = True
             for n_done, (idx, cand, near_row) in enumerate(todo):
                 i = int(rows_t[idx])
@@ -697,7 +699,8 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         finally:
             if not rc_.exact:
                 mpmath.iv.dps = old_dps
-    return RowEval(rows_t, margin, argmax, passed, exact_n, tied, interval_n, unresolved, E)
+    return RowEval(rows_t, margin, argmax, passed, target_tied=tied, exact_rechecked=exact_n, interval_rechecked=interval_n,
+                   unresolved=unresolved, error_bound=E)
 
 
 def _exact_param(param: torch.Tensor) -> Any:
@@ -982,7 +985,13 @@ def peaked_kernel(family: Family, delta: int, L0: int) -> torch.Tensor:
 
 
 def _offset_task(delta: int) -> Task:
-    return Task(f"offset-{delta}", lambda L, d=delta: d, lambda i, L, d=delta: i - d, f"t = i - {delta}")
+    def first_row(L: Any) -> Any:
+        return delta
+
+    def target(i: Any, L: Any) -> Any:
+        return i - delta
+
+    return Task(f"offset-{delta}", first_row, target, f"t = i - {delta}")
 
 
 #: families whose constructed kernel psi(delta) must peak at delta (RoPE, free relative); ALiBi cannot (Prop. 1)

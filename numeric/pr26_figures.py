@@ -622,9 +622,9 @@ def lr_selection_table(grid: Sequence[float] = eng.LR_GRID, seed: int = 0, trial
     Returns:
         {"rule": LR_RULE, "rows": [{"lr", "reproduced", "n", "error", "figures": [...]}], "chosen": lr}.
     """
-    rows = []
+    rows: list[dict[str, Any]] = []
     for lr in grid:
-        kw = {"lr": lr}
+        kw: dict[str, Any] = {"lr": lr}
         fr = eng.fit(get_family("rope"), get_task("attend-first"), L0, seed, **kw)
         figs = rope_af_figures({L: eng.transfer(fr, L) for L in ROPE_AF_PUBLISHED})
         fs = eng.fit(get_family("sinusoidal"), get_task("prev"), L0, seed, **kw)

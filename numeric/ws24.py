@@ -350,7 +350,8 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
             + (f"sign {'+' if L['sign'] > 0 else '-'} resolved" if L["sign_resolved"] else "sign not resolved (interval contains 0)"))
     if full:
         details.append("layer-1 previous-token score of the one-step W^1_K against t (numbers 'score_vs_t_rpe', 'score_vs_t_ape'): "
-                       + ("sign-consistent; log-log slopes RPE {}, APE {}".format(numbers["loglog_slope_rpe_t>=8"], numbers["loglog_slope_ape_t>=8"])
+                       + ("sign-consistent; log-log slopes RPE {}, APE {}".format(numbers["loglog_slope_rpe_t>=8"],
+                                                                                   numbers["loglog_slope_ape_t>=8"])
                           if numbers["loglog_slope_rpe_t>=8"] is not None and numbers["loglog_slope_ape_t>=8"] is not None
                           else f"the profiles change sign across t: sampling noise dominates at N = {N}, so no decay rate is reported"))
     details.append(f"index probe (distinct chi, {probe['coefficients']}): regression of the reading on chi(v) beta = "
@@ -435,7 +436,8 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
                         "gradient_transposed_psi_hat_mean": float(psi_hat_t.mean())})
     reading = ("w_E(T)^T W^2_K Phi_1 w_E(s)" if con.orientation == "read-score" else "(Phi_1 w_E(s))^T W^2_K w_E(T)")
     details = [
-        f"variant's reading {reading}: s = T mean {numbers['displayed_diag_mean']:.4g}, s != T mean {numbers['displayed_offdiag_mean']:.4g}; psi = {mean_psi:.4g}",
+        f"variant's reading {reading}: s = T mean {numbers['displayed_diag_mean']:.4g}, "
+        f"s != T mean {numbers['displayed_offdiag_mean']:.4g}; psi = {mean_psi:.4g}",
         f"model's own layer-2 score h_T^T W^2_K h_s in the built model (previous-token layer 1): induction target "
         f"{model_in_net:.4g}, other keys {numbers['model_score_other_keys_mean']:.4g}",
     ]

@@ -356,7 +356,8 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
     return {"spec": spec, "task": tsk, "param": param}
 
 
-def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int, rows: Sequence[int]) -> list[tuple]:
+def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int,
+                rows: Sequence[int]) -> list[tuple[int, Fraction | None, int, bool]]:
     """(row, exact margin or None, argmax key (first maximiser), another key ties the target exactly) per row."""
     from verify.constructions import pe
     from verify.constructions.pe import FractionArith
@@ -364,7 +365,7 @@ def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int, rows: Seque
     ar = FractionArith(0)
     n = (max(rows) + 1) if rows else 0
     feats = [family.features(m, L0, ar) for m in range(n)]
-    out = []
+    out: list[tuple[int, Fraction | None, int, bool]] = []
     if family.kind == "relative":
         k = [sum((a * b for a, b in zip(param, feats[d])), Fraction(0)) for d in range(n)]
 

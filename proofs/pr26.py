@@ -310,7 +310,6 @@ class Prop2Params(Params):
 
 def _p2_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
-
     from verify.numeric.pr26 import LR_GRID
 
     trials = p["trials"] * (4 if ctx.full else 1)
@@ -417,7 +416,6 @@ def _p3_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 def _p3_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
-
     from verify.numeric.pr26 import LR_GRID
 
     Ls = (60, 128, 256, 512, 1024, 2048) if ctx.full else (60, 128, 256, 512)
@@ -485,7 +483,6 @@ def _p4_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 def _p4_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
-
     from verify.numeric.pr26 import LR_GRID
 
     Ls = fig.PROP4_TABLE_LENGTHS + ((1024, 2048) if ctx.full else ())
@@ -538,4 +535,5 @@ from verify.proofs.pr26_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (
 CLAIMS += TRAINED_CLAIMS
 
 #: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="pr26", title="A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)", claims=tuple(CLAIMS))
+PAPER = Paper(key="pr26", title="A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)",
+              claims=tuple(CLAIMS))

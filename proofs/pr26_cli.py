@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import click
 
@@ -50,8 +51,9 @@ from verify.proofs.model import InputError
 MAX_BYTES = 4 * 2**30
 MAX_L0 = 2048
 MAX_L = 1 << 20
-#: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults: lr 0.07 from a grid topping at 0.5, 400 steps,
-#: weight decay 1e-4); beyond them Adam's update or the L2 term overflows float64 or the run is hours long
+#: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults:
+#: lr 0.07 from a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term
+#: overflows float64 or the run is hours long
 MIN_LR = 1e-6
 MAX_LR = 10.0
 MAX_STEPS = 20_000
@@ -162,9 +164,9 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
         plt = require_matplotlib()
     mm = A.DEFAULT_MIN_MARGIN if min_margin is None else min_margin
     ms = A.DEFAULT_MIN_MASS if min_mass is None else min_mass
-    kw = dict(features=pe_features, slope=slope, base=base, frequencies=frequencies, target=target, rows=rows, W=W,
-              seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection, min_margin=mm,
-              min_mass=ms)
+    kw: dict[str, Any] = dict(features=pe_features, slope=slope, base=base, frequencies=frequencies, target=target,
+                              rows=rows, W=W, seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection,
+                              min_margin=mm, min_mass=ms)
     prep = A.prepare(pe_name, task_name, L0, L, **kw)
     try:
         res = A.alpha(pe_name, task_name, L0, L, **kw, identifiability=identifiability, timeout_s=timeout_s,
@@ -172,7 +174,7 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
     except A.Inconclusive as e:
         _inconclusive(fmt, prep["spec"].family.name, prep["task"].name, L0, L, seed, e.reason, e.message, e.fit)
     doc = res.doc
-    if plt is not None:
+    if plt is not None and plots is not None:
         doc["plots"] = _plots(plt, plots, res, L0, L)
     gate_failed = require_alpha is not None and (not res.alpha >= require_alpha or res.weak)
     if require_alpha is not None:

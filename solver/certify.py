@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import z3
 
@@ -304,7 +304,7 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
             return {"kind": "farkas", "cases": [], "encoding_sha256": encoding_hash(cases), "checked": False,
                     "check": "no multipliers found (the case may be feasible, or the LP timed out)"}
         out_cases.append({"rows": rows, "multipliers": [str(y) for y in ys]})
-    cert = {"kind": "farkas", "cases": out_cases, "encoding_sha256": encoding_hash(cases)}
+    cert: dict[str, Any] = {"kind": "farkas", "cases": out_cases, "encoding_sha256": encoding_hash(cases)}
     ok, why = check_certificate(cert)
     cert.update(checked=ok, check=why)
     return cert

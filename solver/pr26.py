@@ -313,7 +313,7 @@ def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int) -> tuple[Ob
     return res, wit
 
 
-def reverse_control(L0: int, L: int, timeout_ms: int) -> dict:
+def reverse_control(L0: int, L: int, timeout_ms: int) -> dict[str, Any]:
     """Positive control for reverse: one-hot absolute features (learned absolute with every position < L
     trained, phi(i) = e_i) realize reverse at L0 and at L with margin >= 1 (e.g. W[i, L-1-i] = 1).
 
@@ -376,9 +376,11 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
 
     family = family or FAMILIES["free-relative"]
     obs = default_t2_obligations(K, lengths)
-    results, rows_out, witnesses = [], [], []
-    refuting = None
-    vacuous = []
+    results: list[ObligationResult] = []
+    rows_out: list[T2Obligation] = []
+    witnesses: list[dict[str, Any]] = []
+    refuting: dict[str, Any] | None = None
+    vacuous: list[str] = []
     for ob in obs:
         if not unique_max and ob.expect == "unsat":
             ob = T2Obligation(ob.task, ob.L0, ob.L, None, "unsat")
@@ -393,7 +395,7 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             refuting = wit
         if ob.expect == "sat" and res.answer == "unsat":
             vacuous.append(res.name)
-    info = []
+    info: list[dict[str, Any]] = []
     for fam in extra_families:
         for L0, L in lengths:
             res, wit = t2_obligation(T2Obligation("prev", L0, L, None, "sat"), fam, timeout_ms)
@@ -403,7 +405,7 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     # relative kernels, not a vacuous or mis-indexed encoding (the witness W is re-checked exactly)
     rev_ctl = reverse_control(lengths[0][0], lengths[0][1], timeout_ms)
     # reverse without the condition (informational): unrealizable by any relative kernel?
-    rev_free = []
+    rev_free: list[dict[str, Any]] = []
     for L0, L in lengths:
         res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms)
         rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})

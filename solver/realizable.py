@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
-from verify.solver.pr26 import _shape, lp_obligation, realize_rows, recheck_exact
+from verify.solver.pr26 import _shape, lp_obligation, realize_rows
 
 #: cost cap of the exact rank (rows x cols x min(rows, cols) Fraction operations); above it, numpy's SVD rank
 MAX_EXACT_RANK_WORK = 4_000_000
@@ -411,7 +411,8 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
         out["witnesses"][goal] = {"param": _strings(_shape(family, window, th)), "same_L0_logits_exact": same,
                                   "passed_rows_exact": npass}
     if 0 < n <= enumerate_max:
-        att = []
+        att: list[float] = []
+        complete = True  # False when some count's check was unknown: no list is claimed then
         for c in range(n + 1):
             ans, th = run("count", c)
             if th is not None:
@@ -419,9 +420,9 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
                 if same and npass == c:
                     att.append(c / n)
             elif ans == "unknown":
-                att = None
+                complete = False
                 break
-        out["attainable"] = att
+        out["attainable"] = att if complete else None
         out["attainable_how"] = ("exact enumeration: for each count c = 0..n a z3 check of 'exactly c new rows pass', "
                                  "the model re-checked in Fractions")
     else:

@@ -141,9 +141,10 @@ def check_farkas(rows: list[dict], multipliers: list[Any]) -> tuple[bool, str]:
     """
     if len(rows) != len(multipliers):
         return False, f"{len(rows)} rows but {len(multipliers)} multipliers"
-    rows, why = _expand(rows)
-    if rows is None:
+    expanded, why = _expand(rows)
+    if expanded is None:
         return False, why
+    rows = expanded
     total: dict[str, Fraction] = {}
     rhs = Fraction(0)
     strict = Fraction(0)

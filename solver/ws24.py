@@ -71,7 +71,8 @@ class Z3Gram:
     def __call__(self, x: Vec, y: Vec) -> z3.ArithRef:
         if x == y:
             return z3.RealVal(1, self.ctx)
-        key = tuple(sorted((x, y), key=repr))
+        a, b = sorted((x, y), key=repr)
+        key = (a, b)
         if key not in self.vars:
             g = z3.Real(f"<{show(key[0])},{show(key[1])}>", self.ctx)
             self.vars[key] = g
@@ -286,7 +287,12 @@ def _proved_reading_bound(results: Sequence[ObligationResult], label: str, orien
     return frozenset({"as-written" if orientation == "as-written" else "repaired"} if done else ())
 
 
-def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, bound_text, summary_ok, summary_fail, extra_numbers) -> Evidence:
+def _evidence(kind: str, results: list[ObligationResult], witness: dict[str, Any] | None, problems: Sequence[str],
+              sep_results: list[ObligationResult], thr: sp.Expr | None, eps: Fraction, bound_text: str, summary_ok: str,
+              summary_fail: Callable[[dict[str, Any]], str], extra_numbers: dict[str, Any]) -> Evidence:
+    """The solver evidence of ``kind`` (theorem2 or eq14) through :func:`verify.solver.common.solver_evidence`:
+    a triangle-bound obligation that is SAT, a separation below the threshold that is not UNSAT, or bounds that
+    do not separate are encoding problems (an error) unless an obligation is unknown (inconclusive)."""
     counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
     numbers = {"obligations": len(results), "answers": counts, "eps": str(eps),
                "separation_threshold_eps": str(thr) if thr is not None else "none",
@@ -328,7 +334,7 @@ def _evidence(kind: str, results, witness, problems, sep_results, thr, eps, boun
 REL_TOL = Fraction(1, 2)
 
 
-def _exact_refutation(summary: str, witness: dict) -> Evidence:
+def _exact_refutation(summary: str, witness: dict[str, Any]) -> Evidence:
     """A refutation decided in exact arithmetic without a solver call (said so in the evidence)."""
     return Evidence(layer="solver", status="refuted", witness=witness, engines={},
                     numbers={"decided_by": "fractions.Fraction on the orthonormal family (no solver call)"},
@@ -446,8 +452,9 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
     tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score")
     zero = next((v for v in range(1, con.V + 1) if con.chi[v - 1] == 0), None)
     if zero is not None:
-        w = {"at": f"v = {zero}", "family": "orthonormal family", "score": str(con.displayed_score(zero, ortho)),
-             "statement_value": "nonzero", "rechecked_in": "fractions.Fraction"}
+        w: dict[str, Any] = {"at": f"v = {zero}", "family": "orthonormal family",
+                             "score": str(con.displayed_score(zero, ortho)), "statement_value": "nonzero",
+                             "rechecked_in": "fractions.Fraction"}
         return _exact_refutation(f"chi({zero}) = 0: the association at v = {zero} is not nonzero "
                                  f"(orthonormal family: {w['score']})", w)
     if len(set(con.chi)) > 1:
@@ -482,7 +489,8 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
     thr, sep, sep_info = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr,
                                      eps, timeout_ms, _proved_reading_bound(results, "v = 1, reading", con.orientation))
     extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}",
-             "bound_repaired_reading": f"{'w_E(v)^T W r' if tr.orientation == 'read-score' else 'r^T W^T-form w_E(v)'} >= chi(v) - ({B_tr})",
+             "bound_repaired_reading": (f"{'w_E(v)^T W r' if tr.orientation == 'read-score' else 'r^T W^T-form w_E(v)'} "
+                                        f">= chi(v) - ({B_tr})"),
              "allowance_A": f"{A} = {REL_TOL} * max|chi| (fixed up front, independent of the construction)",
              "vacuous_allowance": vacuous, **_score_numbers(rows, eps)}
     if probe_info is not None:
@@ -496,7 +504,8 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
                     f"w_E(v)^T W^1_K r_{{-1}} further than {A} from chi(v) or off its sign; the as-written display is "
                     f"strictly below the repaired reading for every eps < {thr}"),
         summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): at {w['at']} the score is {w['score']} "
-                                f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
+                                f"where chi(v) = {w['statement_value']} +- {w['allowance_A(eps)']} "
+                                f"(violated: {w.get('violated', 'the statement')}); "
                                 f"for every eps-family |as-written display| <= {B_aw} and the repaired reading >= chi(v) - ({B_tr}); "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)
@@ -618,7 +627,9 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
                     f"w_E(T)^T W^2_K Phi_1 w_E(s) further than {A} from psi(T)[s = T]; the as-written display is "
                     f"strictly below the repaired reading for every eps < {thr}"),
         summary_fail=lambda w: (f"witness ({w['family']}, eps = {eps}): at {w['at']} the score is {w['score']} "
-                                f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']} (violated: {w.get('violated', 'the statement')}); "
-                                f"for every eps-family |as-written display| <= {B_aw} and the repaired reading >= psi(T) - ({B_tr}) at s = T; "
+                                f"where psi(T)[s = T] = {w['statement_value']} +- {w['allowance_A(eps)']} "
+                                f"(violated: {w.get('violated', 'the statement')}); "
+                                f"for every eps-family |as-written display| <= {B_aw} and the repaired reading "
+                                f">= psi(T) - ({B_tr}) at s = T; "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)

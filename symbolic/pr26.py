@@ -133,7 +133,8 @@ def check_prop1(families: Sequence[Family], control: Family | None = None) -> Ev
     from verify.constructions.pe import QUADRATIC
 
     control = control or QUADRATIC
-    details, numbers = [], {}
+    details: list[str] = []
+    numbers: dict[str, Any] = {}
     fc, _, jc, _ = symbolic_row(control)
     d2c = sp.simplify(sp.diff(fc, jc, 2))
     numbers[f"control {control.name}: d^2 logit / dj^2"] = str(d2c)
@@ -211,7 +212,7 @@ def deep_row_analysis(task_names: Sequence[str]) -> dict[str, dict[str, Any]]:
             succ = sp.Piecewise(*[(n_rows, sp.Eq(m, sv)) for sv in sols], (0, True)) if sols else sp.Integer(0)
             # beyond the last solving length (m = last + 1 + k, k >= 0) no deep row is right
             last = max(sols, key=lambda v: sp.default_sort_key(v)) if sols else None
-            eventually = sp.simplify(succ.subs(m, last + 1 + k)) if sols else sp.Integer(0)
+            eventually = sp.simplify(succ.subs(m, last + 1 + k)) if last is not None else sp.Integer(0)
             frac = sp.limit(1 - eventually / n_rows, m, sp.oo) if not eventually.has(m) else sp.nan
         else:
             sols = sp.solve(sp.Eq(o, d), i)
@@ -238,7 +239,7 @@ def check_theorem2(K: int = 3) -> Evidence:
     ok = (an["prev"]["kind"] == "constant" and an[f"skip-{K}"]["kind"] == "constant"
           and an["copy"]["failing_fraction_limit"] == 1 and an["reverse"]["failing_fraction_limit"] == 1)
     numbers = {t: {k: str(v) for k, v in a.items()} for t, a in an.items()}
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details,
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details,
                 bound="every L, every relative kernel with a strict unique global maximiser delta* (symbolic L, i, delta*)")
     if ok:
         return Evidence(status="proved", summary=(
@@ -274,6 +275,7 @@ def margin_identity(families: Sequence[Family], tasks: Sequence[Any], L0: int = 
             for dr in range(draws):
                 g = random.Random(f"pr26-theorem1:{seed}:{fam.name}:{task.name}:{dr}")
                 shape = fam.param_shape(L0)
+                P: Any
                 if len(shape) == 2:
                     P = [[Fraction(g.randint(-4, 4)) for _ in range(shape[1])] for _ in range(shape[0])]
                 else:

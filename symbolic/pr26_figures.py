@@ -36,7 +36,6 @@ import sympy as sp
 from verify.constructions.pe import N_FREQ, ceil_half
 from verify.evidence import Evidence, Figure, engine_versions
 
-
 #: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
 PAPER_K = 15
 

@@ -20,6 +20,7 @@ is then evaluated exactly and compared with the statement.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -190,7 +191,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
         "chi": [str(c) for c in con.chi],
     }
     reading = "w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers,
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers,
                 bound=f"closed form for every V >= v; concrete construction at V = {con.V}; position t symbolic")
     details = [
         f"closed form (every V): {reading} = {forms['displayed']}  (the variant's reading of the association)",
@@ -334,7 +335,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     details = [f"closed form, case {c}: {reading} = {e}" for c, e in general.items()]
     details += [f"closed form, case {c}: w_E(T)^T W^2_K Phi_1 w_E(s) = {e}  (the model's query^T W_K key)"
                 for c, e in gmodel.items()]
-    base = dict(layer="symbolic", engines=engine_versions("sympy"),
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"),
                 numbers={"displayed_score": {c: str(e) for c, e in general.items()},
                          "model_score": {c: str(e) for c, e in gmodel.items()},
                          "psi": [str(p) for p in con.psi]},
@@ -372,7 +373,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     for kind, fn in (("displayed_score", probe.displayed_score), ("model_score", probe.model_score)):
         prow = [((s_, T_), sp.sympify(fn(s_, T_, gram)), probe.target(s_, T_))
                 for T_ in range(1, probe.V + 1) for s_ in range(1, probe.V + 1)]
-        bad = _first_violation(prow, recheck=lambda st, fn=fn: fn(st[0], st[1], frac_gram))
+        bad = _first_violation(prow, recheck=functools.partial(_recheck_pair, fn, frac_gram))
         if bad is not None:
             (s, T), got, want, exact = bad
             return Evidence(status="refuted", summary=(
@@ -385,6 +386,11 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     return Evidence(status="proved", summary=(
         f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V; "
         f"with distinct coefficients psi(k) = (-1)^(k+1) k the same identity holds pair by pair"), **base)
+
+
+def _recheck_pair(score: Callable[..., Fraction], gram: Any, st: tuple[int, int]) -> Fraction:
+    """A score ``score(s, T, gram)`` at the pair ``st = (s, T)``, for :func:`_first_violation`'s exact re-check."""
+    return score(st[0], st[1], gram)
 
 
 def _first_violation(rows: list[tuple[Any, Any, Fraction]], recheck: Callable[[Any], Fraction]):
@@ -421,10 +427,11 @@ def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence
     claimed = claimed or (lambda tt: sp.E / (tt + sp.E - 1))
     weight = prev_token_weight(t, sp.exp)
     diff = sp.simplify(weight - claimed(t))
-    base = dict(layer="symbolic", engines=engine_versions("sympy"),
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"),
                 numbers={"softmax_weight": str(sp.simplify(weight)), "claimed": str(claimed(t)), "difference": str(diff)})
     if diff == 0:
-        return Evidence(status="proved", summary=f"softmax weight on the previous key = {str(sp.simplify(weight)).replace('E', 'e')} = e/(t + e - 1) for every t >= 1",
+        shown = str(sp.simplify(weight)).replace("E", "e")
+        return Evidence(status="proved", summary=f"softmax weight on the previous key = {shown} = e/(t + e - 1) for every t >= 1",
                         bound="every t >= 1 (symbolic)", **base)
     import mpmath
 
@@ -433,7 +440,9 @@ def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence
         w = mpmath.e / (mpmath.e + tt - 1)
         c = mpmath.mpf(sp.N(claimed(sp.Integer(tt)), 60))
         if abs(w - c) > mpmath.mpf(10) ** -40:
-            return Evidence(status="refuted", summary=f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form gives {mpmath.nstr(c, 12)}",
+            return Evidence(status="refuted", summary=(f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form "
+                                                       f"gives {mpmath.nstr(c, 12)}"),
                             witness={"t": tt, "softmax_weight": mpmath.nstr(w, 20), "claimed": mpmath.nstr(c, 20),
                                      "rechecked_in": "mpmath, 50 digits"}, **base)
-    return Evidence(status="inconclusive", summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them", **base)
+    return Evidence(status="inconclusive", summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them",
+                    **base)

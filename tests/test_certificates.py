@@ -16,6 +16,11 @@ from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenCon
 from verify.evidence import Context, Evidence, using
 from verify.proofs import ws24 as paper
 from verify.proofs.certificates import recheck_dir, write_certificates, write_manifest
+from verify.proofs.model import aggregate, run_claim
+from verify.solver import common
+from verify.solver import ws24 as sol
+from verify.solver.certify import NonLinear, cases_of, farkas_certificate, linearize
+from verify.solver.recheck import check_certificate, check_farkas, product_row, recheck_file
 
 
 def _write(result, directory):
@@ -32,11 +37,6 @@ def _reseal(directory):
     files = {f.name: {"sha256": hashlib.sha256(f.read_bytes()).hexdigest(), "run_id": "forged"}
              for f in sorted(directory.glob("*.json")) if f.name != "MANIFEST.json"}
     (directory / "MANIFEST.json").write_text(json.dumps({"format": "verify-certificate-manifest/1", "files": files}))
-from verify.proofs.model import aggregate, run_claim
-from verify.solver import common
-from verify.solver import ws24 as sol
-from verify.solver.certify import NonLinear, cases_of, farkas_certificate, linearize
-from verify.solver.recheck import check_certificate, check_farkas, product_row, recheck_file
 
 
 def _lin_obligation(ctx):

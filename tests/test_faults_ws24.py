@@ -15,7 +15,6 @@ from verify.numeric import ws24 as num
 from verify.solver import ws24 as sol
 from verify.symbolic import ws24 as sym
 
-
 # ------------------------------------------------------------------ symbolic
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
-from verify.constructions.pe import Family, FloatArith, FractionArith, Task, TRIG_DENOM_BITS
+from verify.constructions.pe import TRIG_DENOM_BITS, Family, FloatArith, FractionArith, Task
 
 #: longest expression text accepted (all features together)
 MAX_EXPR_CHARS = 1000
@@ -133,9 +133,9 @@ def _check_tree(e: Any, variables: Sequence[str], flag: str) -> None:
     import sympy as sp
 
     funcs, _ = _tables()
-    fclasses = tuple({f for k, f in funcs.items() if isinstance(f, type) and k not in ("Rational",)})
+    fclasses: tuple[Any, ...] = tuple({f for k, f in funcs.items() if isinstance(f, type) and k not in ("Rational",)})
     count = 0
-    stack = [(e, 0)]
+    stack: list[tuple[Any, int]] = [(e, 0)]
     while stack:
         node, d = stack.pop()
         count += 1
@@ -204,10 +204,10 @@ def parse_expressions(text: str, variables: Sequence[str] = ("i",), flag: str = 
     exprs = list(out) if isinstance(out, tuple) else [out]
     if not exprs or len(exprs) > max_count:
         raise FeatureError(f"{flag}: between 1 and {max_count} expressions, got {len(exprs)}")
-    for e in exprs:
-        if not isinstance(e, sp.Basic):
-            raise FeatureError(f"{flag}: not an expression ({type(e).__name__})")
-        _check_tree(e, variables, flag)
+    for expr in exprs:
+        if not isinstance(expr, sp.Basic):
+            raise FeatureError(f"{flag}: not an expression ({type(expr).__name__})")
+        _check_tree(expr, variables, flag)
     return exprs
 
 
@@ -363,11 +363,11 @@ def _np(e: Any, env: dict[str, Any]) -> Any:
         if isinstance(e, cls):
             return fn(_np(e.args[0], env))
     if isinstance(e, (sp.Min, sp.Max)):
-        fn = np.minimum if isinstance(e, sp.Min) else np.maximum
+        pick = np.minimum if isinstance(e, sp.Min) else np.maximum
         vals = [_np(a, env) for a in e.args]
         out = vals[0]
         for v in vals[1:]:
-            out = fn(out, v)
+            out = pick(out, v)
         return out
     raise FeatureError(f"cannot evaluate {type(e).__name__}")
 
@@ -553,7 +553,7 @@ def _from_exprs(exprs: Sequence[Any], var: str, kind: str, name: str, source: st
                            None if rational else mp_fn, iv_fn, sym_fn)
     desc = description or ((f"phi({var}) = [" if kind == "absolute" else f"psi({var}) = [")
                            + ", ".join(str(e) for e in exprs) + "]")
-    fam = Family(name, kind, lambda L0, dim=dim: dim, feats, desc, rational=rational)
+    fam = Family(name, kind, lambda L0: dim, feats, desc, rational=rational)
     note = ("exact: every feature is rational, logits and margins in fractions.Fraction" if rational else
             "irrational features: decisions re-checked by mpmath intervals; the solver uses the values rounded to "
             f"multiples of 2^-{TRIG_DENOM_BITS}")
@@ -631,7 +631,7 @@ def alibi_fixed_family(slope: Fraction | int | float) -> FeatureSpec:
         m = Fraction(slope)
     except (TypeError, ValueError, OverflowError):
         raise FeatureError(f"--slope expects a finite number, got {slope!r}") from None
-    fam = Family(f"alibi-fixed(m={m})", "relative", lambda L0: 1, lambda n, L0, ar, m=m: [ar.num(-m * n)],
+    fam = Family(f"alibi-fixed(m={m})", "relative", lambda L0: 1, lambda n, L0, ar: [ar.num(-m * n)],
                  f"canonical ALiBi, fixed slope m = {m}: logit(i, j) = -{m} (i - j), no trained parameter")
     return FeatureSpec(fam, [Fraction(1)], True, f"alibi-fixed, slope {m}",
                        "exact: the bias -m (i - j) with a rational slope")
@@ -727,7 +727,7 @@ def callable_family(spec: str | Callable, max_positions: int, check_prefix: int 
 
     feats = _TableFeatures(dim, float_table, lambda n: [Fraction(float(x)) for x in table[n]], None,
                            lambda n, iv: [iv.mpf(float(x)) for x in table[n]])
-    fam = Family(f"callable({label})", "absolute", lambda L0, dim=dim: dim, feats,
+    fam = Family(f"callable({label})", "absolute", lambda L0: dim, feats,
                  f"user feature map {label}: phi(i) in R^{dim}", rational=True)
     return FeatureSpec(fam, None, True, f"callable {label}",
                        "the map's float64 values are taken as the exact rationals they are")

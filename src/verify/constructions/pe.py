@@ -294,7 +294,13 @@ class Task:
 
 
 def _skip(K: int) -> Task:
-    return Task(f"skip-{K}", lambda L, K=K: K, lambda i, L, K=K: i - K, f"t = i - {K} on rows i >= {K}")
+    def first_row(L: Any) -> Any:
+        return K
+
+    def target(i: Any, L: Any) -> Any:
+        return i - K
+
+    return Task(f"skip-{K}", first_row, target, f"t = i - {K} on rows i >= {K}")
 
 
 TASKS: dict[str, Task] = {
