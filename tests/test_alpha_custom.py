@@ -366,3 +366,14 @@ def test_api_reexports():
     import verify.api as api
 
     assert api.alpha is A.alpha and api.realizable is A.realizable and api.identifiability is A.identifiability
+
+
+def test_float_table_min_max_matches_exact(monkeypatch):
+    # the float64 table (what fits and alpha_L use) against the exact evaluator, on Min/Max of several arguments
+    exprs = F.parse_expressions("Min(i, 3, 7 - i), Max(i - 2, 1), Min(Max(i, 2), 4)")
+    table = F.evaluate_table(exprs, "i", 9)
+    exact = [[float(F.evaluate(e, {"i": n})) for e in exprs] for n in range(9)]
+    assert table.tolist() == exact
+    # fault: Min evaluated as Max in the float path: the two evaluators part
+    monkeypatch.setattr(np, "minimum", np.maximum)
+    assert F.evaluate_table(exprs, "i", 9).tolist() != exact
