@@ -453,7 +453,7 @@ def _registered(c: Claim) -> bool:
 
 
 def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
-            expectations: Sequence[tuple[Claim, dict[str, Any], str]] = (), jobs: int = 1) -> RunAll:
+            expectations: Sequence[tuple[Claim, Mapping[str, Any], str]] = (), jobs: int = 1) -> RunAll:
     """Run every variant of every claim and compare each verdict with its expectation.
 
     Args:

@@ -239,7 +239,9 @@ class Params(Mapping[str, Any]):
         return tuple(cls._fields_by_name())
 
 
-LayerCheck = Callable[[Mapping[str, Any], Context], Evidence]
+#: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance (or a
+#: mapping for claims declared with options)
+LayerCheck = Callable[[Any, Context], Evidence]
 
 
 @dataclass(frozen=True)
@@ -276,11 +278,11 @@ class Claim:
     checks: Mapping[str, LayerCheck]
     variants: tuple[Mapping[str, Any], ...] = ({},)
     expected: Mapping[str, str] = field(default_factory=dict)
-    fix: Callable[[Mapping[str, Any]], str | None] = lambda p: None
-    validate: Callable[[Mapping[str, Any]], None] = lambda p: None
+    fix: Callable[[Any], str | None] = lambda p: None
+    validate: Callable[[Any], None] = lambda p: None
     repair: str = ""
     caveats: tuple[str, ...] = ()
-    explain: Callable[[Mapping[str, Any], Sequence[Evidence]], list[str]] | None = None
+    explain: Callable[[Any, Sequence[Evidence]], list[str]] | None = None
     cost: str = ""
     heavy: bool = False
     params_type: type[Params] | None = None
