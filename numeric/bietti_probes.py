@@ -19,17 +19,41 @@ LEARNED = 0.5
 RECALLED = 0.9
 
 
+#: a previous-token head counts as formed when the layer-1 attention's causal argmax is on t - 1 at
+#: this fraction of positions (the gate's second half: the memories are judged only once the head exists)
+HEAD_FORMED = 0.5
+
+
+def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0) -> str | None:
+    """The rule of :func:`check_probes` on measured numbers: None (inconclusive: the model did not
+    learn the task, or learned it without a previous-token head), ``"holds"`` or ``"fails"``."""
+    if accuracy < LEARNED or attention_prev < HEAD_FORMED:
+        return None
+    return "holds" if all(means[k] >= RECALLED for k in DECIDING) else "fails"
+
+
+#: the probes the verdict reads (the causal previous-token reading is reported beside them)
+DECIDING = ("prev_token_all_positions", "induction_key", "output")
+
+
 def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int], n_eval: int,
-                 cache: lab.Cache | None, progress: Any = None) -> Evidence:
+                 cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd") -> Evidence:
     """Train, then probe.
 
-    Verdict rule (stated up front): ``inconclusive`` unless the mean in-context accuracy (positions
-    whose trigger-output counter is >= 2) is >= :data:`LEARNED`; then ``holds`` when the mean of each
-    probe (previous-token in the authors' all-positions reading, induction key, output) is >=
-    :data:`RECALLED`, ``fails`` otherwise.  The causal previous-token probe is reported beside it.
+    Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
+    accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` and the layer-1
+    attention's causal argmax is on t - 1 at >= :data:`HEAD_FORMED` of positions (a previous-token head
+    formed); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
+    reading, induction key, output) is >= :data:`RECALLED`, ``fails`` otherwise.  The causal
+    previous-token probe is reported beside it.
+
+    Args:
+        d, T, K: width, length, triggers; batch, steps, lr, optimizer: training (``"sgd"``: the authors'
+        SGD with momentum; ``"adam"``); seeds: batched; n_eval: evaluation sequences per seed; cache:
+        the lab cache; progress: progress callback.
     """
     cfg = tm.TwoLayerConfig(pe="ape", d=d, T=T, K=K, source="text", trained=tm.SIMPLIFIED_TRAINED,
-                            batch=batch, steps=steps, lr=lr)
+                            batch=batch, steps=steps, lr=lr, optimizer=optimizer)
     tr = tm.train_two_layer(cfg, seeds, cache, progress)
     p = tr.float64()
     evb = [tm.eval_batch(cfg, s, n_eval) for s in seeds]
@@ -39,21 +63,30 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
               "prev_token_causal": tm.wk0_recall(p, causal=True).tolist(),
               "induction_key": tm.wk1_recall(p).tolist(), "output": tm.wo1_recall(p).tolist()}
     acc = tm.in_context_accuracy(p, tok, cnt, "ape").tolist()
+    # what the model's own layer-1 attention does (tokens and positions together), beside the positional probe
+    attn_prev = tm.prev_token_recall(p, tok[..., :T], "ape", 2, T).tolist()
     V = cfg.bigram_source().V
     mean = {k: sum(v) / len(v) for k, v in probes.items()}
-    numbers = {"d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "seeds": list(seeds),
-               "probes": probes, "probe_means": mean, "in_context_accuracy": acc, "from_cache": tr.from_cache,
+    numbers = {"d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "optimizer": optimizer,
+               "seeds": list(seeds), "probes": probes, "probe_means": mean, "in_context_accuracy": acc,
+               "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache,
                "final_loss": tr.losses[-1].tolist()}
-    tol = (f"gate: in-context accuracy >= {LEARNED}; holds when each probe mean (previous-token over all positions, "
-           f"induction key, output) >= {RECALLED}; argmax ties count as the lowest index (torch.argmax)")
+    tol = (f"gate: in-context accuracy >= {LEARNED} and layer-1 attention on t - 1 at >= {HEAD_FORMED} of positions; "
+           f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
+           f"argmax ties count as the lowest index (torch.argmax)")
     a_m = sum(acc) / len(acc)
+    attn_m = sum(attn_prev) / len(attn_prev)
+    verdict = probe_verdict(a_m, mean, attn_m)
     summary = (f"in-context accuracy {a_m:.3f}; probes: previous-token {mean['prev_token_all_positions']:.3f} (all "
                f"positions, the authors' code) / {mean['prev_token_causal']:.3f} (causal), induction key "
-               f"{mean['induction_key']:.3f}, output {mean['output']:.3f} ({steps} SGD steps, batch {batch}, "
-               f"{len(seeds)} seeds, V = {V})")
-    if a_m < LEARNED:
-        return Evidence("numeric", "inconclusive", summary="the model did not learn the in-context task at this "
-                        "budget: " + summary, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
-    ok = all(mean[k] >= RECALLED for k in ("prev_token_all_positions", "induction_key", "output"))
-    return Evidence("numeric", "consistent", "holds" if ok else "fails", summary=summary, numbers=numbers,
+               f"{mean['induction_key']:.3f}, output {mean['output']:.3f}; the layer-1 attention itself (tokens and "
+               f"positions) puts its argmax on t - 1 at {sum(attn_prev) / len(attn_prev):.3f} of positions ({steps} "
+               f"{optimizer} steps, lr {lr:g}, batch {batch}, {len(seeds)} seeds, d = {d}, T = {T}, V = {V})")
+    if verdict is None:
+        why = ("the model did not learn the in-context task at this budget: " if a_m < LEARNED else
+               "the model learned the task without a previous-token head (its layer-1 attention is on t - 1 at "
+               f"{attn_m:.3f} < {HEAD_FORMED} of positions), so the memories the probes test did not form: ")
+        return Evidence("numeric", "inconclusive", summary=why + summary, numbers=numbers, tolerance=tol,
+                        engines=engine_versions("torch"))
+    return Evidence("numeric", "consistent", verdict, summary=summary, numbers=numbers,
                     tolerance=tol, engines=engine_versions("torch"))

@@ -12,14 +12,21 @@ from verify.evidence import Context, Evidence
 from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 
+#: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
+OPTIMIZERS = ("sgd", "adam")
+
+
 @dataclass(frozen=True)
 class ProbeParams(Params):
-    d: int = param(32, "embedding width", kind="int", minimum=8, maximum=256)
-    T: int = param(256, "sequence length", kind="int", minimum=8, maximum=512)
+    d: int = param(128, "embedding width", kind="int", minimum=8, maximum=256)
+    T: int = param(64, "sequence length", kind="int", minimum=8, maximum=512)
     K: int = param(3, "trigger tokens per sequence", kind="int", minimum=1, maximum=32)
-    batch: int = param(8, "sequences per step and seed", kind="int", minimum=1, maximum=512)
-    steps: int = param(150, "SGD steps (--full: 4x)", kind="int", minimum=1, maximum=20000)
-    lr: float = param(0.5, "SGD learning rate (momentum 0.9, weight decay 1e-4)", kind="float", minimum=1e-6, maximum=10.0)
+    batch: int = param(32, "sequences per step and seed", kind="int", minimum=1, maximum=512)
+    steps: int = param(400, "optimiser steps (--full: 4x)", kind="int", minimum=1, maximum=20000)
+    lr: float = param(0.01, "learning rate (weight decay 1e-4; SGD adds momentum 0.9)", kind="float", minimum=1e-6,
+                      maximum=10.0)
+    optimizer: str = param("adam", "adam (default: learns the task within the CPU budget) or sgd (the authors' SGD "
+                           "with momentum)", choices=OPTIMIZERS)
     seeds: int = param(2, "seeds, trained as one batched model", kind="int", minimum=1, maximum=16)
 
 
@@ -34,7 +41,8 @@ def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
     steps = p["steps"] * (4 if ctx.full else 1)
     return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
-                            list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress)
+                            list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress,
+                            optimizer=p["optimizer"])
 
 
 PROBES = Claim(
@@ -57,12 +65,22 @@ PROBES = Claim(
              "Data: the shipped corpus (numeric/data/corpus.txt, an original text of about 4.4 KB, 48 distinct "
              "characters) in place of Tiny Shakespeare (65 characters); triggers drawn from the unigram marginal per "
              "sequence, outputs uniform (the code's ihead_data.py); loss on in-context outputs only (loss_head_only).",
-             "Verdict rule: INCONCLUSIVE unless the trained model's in-context accuracy reaches 0.5 (a model that has "
-             "not learned the task says nothing about its memories); then HOLDS when every probe mean is >= 0.9.",
-             "CPU scale: d = 32, batch 8 per seed, 150 SGD steps (lr 0.5, momentum 0.9, weight decay 1e-4), 2 seeds; "
-             "the code's runs use batch 512 on a GPU and the paper's probes are plotted over training (no single "
-             "published number is compared). At this budget the model does not learn the task: INCONCLUSIVE."),
-    cost="numeric ~20-60 s at the defaults (one thread; a second run reads the lab cache); --full: 600 steps",
+             "Verdict rule: INCONCLUSIVE unless the trained model's in-context accuracy reaches 0.5 and its layer-1 "
+             "attention puts its causal argmax on t - 1 at >= 0.5 of positions (a model without a previous-token head "
+             "says nothing about the memories the probes read); then HOLDS when every probe mean is >= 0.9, else FAILS.",
+             "CPU scale: d = 128, T = 64 (the paper's runs use T = 256), batch 32 per seed, 400 Adam steps (lr 0.01, "
+             "weight decay 1e-4), 2 seeds. Adam departs from the authors' SGD with momentum (batch 512 on a GPU): with "
+             "SGD at CPU budgets (d = 32, T = 256, 150 steps, lr 0.5) the model did not learn the task (in-context "
+             "accuracy 0.14) and with Adam at d = 32 the 256 random positions do not fit in 32 dimensions (accuracy "
+             "0.25-0.33), hence d = 128 and T = 64. The paper plots the probes over training; no single published "
+             "number is compared.",
+             "Measured at the defaults: the model learns the task (in-context accuracy 0.857; 0.955 after 1000 steps) "
+             "but its layer-1 attention is on t - 1 at only about 0.31 of positions, the positional previous-token "
+             "probe recalls 0.35 (0.44 after 1000 steps) and the induction-key probe 0.34 (0.54): the task is solved "
+             "by a route other than the previous-token/induction memories (not identified here), so the gate keeps the verdict INCONCLUSIVE rather than FAILS. Whether the probes "
+             "reach 0.9 at the paper's scale (T = 256, batch 512, many more steps) is not settled here."),
+    cost="numeric ~30-40 s at the defaults (400 Adam steps at d = 128, T = 64, one thread; a second run reads the lab "
+         "cache); --full: 1600 steps, ~2-3 min",
     heavy=True,
 )
 

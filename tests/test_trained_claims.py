@@ -80,3 +80,76 @@ def test_probes_detect_planted_memories():
 def test_falsifier_gate_is_inconclusive_without_a_head(tmp_path):
     ev = num.check_falsifier(8, 8, 130, 2, 2, 2, 0.01, [0], 2, None)
     assert ev.status == "inconclusive" and "no previous-token head" in ev.summary
+
+
+def test_optimizer_choices_shared_with_the_recipe():
+    from verify.proofs import bietti23, ws24_trained
+
+    assert ws24_trained.OPTIMIZERS == bietti23.OPTIMIZERS == tm.OPTIMIZERS
+    cfg = num.falsifier_config("rpe", 8, 8, 130, 2, 2, 2, 0.01, 1, optimizer="adam")
+    assert tm.recipe(cfg).optim.kind == "adam"
+    import pytest
+
+    with pytest.raises(ValueError):
+        tm.recipe(num.falsifier_config("rpe", 8, 8, 130, 2, 2, 2, 0.01, 1, optimizer="rmsprop"))
+
+
+def _planted_rpe(d: int, T: int, V: int):
+    """A two-layer RPE model whose layer-1 key matrix is Eq. 13's form c u r_{-1}^T with w_E(k)^T u = 1 for every k:
+    the previous-token association is the same at every position (what RPE allows)."""
+    from verify.numeric import lab
+
+    g = torch.Generator().manual_seed(0)
+    p = tm.init_two_layer(d, V, T, "rpe", g)
+    E, r1 = p["E"].double(), p["POS"][1].double()
+    u = E.T @ torch.linalg.solve(E @ E.T, torch.ones(V, dtype=torch.float64))
+    p["W1K"] = (40.0 * u[:, None] * r1[None, :] / r1.norm() ** 2 * d ** 0.5).float()
+    params = {k: v[None].clone() for k, v in p.items()}
+    return lab.Trained(params, (0,), "planted", True, torch.zeros(1, 1))
+
+
+def test_falsifier_rule_on_planted_rpe_and_absolute_leak_fault(monkeypatch):
+    """A planted RPE head recalls t - 1 early and late alike: HOLDS.  Fault: a layer-1 score that leaks absolute
+    position (the t - 1 entry penalised for t > 128) must turn the verdict to FAILS (late below early)."""
+    planted = _planted_rpe(128, 136, 16)
+    monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: planted)
+    ev = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0], 4, None)
+    r = ev.numbers["rpe"]
+    assert r["early_recall"][0] > 0.9 and r["late_recall"][0] > 0.9
+    assert ev.outcome == "holds", ev.summary
+    orig = tm.layer1_scores
+
+    def leaky(p, tok, pe):
+        sc = orig(p, tok, pe).clone()
+        T = tok.shape[-1]
+        idx = torch.arange(128, T)
+        sc[..., idx, idx - 1] -= 1e6
+        return sc
+
+    monkeypatch.setattr(tm, "layer1_scores", leaky)
+    bad = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0], 4, None)
+    assert bad.outcome == "fails" and bad.numbers["rpe"]["late_recall"][0] < 0.1
+    assert num.late_not_below(0.7, 0.66) and not num.late_not_below(0.7, 0.6)
+
+
+def test_probe_verdict_rule_and_gate():
+    from verify.numeric import bietti_probes as bp
+
+    good = {k: 0.95 for k in bp.DECIDING}
+    assert bp.probe_verdict(0.9, good, 0.9) == "holds"
+    assert bp.probe_verdict(0.9, {**good, "induction_key": 0.5}, 0.9) == "fails"
+    assert bp.probe_verdict(0.3, good, 0.9) is None          # task not learned
+    assert bp.probe_verdict(0.9, good, 0.2) is None          # learned without a previous-token head
+
+
+def test_probes_gate_sees_a_missing_head(monkeypatch):
+    """End to end at a tiny size: whatever the training gives, a model whose layer-1 attention is forced away from
+    t - 1 (fault: the previous-token recall read as 0) is never judged on its memories."""
+    from verify.numeric import bietti_probes as bp
+
+    monkeypatch.setattr(tm, "prev_token_recall", lambda p, tok, pe, lo, hi: torch.zeros(p["E"].shape[0],
+                                                                                       dtype=torch.float64))
+    monkeypatch.setattr(tm, "in_context_accuracy", lambda p, tok, cnt, pe: torch.ones(p["E"].shape[0],
+                                                                                       dtype=torch.float64))
+    ev = bp.check_probes(16, 16, 2, 2, 1, 0.01, [0], 2, None, optimizer="adam")
+    assert ev.status == "inconclusive" and "without a previous-token head" in ev.summary
