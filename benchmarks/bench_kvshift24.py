@@ -42,7 +42,7 @@ def main() -> None:
     t, g = _time(lambda: num.sweep(variant("none"), 4096, 1024, 4, 64, 0))
     rows.append((f"numeric sweep L = 4096, d = 1024, {len(g)} (m, sigma) cells", t, f"max err {max(g.values()):.3g}"))
     t, g = _time(lambda: num.sweep(variant("mask+scale"), 4096, 1024, 4, 64, 0))
-    rows.append((f"numeric sweep L = 4096, d = 1024 [mask+scale]", t, f"max err {max(g.values()):.3g}"))
+    rows.append(("numeric sweep L = 4096, d = 1024 [mask+scale]", t, f"max err {max(g.values()):.3g}"))
     for cid, raw in (("kvshift24:theorem1", {"masks": "as-displayed"}), ("kvshift24:theorem1", {"masks": "causal"}),
                      ("kvshift24:theorem3", {})):
         c = registry.get(cid)

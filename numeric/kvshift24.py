@@ -21,8 +21,18 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.kvshift24 import (EQ10_READINGS, KVShiftParams, T1Masks, Term, Variant, ih_terms, kvsa_terms, t1_masks,
-                                          t1_terms, without_value_scale)
+from verify.constructions.kvshift24 import (
+    EQ10_READINGS,
+    KVShiftParams,
+    T1Masks,
+    Term,
+    Variant,
+    ih_terms,
+    kvsa_terms,
+    t1_masks,
+    t1_terms,
+    without_value_scale,
+)
 from verify.evidence import Evidence, Figure, engine_versions
 
 DTYPE = torch.float64
@@ -272,7 +282,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
     regime = regime_by_class(var, min(L, 256), min(d, 64), B, min(V, max(2, d)), seed)
     numbers["regime_by_input_class"] = {"sigma": str(REGIME_SIGMA), "m": str(REGIME_M), "L": min(L, 256),
                                         "embeddings": f"orthonormal, V = {min(V, max(2, d))}", "classes": regime}
-    details.append(f"sigma = {REGIME_SIGMA}, m = {REGIME_M} (the small-sigma, small-m regime), orthonormal tokens, by input class: " + "; ".join(
+    details.append(f"sigma = {REGIME_SIGMA}, m = {REGIME_M} (the small-sigma, small-m regime), orthonormal tokens, "
+                   "by input class: " + "; ".join(
         f"{k}: boundary error with b1 = 1 {v['boundary_error_b1=1']:.2g}, error as the variant has it "
         f"{v['error_as_variant']:.2g} (value scale alone {v['value_scale_error']:.2g})" for k, v in regime.items()))
     details.append(ref.summary_line(xc, "IH and KVSA values (attend)"))
@@ -393,7 +404,7 @@ def t3_discriminate(emp: dict, cands: dict[str, dict], pair: tuple[str, str] = (
     sep = _rmse(cands[pair[0]], cands[pair[1]])
     tol = sep / 4
     r = {k: _rmse(emp, v) for k, v in cands.items()}
-    best = min(r, key=r.get)
+    best = min(r, key=lambda k: r[k])
     return {"rmse": r, "separation": sep, "tolerance": tol, "best": best,
             "matches": sorted(k for k, v in r.items() if v <= tol)}
 
@@ -434,7 +445,7 @@ def t3_exact_compare(limit: dict, cands: dict[str, dict], name: str, tol: float 
         the reading's values there), tolerance, gap_a1_vs_a2, separates.
     """
     diff = {k: abs(limit[k] - cands[name][k]) for k in limit}
-    w = max(diff, key=diff.get)
+    w = max(diff, key=lambda k: diff[k])
     gap = max(abs(cands[EQ10][k] - cands[BODY][k]) for k in limit)
     return {"reading": name, "ok": diff[w] <= tol, "max_abs_diff": diff[w], "tolerance": tol,
             "witness": {"alpha1_beta1": w, "exact_limit": limit[w], "reading": cands[name][w]},
@@ -513,7 +524,7 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11,
                + f", vs the exact limit {r['rmse_vs_exact_limit']:.4f}; within the plotting-code tolerance "
                f"{lim['tolerance']:.4f}: {r['matches'] or 'none'}; argmin (alpha1, beta1) = {r['argmin_alpha1_beta1']}"
                for d, r in rows.items()]
-    details.append(f"exact d -> infinity limit (orthonormal embeddings): RMSE " +
+    details.append("exact d -> infinity limit (orthonormal embeddings): RMSE " +
                    ", ".join(f"vs {k} {v:.2g}" for k, v in lim["rmse"].items()) +
                    f"; argmin {argmin(limit)}; minimisers of the readings: " +
                    ", ".join(f"{k} {argmin(v)}" for k, v in cands.items()))
@@ -538,7 +549,7 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11,
                note=f"reproduced when the exact limit (orthonormal embeddings) equals Eq. 10 as printed to "
                     f"{T3_EXACT_TOL:g} at every point of the {grid} x {grid} grid"),
     ]
-    base = dict(layer="numeric", numbers=numbers, details=details, seed=seed, engines=engine_versions("torch"),
+    base: dict[str, Any] = dict(layer="numeric", numbers=numbers, details=details, seed=seed, engines=engine_versions("torch"),
                 figures=figures,
                 tolerance=(f"exact limit: largest pointwise |limit - reading| <= {T3_EXACT_TOL:g} (the beta2*a1 vs "
                            f"beta2*a2 gap is {exact['gap_a1_vs_a2']:.4f}); empirical loss at d = {max(ds)}: RMSE to the "

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import torch
 
 from verify.constructions.kvshift24 import Variant
-from verify.constructions.kvshift24_pe import PE, Decode, ROPE_BASE
+from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
 from verify.evidence import Evidence, engine_versions
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
@@ -231,7 +231,7 @@ def check_decode(var: Variant, pe: PE, dec: Decode, sigma: Fraction, m: Fraction
                f"deviation from float64 in that dtype (a correct cache reorders the same operations)")
     lows = "; ".join(f"{n}: correct cache {v['correct_cache']:.2g}, this policy {v['this_policy']:.2g}, tolerance "
                      f"{v['tolerance']:.2g}" for n, v in low.items())
-    base = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers, tolerance=tol_txt,
+    base: dict[str, Any] = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers, tolerance=tol_txt,
                 details=[f"reduced precision (relative max deviation from the float64 full pass): {lows}"])
     head = f"L = {L}, d = {X.shape[-1]}, B = {X.shape[0]}, prefill {k}: max |decoded - full| / max |full| = {dev:.3g}"
     if dev <= TOL64:
@@ -254,7 +254,7 @@ def check_theorem2_pe(var: Variant, pe: PE, sigma: Fraction, m: Fraction, L: int
     dev = float((kv - ih).abs().max()) / scale
     numbers = {"L": X.shape[-2], "d": X.shape[-1], "B": X.shape[0], "max_rel_abs_difference": dev,
                "rope": pe.rope, "alibi_placement": pe.alibi_placement}
-    base = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers,
+    base: dict[str, Any] = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers,
                 tolerance="float64; equal below 1e-9 relative, different above 1e-6 relative")
     head = (f"L = {X.shape[-2]}, d = {X.shape[-1]}, rope {pe.rope}, ALiBi {pe.alibi_placement if pe.alibi else 'off'}: "
             f"max |KVSA - IH| / max |IH| = {dev:.4g}")

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Paper, Params, param
-from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
-from verify.proofs.kvshift24_api import ALIBI_CHOICES
 from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS
+from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
+from verify.evidence import Context, Evidence
+from verify.proofs.kvshift24_api import ALIBI_CHOICES
+from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -268,7 +268,8 @@ THEOREM2 = Claim(
              "'proved'. Defaults: m = 1/2, sigma = 2 (= sqrt(D), D = 4); the mask variant holds only at sigma = 1.",
              "Every layer first compares its own IH and KVSA values (not only their difference) on three fixed inputs, "
              "(A, B, A), (A, B, C, B, A) and four non-orthogonal rational vectors, at the claim's (m, sigma) (and also at "
-             "(1/3, 3/4) when the claim's m = 0 or sigma = 1 would hide a sign or scale error), with a second evaluation written directly from Definition 1 and Eqs. 4-6 (mpmath interval exp, "
+             "(1/3, 3/4) when the claim's m = 0 or sigma = 1 would hide a sign or scale error), with a second "
+             "evaluation written directly from Definition 1 and Eqs. 4-6 (mpmath interval exp, "
              "no shared code with the term tables); the tables checked are the claim's, the repaired one (which must "
              "equal IH: positive control) and one whose numerator and normaliser differ. A disagreement makes the "
              "layer an error. The solver also checks its exp enclosure against mpmath at five points and that every "
@@ -568,8 +569,8 @@ def _dec_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.numeric import kvshift24_pe as num_pe
     from verify.constructions.kvshift24_pe import Decode
+    from verify.numeric import kvshift24_pe as num_pe
 
     var, pe, dec = _dec_parts(p)
     L = 1024 if ctx.full else p["L"]
@@ -665,4 +666,5 @@ from verify.proofs.kvshift24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E4
 CLAIMS += TRAINED_CLAIMS
 
 #: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="kvshift24", title="Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2", claims=tuple(CLAIMS))
+PAPER = Paper(key="kvshift24", title="Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2",
+              claims=tuple(CLAIMS))

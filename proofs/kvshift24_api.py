@@ -117,7 +117,7 @@ def kvshift_sequence(sequence: str, *, fix: str = "mask+scale", m: Any = Fractio
         InputError: a bad sequence, file or value.
     """
     from verify.constructions.kvshift24 import FIXES, variant
-    from verify.constructions.kvshift24_pe import PE, ROPE_PLACEMENTS
+    from verify.constructions.kvshift24_pe import ROPE_PLACEMENTS
     from verify.symbolic.kvshift24_pe import theorem2_on_input
 
     if fix not in FIXES:

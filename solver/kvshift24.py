@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import z3
 
+from verify.constructions import kvshift24_reference as ref
 from verify.constructions.kvshift24 import (
     Term,
     Variant,
@@ -40,28 +41,26 @@ from verify.constructions.kvshift24 import (
     canonical_sequences,
     evaluate_weighted,
     fmt_vector,
-    outward,
-    scale_only,
     ih_terms,
     interval_coefficients,
     kvsa_terms,
     logits,
+    outward,
+    scale_only,
     token_dot,
     without_value_scale,
     witness_text,
 )
-from verify.constructions import kvshift24_reference as ref
 from verify.constructions.kvshift24 import variant as variant_named
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import (ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval,
-                                  solver_evidence, to_fraction)
+from verify.solver.common import ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval, solver_evidence, to_fraction
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
     def build(ctx: z3.Context):
         g = {i: z3.Real(f"g_{i}", ctx) for i in range(1, L + 1)}  # <x_L, x_i>
         ex = z3.Function("ex", z3.RealSort(ctx), z3.RealSort(ctx))  # a positive unknown standing for exp
-        cons = []
+        cons: list[Any] = []
         sig, mm = rval(ctx, sigma), rval(ctx, m)
         zero = z3.RealVal(0, ctx)
 
@@ -333,6 +332,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
                                                "enclosure of exp and ordered like the exponents"}
     # the provenance keys sit here in the display order; solver_evidence refreshes them in place
     numbers.update(provenance_numbers(provenance(eq), eq))
+    assert xc is not None  # (no problems: the cross-check ran)
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
     if first_sat is None:
         # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive

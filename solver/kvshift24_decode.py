@@ -222,7 +222,7 @@ class _Logits:
         self.boxes: dict[tuple, tuple[Fraction, Fraction]] = {}
 
     def key(self, q: Query, sl: Any) -> tuple:
-        const, cos_terms = Fraction(0), {}
+        const, cos_terms = Fraction(0), dict[tuple[int, int], Fraction]()
         for c, p, r in sl.key:
             if p == 0 or self.x[q.t - 1] != self.x[p - 1]:
                 continue  # orthonormal symbols: distinct symbols (or the zero row) contribute 0
@@ -268,7 +268,7 @@ def _by_symbol(q: Query, x: Sequence[str], weight: Callable[[Any], Any], zero: A
 class _Iv:
     """A closed rational interval [lo, hi] with the operations the evaluator uses (outward exact)."""
 
-    def __init__(self, lo: Fraction, hi: Fraction | None = None) -> None:
+    def __init__(self, lo: Fraction | int, hi: Fraction | int | None = None) -> None:
         self.lo, self.hi = Fraction(lo), Fraction(lo if hi is None else hi)
 
     def __add__(self, o: "_Iv") -> "_Iv":
@@ -371,7 +371,10 @@ def certify_input(x: Sequence[str], k: int, var: Variant, pe: PE, dec: Decode, m
     qf, qd = next(pq for pq in pairs if pq[1].t == t)
     mids = []
     for q in (qf, qd):
-        c = _by_symbol(q, x, lambda sl, q=q: _Iv(*lg.box(lg.key(q, sl))), _Iv(0), lambda c: _Iv(Fraction(c)))[sym]
+        def weight(sl: Any, q: Query = q) -> _Iv:
+            return _Iv(*lg.box(lg.key(q, sl)))
+
+        c = _by_symbol(q, x, weight, _Iv(0), lambda c: _Iv(Fraction(c)))[sym]
         mids.append(float((c.lo + c.hi) / 2))
     return ({"input": f"({', '.join(x)})", "prefill": k, "t": t, "symbol": sym, "apart_by_at_least": str(delta),
              "full": round(mids[0], 6), "decoded": round(mids[1], 6),

@@ -33,33 +33,35 @@ from typing import Any, Sequence
 
 import sympy as sp
 
+from verify.constructions import kvshift24_reference as ref
 from verify.constructions.kvshift24 import (
+    DECOMPOSITION_LEGEND,
+    VARIANTS,
     T1Masks,
-    outward,
-    t1_layer1_weights,
-    t1_terms,
     Variant,
     boundary_positions,
     by_token,
-    DECOMPOSITION_LEGEND,
     canonical_sequences,
-    mechanism_sentence,
     evaluate,
     evaluate_weighted,
-    logits,
     fmt_vector,
-    scale_only,
     ih_term,
     ih_terms,
     interval_coefficients,
+    kvsa_table_facts,
     kvsa_term,
     kvsa_terms,
+    logits,
+    mechanism_sentence,
+    outward,
+    scale_only,
+    t1_layer1_weights,
+    t1_terms,
     token_dot,
     without_value_scale,
     witness_text,
 )
-from verify.constructions import kvshift24_reference as ref
-from verify.constructions.kvshift24 import VARIANTS, kvsa_table_facts, t1_masks as t1_masks_named
+from verify.constructions.kvshift24 import t1_masks as t1_masks_named
 from verify.evidence import Evidence, engine_versions
 
 M = sp.Symbol("m", nonnegative=True)
@@ -513,7 +515,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
         f"(g(i) = <x_L, x_i>, the query's product with key x_i; x(i) = x_i; dist = the ALiBi distance L - s)",
         ref.summary_line(xc, "IH and KVSA values (this variant, the repaired one, a numerator != normaliser table)"),
     ]
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
     numbers["decomposition_matches_tables"] = dec["tables_ok"]
     if not xc["ok"]:
         return Evidence(status="error", summary=(f"the symbolic evaluation of the construction disagrees with an "
@@ -730,7 +732,7 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
     ]
     details.append(ref.summary_line(xc, f"two-layer outputs (both readings, p = {ref.T1_REF_P}, r = exp(-p) exact) and IH"))
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
     if mass["closed_form_all"] and mass["limits_zero"] and mass["symbolic_s_identity"] and all(tables.values()) \
             and ub["finite"]:
         details.append(f"closing bound: |TF - IH|_inf <= {sstr(ub['bound'])} (B bounds |x_i|_inf, xL1 = |x_L|_1); "

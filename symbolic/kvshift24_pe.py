@@ -19,8 +19,9 @@ from typing import Any, Sequence
 import sympy as sp
 
 from verify.constructions import kvshift24_pe as pe_mod
-from verify.constructions.kvshift24 import Variant, canonical_sequences, evaluate as tt_evaluate, ih_terms, kvsa_terms
-from verify.constructions.kvshift24_pe import PE, Decode, Query, full_forward, decode, first_mismatch, symbols_in_order
+from verify.constructions.kvshift24 import Variant, canonical_sequences, ih_terms, kvsa_terms
+from verify.constructions.kvshift24 import evaluate as tt_evaluate
+from verify.constructions.kvshift24_pe import PE, Decode, decode, first_mismatch, full_forward, symbols_in_order
 from verify.evidence import Evidence, engine_versions
 
 #: sign rule of an exact difference (see the module docstring)
@@ -144,16 +145,16 @@ def theorem2_on_input(x: Sequence[str], var: Variant, m: Fraction, sigma: Fracti
         nz = any(is_nonzero(v) for v in D.values())
         mx = max(abs(float(sp.N(v, 30))) for v in D.values())
         text = f"x = ({', '.join(x)}): IH = {fmt(I)}; KVSA = {fmt(K)}; KVSA - IH = {fmt(D, 6)}"
-        shown = {k: {s: str(sp.nsimplify(v)) if len(str(v)) < 200 else f"{float(sp.N(v, 30)):.12g}"
+        shown: dict[str, Any] = {k: {s: str(sp.nsimplify(v)) if len(str(v)) < 200 else f"{float(sp.N(v, 30)):.12g}"
                      for s, v in d.items()} for k, d in (("IH", I), ("KVSA", K), ("difference", D))}
     else:
-        K, I = _vector(kv, X), _vector(ih, X)
-        D = [a - b for a, b in zip(K, I)]
-        nz = any(is_nonzero(v) for v in D)
-        mx = max(abs(float(sp.N(v, 30))) for v in D)
+        Kv, Iv = _vector(kv, X), _vector(ih, X)
+        Dv = [a - b for a, b in zip(Kv, Iv)]
+        nz = any(is_nonzero(v) for v in Dv)
+        mx = max(abs(float(sp.N(v, 30))) for v in Dv)
         text = (f"x = ({', '.join(x)}) with the file's embeddings (d = {len(X[0])}): max |KVSA - IH| over "
                 f"coordinates = {mx:.6g}")
-        shown = {k: [f"{float(sp.N(v, 30)):.12g}" for v in d] for k, d in (("IH", I), ("KVSA", K), ("difference", D))}
+        shown = {k: [f"{float(sp.N(v, 30)):.12g}" for v in d] for k, d in (("IH", Iv), ("KVSA", Kv), ("difference", Dv))}
     return {"x": list(x), "L": L, **shown, "max_abs_difference": mx, "nonzero": nz,
             "input_class": pe_mod.input_class(x), "text": text, "table_check": check, "rule": RULE}
 
@@ -192,7 +193,7 @@ def check_theorem2_input(x: Sequence[str] | None, var: Variant, m: Fraction, sig
     """
     numbers: dict[str, Any] = {"m": str(m), "sigma": str(sigma), "rope": pe.rope,
                                "alibi_placement": pe.alibi_placement if pe.alibi else "no ALiBi", "rule": RULE}
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers)
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers)
     details = []
     if x is not None:
         r = theorem2_on_input(x, var, m, sigma, pe, X)
@@ -258,10 +259,10 @@ def decode_on_input(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction
             rows.append({"t": qd.t, "full": fmt(A), "decoded": fmt(B), "difference": fmt(D, 6), "nonzero": nz,
                          "max_abs_difference": mx})
         else:
-            A, B = _vector(a, X[:qd.t]), _vector(b, X[:qd.t])
-            D = [u - v for u, v in zip(B, A)]
-            mx = max(abs(float(sp.N(v, 30))) for v in D)
-            rows.append({"t": qd.t, "nonzero": any(is_nonzero(v) for v in D), "max_abs_difference": mx})
+            Av, Bv = _vector(a, X[:qd.t]), _vector(b, X[:qd.t])
+            Dv = [u - v for u, v in zip(Bv, Av)]
+            mx = max(abs(float(sp.N(v, 30))) for v in Dv)
+            rows.append({"t": qd.t, "nonzero": any(is_nonzero(v) for v in Dv), "max_abs_difference": mx})
     ih_eq = None
     if L >= 3 and X is None:
         I = _by_symbol(ih_output(L, dot, S, M), x)
@@ -319,7 +320,7 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     if r["full_equals_ih"] is not None:
         details.append(f"full forward pass at the last position {'equals' if r['full_equals_ih'] else 'differs from'} "
                        f"IH = {r['IH']} exactly")
-    base = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
     if not ctl["equal"]:
         return Evidence(status="error", summary=("positive control failed: the raw-key cache with correct offsets does "
                                                  f"not reproduce the full pass ({ctl['first']})"), **base)
@@ -345,8 +346,8 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
                 break
     struct_txt = f"slots differ first at L = {f['L']}, prefill {f['prefill']}, t = {f['t']}: {f['slots']}"
     if w is None:
-        return Evidence(status="inconclusive", summary=f"{struct_txt}; no token input of that length (vocabulary <= 3) shows a nonzero difference",
-                        **base)
+        return Evidence(status="inconclusive", summary=(f"{struct_txt}; no token input of that length (vocabulary <= 3) "
+                                                        "shows a nonzero difference"), **base)
     row = next(rr for rr in w["rows"] if rr["nonzero"])
     given = w is r
     numbers["witness_is_given_input"] = given

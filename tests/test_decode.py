@@ -96,8 +96,8 @@ def test_api_decode_check():
 
 def test_fault_cache_policy_ignored_turns_refuted_into_proved(monkeypatch):
     real = pe_mod.decode
-    monkeypatch.setattr(sym_pe, "decode", lambda L, var, pe, dec, sigma=1, co=pe_mod.Coefs():
-                        real(L, var, pe, Decode(dec.prefill), sigma, co))
+    monkeypatch.setattr(sym_pe, "decode", lambda L, var, pe, dec, sigma=1, co=None:
+                        real(L, var, pe, Decode(dec.prefill), sigma, co or pe_mod.Coefs()))
     ev = sym_pe.check_decode(X4, variant("none"), Fraction(1, 2), Fraction(2), PE("after-shift"),
                              Decode(2, "mixed-key"))
     assert ev.status == "proved"
@@ -106,8 +106,8 @@ def test_fault_cache_policy_ignored_turns_refuted_into_proved(monkeypatch):
 def test_fault_broken_decoder_fails_the_positive_control(monkeypatch):
     real = pe_mod.decode
 
-    def broken(L, var, pe, dec, sigma=1, co=pe_mod.Coefs()):
-        return real(L, var, pe, Decode(dec.prefill, "mixed-key"), sigma, co)
+    def broken(L, var, pe, dec, sigma=1, co=None):
+        return real(L, var, pe, Decode(dec.prefill, "mixed-key"), sigma, co or pe_mod.Coefs())
 
     monkeypatch.setattr(sym_pe, "decode", broken)
     ev = sym_pe.check_decode(X4, variant("none"), Fraction(1, 2), Fraction(2), PE("after-shift"), Decode(2))

@@ -286,9 +286,9 @@ def test_normalising_over_the_numerator_flags_is_seen_by_every_layer(monkeypatch
 
 def test_shared_fault_turns_the_repaired_verdict_inconclusive(monkeypatch):
     """The same shared sign flip, end to end: HOLDS WITH FIX becomes INCONCLUSIVE (exit code 3)."""
+    from verify.evidence import Context
     from verify.proofs import registry
     from verify.proofs.model import EXIT_INCONCLUSIVE, run_claim
-    from verify.evidence import Context
 
     c = registry.get("kvshift24:theorem2")
     p = c.parse_params({"fix": "mask+scale", "L": 32, "d": 16, "Lmax": 5})

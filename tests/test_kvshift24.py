@@ -126,7 +126,7 @@ def test_user_facing_text_is_self_contained(capsys):
 def test_symbolic_closed_form_ABA():
     import sympy as sp
 
-    from verify.symbolic.kvshift24 import M, SIGMA, aba_closed_form
+    from verify.symbolic.kvshift24 import SIGMA, M, aba_closed_form
 
     cf = aba_closed_form(kc.variant("none"))
     val = float(cf["diff_A"].subs({M: sp.Rational(1, 2), SIGMA: 1}))

@@ -336,7 +336,7 @@ def _mag(x: Fraction) -> int:
 
 
 def interval_coefficients(
-    terms: Sequence[Term], dot_query: Callable[[int], Fraction], sigma: Fraction, m: Fraction
+    terms: Sequence[Term], dot_query: Callable[[int], Fraction | int], sigma: Fraction, m: Fraction
 ) -> dict[int, tuple[Fraction, Fraction]]:
     """Exact rational bounds lo <= c_i <= hi on each output coefficient (Fraction intervals).
 
@@ -356,17 +356,17 @@ def interval_coefficients(
     for i in idxs:
         # c_i = (sum_{t: contributes to i} v_ti w_t) / (sum_{t in den} w_t)
         contrib = []
-        for t, (lo, hi) in zip(terms, enc):
+        for t, _box in zip(terms, enc):
             v = sum((Fraction(c) for c, j in t.value if j == i), Fraction(0)) if t.num else Fraction(0)
             if v < 0:
                 raise ValueError("negative value coefficient; interval bound not implemented")
             contrib.append(v)
         # minimise/maximise the ratio: monotone in each w_t (up if v_t/1 > ratio, i.e. treat exactly):
         # bound by the corners: numerator weights low & other normaliser weights high, and reverse.
-        num_lo = sum(v * lo for v, (lo, hi) in zip(contrib, enc))
-        num_hi = sum(v * hi for v, (lo, hi) in zip(contrib, enc))
-        den_hi = sum(hi for t, (lo, hi) in zip(terms, enc) if t.den)
-        den_lo = sum(lo for t, (lo, hi) in zip(terms, enc) if t.den)
+        num_lo = sum((v * lo for v, (lo, hi) in zip(contrib, enc)), Fraction(0))
+        num_hi = sum((v * hi for v, (lo, hi) in zip(contrib, enc)), Fraction(0))
+        den_hi = sum((hi for t, (lo, hi) in zip(terms, enc) if t.den), Fraction(0))
+        den_lo = sum((lo for t, (lo, hi) in zip(terms, enc) if t.den), Fraction(0))
         out[i] = (num_lo / den_hi, num_hi / den_lo)
     return out
 
@@ -497,7 +497,7 @@ def kvsa_table_facts(var: Variant | str, L: int = PROBE_L) -> dict[str, Any]:
     by_s = {t.s: t for t in terms}
     first, last = by_s.get(1), by_s.get(L)
     inner = [by_s.get(s) for s in range(2, L)]
-    scales = set()
+    scales: set[Any] = set()
     like_ih, alibi = True, True
     for s, t in zip(range(2, L), inner):
         if t is None or not (t.num and t.den):
@@ -522,7 +522,7 @@ def kvsa_table_facts(var: Variant | str, L: int = PROBE_L) -> dict[str, Any]:
     }
     facts["masked"] = first is None and last is None
     if first is not None:
-        w = f"exp(-m(L-1))" if first.dist == L - 1 else ("1" if first.dist == 0 else f"exp(-m*{first.dist})")
+        w = "exp(-m(L-1))" if first.dist == L - 1 else ("1" if first.dist == 0 else f"exp(-m*{first.dist})")
         facts["first_text"] = (f"the s = 1 term (key {_lin_text(first.key, L)} under Shift, unnormalised weight {w}, "
                                f"value {_lin_text(first.value, L, b1)})")
     if last is not None:

@@ -27,6 +27,7 @@ position offset and ALiBi distance).  The decode-consistency claim compares them
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from verify.constructions.kvshift24 import Variant, variant
@@ -400,10 +401,8 @@ def input_class(x: Sequence[Any]) -> str:
     return "x_L not seen before"
 
 
-def plane_exponent(j: int, V: int) -> "Fraction":
+def plane_exponent(j: int, V: int) -> Fraction:
     """RoPE frequency exponent of the plane that symbol j (0-based, order of first appearance) occupies
     when V symbols are embedded one per rotation plane (width d = 2V, symbol j = e_{2j}):
     theta_j = base^(-2j/d) = base^(-j/V); returns -j/V (each layer raises the base in its arithmetic)."""
-    from fractions import Fraction
-
     return Fraction(-j, V)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import mpmath
 from mpmath.ctx_iv import MPIntervalContext
@@ -90,7 +90,7 @@ def _dot(u: Vec, v: Vec) -> Fraction:
     return sum((Fraction(a) * Fraction(b) for a, b in zip(u, v)), Fraction(0))
 
 
-def _average(weights: dict[int, Any], values: dict[int, Vec | list], num: Sequence[int], den: Sequence[int],
+def _average(weights: Mapping[int, Any], values: Mapping[int, Vec | list], num: Sequence[int], den: Sequence[int],
              d: int) -> list:
     """sum_{s in num} w_s v_s / sum_{s in den} w_s per coordinate (mpmath intervals)."""
     Z = sum((weights[s] for s in den), IV.mpf(0))
@@ -289,6 +289,13 @@ def _ref_t2(name: str, m: Fraction, sigma: Fraction, flags: tuple | None) -> tup
     return tuple(ih(X, m, sigma) if flags is None else kvsa(X, m, sigma, *flags))
 
 
+def _table_fn(kc: Any, L: int, v: Any) -> Callable[[Any], list]:
+    """``sigma -> term table`` of IH (v None) or of KVSA with variant v at length L."""
+    if v is None:
+        return lambda s_: kc.ih_terms(L)
+    return lambda s_: kc.kvsa_terms(L, v, s_)
+
+
 def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float) -> dict[str, Any]:
     """Compare a layer's own IH and KVSA values with this module's, on the fixed inputs.
 
@@ -316,8 +323,7 @@ def cross_check_t2(evaluate_many: Any, var: Any, m: Any, sigma: Any, tol: float)
     for mm, sg in params:
         for name, X in REF_INPUTS.items():
             L = len(X)
-            fns = [(lambda s_, L=L: kc.ih_terms(L)) if v is None else (lambda s_, L=L, v=v: kc.kvsa_terms(L, v, s_))
-                   for _, v in tables]
+            fns = [_table_fn(kc, L, v) for _, v in tables]
             refs = [_ref_t2(name, mm, sg, None if v is None else _flags(v)) for _, v in tables]
             try:
                 ours = evaluate_many(X, fns, mm, sg)
