@@ -122,7 +122,11 @@ def test_fault_numeric_decoder_ignoring_policy_is_consistent(monkeypatch):
                         real(X, var, pe, Decode(dec.prefill), sigma, m, **kw))
     ev = num_pe.check_decode(variant("none"), PE("after-shift"), Decode(2, "mixed-key"), Fraction(2), Fraction(1, 2),
                              16, 8, 0, B=1)
-    assert ev.status == "consistent"
+    assert (ev.status, ev.outcome) == ("consistent", "holds")  # unpatched: consistent with FAILS
+    monkeypatch.setattr(num_pe, "decode_pass", real)
+    ev = num_pe.check_decode(variant("none"), PE("after-shift"), Decode(2, "mixed-key"), Fraction(2), Fraction(1, 2),
+                             16, 8, 0, B=1)
+    assert (ev.status, ev.outcome) == ("consistent", "fails")
 
 
 def test_fault_numeric_rope_at_wrong_position_breaks_raw_key(monkeypatch):
@@ -132,7 +136,7 @@ def test_fault_numeric_rope_at_wrong_position_breaks_raw_key(monkeypatch):
     monkeypatch.setattr(num_pe, "_rope", lambda X, pos, base: real(X, pos + (1 if len(pos) == 1 else 0), base))
     ev = num_pe.check_decode(variant("none"), PE("after-shift"), Decode(2), Fraction(2), Fraction(1, 2), 16, 8, 0,
                              B=1)
-    assert ev.status != "consistent"
+    assert ev.outcome != "holds"
 
 
 def test_fault_normal_form_without_distance_shift_rule_is_seen():
