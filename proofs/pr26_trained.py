@@ -8,11 +8,8 @@ imports :mod:`verify.proofs.pr26`.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from verify.evidence import Context, Evidence
@@ -26,7 +23,8 @@ L0 = 20
 DEFAULT_SEEDS, FULL_SEEDS = 3, 15
 DEFAULT_LENGTHS, FULL_LENGTHS = (30, 60, 128), (30, 40, 60, 128, 256)
 MAX_LENGTH = 1024
-DEFAULT_CACHE, NO_CACHE = "default", "none"
+#: the cache directory value that means the lab's default ($XDG_CACHE_HOME/verify/lab or ~/.cache/verify/lab)
+DEFAULT_CACHE = "default"
 
 
 @dataclass(frozen=True)
@@ -40,9 +38,6 @@ class AucParams(Params):
                          + " with --full)", kind="text", maximum=200)
     threshold: float = param(0.9, "task accuracy at length L from which a trained model counts as length-generalizing",
                              kind="float", minimum=0.01, maximum=1.0)
-    cache_dir: str = param(DEFAULT_CACHE, "checkpoint cache directory; 'default' = $XDG_CACHE_HOME/verify/lab or "
-                           "~/.cache/verify/lab, 'none' = train without a cache", kind="text", maximum=1000,
-                           name="cache-dir")
     scheduler: str = param("local", "where the grid runs: 'local' (a dask LocalCluster of --jobs one-thread "
                            "worker processes), 'in-process' (no Dask), or an existing scheduler tcp://HOST:PORT",
                            kind="text", maximum=300)
@@ -70,39 +65,10 @@ def parse_lengths(text: str, full: bool) -> tuple[int, ...]:
     return Ls
 
 
-def parse_cache_dir(text: str) -> str | None:
-    """The cache directory of ``--cache-dir``: an absolute path, ``"default"`` (the lab resolves it where
-    the grid runs: :func:`verify.numeric.lab.default_cache_dir`) or None for ``none``.
-
-    A given directory is created if missing and probed with a temporary file (removed at once).
-
-    Raises:
-        InputError: a path that exists and is not a directory, or that cannot be created or written.
-    """
-    t = text.strip()
-    if t == NO_CACHE:
-        return None
-    if t == DEFAULT_CACHE:
-        return DEFAULT_CACHE
-    if not t:
-        raise InputError("--cache-dir is empty; give a directory, 'default' or 'none'")
-    path = Path(os.path.expanduser(t)).absolute()
-    if path.exists() and not path.is_dir():
-        raise InputError(f"--cache-dir {str(path)[:80]!r} exists and is not a directory")
-    try:  # the one side effect before work: the directory is created and a probe file written and removed
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
-            pass
-    except OSError as exc:
-        raise InputError(f"--cache-dir {str(path)[:80]!r} is not a writable directory ({exc.strerror or exc})") from None
-    return str(path)
-
-
 def _validate(p: AucParams) -> None:
     from verify.numeric.grid import parse_scheduler
 
     parse_lengths(p.lengths, False)
-    parse_cache_dir(p.cache_dir)
     try:
         parse_scheduler(p.scheduler)
     except ValueError as exc:
@@ -120,8 +86,10 @@ def _num(p: AucParams, ctx: Context) -> Evidence:
     seeds = _seeds(p, ctx)
     lengths = parse_lengths(p.lengths, ctx.full)
     paper_scale = len(seeds) == FULL_SEEDS and tuple(lengths) == FULL_LENGTHS
-    return pt.check_auc(seeds, lengths, p.threshold, parse_cache_dir(p.cache_dir), p.scheduler.strip(),
-                        p.jobs, progress=ctx.progress, paper_scale=paper_scale)
+    # the run's checkpoint cache (--cache-dir, checked by the CLI); None: the lab's default directory
+    cache = ctx.cache_dir if ctx.cache_dir is not None else DEFAULT_CACHE
+    return pt.check_auc(seeds, lengths, p.threshold, cache, p.scheduler.strip(), p.jobs, progress=ctx.progress,
+                        paper_scale=paper_scale)
 
 
 def _explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:

@@ -169,8 +169,7 @@ def test_claim_is_heavy_and_registered():
 @pytest.mark.parametrize("opts", [{"lengths": "20"}, {"lengths": "30,30"}, {"lengths": "1,2,3,4,5,6,7,8,9"},
                                   {"lengths": "30;rm"}, {"lengths": "2000"}, {"scheduler": "localhost:1"},
                                   {"scheduler": "tcp://h:70000"}, {"seeds": "-1"}, {"seeds": "65"}, {"jobs": "0"},
-                                  {"threshold": "0"}, {"threshold": "nan"}, {"cache-dir": "/etc/passwd"},
-                                  {"cache-dir": "bad\nname"}, {"cache-dir": "x" * 1001}, {"cache-dir": ""}])
+                                  {"threshold": "0"}, {"threshold": "nan"}])
 def test_hostile_options_refused_before_work(opts):
     from verify.proofs import registry
 
@@ -178,14 +177,23 @@ def test_hostile_options_refused_before_work(opts):
         registry.get("pr26:auc").parse_params(opts)
 
 
-def test_cache_dir_option(tmp_path):
+def test_lengths_option():
+    assert claim_mod.parse_lengths("default", True) == pt.FULL_LENGTHS
+    assert claim_mod.parse_lengths("default", False) == pt.DEFAULT_LENGTHS
+    assert claim_mod.parse_lengths(" 40, 50 ", False) == (40, 50)
+
+
+def test_claim_uses_the_run_cache_dir(monkeypatch, tmp_path):
+    """The claim passes the run's --cache-dir (Context.cache_dir) to the grid, and the lab's default otherwise."""
+    from verify.evidence import Context
     from verify.proofs import registry
 
+    seen = []
+    monkeypatch.setattr(pt, "check_auc", lambda seeds, lengths, threshold, cache, *a, **k: seen.append(
+        (tuple(seeds), tuple(lengths), cache)) or None)
     c = registry.get("pr26:auc")
-    target = tmp_path / "a" / "b"
-    p = c.parse_params({"cache-dir": str(target)})
-    assert claim_mod.parse_cache_dir(p.cache_dir) == str(target) and target.is_dir()
-    assert list(target.iterdir()) == []  # the probe file is gone
-    assert claim_mod.parse_cache_dir("none") is None and claim_mod.parse_cache_dir("default") == "default"
-    assert claim_mod.parse_lengths("default", True) == pt.FULL_LENGTHS
-    assert claim_mod.parse_lengths(" 40, 50 ", False) == (40, 50)
+    p = c.parse_params({})
+    c.checks["numeric"](p, Context(seed=5, cache_dir=str(tmp_path)))
+    c.checks["numeric"](p, Context(seed=0, full=True))
+    assert seen == [((5, 6, 7), pt.DEFAULT_LENGTHS, str(tmp_path)),
+                    (tuple(range(15)), pt.FULL_LENGTHS, claim_mod.DEFAULT_CACHE)]
