@@ -11,7 +11,6 @@ from typing import Any, Mapping
 from verify.evidence import Context, Evidence
 from verify.proofs.model import Claim, InputError, Paper, Params, param
 
-
 #: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
 OPTIMIZERS = ("sgd", "adam")
 
@@ -77,7 +76,8 @@ PROBES = Claim(
              "Measured at the defaults: the model learns the task (in-context accuracy 0.857; 0.955 after 1000 steps) "
              "but its layer-1 attention is on t - 1 at only about 0.31 of positions, the positional previous-token "
              "probe recalls 0.35 (0.44 after 1000 steps) and the induction-key probe 0.34 (0.54): the task is solved "
-             "by a route other than the previous-token/induction memories (not identified here), so the gate keeps the verdict INCONCLUSIVE rather than FAILS. Whether the probes "
+             "by a route other than the previous-token/induction memories (not identified here), so the gate keeps the "
+             "verdict INCONCLUSIVE rather than FAILS. Whether the probes "
              "reach 0.9 at the paper's scale (T = 256, batch 512, many more steps) is not settled here."),
     cost="numeric ~30-40 s at the defaults (400 Adam steps at d = 128, T = 64, one thread; a second run reads the lab "
          "cache); --full: 1600 steps, ~2-3 min",
@@ -87,4 +87,5 @@ PROBES = Claim(
 CLAIMS: list[Claim] = [PROBES]
 
 #: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="bietti23", title="Bietti et al., Birth of a Transformer: A Memory Viewpoint, arXiv 2306.00802 (NeurIPS 2023)", claims=tuple(CLAIMS))
+PAPER = Paper(key="bietti23", title="Bietti et al., Birth of a Transformer: A Memory Viewpoint, arXiv 2306.00802 "
+              "(NeurIPS 2023)", claims=tuple(CLAIMS))
