@@ -362,6 +362,11 @@ class Claim:
         return f"{self.id}[{label}]" if label else self.id
 
 
+#: option names every claim command already has (the CLI's common options); a claim may not declare them
+RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "junit",
+                                   "plots", "certificates", "full", "cache-dir", "help", "version"})
+
+
 @dataclass(frozen=True)
 class Paper:
     """One paper's claims, as a plugin: what a paper module (or a third-party package) exports.
@@ -397,6 +402,11 @@ class Paper:
                 raise ValueError(f"claim {c.id!r} does not belong to paper {self.key!r} (ids are '{self.key}:NAME')")
         if len({c.id for c in self.claims}) != len(self.claims):
             raise ValueError(f"paper {self.key!r} registers a claim id twice")
+        for c in self.claims:
+            taken = [o.flag for o in c.options if o.name in RESERVED_OPTION_NAMES]
+            if taken:
+                raise ValueError(f"claim {c.id!r} declares {taken[0]}, an option every claim command already has "
+                                 f"({', '.join('--' + n for n in sorted(RESERVED_OPTION_NAMES))})")
 
 
 @dataclass

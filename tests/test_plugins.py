@@ -98,6 +98,17 @@ def test_paper_keys_are_checked(key):
         Paper(key=key, title="t", claims=())
 
 
+def test_a_claim_may_not_redeclare_a_common_option():
+    from verify.proofs.model import Option
+
+    c = _claim("toy:sum")
+    import dataclasses
+
+    bad = dataclasses.replace(c, options=(Option("seed", "clashes with --seed", 0, kind="int"),))
+    with pytest.raises(ValueError, match="--seed, an option every claim command already has"):
+        Paper(key="toy", title="t", claims=(bad,))
+
+
 def test_a_claim_of_another_paper_is_refused():
     with pytest.raises(ValueError, match="does not belong"):
         Paper(key="toy", title="t", claims=(_claim("other:sum"),))
