@@ -325,4 +325,5 @@ from verify.proofs.ws24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (
 CLAIMS += TRAINED_CLAIMS
 
 #: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="ws24", title="Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)", claims=tuple(CLAIMS))
+PAPER = Paper(key="ws24", title=("Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, "
+                                  "arXiv 2412.11459 v2 (COLM 2025)"), claims=tuple(CLAIMS))
