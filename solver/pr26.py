@@ -28,6 +28,7 @@ float64 (the margin moves by at most r ||w||_1 2^-40).
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -182,10 +183,73 @@ def prop1_obligation(family: Family, n: int, timeout_ms: int) -> ObligationResul
                          rows, dim, timeout_ms)
 
 
+def prop1_inclusion(family: Family, cert: dict, n0: int, n: int) -> bool:
+    """Are the rows a checked Farkas certificate for the length-``n0`` prev system uses (nonzero
+    multipliers) constraints of the length-``n`` system too?  Exact, without a solver.
+
+    The length-n rows are rebuilt from the feature map at length n (window n), first for the
+    query rows of length n0 only (each such row is a constraint at length n), then for every
+    query row; the comparison is :func:`verify.solver.realizable.rows_present`.  For a feature
+    map independent of n (affine [1, i]) row i's constraints over keys j <= i are the same at
+    every n >= i + 1, so they are found; a map that changes with n fails the check.
+    """
+    from verify.solver.realizable import rows_present, used_rows
+
+    used = used_rows(cert)
+    task = get_task("prev")
+    dim = family.dim(n) ** 2
+    at_n = set(task.rows(n))
+    first = realize_rows(family, task, n, n, rows=[i for i in task.rows(n0) if i in at_n])
+    return rows_present(used, first, MARGIN, dim) or rows_present(used, realize_rows(family, task, n, n), MARGIN, dim)
+
+
+def _ranges(ns: Sequence[int]) -> str:
+    """Sorted lengths as 'a..b, c' runs."""
+    out: list[str] = []
+    for n in sorted(ns):
+        if out and out[-1][1] == n - 1:
+            out[-1][1] = n
+        else:
+            out.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in out)
+
+
+def _used(results: Sequence[ObligationResult], n0: int) -> list[dict]:
+    from verify.solver.realizable import used_rows
+
+    r = next(r for r in results if r.name.startswith(f"exists W: prev at n = {n0} "))
+    return used_rows(r.certificate or {})
+
+
+def _prop1_argument(results: Sequence[ObligationResult], carried: dict[int, int], reached: int) -> str:
+    """How the lengths 3..reached were decided, in one line (solved per length, or carried by inclusion)."""
+    solved = [int(r.name.split("n = ")[1].split(" ")[0]) for r in results if r.answer == "unsat"]
+    if not carried:
+        return f"one solve per length, n = {_ranges(solved) or 'none'}"
+    parts = []
+    for n0 in sorted(set(carried.values())):
+        ns = [n for n, m in carried.items() if m == n0]
+        parts.append(f"UNSAT at n = {n0} with a Farkas certificate re-checked exactly; its {len(_used(results, n0))} rows "
+                     f"with nonzero multipliers, rebuilt exactly without a solver, are constraints at every n = "
+                     f"{_ranges(ns)}, so those lengths are UNSAT too")
+    rest = [n for n in solved if n not in carried.values()]
+    if rest:
+        parts.append(f"solved separately: n = {_ranges(rest)}")
+    return "; ".join(parts) + f" (together n = 3..{reached})"
+
+
 def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Family = QUADRATIC,
                 budget_s: float | None = None) -> Evidence:
     """pr26 Prop. 1, bounded: for each n = 3..N, no W realizes prev with phi = family (expect UNSAT);
     the control family (quadratic [1, i, i^2]) must answer SAT with an exactly re-checked witness.
+
+    Each length n is decided one of two ways.  (a) By an LP obligation at n (z3; an UNSAT gets a
+    Farkas certificate re-checked in exact rationals, or cvc5's UNSAT).  (b) By inclusion: the last
+    certified UNSAT, at some n0 < n, uses rows (nonzero multipliers) that are all, exactly,
+    constraints of the length-n system (:func:`prop1_inclusion`, no solver); the same multipliers
+    then refute length n.  For affine features the length-3 certificate carries to every n, so one
+    solve decides n = 3..N; when inclusion fails (a feature map that changes with n) length n is
+    solved on its own.
 
     Args:
         family: the family under test (``affine``; a corrupted family for fault injection).
@@ -193,7 +257,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
         timeout_ms: per-obligation budget.
         budget_s: stop early (status inconclusive for the rest) when the total exceeds it.
     Returns:
-        proved (all UNSAT, control SAT), refuted (a witness W re-checked in Fractions:
+        proved (every length UNSAT, control SAT), refuted (a witness W re-checked in Fractions:
         the family realizes prev at some n), inconclusive (unknown / budget), or error
         (the control is not SAT: the encoding would be vacuous).
     """
@@ -201,9 +265,20 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     witness = None
     total = 0.0
     reached = 2
+    carried: dict[int, int] = {}  # length -> the length whose certificate refutes it by inclusion
+    cert_at: tuple[int, dict] | None = None  # the last checked certificate (length, certificate)
+    t_incl = 0.0
     for n in range(3, N + 1):
-        if budget_s is not None and total > budget_s:
+        if budget_s is not None and total + t_incl > budget_s:
             break
+        if cert_at is not None:
+            t0 = time.perf_counter()
+            inside = prop1_inclusion(family, cert_at[1], cert_at[0], n)
+            t_incl += time.perf_counter() - t0
+            if inside:
+                carried[n] = cert_at[0]
+                reached = n
+                continue
         res = prop1_obligation(family, n, timeout_ms)
         results.append(res)
         total += res.seconds
@@ -215,6 +290,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
             witness = {"n": n, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg),
                        "rechecked_in": "fractions.Fraction", "recheck_ok": ok}
             break
+        cert_at = (n, res.certificate) if res.certificate and res.certificate.get("checked") else None
         reached = n
     # control: the same encoding with quadratic features is SAT
     nc = min(max(N, 3), 16)
@@ -228,8 +304,15 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     cert = {"obligations": [_record(r) for r in results],
             "control": {"name": ctl.name, "answer": ctl.answer, "seconds": ctl.seconds, "witness": ctl_w,
                         "witness_rechecked_exact": ctl_ok}}
-    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
-    numbers = {"N": N, "n_reached": reached, "answers": counts, "solver_seconds": round(total, 3),
+    solved = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    # per length: a solved obligation's answer, or UNSAT carried by a certificate's rows (inclusion)
+    counts = {**solved, "unsat": solved["unsat"] + len(carried)}
+    argument = _prop1_argument(results, carried, reached)
+    cert["inclusion"] = [{"certified_at": n0, "rows_used": len(_used(results, n0)),
+                          "lengths": _ranges([n for n, m in carried.items() if m == n0])}
+                         for n0 in sorted(set(carried.values()))]
+    numbers = {"N": N, "n_reached": reached, "answers": counts, "solved": solved, "by_inclusion": len(carried),
+               "argument": argument, "solver_seconds": round(total, 3), "inclusion_seconds": round(t_incl, 3),
                "control_answer": ctl.answer, "control_witness_ok": ctl_ok,
                "max_constraints": max((r.n_constraints for r in results), default=0)}
     base: dict[str, Any] = dict(
@@ -251,8 +334,8 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     elif not unknown and not ctl_ok:
         problems.append(f"control ({control.name}) was not SAT with a valid witness: the encoding may be vacuous")
     ev = solver_evidence(results + [ctl], refuted=refuted, problems=problems, proved=(
-        f"UNSAT for every n = 3..{N}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict); "
-        f"control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
+        f"UNSAT for every n = 3..{N}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict). "
+        f"{argument[0].upper() + argument[1:]}. Control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
     if ev.status == "proved" and reached < N:  # stopped by budget_s: the lengths past `reached` are not decided
         ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
                                  summary=f"budget reached at n = {reached} < N = {N}")

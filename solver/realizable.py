@@ -21,6 +21,7 @@ question the paper raises).  Full text not reachable: reconstructed, as in
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -249,16 +250,14 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
                     dec.answers.append(LengthAnswer(ell, None, note="solver: unsat without a checked Farkas certificate "
                                                     f"({res.certificate_note or (cert or {}).get('check', '')})"))
         else:
-            used = _used_rows(cert)
+            used = used_rows(cert)
             dec.certificates["C1"] = {"length": first_bad, "obligation": res.name, "certificate": cert,
                                       "rows_used": len(used)}
-            extra_keys = {_row_key(x) for x in _exact_extra(extra)}
             for ell in lengths:
                 if ell < first_bad:
                     continue
                 # the certificate's rows must be constraints of this length too (exact membership)
-                have = {_row_key(x) for x in _exact_rows(cumulative_rows(family, task, ell, window, cache), margin)}
-                inside = all(_row_key(x) in have or _row_key(x) in extra_keys for x in used)
+                inside = rows_present(used, cumulative_rows(family, task, ell, window, cache), margin, dim, extra)
                 dec.answers.append(LengthAnswer(ell, False if inside else None, certificate="C1",
                                                 note="" if inside else "certificate rows not found at this length"))
     dec.answers.sort(key=lambda a: a.L)
@@ -266,21 +265,54 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
     return dec
 
 
-def _exact_rows(rows: Sequence[tuple], margin: Fraction) -> list[dict]:
-    return [{"coeffs": {f"theta_{a}": str(-Fraction(k)) for a, k in enumerate(c) if k != 0}, "op": "<=",
-             "rhs": str(-Fraction(margin))} for c in rows]
+_THETA = re.compile(r"^theta_(0|[1-9][0-9]*)$")
 
 
-def _exact_extra(extra: Sequence[tuple[tuple, Fraction]]) -> list[dict]:
-    return [{"coeffs": {f"theta_{a}": str(-Fraction(k)) for a, k in enumerate(c) if k != 0}, "op": "<=",
-             "rhs": str(-Fraction(b))} for c, b in extra]
+def _dense(row: dict, dim: int) -> tuple[tuple[Fraction, ...], Fraction] | None:
+    """A certificate row  -c . theta <= -b  (the format :func:`verify.solver.pr26.lp_obligation` writes) read
+    back as (c, b), c dense of length ``dim``; None when the row is not of that form (another operator, a
+    product row, a variable other than theta_0..theta_{dim-1})."""
+    if row.get("op") != "<=" or "product_of" in row:
+        return None
+    c = [Fraction(0)] * dim
+    for name, v in row["coeffs"].items():
+        m = _THETA.match(name)
+        if m is None or int(m.group(1)) >= dim:
+            return None
+        c[int(m.group(1))] = -Fraction(v)
+    return tuple(c), -Fraction(row["rhs"])
 
 
-def _row_key(r: dict) -> tuple:
-    return (tuple(sorted((k, str(Fraction(v))) for k, v in r["coeffs"].items())), r["op"], str(Fraction(r["rhs"])))
+def rows_present(used: Sequence[dict], rows: Sequence[Sequence[Fraction]], margin: Fraction, dim: int,
+                 extra: Sequence[tuple[Sequence[Fraction], Fraction]] = ()) -> bool:
+    """Is every certificate row in ``used`` exactly one of the constraints  c . theta >= margin  (c in ``rows``)
+    or  c . theta >= b  ((c, b) in ``extra``) of a system over theta_0..theta_{dim-1}?
+
+    Exact comparison in fractions.Fraction, no solver.  This is the inclusion step that carries a Farkas
+    certificate found for one system to another: a certificate proves infeasible every system that contains
+    the rows it uses (the other rows get multiplier 0), so when the rows are present the second system is
+    infeasible too.
+
+    Args:
+        used: certificate rows ({"coeffs": {"theta_a": str}, "op", "rhs"}) with nonzero multipliers
+            (:func:`used_rows`).
+        rows: the other system's coefficient vectors (each of length ``dim``), margin ``margin``.
+        extra: further (vector, bound) constraints of the other system.
+    Returns:
+        True when every used row is found; False when one is missing or not of the linear form.
+    """
+    margin = Fraction(margin)
+    have = {(tuple(c), margin) for c in rows}
+    have.update((tuple(c), Fraction(b)) for c, b in extra)
+    for u in used:
+        d = _dense(u, dim)
+        if d is None or d not in have:
+            return False
+    return True
 
 
-def _used_rows(cert: dict) -> list[dict]:
+def used_rows(cert: dict) -> list[dict]:
+    """The rows of a Farkas certificate (every case) whose multiplier is nonzero."""
     out = []
     for case in cert.get("cases", []):
         for row, y in zip(case["rows"], case["multipliers"]):
@@ -432,4 +464,4 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
 
 
 __all__ = ["decide_lengths", "Decision", "LengthAnswer", "alpha_range", "exact_rank", "matrix_rank", "logit_rows",
-           "cumulative_rows"]
+           "cumulative_rows", "rows_present", "used_rows"]

@@ -635,7 +635,8 @@ def test_solver_cascade_typed_provenance_z3_alone_is_not_proved():
 
     ok = sol.check_prop1(FAMILIES["affine"], 5)
     assert ok.status == "proved" and ok.solver is not None and not ok.solver.z3_only
-    assert len(ok.solver.farkas_rechecked) + len(ok.solver.cvc5_confirmed) == 3  # n = 3, 4, 5 UNSAT, each a second way
+    # n = 3 solved, UNSAT with a re-checked certificate whose rows are constraints at n = 4, 5 (inclusion)
+    assert len(ok.solver.farkas_rechecked) == 1 and ok.numbers["by_inclusion"] == 2
     # fault: no certificate and no cvc5, so every UNSAT rests on z3 alone: the typed slot says so, not proved
     with using(Context(certify=False, second_opinion="never")):
         bad = sol.check_prop1(FAMILIES["affine"], 5)
@@ -649,16 +650,23 @@ def test_solver_cascade_unknown_and_budget_are_inconclusive(monkeypatch):
 
     real = sol.check
 
-    def timeout_at_n5(name, *a, **k):  # fault: the solver gives up on one obligation
-        res = real(name, *a, **k)
-        if "n = 5" in name:
-            res.answer, res.reason = "unknown", "timeout (injected)"
-        return res
+    def timeout_at(n):
+        def f(name, *a, **k):  # fault: the solver gives up on one obligation
+            res = real(name, *a, **k)
+            if f"n = {n} " in name:
+                res.answer, res.reason = "unknown", "timeout (injected)"
+            return res
+        return f
 
     with monkeypatch.context() as mp:
-        mp.setattr(sol, "check", timeout_at_n5)
+        mp.setattr(sol, "check", timeout_at(3))
         ev = sol.check_prop1(FAMILIES["affine"], 6)
         assert ev.status == "inconclusive" and "timeout (injected)" in ev.summary and ev.outcome is None
+        # without the inclusion step every length is solved, and a timeout at n = 5 is inconclusive too
+        mp.setattr(sol, "check", timeout_at(5))
+        mp.setattr(sol, "prop1_inclusion", lambda *a: False)
+        ev = sol.check_prop1(FAMILIES["affine"], 6)
+        assert ev.status == "inconclusive" and "timeout (injected)" in ev.summary and ev.numbers["by_inclusion"] == 0
         mp.setattr(sol, "check", lambda name, *a, **k: dataclasses.replace(real(name, *a, **k), answer="unknown",
                                                                           reason="timeout (injected)")
                    if "copy at L0 = 8" in name else real(name, *a, **k))
@@ -680,3 +688,52 @@ def test_solver_cascade_refuted_witness_outranks_a_broken_control(monkeypatch):
     ev = sol.check_prop1(quad, 6, control=broken)
     assert ev.status == "refuted" and ev.witness["recheck_ok"]
     assert sol.check_prop1(FAMILIES["affine"], 6, control=broken).status == "error"
+
+
+# =============================================================================== Prop. 1: certificate carried by inclusion
+
+
+def _affine_until(n_switch: int) -> pe.Family:
+    """Fault: a feature map that changes with the length: affine [1, i, 0] below n_switch, [1, i, i^2] from it on
+    (prev is then unrealizable at small n and realizable from n_switch)."""
+    return dataclasses.replace(FAMILIES["affine"], name="affine", dim=lambda L0: 3,
+                               feature=lambda n, L0, ar: [ar.num(1), ar.num(n), ar.num(n * n if L0 >= n_switch else 0)])
+
+
+def test_prop1_inclusion_carries_the_n3_certificate_and_fails_on_a_length_dependent_map(monkeypatch):
+    from verify.solver import pr26 as sol
+
+    ok = sol.check_prop1(FAMILIES["affine"], 64)
+    assert ok.status == "proved" and ok.numbers["answers"]["unsat"] == 62
+    assert ok.numbers["solved"] == {"unsat": 1, "sat": 0, "unknown": 0} and ok.numbers["by_inclusion"] == 61
+    assert ok.certificate["inclusion"] == [{"certified_at": 3, "rows_used": 2, "lengths": "4..64"}]
+    assert "UNSAT at n = 3" in ok.summary and "every n = 4..64" in ok.summary
+    # a map that changes with n: the n = 3 certificate's rows are not constraints at n = 5, so n = 5 is solved
+    # on its own and its SAT witness refutes
+    bad = _affine_until(5)
+    ev = sol.check_prop1(bad, 8)
+    assert ev.status == "refuted" and ev.witness["n"] == 5 and ev.witness["recheck_ok"]
+    assert ev.numbers["by_inclusion"] == 1  # n = 4 carried (same rows), n = 5 solved
+    # fault: an inclusion step that does not compare the rows carries the n = 3 UNSAT to every n: wrongly proved
+    monkeypatch.setattr(sol, "prop1_inclusion", lambda *a: True)
+    wrong = sol.check_prop1(bad, 8)
+    assert wrong.status == "proved" and wrong.numbers["by_inclusion"] == 5
+
+
+def test_prop1_inclusion_exact_rows_refuse_a_scaled_or_missing_row():
+    from verify.solver import pr26 as sol
+    from verify.solver.realizable import rows_present, used_rows
+
+    aff = FAMILIES["affine"]
+    res = sol.prop1_obligation(aff, 3, 20_000)
+    used = used_rows(res.certificate)
+    rows = sol.realize_rows(aff, get_task("prev"), 9, 9)
+    assert rows_present(used, rows, sol.MARGIN, 4)
+    # faults: each rows set without one used row, rows scaled by 2, a different margin, a wider parameter space
+    # whose theta indices no longer line up
+    for u in used:
+        c = tuple(-Fraction(u["coeffs"].get(f"theta_{a}", 0)) for a in range(4))
+        assert not rows_present(used, [r for r in rows if r != c], sol.MARGIN, 4)
+    assert not rows_present(used, [tuple(2 * x for x in r) for r in rows], sol.MARGIN, 4)
+    assert not rows_present(used, rows, Fraction(2), 4)
+    assert not rows_present(used, [r + (Fraction(1),) for r in rows], sol.MARGIN, 5)
