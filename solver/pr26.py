@@ -369,11 +369,21 @@ def peak_rows(peak: int, L: int, family: Family, window: int) -> list[tuple[Frac
     return [tuple(a - b for a, b in zip(feats[peak], feats[d])) for d in range(L) if d != peak]
 
 
-def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int) -> tuple[ObligationResult, dict | None]:
-    """Run one Theorem 2 obligation; for SAT, re-check the kernel exactly (and on true features)."""
+def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int,
+                  cache: dict | None = None) -> tuple[ObligationResult, dict | None]:
+    """Run one Theorem 2 obligation; for SAT, re-check the kernel exactly (and on true features).
+
+    ``cache``: a dict shared by the obligations of one run, holding the realization rows per
+    (family, task, L0, L) (the obligations at each peak share them; the rows are built once).
+    """
     task = get_task(ob.task)
     window = ob.L  # one parameter per offset 0..L-1 for the free kernel
-    rows = t2_rows(task, ob.L0, ob.L, family, window)
+    key = (id(family), family.name, ob.task, ob.L0, ob.L)
+    rows = cache.get(key) if cache is not None else None
+    if rows is None:
+        rows = t2_rows(task, ob.L0, ob.L, family, window)
+        if cache is not None:
+            cache[key] = rows
     if ob.peak is not None:
         rows = rows + peak_rows(ob.peak, ob.L, family, window)
     cond = f", unique global max at delta* = {ob.peak}" if ob.peak is not None else ", no maximiser condition"
@@ -464,12 +474,13 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     witnesses: list[dict[str, Any]] = []
     refuting: dict[str, Any] | None = None
     vacuous: list[str] = []
+    rows_cache: dict = {}  # realization rows per (family, task, L0, L), shared by the peaks' obligations
     for ob in obs:
         if not unique_max and ob.expect == "unsat":
             ob = T2Obligation(ob.task, ob.L0, ob.L, None, "unsat")
             if any(o.task == ob.task and o.L0 == ob.L0 and o.peak is None for o in rows_out):
                 continue
-        res, wit = t2_obligation(ob, family, timeout_ms)
+        res, wit = t2_obligation(ob, family, timeout_ms, rows_cache)
         results.append(res)
         rows_out.append(ob)
         if wit is not None:
@@ -490,7 +501,7 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     # reverse without the condition (informational): unrealizable by any relative kernel?
     rev_free: list[dict[str, Any]] = []
     for L0, L in lengths:
-        res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms)
+        res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms, rows_cache)
         rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
     cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
             "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free,
