@@ -593,13 +593,13 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
             P = feats[rc] @ K.T
         else:
             P = kern[(rc[:, None] - cols[None, :]).clamp(min=0)]
-        P = P.masked_fill(cols[None, :] > rc[:, None], float("-inf"))
+        P.masked_fill_(cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
         tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
-        other = P.scatter(1, tgt[:, None], float("-inf"))
+        argmaxes.append(P.argmax(dim=1))
+        other = P.scatter_(1, tgt[:, None], float("-inf"))  # P is not read after this: the target masked in place
         m = lt - other.max(dim=1).values
         margins.append(m)
-        argmaxes.append(P.argmax(dim=1))
         if exact_ties:
             near = m.abs() <= 4 * E                        # rows whose sign float64 cannot certify
             ties.append(torch.zeros(len(rc), dtype=torch.bool))
