@@ -35,6 +35,8 @@ Protocol (the engine other claims reuse):
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -108,12 +110,61 @@ def single_threaded(fn):
     return run
 
 
+#: feature matrices of the check in progress (inside :func:`feature_cache` only), per (family, L0, seed)
+_FEATURE_CACHE: dict | None = None
+
+
+@contextlib.contextmanager
+def feature_cache():
+    """Within the block, :func:`feature_matrix` computes each (family, L0, seed)'s rows once (the largest
+    n asked so far) and answers shorter requests from that prefix: row m does not depend on n.  The cache
+    lives for the block only (one check), so a construction changed between checks (a fault injection) is
+    never answered from an earlier check's rows; the family object itself is part of the key."""
+    global _FEATURE_CACHE
+    if _FEATURE_CACHE is not None:  # nested: the outer block's cache serves
+        yield
+        return
+    _FEATURE_CACHE = {}
+    try:
+        yield
+    finally:
+        _FEATURE_CACHE = None
+
+
+def with_feature_cache(fn):
+    """Run ``fn`` inside :func:`feature_cache` (one check's feature matrices computed once)."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(*a, **kw):
+        with feature_cache():
+            return fn(*a, **kw)
+
+    return run
+
+
 def feature_matrix(family: Family, n: int, L0: int, seed: int = 0, start: int = 0) -> torch.Tensor:
     """Phi (absolute; rows = positions start..n-1) or Psi (relative; rows = offsets), float64.
+
+    Inside :func:`feature_cache` the rows come from the block's cache (a fresh copy each call).
 
     Returns:
         tensor of shape (n - start, r), dtype float64.
     """
+    cache = _FEATURE_CACHE
+    if cache is not None:
+        key = (id(family), L0, seed)
+        hit = cache.get(key)
+        if hit is not None and hit[0] is family and hit[1].shape[0] >= n:
+            return hit[1][start:n].clone()
+        if start == 0:
+            M = _feature_rows(family, n, L0, seed, 0)
+            cache[key] = (family, M)
+            return M.clone()
+    return _feature_rows(family, n, L0, seed, start)
+
+
+def _feature_rows(family: Family, n: int, L0: int, seed: int, start: int) -> torch.Tensor:
     ar = FloatArith(seed)
     rows = [family.features(m, L0, ar) for m in range(start, n)]
     r = family.dim(L0)
@@ -1156,6 +1207,7 @@ def theorem2_controls(L0: int, Ls: Sequence[int], K: int, seed: int = 0, min_fai
 
 
 @single_threaded
+@with_feature_cache
 def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] = (64, 128, 256), K: int = 3,
                    seed: int = 0, min_fail: float = 0.5, horizon: int = 2048, fit_kw: Mapping[str, Any] | None = None):
     """pr26 Theorem 2 at scale, on kernels whose hypothesis is checked (existence, not selection).
@@ -1267,6 +1319,7 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
 
 
 @single_threaded
+@with_feature_cache
 def check_theorem1(families: Sequence[Family], tasks: Sequence[Task], L0: int = 20, L: int = 64, seed: int = 0,
                    draws: int = 8):
     """pr26 Theorem 1 on random parameters: block identity and margin = min(g0, gL).

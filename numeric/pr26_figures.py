@@ -469,6 +469,7 @@ def clamped_tie_control(L0: int, Ls: Sequence[int], seed: int = 0) -> dict:
 
 
 @eng.single_threaded
+@eng.with_feature_cache
 def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 3, seed: int = 0,
                 sens_seeds: Sequence[int] = (0,), sens_lrs: Sequence[float] = eng.LR_GRID,
                 fit_kw: dict | None = None, horizon: int = 1024, min_norm: bool = False):

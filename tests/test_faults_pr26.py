@@ -737,3 +737,21 @@ def test_prop1_inclusion_exact_rows_refuse_a_scaled_or_missing_row():
     assert not rows_present(used, [tuple(2 * x for x in r) for r in rows], sol.MARGIN, 4)
     assert not rows_present(used, rows, Fraction(2), 4)
     assert not rows_present(used, [r + (Fraction(1),) for r in rows], sol.MARGIN, 5)
+
+
+# =============================================================================== numeric: the per-check feature cache
+
+
+def test_feature_cache_is_per_check_and_keyed_by_the_construction():
+    fam = FAMILIES["rope"]
+    plain = num.feature_matrix(fam, 40, 20, 0)
+    with num.feature_cache():
+        a = num.feature_matrix(fam, 40, 20, 0)
+        b = num.feature_matrix(fam, 25, 20, 0, start=5)  # answered from the cached prefix
+        assert torch.equal(a, plain) and torch.equal(b, plain[5:25])
+        a.zero_()  # a caller that writes into its copy does not change the cache
+        assert torch.equal(num.feature_matrix(fam, 40, 20, 0), plain)
+        # fault: a changed construction inside the block is a different family object: recomputed, not served
+        bad = dataclasses.replace(fam, feature=lambda n, L0, ar: [x * 2 for x in fam.feature(n, L0, ar)])
+        assert torch.equal(num.feature_matrix(bad, 40, 20, 0), 2 * plain)
+    assert num._FEATURE_CACHE is None  # nothing survives the block: the next check computes afresh
