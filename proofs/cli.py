@@ -392,7 +392,8 @@ def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Cont
     (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
     travel together.  ``ctx`` is the run's settings without the progress callback."""
     claim = registry.get(claim_id)
-    return [run_layer(claim, params, ctx, layer, layers) for params in variants]
+    typed = [claim.params_type.from_options(v) if claim.params_type is not None else v for v in variants]
+    return [run_layer(claim, params, ctx, layer, layers) for params in typed]
 
 
 def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str], None]:
@@ -428,7 +429,8 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     threads = max(1, (os.cpu_count() or 1) // jobs)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
                                 initializer=_worker_init, initargs=(threads,)) as pool:
-        futures = {key: pool.submit(_layer_in_worker, key[0], [planned[i][1] for i in idx], ctx.replace(progress=None),
+        # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
+        futures = {key: pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx], ctx.replace(progress=None),
                                     key[1], tuple(layers))
                    for key, idx in groups.items()}
         for done, _ in enumerate(cf.as_completed(futures.values()), 1):
