@@ -36,7 +36,6 @@ Protocol (the engine other claims reuse):
 from __future__ import annotations
 
 import contextlib
-
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction

@@ -119,6 +119,7 @@ def check(
     second_opinion: bool | str | None = None,
     certify: bool | None = None,
     rows: Callable[[], list[list[dict]]] | None = None,
+    sat_rechecked: bool = False,
 ) -> ObligationResult:
     """Build the constraints in a fresh context and check satisfiability.
 
@@ -138,6 +139,9 @@ def check(
             linear rows (see :mod:`verify.solver.recheck`); saves walking the z3 terms
             when certifying large linear encodings. The caller guarantees it is the
             system ``build`` encodes.
+        sat_rechecked: the caller re-checks every SAT model of this obligation exactly, outside
+            the solver, and a model that fails makes its layer an error; under the "auto" policy
+            cvc5 then does not re-solve a SAT answer (the exact re-check is the second way).
 
     Returns:
         The ObligationResult; for ``sat``, every declared constant's exact value.
@@ -194,7 +198,8 @@ def check(
     policy = settings.second_opinion if second_opinion is None else second_opinion
     policy = {True: "always", False: "never"}.get(policy, policy)  # type: ignore[arg-type]
     certified = bool(res.certificate and res.certificate.get("checked"))
-    if policy == "always" or (policy == "auto" and not certified):
+    sat_second_way = sat_rechecked and res.answer == "sat"
+    if policy == "always" or (policy == "auto" and not certified and not sat_second_way):
         from verify.solver.certify import cvc5_opinion
 
         budget = min(timeout_ms, SECOND_OPINION_CERTIFIED_MS if certified else SECOND_OPINION_MS)
@@ -203,6 +208,8 @@ def check(
             res.disagreement = f"z3 says {res.answer}, cvc5 says {res.second_answer}"
     elif certified:
         res.second_reason = "not run: the UNSAT carries a Farkas certificate re-checked without a solver"
+    elif sat_second_way and policy == "auto":
+        res.second_reason = "not run: the SAT model is re-checked exactly outside the solver"
     res.certify_seconds = round(time.perf_counter() - t1, 4)
     return res
 

@@ -100,12 +100,14 @@ def _smt_lin(c: Sequence[Fraction]) -> str:
 
 def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
                   margin: Fraction | None = None, extra: Sequence[tuple[Sequence[Fraction], Fraction]] = (),
-                  second_opinion: bool | str | None = None) -> ObligationResult:
+                  second_opinion: bool | str | None = None, sat_rechecked: bool = False) -> ObligationResult:
     """Check  exists theta: c . theta >= margin for every row c (and c' . theta >= b' for extra).
 
     ``margin`` defaults to :data:`MARGIN` (1: strict by homogeneity).  A pure conjunction of linear
     constraints over exact rationals in a fresh z3 context.  ``second_opinion``: the cvc5 policy of
-    :func:`verify.solver.common.check` (None: the module default).
+    :func:`verify.solver.common.check` (None: the module default).  ``sat_rechecked``: the caller
+    re-checks every SAT model exactly (:func:`recheck_exact`), so cvc5 does not re-solve a SAT
+    answer under the "auto" policy (:func:`verify.solver.common.check`).
     """
     margin = MARGIN if margin is None else margin
 
@@ -125,7 +127,7 @@ def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeo
 
         return [[row(c, margin) for c in rows] + [row(c, b) for c, b in extra]]
 
-    return check(name, build, timeout_ms, rows=exact_rows, second_opinion=second_opinion)
+    return check(name, build, timeout_ms, rows=exact_rows, second_opinion=second_opinion, sat_rechecked=sat_rechecked)
 
 
 def _theta_from_model(model: dict[str, Fraction], dim: int) -> list[Fraction]:
@@ -176,11 +178,16 @@ def recheck_float_true(family: Family, task: Task, param: Any, L: int, window: i
 
 
 def prop1_obligation(family: Family, n: int, timeout_ms: int) -> ObligationResult:
-    """'Some W realizes prev at length n with margin >= 1' for an absolute family (rows 1..n-1, 0-indexed)."""
+    """'Some W realizes prev at length n with margin >= 1' for an absolute family (rows 1..n-1, 0-indexed).
+
+    A SAT answer's model must be re-checked by the caller (:func:`recheck_exact`, as
+    :func:`check_prop1` does): cvc5 does not re-solve SAT answers of this obligation.
+    """
     rows = realize_rows(family, get_task("prev"), n, n)
     dim = len(rows[0]) if rows else family.dim(n) ** 2
+    # every SAT model is re-checked exactly by the caller (check_prop1: the witness and the control)
     return lp_obligation(f"exists W: prev at n = {n} with margin >= 1 ({family.name}, {len(rows)} constraints)",
-                         rows, dim, timeout_ms)
+                         rows, dim, timeout_ms, sat_rechecked=True)
 
 
 def prop1_inclusion(family: Family, cert: dict, n0: int, n: int) -> bool:
@@ -388,7 +395,7 @@ def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int,
         rows = rows + peak_rows(ob.peak, ob.L, family, window)
     cond = f", unique global max at delta* = {ob.peak}" if ob.peak is not None else ", no maximiser condition"
     name = f"{family.name} kernel realizes {ob.task} at L0 = {ob.L0} and L = {ob.L}{cond}"
-    res = lp_obligation(name, rows, family.dim(window), timeout_ms)
+    res = lp_obligation(name, rows, family.dim(window), timeout_ms, sat_rechecked=True)  # re-checked below
     wit = None
     if res.answer == "sat":
         k = _theta_from_model(res.model, family.dim(window))
@@ -419,7 +426,7 @@ def reverse_control(L0: int, L: int, timeout_ms: int) -> dict[str, Any]:
     rows = list(dict.fromkeys(realize_rows(fam, task, L0, L) + realize_rows(fam, task, L, L)))
     dim = fam.dim(L) ** 2
     name = f"one-hot absolute features (r = {L}) realize reverse at L0 = {L0} and L = {L}"
-    res = lp_obligation(name, rows, dim, timeout_ms)
+    res = lp_obligation(name, rows, dim, timeout_ms, sat_rechecked=True)  # re-checked below
     out = {"name": name, "answer": res.answer, "seconds": res.seconds, "recheck_ok": False,
            "min_margin_L0": None, "min_margin_L": None}
     if res.answer == "sat":

@@ -755,3 +755,34 @@ def test_feature_cache_is_per_check_and_keyed_by_the_construction():
         bad = dataclasses.replace(fam, feature=lambda n, L0, ar: [x * 2 for x in fam.feature(n, L0, ar)])
         assert torch.equal(num.feature_matrix(bad, 40, 20, 0), 2 * plain)
     assert num._FEATURE_CACHE is None  # nothing survives the block: the next check computes afresh
+
+
+# =============================================================================== cvc5 and exactly re-checked SAT models
+
+
+def test_sat_rechecked_skips_cvc5_only_on_sat_and_the_exact_recheck_catches_a_bad_model(monkeypatch):
+    from verify.evidence import Context, using
+    from verify.solver import pr26 as sol
+
+    one = Fraction(1)
+    sat = sol.lp_obligation("theta >= 1", [(one,)], 1, 20_000, sat_rechecked=True)
+    assert sat.answer == "sat" and sat.second_answer == "" and "re-checked exactly" in sat.second_reason
+    assert sol.lp_obligation("theta >= 1", [(one,)], 1, 20_000).second_answer == "sat"  # without the flag cvc5 runs
+    with using(Context(certify=False)):  # an UNSAT without a certificate still gets cvc5's answer
+        uns = sol.lp_obligation("theta >= 1 and -theta >= 1", [(one,), (-one,)], 1, 20_000, sat_rechecked=True)
+    assert uns.answer == "unsat" and uns.second_answer == "unsat"
+    # fault: z3's SAT model for the control is corrupted (all zeros); with cvc5 no longer re-solving it, the exact
+    # re-check is the second way, and it turns the layer into an error
+    assert sol.check_prop1(FAMILIES["affine"], 5).status == "proved"
+    real = sol.check
+
+    def zero_model(name, *a, **k):
+        res = real(name, *a, **k)
+        if res.answer == "sat":
+            res.model = {key: Fraction(0) for key in res.model}
+        return res
+
+    monkeypatch.setattr(sol, "check", zero_model)
+    ev = sol.check_prop1(FAMILIES["affine"], 5)
+    assert ev.status == "error" and "control" in ev.summary and not ev.numbers["control_witness_ok"]
+    assert sol.check_theorem2(((8, 16),), 3).status == "error"
