@@ -477,23 +477,22 @@ def _second_way_required(ev: Evidence) -> Evidence:
     to 'inconclusive': z3 alone is not enough for 'proved' (the README's verdict rules).
     :func:`verify.solver.common.solver_evidence` applies the rule where the evidence is built;
     this re-applies it to every solver result from its typed provenance, so no claim can skip it."""
-    z3_only = ev.solver.z3_only if ev.solver is not None else _legacy_z3_only(ev)
-    if ev.layer == "solver" and ev.status == "proved" and z3_only:
+    if ev.layer != "solver" or ev.status != "proved":
+        return ev
+    if ev.solver is None:  # built by hand, not by verify.solver.common.solver_evidence: no way to tell
+        ev.status, ev.outcome = Status.INCONCLUSIVE, None
+        ev.summary = ("a solver 'proved' without provenance (build solver evidence with "
+                      "verify.solver.common.solver_evidence); " + ev.summary)
+    elif ev.solver.z3_only:
+        z3_only = ev.solver.z3_only
         ev.status, ev.outcome = Status.INCONCLUSIVE, None
         ev.summary = (f"UNSAT from z3 only on {len(z3_only)} obligation(s) (no re-checked certificate, cvc5 did not "
                       f"confirm), e.g. {z3_only[0]!r}; " + ev.summary)
     return ev
 
 
-def _legacy_z3_only(ev: Evidence) -> list[str]:
-    """For solver evidence built without the typed slot: its display numbers' z3-only names."""
-    return list((ev.numbers.get("second_way") or {}).get("neither") or []) if isinstance(ev.numbers, dict) else []
-
-
 def _disagreements(ev: Evidence) -> list[str]:
-    if ev.solver is not None:
-        return list(ev.solver.disagreements)
-    return list(ev.numbers.get("solvers_disagree") or []) if isinstance(ev.numbers, dict) else []
+    return list(ev.solver.disagreements) if ev.solver is not None else []
 
 
 def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, str]:

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
-from verify.evidence import Context, Evidence, using
+from verify.evidence import Context, Evidence, SolverProvenance, using
 from verify.proofs import ws24 as paper
 from verify.proofs.certificates import recheck_dir, write_certificates, write_manifest
 from verify.proofs.model import aggregate, run_claim
@@ -171,7 +171,8 @@ class TestFiles:
 
 
 def test_solver_disagreement_makes_the_claim_inconsistent():
-    ev = Evidence(layer="solver", status="proved", numbers={"solvers_disagree": ["|S - target| > A(eps) at v = 1"]})
+    ev = Evidence(layer="solver", status="proved",
+                  solver=SolverProvenance(disagreements=["|S - target| > A(eps) at v = 1"]))
     verdict, reason = aggregate([ev], None)
     assert verdict == "INCONSISTENT" and "cvc5" in reason
 

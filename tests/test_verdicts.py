@@ -35,6 +35,11 @@ def test_z3_only_unsat_is_not_proved_from_the_typed_slot():
     assert _second_way_required(ev).status == "proved"
 
 
+def test_a_solver_proved_without_provenance_is_not_proved():
+    ev = _second_way_required(Evidence(layer="solver", status="proved", summary="UNSAT"))
+    assert ev.status == "inconclusive" and "without provenance" in ev.summary
+
+
 def test_solver_disagreement_is_inconsistent_from_the_typed_slot():
     sym = Evidence(layer="symbolic", status="proved")
     verdict, reason = aggregate([sym, _solver("proved", disagreements=["ob 3"], farkas_rechecked=["ob 3"])], None)
