@@ -35,7 +35,9 @@ Every random choice takes an explicit ``torch.Generator`` seeded by the caller.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 
@@ -180,13 +182,24 @@ def one_step_protocol(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tens
         fr: frozen parts; tokens (N, T); targets (N,); pe: ``"rpe"`` or ``"ape"``;
         lr: the step size of all three steps.
     """
+    with _deterministic():
+        return _one_step(fr, tokens, targets, pe, lr)
+
+
+@contextlib.contextmanager
+def _deterministic() -> Iterator[None]:
+    """Bit-identical gradients for a seed.  The embedding-table gathers backpropagate through
+    index_put(accumulate=True), whose multithreaded CPU kernel sums in a varying order.  On one
+    thread (how the numeric layer always runs) that kernel is already sequential, so nothing is
+    switched; with more threads the deterministic kernel is switched on for the block (its first
+    use imports torch._inductor, about 1 s)."""
+    if torch.get_num_threads() == 1:
+        yield
+        return
     previous = torch.are_deterministic_algorithms_enabled()
-    # the embedding-table gathers backpropagate through index_put(accumulate=True), whose
-    # multithreaded CPU kernel sums in a varying order; the deterministic kernel makes the
-    # result (and the JSON) bit-identical across runs for a seed
     torch.use_deterministic_algorithms(True)
     try:
-        return _one_step(fr, tokens, targets, pe, lr)
+        yield
     finally:
         torch.use_deterministic_algorithms(previous)
 
@@ -233,12 +246,8 @@ def one_step_protocol_split(fr: FrozenParts, tokens: torch.Tensor, targets: torc
     """
     if tokens.shape[0] < 3:
         raise ValueError(f"need at least 3 sequences, got {tokens.shape[0]}")
-    previous = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
+    with _deterministic():
         return _one_step(fr, tokens, targets, pe, lr, split=True)
-    finally:
-        torch.use_deterministic_algorithms(previous)
 
 
 def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
