@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import collections
+import copy
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -289,6 +291,11 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
         NonLinear: the obligation is not linear (no Farkas certificate exists to extract).
     """
     cases = [with_products(rows) for rows in (cases if cases is not None else cases_of(constraints))]
+    key = (encoding_hash(cases), tuple(core) if core is not None else None, int(timeout_ms))
+    hit = _CERTIFIED.get(key)
+    if hit is not None:  # the same rows were certified before in this process: the same certificate
+        _CERTIFIED.move_to_end(key)
+        return copy.deepcopy(hit)
     out_cases = []
     for rows in cases:
         ys = None
@@ -304,10 +311,22 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
             return {"kind": "farkas", "cases": [], "encoding_sha256": encoding_hash(cases), "checked": False,
                     "check": "no multipliers found (the case may be feasible, or the LP timed out)"}
         out_cases.append({"rows": rows, "multipliers": [str(y) for y in ys]})
-    cert: dict[str, Any] = {"kind": "farkas", "cases": out_cases, "encoding_sha256": encoding_hash(cases)}
+    cert: dict[str, Any] = {"kind": "farkas", "cases": out_cases, "encoding_sha256": key[0]}
     ok, why = check_certificate(cert)
     cert.update(checked=ok, check=why)
+    if ok:
+        _CERTIFIED[key] = copy.deepcopy(cert)
+        while len(_CERTIFIED) > _CERTIFIED_MAX:
+            _CERTIFIED.popitem(last=False)
     return cert
+
+
+#: certificates that passed the exact re-check, by (encoding hash, unsat core, budget).  A pure memo:
+#: the search is deterministic for the same rows and core (fixed seed, fresh context), so a hit returns
+#: what a new search would, and the variants of a claim (which share many obligations) pay once.
+_CERTIFIED: "collections.OrderedDict[tuple[str, tuple[int, ...] | None, int], dict[str, Any]]" = \
+    collections.OrderedDict()
+_CERTIFIED_MAX = 1024
 
 
 def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:

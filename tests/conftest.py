@@ -2,6 +2,7 @@
 
 import os
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -10,3 +11,14 @@ settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 torch.set_num_threads(2)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_certificate_memo():
+    """Each test searches its own Farkas certificates (a fault injected into the search must not be
+    hidden by a certificate another test found)."""
+    from verify.solver import certify
+
+    certify._CERTIFIED.clear()
+    yield
+    certify._CERTIFIED.clear()
