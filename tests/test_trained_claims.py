@@ -153,3 +153,33 @@ def test_probes_gate_sees_a_missing_head(monkeypatch):
                                                                                        dtype=torch.float64))
     ev = bp.check_probes(16, 16, 2, 2, 1, 0.01, [0], 2, None, optimizer="adam")
     assert ev.status == "inconclusive" and "without a previous-token head" in ev.summary
+
+
+def test_probes_fail_only_once_converged(monkeypatch):
+    """A probe below 0.9 that is still rising with training is inconclusive; the same probe converged
+    (moving < PLATEAU between half and all the steps) fails the statement.  Fault: a rule that ignores
+    convergence would report FAILS for the rising one."""
+    from verify.numeric import bietti_probes as bp
+
+    class FakeTrained:
+        from_cache = True
+        losses = [__import__("torch").zeros(2)]
+
+    monkeypatch.setattr(bp.tm, "train_two_layer", lambda cfg, seeds, cache, progress: FakeTrained())
+
+    def measured(final, half):
+        def fake(cfg, tr, seeds, n_eval):
+            v = final if cfg.steps == 400 else half
+            probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "induction_key": [v], "output": [1.0]}
+            return probes, {k: x[0] for k, x in probes.items()}, [0.95], [0.8]
+        return fake
+
+    monkeypatch.setattr(bp, "_measure", measured(0.55, 0.44))
+    ev = bp.check_probes(16, 16, 1, 4, 400, 0.01, [0], 4, None, optimizer="adam")
+    assert ev.status == "inconclusive" and "still moving" in ev.summary
+    monkeypatch.setattr(bp, "_measure", measured(0.55, 0.545))
+    ev = bp.check_probes(16, 16, 1, 4, 400, 0.01, [0], 4, None, optimizer="adam")
+    assert (ev.status, ev.outcome) == ("consistent", "fails")
+    monkeypatch.setattr(bp, "_measure", measured(0.95, 0.5))
+    ev = bp.check_probes(16, 16, 1, 4, 400, 0.01, [0], 4, None, optimizer="adam")
+    assert (ev.status, ev.outcome) == ("consistent", "holds")
