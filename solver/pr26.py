@@ -212,7 +212,7 @@ def prop1_inclusion(family: Family, cert: dict, n0: int, n: int) -> bool:
 
 def _ranges(ns: Sequence[int]) -> str:
     """Sorted lengths as 'a..b, c' runs."""
-    out: list[str] = []
+    out: list[list[int]] = []
     for n in sorted(ns):
         if out and out[-1][1] == n - 1:
             out[-1][1] = n
