@@ -269,7 +269,10 @@ def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path
             raw = {k: (None if v is None else str(v)) for k, v in json.loads(params_json).items()}
             params = claim.parse_params(raw)
         except InputError as e:
-            bad += [(f, False, f"cannot rebuild: {e}") for f, _ in files]
+            why = (f"{claim_id!r} is not a registered claim: its certificates (e.g. from 'verify realizable') can be "
+                   "checked for self-consistency only (run recheck without --rebuild)"
+                   if claim_id not in {c.id for c in registry.all_claims()} else str(e))
+            bad += [(f, False, f"cannot tie to a claim's encoding: {why}") for f, _ in files]
             continue
         result = run_claim(claim, params, Context(seed=seed), layers=("solver",))
         ev = result.layer("solver")

@@ -143,10 +143,16 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
                              + ", ".join(c.id for c in claims if c.paper == key))
         import difflib
 
-        names = [c.id for c in claims] + sorted({c.name for c in claims})
-        close = difflib.get_close_matches(key, [n.lower() for n in names], n=3, cutoff=0.6)
-        # a short name whose full id is already suggested adds nothing
-        close = [n for n in close if not any(x.endswith(":" + n) for x in close)]
+        # a typed short name is matched against short names, and each match suggested by its full id(s)
+        # (a short name such as theorem1 may belong to several papers)
+        by_short: dict[str, list[str]] = {}
+        for c in claims:
+            by_short.setdefault(c.name.lower(), []).append(c.id)
+        if ":" in key:
+            close = difflib.get_close_matches(key, [c.id.lower() for c in claims], n=3, cutoff=0.6)
+        else:
+            close = [i for n in difflib.get_close_matches(key, list(by_short), n=2, cutoff=0.6) for i in by_short[n]]
+            close = close[:4]
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         from verify.proofs.inputs import clip
 
@@ -164,6 +170,6 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
     hints = []
     for c in fitting:
         own = [o.flag for o in c.options if all(other.option(o.name) is None for other in fitting if other is not c)]
-        hints.append(c.id + (f" (takes {', '.join(own)})" if own else ""))
+        hints.append(c.id + (f" (of these, only it takes {', '.join(own)})" if own else ""))
     shared = f" (every candidate takes {', '.join('--' + g for g in given)})" if given else ""
     raise InputError(f"{name!r} is ambiguous{shared}; candidates: {'; '.join(hints)}")

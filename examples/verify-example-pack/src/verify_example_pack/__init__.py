@@ -132,7 +132,7 @@ PREV_WEIGHT = Claim(
     title="previous-token softmax weight and its majority threshold",
     source="verify example pack (a worked example for claim authors)",
     statement="With score g on the previous token and 0 on the other t - 1 keys, w = e^g/(e^g + t - 1), and w > 1/2 "
-              "exactly when g > log(t - 1).",
+              "exactly when g > the threshold (--threshold: log(t-1), the true one, or log(t), a sloppy write-up's).",
     options=(),
     params_type=PrevWeightParams,
     checks={"symbolic": _symbolic, "solver": _solver, "numeric": _numeric},
@@ -141,7 +141,7 @@ PREV_WEIGHT = Claim(
     validate=_validate,
     caveats=("The solver layer abstracts e^g as a free positive real E, which is exact here: g ranges over all reals, "
              "so E ranges over all positive reals.",),
-    cost="symbolic < 1 s; solver < 1 s (t = 3..64); numeric < 0.1 s",
+    cost="symbolic < 1 s; solver < 1 s (t = 3..16 by default, --tmax); numeric < 0.1 s",
 )
 
 #: what the ``verify.papers`` entry point ``example`` names

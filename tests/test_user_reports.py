@@ -1,0 +1,42 @@
+"""Cases a new user hit when trying the README as written (each was wrong before its fix)."""
+
+from __future__ import annotations
+
+from verify.evidence import Context
+from verify.proofs import registry
+from verify.proofs.model import run_claim
+
+
+def _run(claim_id: str, layers=("symbolic", "solver", "numeric"), **raw):
+    c = registry.get(claim_id)
+    return run_claim(c, c.parse_params({k: str(v) for k, v in raw.items()}), Context(seed=0), layers)
+
+
+def test_theorem2_without_alibi_at_m_0_fails_with_an_explained_witness():
+    """At m = 0 the missing ALiBi distance changes nothing (IH's bias is 0 too), so the witness is explained
+    by the boundary terms and the claim FAILS (it was an unexplained-witness error, INCONCLUSIVE)."""
+    r = _run("kvshift24:theorem2", layers=("symbolic",), alibi="no", m=0)
+    assert (r.verdict, r.layer("symbolic").status) == ("FAILS", "refuted")
+    r = _run("kvshift24:theorem2", layers=("symbolic",), alibi="no", m="1/2")  # m > 0: still refuted
+    assert r.layer("symbolic").status == "refuted"
+
+
+def test_a_given_sequence_keeps_the_general_proof_for_the_paper_placement():
+    """With the paper's placement (no RoPE) the general proof decides the symbolic layer, and the given
+    input's exact result is reported beside it (a holding variant no longer turns INCONCLUSIVE)."""
+    r = _run("kvshift24:theorem2", fix="mask+scale", sequence="A B C A")
+    sym = r.layer("symbolic")
+    assert r.verdict == "HOLDS WITH FIX" and sym.status == "proved"
+    assert any("the given input A B C A" in d for d in sym.details)
+    # a RoPE placement has no general proof here: the input alone cannot prove it
+    r = _run("kvshift24:theorem2", layers=("symbolic",), fix="mask+scale", sequence="A B A C", rope="after-shift")
+    assert r.layer("symbolic").status in ("refuted", "inconclusive")
+
+
+def test_an_unknown_short_name_suggests_full_ids(capsys):
+    from verify.proofs.cli import main
+
+    assert main(["theorm2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "did you mean ws24:theorem2 or kvshift24:theorem2" in err
+    assert "characters)" not in err  # the list of known claims is not cut
