@@ -324,6 +324,7 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     ax.set_title(f"{fam.name}: kernel against the offset")
     ax.legend()
     buf = io.BytesIO()
+    fig.tight_layout()  # keeps the axis labels inside the image
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     atomic_write_bytes(out / "kernel.png", buf.getvalue(), "--plots")
@@ -341,6 +342,7 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     ax.set_ylabel("alpha_L")
     ax.set_title(f"{fam.name}, {fr.task.name}: alpha_L (head at L0 = {L0})")
     buf = io.BytesIO()
+    fig.tight_layout()  # keeps the axis labels inside the image
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     atomic_write_bytes(out / "alpha.png", buf.getvalue(), "--plots")
