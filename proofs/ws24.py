@@ -37,49 +37,24 @@ EQ14_SCOPE = ("Scope of the verdict: the matrix of Eq. 14 is taken as given; the
               "model's own induction score for it. Whether training produces Eq. 14 is not checked here.")
 MAX_BYTES = 8 * 2**30
 
-def _orientation() -> Any:
-    return param("as-written", "Eq. 13/14 as written; the matrix transposed (display kept); or read-score (matrix kept, "
-                 "the score read as query^T W_K key)", choices=ORIENTATIONS, variant=True)
-
-
 def _vmax(default: int, note: str = "") -> Any:
     return param(default, "vocabulary size bound of the symbolic concrete check and the solver layer (every V <= Vmax"
                  + note + ")", kind="int", minimum=1, maximum=16)
-
-
-# one factory per shared size (a dataclass field object cannot be shared between two classes)
-def _d() -> Any:
-    return param(1024, "embedding width of the numeric layer", kind="int", minimum=1)
-
-
-def _V() -> Any:
-    return param(64, "vocabulary size of the numeric layer", kind="int", minimum=2)
-
-
-def _T() -> Any:
-    return param(32, "sequence length of the Appendix C.2 data (numeric layer)", kind="int", minimum=3, maximum=4096)
-
-
-def _N() -> Any:
-    return param(1024, "number of sequences for the one-step gradient (numeric layer)", kind="int", minimum=1)
-
-
-def _eps() -> Any:
-    return param(Fraction(1, 16), "near-orthogonality bound |<x, y>| <= eps of the solver layer (rational, e.g. 1/16)",
-                 kind="rational", minimum=Fraction(0), maximum=Fraction(99, 100))
 
 
 @dataclass(frozen=True)
 class Theorem2Params(Params):
     """ws24:theorem2: the orientation variant, the solver's vocabulary bound, the numeric sizes, eps."""
 
-    orientation: str = _orientation()
+    orientation: str = param("as-written", "Eq. 13/14 as written; the matrix transposed (display kept); or read-score "
+                             "(matrix kept, the score read as query^T W_K key)", choices=ORIENTATIONS, variant=True)
     Vmax: int = _vmax(8)
-    d: int = _d()
-    V: int = _V()
-    T: int = _T()
-    N: int = _N()
-    eps: Fraction = _eps()
+    d: int = param(1024, "embedding width of the numeric layer", kind="int", minimum=1)
+    V: int = param(64, "vocabulary size of the numeric layer", kind="int", minimum=2)
+    T: int = param(32, "sequence length of the Appendix C.2 data (numeric layer)", kind="int", minimum=3, maximum=4096)
+    N: int = param(1024, "number of sequences for the one-step gradient (numeric layer)", kind="int", minimum=1)
+    eps: Fraction = param(Fraction(1, 16), "near-orthogonality bound |<x, y>| <= eps of the solver layer (rational, "
+                          "e.g. 1/16)", kind="rational", minimum=Fraction(0), maximum=Fraction(99, 100))
 
 
 @dataclass(frozen=True)

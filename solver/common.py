@@ -254,11 +254,6 @@ def provenance_numbers(prov: SolverProvenance, results: Sequence[ObligationResul
     }
 
 
-def solver_summary(results: Sequence[ObligationResult]) -> dict[str, Any]:
-    """:func:`provenance_numbers` of :func:`provenance` (display numbers for ``Evidence.numbers``)."""
-    return provenance_numbers(provenance(results), results)
-
-
 def solver_evidence(results: Sequence[ObligationResult], *, proved: str, refuted: tuple[str, Any] | None = None,
                     problems: Sequence[str] = (), **base: Any) -> Evidence:
     """The solver layer's Evidence from its obligations: the one status cascade every solver

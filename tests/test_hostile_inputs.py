@@ -342,7 +342,7 @@ def test_wrapper_maps_a_timeout_to_unknown_not_unsat():
 
     r = common.check("Fermat n = 3", build, timeout_ms=50, second_opinion=False, certify=False)
     assert r.answer == "unknown" and r.reason
-    summary = common.solver_summary([r])
+    summary = common.provenance_numbers(common.provenance([r]), [r])
     assert summary["second_way"]["neither"] == [] and summary["farkas_rechecked"] == 0
 
 

@@ -112,3 +112,15 @@ def test_a_claim_may_not_redeclare_a_common_option():
 def test_a_claim_of_another_paper_is_refused():
     with pytest.raises(ValueError, match="does not belong"):
         Paper(key="toy", title="t", claims=(_claim("other:sum"),))
+
+
+def test_reserved_option_names_are_the_claim_commands_common_options():
+    """The names a claim may not declare are exactly the options every claim command adds (plus help and
+    version): the two lists cannot drift apart."""
+    from verify.proofs.cli import _claim_command
+    from verify.proofs.model import RESERVED_OPTION_NAMES
+
+    cmd = _claim_command("ws24:prop4")
+    own = {o.name for o in registry.get("ws24:prop4").options}
+    common = {p.opts[0].lstrip("-") for p in cmd.params if p.opts[0].lstrip("-") not in own}
+    assert common | {"help", "version"} == set(RESERVED_OPTION_NAMES)
