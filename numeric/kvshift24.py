@@ -130,11 +130,6 @@ def _num_evaluate_many(X, fns, m, sigma) -> list[list[float]]:
 XCHECK_TOL = 1e-10
 
 
-def input_bytes(B: int, L: int, d: int) -> int:
-    """Memory of one batch of inputs (float64), for the validate hook."""
-    return 8 * B * (L + 1) * d * 3
-
-
 def sweep(var: Variant, L: int, d: int, B: int, V: int, seed: int,
           ms: Sequence[Fraction] = M_GRID, sigmas: Sequence[Fraction] = SIGMA_GRID) -> dict[tuple[Fraction, Fraction], float]:
     """max |KVSA - IH| (over batch and coordinates) for every (m, sigma) of the grid."""

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.constructions.pe import N_FREQ, Family, FloatArith, get_family, get_task
+from verify.constructions.pe import N_FREQ, Family, get_family, get_task, rand_block
 from verify.evidence import Figure
 from verify.numeric import pr26 as eng
 
@@ -119,8 +119,10 @@ def prop2_mc(L: int, L0: int = 20, trials: int = 8000, seed: int = 0, fits: int 
     per_fit_cond = []
     for f, W in enumerate(heads):
         idx = [t for t in range(trials) if t % fits == f]
-        F = torch.tensor([[fam.features(n, L0, FloatArith(_feature_seed(seed, L, t))) for n in range(L0, L)]
-                          for t in idx], dtype=DTYPE)              # (T, k, L0)
+        # phi(n) for n >= L0 is the untrained random feature (learned-absolute): fam.features(n, L0,
+        # FloatArith(_feature_seed(seed, L, t))), all slots of all trials drawn at once, bit for bit
+        F = torch.from_numpy(rand_block([(_feature_seed(seed, L, t), n) for t in idx for n in range(L0, L)], L0)
+                             ).reshape(len(idx), L - L0, L0)       # (T, k, L0)
         q = F[:, -1, :]                                             # phi(L-1)
         qW = q @ W                                                  # logit(L-1, j) = (phi^T W)_j for j < L0
         new = torch.einsum("ts,tns->tn", qW, F)                     # logit(L-1, j), j = L0..L-1

@@ -116,8 +116,12 @@ def _slope_if_signal(ts: list[int], vals: list[float]) -> float | None:
 
 def _prev_token_profile(fr: FrozenParts, W: torch.Tensor, tokens: torch.Tensor, pe: str) -> list[float]:
     """Mean over sequences of score1(t <- t-1) minus the mean of score1(t <- s), s < t-1, per t >= 2."""
-    S = layer1_scores(fr, W, tokens, pe).double()
-    T = tokens.shape[1]
+    return _profile_of_scores(layer1_scores(fr, W, tokens, pe).double())
+
+
+def _profile_of_scores(S: torch.Tensor) -> list[float]:
+    """:func:`_prev_token_profile` from layer-1 scores already computed, S of shape (N, T, T) float64."""
+    T = S.shape[1]
     out = []
     for t in range(2, T):
         prev = S[:, t, t - 1].mean()
@@ -302,7 +306,7 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     model_ok = abs(model_in_net - mean_chi) <= 2 * tau and model_in_net > 0
     probe = _theorem2_probe(con, fr, g, tokens, d)
     holds = disp_ok and model_ok and probe["ok"]
-    prof = _prev_token_profile(fr, W.float(), tokens, "rpe")
+    prof = _profile_of_scores(S)  # the same scores as the model check above (computed once)
     n_step, runs = LEARN_FULL if full else LEARN_DEFAULT
     learn = [learning_coefficients(V, T, n_step, runs, seed)]
     numbers = {

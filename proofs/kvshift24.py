@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS
+from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS, input_bytes
 from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
 from verify.evidence import Context, Evidence
 from verify.proofs.kvshift24_api import ALIBI_CHOICES
@@ -52,8 +52,6 @@ class Theorem2Params(Params):
 
 
 def _t2_validate(p: Mapping[str, Any]) -> None:
-    from verify.numeric.kvshift24 import input_bytes  # torch only at run time (import is light enough)
-
     if p["sigma"] <= 0:
         raise InputError(f"--sigma must be > 0 (it divides the scores), got {p['sigma']}")
     if p["L"] < 3:

@@ -600,11 +600,24 @@ def t1_layer1_mass(masks: T1Masks, s_max: int = 10) -> dict[str, Any]:
     rows = {}
     for s in range(2, s_max + 1):
         w = t1_layer1_weights(s, R, masks, sp.Integer(1)).get(s - 1, sp.Integer(0))
-        delta = sp.simplify(1 - w)
-        rows[s] = {"delta": delta, "delta_at_p_inf": sp.limit(delta, R, 0, "+"),
-                   "closed_form": sp.simplify(w - closed.subs(S, s)) == 0}
+        delta = sp.simplify(1 - w)  # simplify for the printed form only; the decisions below are exact on p/q
+        rows[s] = {"delta": delta, "delta_at_p_inf": _limit_at_zero(delta),
+                   "closed_form": sp.cancel(w - closed.subs(S, s)) == 0}
     return {"rows": rows, "closed_form_all": all(r["closed_form"] for r in rows.values()),
             "symbolic_s_identity": bool(ident), "limits_zero": all(r["delta_at_p_inf"] == 0 for r in rows.values())}
+
+
+def _limit_at_zero(f: sp.Expr) -> sp.Expr:
+    """lim_{r -> 0+} f for a rational function f of r: f's reduced form p/q (sympy ``cancel``, exact)
+    evaluated at r = 0 when q(0) != 0 (f is continuous there); sympy's ``limit`` otherwise.
+    ``cancel`` also decides the closed-form identities above: a rational function is 0 exactly
+    when its reduced numerator is the zero polynomial (the same decisions ``simplify(...) == 0``
+    made, at a fraction of its cost)."""
+    num, den = sp.fraction(sp.cancel(f))
+    q0 = den.subs(R, 0)
+    if q0 != 0:
+        return sp.simplify(num.subs(R, 0) / q0)
+    return sp.limit(f, R, 0, "+")
 
 
 def t1_table_matches_ih(masks: T1Masks, Ls: Sequence[int] = T1_TABLE_LS) -> dict[int, bool]:

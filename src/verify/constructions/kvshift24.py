@@ -371,6 +371,13 @@ def interval_coefficients(
     return out
 
 
+def input_bytes(B: int, L: int, d: int) -> int:
+    """Bytes of one numeric batch of inputs (float64: B sequences, L + 1 positions, width d, three
+    tensors), for the claims' input validation (here, not in the numeric layer, so that a refusal
+    never imports torch)."""
+    return 8 * B * (L + 1) * d * 3
+
+
 def canonical_sequences(L: int, V: int) -> Iterable[tuple[str, ...]]:
     """Token sequences of length L using exactly V distinct tokens A, B, C, ... in order of
     first occurrence (one representative per relabelling); induction prompts first

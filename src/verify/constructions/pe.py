@@ -145,6 +145,61 @@ def _rand_vec(seed: int, n: int, r: int) -> list[float]:
     return vec
 
 
+def rand_block(keys: Sequence[tuple[int, int]], r: int) -> Any:
+    """The untrained features of many slots at once: row i is, bit for bit, ``_rand_vec(seed, n, r)``
+    for ``(seed, n) = keys[i]`` (the scalar definition above stays the reference).
+
+    The same generator (``random.Random`` seeded with the same string: its SHA-512 scheme, written
+    out) hands out its 32-bit words in one ``getrandbits`` call per slot; the words become the
+    53-bit uniforms of ``random()`` and the pairwise Box-Muller of ``gauss`` in numpy, with
+    ``math.log``/``cos``/``sin`` mapped over the lists (numpy's own may differ in the last bit).
+    Every other step (integer assembly of the uniform, products, sqrt) is exactly rounded in both.
+
+    Args:
+        keys: ``(seed, n)`` per row; r: the feature dimension (>= 1).
+
+    Returns:
+        numpy float64 array of shape ``(len(keys), r)``.
+
+    Raises:
+        RuntimeError: the first or last row differs from the scalar definition (an interpreter
+            whose generator hands out its words otherwise; never silently different numbers).
+    """
+    import hashlib
+
+    import numpy as np
+
+    pairs = (r + 1) // 2  # gauss draws its normals in pairs: 2 uniforms = 4 words per pair
+    words = 4 * pairs
+    gen = random.Random()
+    c_seed = super(random.Random, gen).seed  # the C seeding of an int, as random.seed does after hashing a str
+    sha, from_bytes = hashlib.sha512, int.from_bytes
+    raw = bytearray()
+    for seed, n in keys:
+        text = f"pr26-untrained:{seed}:{n}:{r}".encode()
+        c_seed(from_bytes(text + sha(text).digest(), "big"))
+        raw += gen.getrandbits(32 * words).to_bytes(4 * words, "little")  # word i at bits 32 i: draw order
+    w = np.frombuffer(bytes(raw), dtype="<u4").astype(np.uint64).reshape(len(keys), pairs, 4)
+    u = ((w[..., 0::2] >> 5) * 67108864 + (w[..., 1::2] >> 6)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    x2pi = u[..., 0] * _TWOPI
+    flat = x2pi.ravel().tolist()
+
+    def mapped(fn: Callable[[float], float], xs: list[float]) -> Any:
+        return np.fromiter(map(fn, xs), dtype=np.float64, count=len(xs)).reshape(x2pi.shape)
+
+    g2rad = np.sqrt(-2.0 * mapped(math.log, (1.0 - u[..., 1]).ravel().tolist()))
+    cos, sin = mapped(math.cos, flat), mapped(math.sin, flat)
+    sigma = 1.0 / math.sqrt(r)
+    out = np.empty((len(keys), 2 * pairs))
+    out[:, 0::2] = 0.0 + (cos * g2rad) * sigma
+    out[:, 1::2] = 0.0 + (sin * g2rad) * sigma
+    out = out[:, :r]
+    for i in {0, len(keys) - 1} if keys else ():
+        if out[i].tolist() != list(_rand_vec(keys[i][0], keys[i][1], r)):
+            raise RuntimeError("rand_block differs from the scalar random features on this interpreter")
+    return out
+
+
 def _rand(seed: int, n: int, a: int, r: int) -> float:
     return _rand_vec(seed, n, r)[a]
 
