@@ -91,19 +91,11 @@ def _zero_timings(obj: Any) -> Any:
 HEAVY_KEYS = frozenset({"farkas_certificate"})
 
 
-def _strip_heavy(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip_heavy(v) for k, v in obj.items() if k not in HEAVY_KEYS}
-    if isinstance(obj, list):
-        return [_strip_heavy(v) for v in obj]
-    return obj
-
-
 def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
     """One claim variant as a JSON-ready dict (an element of ``results`` in ``verify/1``)."""
     layers = {}
     for ev in r.evidence:
-        d = _strip_heavy(ev.to_dict())
+        d = ev.to_dict(drop=HEAVY_KEYS)
         d.pop("layer")
         d.pop("figures", None)  # reported once, at the result level
         if not timings:

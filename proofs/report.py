@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from verify import __version__
 from verify.evidence import Layer, Status, to_jsonable
 from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, Verdict
-from verify.proofs.render import _strip_heavy, is_timing_key, untime
+from verify.proofs.render import HEAVY_KEYS, is_timing_key, untime
 
 __all__ = ["audit_markdown", "fmt_value"]
 
@@ -104,7 +104,7 @@ def _is_rows(v: Any) -> bool:
 
 
 def _certificate(cert: Any, timings: bool) -> list[str]:
-    cert = _scrub(to_jsonable(_strip_heavy(cert)), timings)
+    cert = _scrub(to_jsonable(cert, HEAVY_KEYS), timings)
     if isinstance(cert, dict):
         lines = ["Certificate (each solver obligation is answered independently: unsat = no counterexample "
                  "exists within the bound; sat = a model was found and re-checked):", ""]

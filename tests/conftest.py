@@ -15,10 +15,12 @@ torch.set_num_threads(2)
 
 @pytest.fixture(autouse=True)
 def _fresh_certificate_memo():
-    """Each test searches its own Farkas certificates (a fault injected into the search must not be
-    hidden by a certificate another test found)."""
-    from verify.solver import certify
+    """Each test searches its own Farkas certificates and solves its own obligations (a fault injected
+    into the search must not be hidden by a certificate or an answer another test found)."""
+    from verify.solver import certify, common
 
     certify._CERTIFIED.clear()
+    common._ANSWERED.clear()
     yield
     certify._CERTIFIED.clear()
+    common._ANSWERED.clear()

@@ -71,3 +71,81 @@ def test_no_claim_imports_torch_to_parse_or_refuse_options():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
+
+
+def test_prop2_block_features_equal_the_slot_by_slot_path():
+    import dataclasses
+
+    from verify.numeric.pr26_figures import _new_slot_features
+
+    fam = pe.FAMILIES["learned-absolute"]
+    wrapped = dataclasses.replace(fam, feature=lambda n, L0, ar: pe.learned_feature(n, L0, ar))  # not the built-in
+    seeds = [11, 12, 10**9 + 7]
+    block, slow = _new_slot_features(fam, 20, 26, seeds), _new_slot_features(wrapped, 20, 26, seeds)
+    assert block.shape == (3, 6, 20) and block.dtype == slow.dtype and torch_equal(block, slow)
+
+
+def torch_equal(a, b) -> bool:
+    return a.numpy().tobytes() == b.numpy().tobytes()
+
+
+# ----------------------------------------------------------------------------- the obligation memo
+
+
+def _counting(monkeypatch):
+    from verify.solver import common
+
+    calls = []
+    real = common._check_built
+
+    def counted(name, *a, **k):
+        calls.append(name)
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(common, "_check_built", counted)
+    return common, calls
+
+
+def _box(lo: int, hi: int):
+    import z3
+
+    def build(ctx):
+        x = z3.Real("x", ctx)
+        return [x >= lo, x <= hi]
+
+    return build
+
+
+def test_a_repeated_obligation_is_answered_once_with_the_same_result(monkeypatch):
+    common, calls = _counting(monkeypatch)
+    a = common.check("first", _box(2, 1), 5000)            # UNSAT, certified
+    b = common.check("second", _box(2, 1), 5000)           # the same text: reused
+    assert calls == ["first"]
+    assert (b.name, b.answer, b.certificate, b.seconds) == ("second", "unsat", a.certificate, 0.0)
+    assert b.certificate is not a.certificate              # a copy: editing one result never edits another
+    s1, s2 = common.check("sat", _box(1, 3), 5000), common.check("sat again", _box(1, 3), 5000)
+    assert s1.answer == s2.answer == "sat" and s1.model == s2.model and calls == ["first", "sat"]
+
+
+def test_the_memo_keys_on_the_text_and_the_settings(monkeypatch):
+    common, calls = _counting(monkeypatch)
+    assert common.check("a", _box(2, 1), 5000).answer == "unsat"
+    assert common.check("b", _box(1, 2), 5000).answer == "sat"             # other text: solved, other answer
+    common.check("c", _box(2, 1), 4000)                                   # other budget
+    common.check("d", _box(2, 1), 5000, certify=False)                    # no certificate asked
+    common.check("e", _box(2, 1), 5000, second_opinion="always")          # cvc5 asked
+    assert calls == ["a", "b", "c", "d", "e"]
+
+
+def test_an_unknown_answer_is_asked_again(monkeypatch):
+    import z3
+
+    common, calls = _counting(monkeypatch)
+
+    def fermat(ctx):
+        x, y, z = (z3.Int(n, ctx) for n in "xyz")
+        return [x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z]
+
+    for name in ("once", "twice"):
+        assert common.check(name, fermat, 50, second_opinion=False, certify=False).answer == "unknown"
+    assert calls == ["once", "twice"]

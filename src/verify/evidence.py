@@ -253,19 +253,21 @@ class Evidence:
         else:
             self.outcome = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, drop: frozenset[str] = frozenset()) -> dict[str, Any]:
         """A JSON-ready dict (sympy numbers and Fractions become strings/floats); the typed
-        ``solver`` slot is shown through ``numbers`` and left out here."""
-        d = dataclasses.asdict(self)
-        d.pop("solver", None)
-        return to_jsonable(d)
+        ``solver`` slot is shown through ``numbers`` and left out here.  Keys in ``drop`` are left
+        out at every depth (a report leaves out heavy certificates without converting them)."""
+        return to_jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "solver"},
+                           drop)
 
 
-def to_jsonable(obj: Any) -> Any:
-    """Convert nested values (sympy, Fraction, numpy, torch scalars) to JSON types.
+def to_jsonable(obj: Any, drop: frozenset[str] = frozenset()) -> Any:
+    """Convert nested values (dataclasses, sympy, Fraction, numpy, torch scalars) to JSON types.
 
     Exact rationals are written as strings ``"p/q"`` so that no precision is lost;
-    floats stay floats; anything else unknown becomes ``str(obj)``.
+    floats stay floats; a dataclass instance becomes the dict of its fields, in order (as
+    ``dataclasses.asdict`` gives, without its deep copy); anything else unknown becomes
+    ``str(obj)``.  Mapping keys in ``drop`` are left out at every depth.
     """
     if isinstance(obj, enum.Enum):
         return to_jsonable(obj.value)
@@ -278,9 +280,11 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, Fraction):
         return str(obj)
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
+        return {str(k): to_jsonable(v, drop) for k, v in obj.items() if str(k) not in drop}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
+        return [to_jsonable(v, drop) for v in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name), drop) for f in dataclasses.fields(obj)}
     # numpy / torch scalars
     item = getattr(obj, "item", None)
     if callable(item) and getattr(obj, "ndim", 1) == 0:

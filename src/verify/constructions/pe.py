@@ -245,7 +245,8 @@ def _onehot(a: int, r: int, ar: Any) -> list:
     return [ar.num(1 if b == a else 0) for b in range(r)]
 
 
-def _learned(n: int, L0: int, ar: Any) -> list:
+def learned_feature(n: int, L0: int, ar: Any) -> list:
+    """learned-absolute: one-hot e_n for the L0 trained slots, the untrained random feature beyond."""
     if n < L0:
         return _onehot(n, L0, ar)
     vec = getattr(ar, "rand_vec", None)
@@ -278,7 +279,7 @@ FAMILIES: dict[str, Family] = {
                "phi(i) = [1, i]"),
         Family("alibi", "relative", lambda L0: 2, lambda n, L0, ar: [ar.num(1), ar.num(n)],
                "relative kernel k(delta) = a - m delta (psi(delta) = [1, delta], w = [a, -m]); affine in delta"),
-        Family("learned-absolute", "absolute", lambda L0: L0, _learned,
+        Family("learned-absolute", "absolute", lambda L0: L0, learned_feature,
                "phi(i) = e_i (one-hot) for i < L0; positions i >= L0 get untrained random features N(0, I/L0)",
                trained_slots=True),
         Family("clamped-absolute", "absolute", lambda L0: L0,
