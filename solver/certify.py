@@ -3,7 +3,7 @@
 * :func:`farkas_certificate`: for an UNSAT obligation whose constraints are linear
   (over the reals, rational coefficients; one top-level disjunction allowed), extract
   the rows in exact rationals and find Farkas multipliers by solving the dual system
-  (an exact-rational LP feasibility query in a fresh z3 context).  The multipliers are
+  (an exact-rational LP feasibility query, written as SMT-LIB 2 text, in one fresh z3 context per certificate).  The multipliers are
   then checked by :mod:`verify.solver.recheck`, which imports no solver: the solver that
   found them is not trusted.
 * :func:`cvc5_opinion`: re-solve the same SMT-LIB 2 encoding with cvc5 (fixed seed,
@@ -168,78 +168,88 @@ def cases_of(constraints: Sequence[z3.BoolRef]) -> list[list[dict]]:
     return out
 
 
-def _core(rows: list[dict], timeout_ms: int) -> list[int] | None:
+def _real(q: str | Fraction) -> str:
+    """An exact rational as an SMT-LIB 2 real term (``(/ 3.0 4.0)``, ``(- 2.0)``)."""
+    f = Fraction(q)
+    mag = f"{abs(f.numerator)}.0" if f.denominator == 1 else f"(/ {abs(f.numerator)}.0 {f.denominator}.0)"
+    return f"(- {mag})" if f < 0 else mag
+
+
+def _sum(terms: list[str]) -> str:
+    return f"(+ {' '.join(terms)} 0.0)" if terms else "0.0"
+
+
+def _core(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[int] | None:
     """Indices of an infeasible subset of the rows (a z3 unsat core of the linear system,
     monomials read as plain variables), or None when the system is not found infeasible."""
-    ctx = z3.Context()
     s = z3.Solver(ctx=ctx)
     s.set("random_seed", 0)
     s.set("timeout", int(timeout_ms))
     s.set("core.minimize", True)
-    xs: dict[str, z3.ArithRef] = {}
-    lits = []
+    names = sorted({m for r in rows for m in r["coeffs"]})
+    index = {m: i for i, m in enumerate(names)}
+    lines = [f"(declare-fun x{i} () Real)" for i in range(len(names))]
+    lines += [f"(declare-fun row{i} () Bool)" for i in range(len(rows))]
     for i, r in enumerate(rows):
-        lhs = z3.Sum([z3.RealVal(a, ctx) * xs.setdefault(m, z3.Real(m, ctx)) for m, a in r["coeffs"].items()]) \
-            if r["coeffs"] else z3.RealVal(0, ctx)
-        rhs = z3.RealVal(r["rhs"], ctx)
-        atom = {"<=": lhs <= rhs, "<": lhs < rhs, "=": lhs == rhs}[r["op"]]
-        lit = z3.Bool(f"row{i}", ctx)
-        s.assert_and_track(atom, lit)
-        lits.append(lit)
-    if s.check() != z3.unsat:
+        lhs = _sum([f"(* {_real(a)} x{index[m]})" for m, a in r["coeffs"].items()])
+        lines.append(f"(assert (=> row{i} ({r['op']} {lhs} {_real(r['rhs'])})))")
+    s.from_string("\n".join(lines))
+    lits = [z3.Bool(f"row{i}", ctx) for i in range(len(rows))]
+    if s.check(*lits) != z3.unsat:
         return None
     core = {str(c) for c in s.unsat_core()}
     return [i for i in range(len(rows)) if f"row{i}" in core]
 
 
-def _multipliers(rows: list[dict], timeout_ms: int) -> list[Fraction] | None:
+def _multipliers(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[Fraction] | None:
     """Farkas multipliers for an infeasible row system, or None when none is found.
 
     The dual LP is solved on an unsat core of the rows (the other rows get multiplier
     0), which keeps large encodings (pr26 Prop. 1 has thousands of margin rows) cheap.
     """
     if len(rows) > 40:
-        core = _core(rows, timeout_ms)
+        core = _core(rows, timeout_ms, ctx)
         if core is None:
             return None
         # product rows reference their factors, which need not be in the core; that is
         # fine: the checker re-derives each product row from the full row list
-        sub = _multipliers_on([rows[i] for i in core], timeout_ms)
+        sub = _multipliers_on([rows[i] for i in core], timeout_ms, ctx)
         if sub is not None:
             full = [Fraction(0)] * len(rows)
             for i, y in zip(core, sub):
                 full[i] = y
             return full
-    return _multipliers_on(rows, timeout_ms)
+    return _multipliers_on(rows, timeout_ms, ctx)
 
 
-def _multipliers_on(rows: list[dict], timeout_ms: int) -> list[Fraction] | None:
-    ctx = z3.Context()
+def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[Fraction] | None:
+    """The dual LP of Farkas' lemma, written as SMT-LIB 2 text and parsed by z3 in ``ctx`` (one
+    C call instead of a Python call per term): y >= 0 on the inequality rows, y^T A = 0, and
+    y^T b <= -1 ("negative") or y^T b <= 0 with the strict rows' y summing to >= 1 ("strict")."""
     variables = sorted({v for r in rows for v in r["coeffs"]})
+    base = [f"(declare-fun y{i} () Real)" for i in range(len(rows))]
+    base += [f"(assert (>= y{i} 0.0))" for i, r in enumerate(rows) if r["op"] != "="]
+    for v in variables:
+        terms = ["(* y%d %s)" % (i, _real(r["coeffs"][v])) for i, r in enumerate(rows) if v in r["coeffs"]]
+        base.append(f"(assert (= {_sum(terms)} 0.0))")
+    rhs = _sum([f"(* y{i} {_real(r['rhs'])})" for i, r in enumerate(rows)])
+    strict = [f"y{i}" for i, r in enumerate(rows) if r["op"] == "<"]
     for mode in ("negative", "strict"):
+        if mode == "negative":
+            goal = [f"(assert (<= {rhs} (- 1.0)))"]
+        elif strict:
+            goal = [f"(assert (<= {rhs} 0.0))", f"(assert (>= {_sum(strict)} 1.0))"]
+        else:
+            continue
         s = z3.Solver(ctx=ctx)
         s.set("random_seed", 0)
         s.set("timeout", int(timeout_ms))
-        ys = [z3.Real(f"y{i}", ctx) for i in range(len(rows))]
-        for y, r in zip(ys, rows):
-            if r["op"] != "=":
-                s.add(y >= 0)
-        for v in variables:
-            terms = [y * z3.RealVal(r["coeffs"][v], ctx) for y, r in zip(ys, rows) if v in r["coeffs"]]
-            s.add(z3.Sum(terms) == 0 if terms else z3.BoolVal(True, ctx))
-        rhs = z3.Sum([y * z3.RealVal(r["rhs"], ctx) for y, r in zip(ys, rows)]) if rows else z3.RealVal(0, ctx)
-        if mode == "negative":
-            s.add(rhs <= -1)
-        else:
-            strict = [y for y, r in zip(ys, rows) if r["op"] == "<"]
-            if not strict:
-                continue
-            s.add(rhs <= 0, z3.Sum(strict) >= 1)
+        s.from_string("\n".join(base + goal))
         if s.check() == z3.sat:
             m = s.model()
             out = []
-            for y in ys:
-                val = m.eval(y, model_completion=True)
+            for i in range(len(rows)):
+                val = m.eval(z3.Real(f"y{i}", ctx), model_completion=True)
                 out.append(Fraction(val.numerator_as_long(), val.denominator_as_long()))
             return out
     return None
@@ -297,16 +307,17 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
         _CERTIFIED.move_to_end(key)
         return copy.deepcopy(hit)
     out_cases = []
+    lp = z3.Context()  # one fresh context for every LP of this certificate: a function of its rows alone
     for rows in cases:
         ys = None
         if core is not None and len(cases) == 1:  # an unsat core from the solve itself
-            sub = _multipliers_on([rows[i] for i in core], timeout_ms)
+            sub = _multipliers_on([rows[i] for i in core], timeout_ms, lp)
             if sub is not None:
                 ys = [Fraction(0)] * len(rows)
                 for i, y in zip(core, sub):
                     ys[i] = y
         if ys is None:
-            ys = _multipliers(rows, timeout_ms)
+            ys = _multipliers(rows, timeout_ms, lp)
         if ys is None:
             return {"kind": "farkas", "cases": [], "encoding_sha256": encoding_hash(cases), "checked": False,
                     "check": "no multipliers found (the case may be feasible, or the LP timed out)"}
@@ -322,7 +333,7 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
 
 
 #: certificates that passed the exact re-check, by (encoding hash, unsat core, budget).  A pure memo:
-#: the search is deterministic for the same rows and core (fixed seed, fresh context), so a hit returns
+#: the search is deterministic for the same rows and core (fixed seed, one fresh context per certificate), so a hit returns
 #: what a new search would, and the variants of a claim (which share many obligations) pay once.
 _CERTIFIED: "collections.OrderedDict[tuple[str, tuple[int, ...] | None, int], dict[str, Any]]" = \
     collections.OrderedDict()

@@ -153,13 +153,14 @@ def check(
     policy = {True: "always", False: "never"}.get(policy, policy)  # type: ignore[arg-type]
     for c in constraints:
         s.add(c)
-    key = (hashlib.sha256(s.sexpr().encode()).hexdigest(), seed, int(timeout_ms), bool(certify), policy,
+    text = s.to_smt2()  # the SMT-LIB 2 benchmark: the memo's key, and what cvc5 is given
+    key = (hashlib.sha256(text.encode()).hexdigest(), seed, int(timeout_ms), bool(certify), policy,
            sat_rechecked, rows is not None)
     hit = _ANSWERED.get(key)
     if hit is not None:  # the same SMT-LIB text under the same settings was answered in this process
         _ANSWERED.move_to_end(key)
         return dataclasses.replace(copy.deepcopy(hit), name=name, seconds=0.0, certify_seconds=0.0)
-    res = _check_built(name, ctx, s, constraints, timeout_ms, seed, policy, certify, rows, sat_rechecked)
+    res = _check_built(name, ctx, s, text, constraints, timeout_ms, seed, policy, certify, rows, sat_rechecked)
     if res.answer != "unknown":  # an unknown (a budget ran out) is asked again, never replayed
         _ANSWERED[key] = copy.deepcopy(res)
         while len(_ANSWERED) > _ANSWERED_MAX:
@@ -177,8 +178,8 @@ _ANSWERED: "collections.OrderedDict[tuple[Any, ...], ObligationResult]" = collec
 _ANSWERED_MAX = 2048
 
 
-def _check_built(name: str, ctx: z3.Context, s: z3.Solver, constraints: list[z3.BoolRef], timeout_ms: int, seed: int,
-                 policy: str, certify: bool, rows: Callable[[], list[list[dict]]] | None,
+def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraints: list[z3.BoolRef], timeout_ms: int,
+                 seed: int, policy: str, certify: bool, rows: Callable[[], list[list[dict]]] | None,
                  sat_rechecked: bool) -> ObligationResult:
     """:func:`check` after the memo: solve, certify, second opinion."""
     exact_cases = rows() if rows is not None else None
@@ -229,7 +230,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, constraints: list[z3.
         from verify.solver.certify import cvc5_opinion
 
         budget = min(timeout_ms, SECOND_OPINION_CERTIFIED_MS if certified else SECOND_OPINION_MS)
-        res.smt2_text = s.to_smt2()
+        res.smt2_text = smt2
         res.second_answer, res.second_reason = cvc5_opinion(res.smt2_text, budget, seed)
         if {res.answer, res.second_answer} == {"sat", "unsat"}:
             res.disagreement = f"z3 says {res.answer}, cvc5 says {res.second_answer}"
