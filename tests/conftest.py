@@ -15,12 +15,14 @@ torch.set_num_threads(2)
 
 @pytest.fixture(autouse=True)
 def _fresh_certificate_memo():
-    """Each test searches its own Farkas certificates and solves its own obligations (a fault injected
-    into the search must not be hidden by a certificate or an answer another test found)."""
+    """Each test searches its own Farkas certificates, solves its own obligations and fits its own heads
+    (a fault injected into the search must not be hidden by a result another test found)."""
+    from verify.numeric import pr26
     from verify.solver import certify, common
 
-    certify._CERTIFIED.clear()
-    common._ANSWERED.clear()
+    memos = (certify._CERTIFIED, common._ANSWERED, pr26._FITTED)
+    for memo in memos:
+        memo.clear()
     yield
-    certify._CERTIFIED.clear()
-    common._ANSWERED.clear()
+    for memo in memos:
+        memo.clear()

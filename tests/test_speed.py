@@ -149,3 +149,43 @@ def test_an_unknown_answer_is_asked_again(monkeypatch):
     for name in ("once", "twice"):
         assert common.check(name, fermat, 50, second_opinion=False, certify=False).answer == "unknown"
     assert calls == ["once", "twice"]
+
+
+# ----------------------------------------------------------------------------- pr26: fits and row scans
+
+
+def test_a_repeated_fit_is_the_same_head_and_a_copy(monkeypatch):
+    from verify.numeric import pr26 as eng
+
+    calls = []
+    real = eng._fit
+    monkeypatch.setattr(eng, "_fit", lambda *a: calls.append(a[:4]) or real(*a))
+    fam, task = pe.get_family("rope"), pe.get_task("prev")
+    a = eng.fit(fam, task, 12, 0, steps=30)
+    b = eng.fit(fam, task, 12, 0, steps=30)
+    assert len(calls) == 1 and torch_equal(a.param, b.param) and a.param is not b.param
+    b.param.zero_()                                          # a caller's edit stays its own
+    assert torch_equal(eng.fit(fam, task, 12, 0, steps=30).param, a.param)
+    eng.fit(fam, task, 12, 1, steps=30)                      # another seed: fitted
+    eng.fit(pe.get_family("alibi"), task, 12, 0, steps=30)   # another family: fitted
+    assert len(calls) == 3
+
+
+def test_relative_rows_read_the_kernel_as_the_index_formula_did():
+    import torch
+
+    from verify.numeric import pr26 as eng
+
+    fam, task = pe.get_family("free-relative"), pe.get_task("prev")
+    w = torch.randn(fam.param_shape(8), generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    rows = list(range(8, 40))
+    ev = eng.evaluate_rows(fam, task, w, 8, 40, rows, chunk=7, exact_ties=False)
+    feats = eng.feature_matrix(fam, 40, 8, 0)
+    kern = feats @ w
+    idx = torch.tensor(rows)
+    P = kern[(idx[:, None] - torch.arange(40)[None, :]).clamp(min=0)].masked_fill(
+        torch.arange(40)[None, :] > idx[:, None], float("-inf"))
+    assert torch.equal(ev.argmax, P.argmax(dim=1))
+    tgt = idx - 1
+    lt = P.gather(1, tgt[:, None]).squeeze(1)
+    assert torch.equal(ev.margin, lt - P.scatter(1, tgt[:, None], float("-inf")).max(dim=1).values)
