@@ -237,7 +237,7 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
     lr = LR if lr is None else lr
     if steps < 1 or not lr > 0 or weight_decay < 0:
         raise ValueError(f"need steps >= 1, lr > 0, weight decay >= 0; got {steps}, {lr}, {weight_decay}")
-    key = (family, task, L0, seed, steps, lr, weight_decay, init_std, selection)
+    key: tuple[Any, ...] | None = (family, task, L0, seed, steps, lr, weight_decay, init_std, selection)
     try:
         hit = _FITTED.get(key)
     except TypeError:  # a user's family or task with unhashable fields: no memo
