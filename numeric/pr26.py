@@ -239,7 +239,7 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
         raise ValueError(f"need steps >= 1, lr > 0, weight decay >= 0; got {steps}, {lr}, {weight_decay}")
     key: tuple[Any, ...] | None = (family, task, L0, seed, steps, lr, weight_decay, init_std, selection)
     try:
-        hit = _FITTED.get(key)
+        hit = _FITTED.get(key) if key is not None else None
     except TypeError:  # a user's family or task with unhashable fields: no memo
         key, hit = None, None
     if hit is None:
