@@ -38,6 +38,7 @@ an UNSAT from z3 alone leaves the layer inconclusive, never proved.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -134,8 +135,10 @@ def _is_psd(gram: Callable[[Vec, Vec], Fraction], family: Sequence[Vec]) -> bool
     return bool(M.is_positive_semidefinite)
 
 
+@functools.lru_cache(maxsize=256)
 def _threshold(s0_aw: Fraction, B_aw: sp.Expr, s0_tr: Fraction, B_tr: sp.Expr) -> sp.Expr | None:
-    """The smallest eps > 0 where s0_aw + B_aw(eps) = s0_tr - B_tr(eps) (None: never)."""
+    """The smallest eps > 0 where s0_aw + B_aw(eps) = s0_tr - B_tr(eps) (None: never).  Memoized: an
+    exact function of its (immutable) arguments; ws24's solver layers ask 42 times for 13 of them."""
     gap = _sym(s0_tr) - _sym(s0_aw)
     if gap <= 0:
         return sp.Integer(0)
