@@ -265,6 +265,12 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
 _FITTED: dict[tuple[Any, ...], FitResult] = {}
 
 
+def forget_fits() -> None:
+    """Drop every memoized head (for a caller that changes the fit's code mid-process, e.g. a test
+    injecting a fault between two runs)."""
+    _FITTED.clear()
+
+
 class MinNormError(ValueError):
     """The min-norm selection has no certified solution (infeasible margin-1 system or no convergence).
 

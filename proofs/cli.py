@@ -248,11 +248,13 @@ def _claim_command(name: str) -> click.Command:
     # click keyword names cannot hold '-': a claim option 'weight-decay' travels as weight_decay
     dest = {o.name.replace("-", "_"): o.name for o in seen.values()}
     params = [click.Option([o.flag, o.name.replace("-", "_")], default=None, help=_help(o)) for o in seen.values()]
+    params.append(click.Option(["--serial", "__serial"], is_flag=True, default=False, help=SERIAL_HELP))
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
                  brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
                  cache_dir: str | None, **raw: Any) -> None:
+        serial = bool(raw.pop("__serial", False))
         raw = {dest.get(k, k): v for k, v in raw.items()}
         given = [k for k, v in raw.items() if v is not None]
         if "[" in name:  # a run id as printed by 'verify all' / JUnit: ws24:theorem2[transposed]
@@ -274,9 +276,10 @@ def _claim_command(name: str) -> click.Command:
         lay = parse_layers(layers)
         _preflight(seed, timeout, junit, plots, certificates)
         _require_checks(claim, lay)
+        n_jobs = 1 if serial else _jobs(CLAIM_JOBS)
         prog = _Progress(quiet)
         with prog.running() as progress:
-            result = run_claim(claim, p, _context(seed, timeout, progress, full, cache_dir), lay)
+            (result,) = _run_planned([(claim, p)], _context(seed, timeout, progress, full, cache_dir), lay, n_jobs)
         code = result.exit_code
         _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
@@ -379,17 +382,18 @@ def _worker_init(threads: int) -> None:
     """Each worker process gets its share of the cores for torch (no oversubscription), and
     leaves without tearing its modules down: a worker exits only after the pool's shutdown,
     when every result it computed has been written to the result pipe, and the interpreter's
-    teardown of torch, sympy and z3 took about 0.6 s of every ``verify all`` (measured)."""
+    teardown of torch, sympy and z3 took about 0.6 s of every ``verify all`` (measured).
+
+    torch is not imported here (1.1-1.4 s): a worker that runs only symbolic and solver layers
+    never pays for it, and torch reads its thread count from ``OMP_NUM_THREADS`` when a layer
+    first imports it."""
     import atexit
+    import sys
 
     atexit.register(os._exit, 0)  # exit handlers run last-registered first: the libraries' own ones still run
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    try:
-        import torch
-
-        torch.set_num_threads(threads)
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
+    if "torch" in sys.modules:  # a forked worker: torch is already loaded, its pool not yet sized
+        sys.modules["torch"].set_num_threads(threads)
 
 
 def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Context, layer: str,
@@ -407,6 +411,10 @@ def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str]
     return lambda msg: progress(f"[{i}/{n}] {msg}")
 
 
+#: the order a claim's layers are handed to the workers
+SUBMIT_ORDER = ("solver", "numeric", "symbolic")
+
+
 def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
                  jobs: int) -> list[ClaimResult]:
     """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
@@ -419,7 +427,8 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     other claim (a test's stand-in) runs in this process."""
     base = ctx.progress
     n = len(planned)
-    if jobs <= 1 or n <= 1 or not all(_registered(c) for c, _ in planned):
+    tasks = {(c.id, layer) for c, _ in planned for layer in c.checked_layers(layers)}
+    if jobs <= 1 or len(tasks) <= 1 or not all(_registered(c) for c, _ in planned):
         out = []
         for i, (c, p) in enumerate(planned, 1):
             step = ctx if base is None else ctx.replace(progress=_numbered(base, i, n))
@@ -430,7 +439,9 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
 
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (c, _) in enumerate(planned):
-        for layer in c.checked_layers(layers):
+        # a claim's solver and numeric layers go first: they are its long ones, and the symbolic one
+        # (usually short) fills in behind them (the order of work changes no result)
+        for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
             groups.setdefault((c.id, layer), []).append(i)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
@@ -519,6 +530,12 @@ def _load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], str]]
     return load_expectations(path)
 
 
+#: worker processes of ``verify CLAIM`` (None: one per core).  The test suite sets 1: its in-process
+#: fault injections (monkeypatch) would not reach worker processes.
+CLAIM_JOBS: int | None = None
+
+SERIAL_HELP = ("run the claim's layers one after another in this process (default: side by side on worker "
+               "processes, one per core, when more than one layer runs); the output does not depend on it")
 JOBS_HELP = ("claim variants run concurrently on this many worker processes (default: the number of cores; "
              "1 runs in this process); the output does not depend on it")
 

@@ -364,7 +364,7 @@ class Claim:
 
 #: option names every claim command already has (the CLI's common options); a claim may not declare them
 RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "junit",
-                                   "plots", "certificates", "full", "cache-dir", "help", "version"})
+                                   "plots", "certificates", "full", "cache-dir", "serial", "help", "version"})
 
 
 @dataclass(frozen=True)

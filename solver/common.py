@@ -178,6 +178,16 @@ _ANSWERED: "collections.OrderedDict[tuple[Any, ...], ObligationResult]" = collec
 _ANSWERED_MAX = 2048
 
 
+def forget() -> None:
+    """Drop every memoized obligation answer and Farkas certificate of this process.  The memos are
+    pure for fixed code; a caller that changes a solver or checker mid-process (a test injecting a
+    fault between two runs) calls this so the second run solves afresh."""
+    from verify.solver import certify
+
+    _ANSWERED.clear()
+    certify._CERTIFIED.clear()
+
+
 def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraints: list[z3.BoolRef], timeout_ms: int,
                  seed: int, policy: str, certify: bool, rows: Callable[[], list[list[dict]]] | None,
                  sat_rechecked: bool) -> ObligationResult:

@@ -18,11 +18,20 @@ def _fresh_certificate_memo():
     """Each test searches its own Farkas certificates, solves its own obligations and fits its own heads
     (a fault injected into the search must not be hidden by a result another test found)."""
     from verify.numeric import pr26
-    from verify.solver import certify, common
+    from verify.solver import common
 
-    memos = (certify._CERTIFIED, common._ANSWERED, pr26._FITTED)
-    for memo in memos:
-        memo.clear()
+    common.forget()
+    pr26.forget_fits()
     yield
-    for memo in memos:
-        memo.clear()
+    common.forget()
+    pr26.forget_fits()
+
+
+@pytest.fixture(autouse=True)
+def _claims_in_this_process(monkeypatch):
+    """``verify CLAIM`` runs a claim's layers on worker processes by default; a test's monkeypatched
+    fault lives in this process, so claim commands run here (tests of the concurrent path run it in a
+    subprocess, or through ``verify all --jobs 2``)."""
+    from verify.proofs import cli
+
+    monkeypatch.setattr(cli, "CLAIM_JOBS", 1)

@@ -144,8 +144,10 @@ def test_no_certified_input_is_inconclusive_not_refuted(monkeypatch):
 
 def _cvc5_says(monkeypatch, answer):
     import verify.solver.certify as cert
+    import verify.solver.common as common
 
     monkeypatch.setattr(cert, "cvc5_opinion", lambda smt2, timeout_ms, seed=0: (answer, ""))
+    common.forget()  # answers memoized before the fault was injected must not hide it
 
 
 def test_z3_only_unsat_is_inconclusive(monkeypatch):

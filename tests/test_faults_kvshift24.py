@@ -534,8 +534,10 @@ def test_solver_witness_with_a_wrong_value_is_an_error(monkeypatch):
 def _cvc5_says(monkeypatch, answer: str):
     """Fault: the second solver answers ``answer`` on every obligation (a broken or disagreeing cvc5)."""
     import verify.solver.certify as cert
+    import verify.solver.common as common
 
     monkeypatch.setattr(cert, "cvc5_opinion", lambda smt2, timeout_ms, seed=0: (answer, ""))
+    common.forget()  # answers memoized before the fault was injected must not hide it
 
 
 def test_solver_proof_carries_typed_provenance_and_needs_a_second_way(monkeypatch):

@@ -325,7 +325,7 @@ def test_degree2_certificates_need_product_rows(monkeypatch):
     certified by Farkas multipliers over degree-2 product rows.  Without cvc5 the layer is
     proved on those certificates alone; with the product rows dropped no certificate exists,
     and an UNSAT from z3 alone must leave the layer inconclusive, not proved."""
-    from verify.solver import certify
+    from verify.solver import certify, common
 
     con = InductionKeyConstruction.uniform(2, "read-score")
     _z3_only(monkeypatch)
@@ -333,6 +333,7 @@ def test_degree2_certificates_need_product_rows(monkeypatch):
     assert ev.status == "proved", ev.summary
     assert ev.numbers["second_way"]["neither"] == [] and ev.numbers["second_way"]["cvc5_unsat"] == 0
     monkeypatch.setattr(certify, "with_products", lambda rows: rows)
+    common.forget()  # answers memoized before the fault was injected must not hide it
     ev = sol.check_eq14(con, F(1, 16), index_probe=False)
     assert ev.numbers["second_way"]["neither"], "an obligation with products was certified without product rows"
     assert ev.status == "inconclusive" and "z3 only" in ev.summary, ev.summary

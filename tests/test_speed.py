@@ -189,3 +189,23 @@ def test_relative_rows_read_the_kernel_as_the_index_formula_did():
     tgt = idx - 1
     lt = P.gather(1, tgt[:, None]).squeeze(1)
     assert torch.equal(ev.margin, lt - P.scatter(1, tgt[:, None], float("-inf")).max(dim=1).values)
+
+
+def test_a_claims_layers_run_side_by_side_and_the_parent_stays_light():
+    """`verify CLAIM` runs a claim's layers on worker processes; their evidence reaches the parent
+    without importing torch or sympy there (a torch version object in the evidence once made the
+    parent import torch, 1 s, after the work was done).  The output equals the serial run's."""
+    code = ("import contextlib, io, json, sys\n"
+            "from verify.proofs.cli import main\n"
+            "outs = []\n"
+            "for extra in ([], ['--serial']):\n"
+            "    buf = io.StringIO()\n"
+            "    with contextlib.redirect_stdout(buf):\n"
+            "        rc = main(['ws24:prop4', '--quiet', '--format', 'json', '--no-timings'] + extra)\n"
+            "    outs.append((rc, buf.getvalue()))\n"
+            "    if not extra:\n"
+            "        print('LIGHT', 'torch' in sys.modules, 'sympy' in sys.modules, file=sys.stderr)\n"
+            "print('SAME', outs[0] == outs[1], outs[0][0], file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    lines = [x for x in r.stderr.splitlines() if x.startswith(("LIGHT", "SAME"))]
+    assert lines == ["LIGHT False False", "SAME True 0"], r.stderr[-2000:]

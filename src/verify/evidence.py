@@ -404,7 +404,8 @@ def engine_versions(*names: str) -> dict[str, str]:
                 out["cvc5"] = version("cvc5")
             else:
                 mod = __import__(name)
-                out[name] = getattr(mod, "__version__", "?")
+                # a plain str: torch's TorchVersion would import torch into whatever unpickles the evidence
+                out[name] = str(getattr(mod, "__version__", "?"))
         except Exception:  # noqa: BLE001
             out[name] = "unavailable"
     return out
