@@ -99,19 +99,28 @@ def parse_spec(text: str) -> list[tuple[Claim, Mapping[str, Any]]]:
                 raise InputError(f"{text!r} sets --{k} twice")
             keyed[k] = v
         else:
-            if it in bare:
-                raise InputError(f"{text!r} names the variant {it!r} twice")
             bare.append(it)
     claim = _resolve(name, list(keyed), bare)
+    # a bare value fills the first variant option (in declaration order) that takes it and is not yet
+    # set: a run id lists its variant values in that order, so one value may name two options
+    # (kvshift24:decode[raw-key,correct,correct]: --rope-offset correct, --alibi-distance correct)
+    by_bare: set[str] = set()
     for value in bare:
         opts = [o for o in claim.options if o.variant and value in o.choices]
         if not opts:
             labels = [claim.variant_label(claim.parse_params(dict(v))) for v in claim.variants]
             raise InputError(f"{claim.id} has no variant {value!r}; variants: "
                              f"{', '.join(x for x in labels if x) or '(none)'}; or use name=value")
-        if opts[0].name in keyed and keyed[opts[0].name] != value:
-            raise InputError(f"{text!r} sets --{opts[0].name} twice")
-        keyed[opts[0].name] = value
+        free = [o for o in opts if o.name not in by_bare and o.name not in keyed]
+        if not free:
+            if all(o.name in by_bare for o in opts):
+                raise InputError(f"{text!r} names the variant {value!r} twice")
+            clash = next(o.name for o in opts if o.name in keyed)
+            if keyed[clash] != value:
+                raise InputError(f"{text!r} sets --{clash} twice")
+            continue
+        keyed[free[0].name] = value
+        by_bare.add(free[0].name)
     if every:
         fixed = [o.name for o in claim.options if o.variant and o.name in keyed]
         if fixed:

@@ -209,3 +209,17 @@ def test_a_claims_layers_run_side_by_side_and_the_parent_stays_light():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     lines = [x for x in r.stderr.splitlines() if x.startswith(("LIGHT", "SAME"))]
     assert lines == ["LIGHT False False", "SAME True 0"], r.stderr[-2000:]
+
+
+def test_every_run_id_parses_back_to_its_variant():
+    """A run id printed by `verify all` (and timed by the benchmark as `verify RUN_ID`) names the same
+    variant when pasted back: kvshift24:decode[raw-key,correct,correct] once failed ('correct' twice)."""
+    from verify.proofs import registry
+    from verify.proofs.specs import parse_spec, run_id
+
+    for claim in registry.all_claims():
+        for v in claim.variants:
+            params = claim.parse_params(dict(v))
+            rid = run_id(claim, params)
+            ((back, got),) = parse_spec(rid)
+            assert back is claim and dict(got) == dict(params), rid
