@@ -421,7 +421,9 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     library's ProcessPoolExecutor, spawn context), one task per (claim, layer) holding all of that
     claim's planned variants, so that the layers of one long claim run side by side while its
     variants still share cached work; each claim's evidence is assembled in layer order and its
-    verdict reached here, so results and their order do not depend on ``jobs``.
+    verdict reached here, so results and their order do not depend on ``jobs``.  One variant with
+    several layers (``verify CLAIM``) is spread the same way; a single task runs in this process.
+    Tasks are handed out claim by claim, each claim's layers in :data:`SUBMIT_ORDER`.
 
     Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
     other claim (a test's stand-in) runs in this process."""

@@ -11,6 +11,7 @@ import collections
 import copy
 import dataclasses
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -154,28 +155,43 @@ def check(
     for c in constraints:
         s.add(c)
     text = s.to_smt2()  # the SMT-LIB 2 benchmark: the memo's key, and what cvc5 is given
-    key = (hashlib.sha256(text.encode()).hexdigest(), seed, int(timeout_ms), bool(certify), policy,
+    order = _build_order(ctx, text, constraints)
+    key = (hashlib.sha256(text.encode()).hexdigest(), order, seed, int(timeout_ms), bool(certify), policy,
            sat_rechecked, rows is not None)
-    hit = _ANSWERED.get(key)
-    if hit is not None:  # the same SMT-LIB text under the same settings was answered in this process
+    hit = _ANSWERED.get(key) if order is not None else None
+    if hit is not None:  # the same obligation, built the same way, under the same settings: answered before
         _ANSWERED.move_to_end(key)
         return dataclasses.replace(copy.deepcopy(hit), name=name, seconds=0.0, certify_seconds=0.0)
     res = _check_built(name, ctx, s, text, constraints, timeout_ms, seed, policy, certify, rows, sat_rechecked)
-    if res.answer != "unknown":  # an unknown (a budget ran out) is asked again, never replayed
+    if res.answer != "unknown" and order is not None:  # an unknown (a budget ran out) is asked again
         _ANSWERED[key] = copy.deepcopy(res)
         while len(_ANSWERED) > _ANSWERED_MAX:
             _ANSWERED.popitem(last=False)
     return res
 
 
-#: answered obligations by (SHA-256 of the SMT-LIB 2 text, seed, budget, certify, second-opinion policy,
-#: SAT re-checked by the caller, exact rows given).  A pure memo: z3 in a fresh context with a fixed
-#: seed answers the same text the same way, so a hit returns what a new solve would (answer, model,
-#: certificate, cvc5's answer), with the caller's name and no time spent.  Measured on every repeated
-#: text of ws24's solver layers (71 groups across their variants): identical answers, models and
-#: multipliers when re-solved.  The variants of a claim share many obligations (ws24: 91 of 284).
+#: answered obligations by (SHA-256 of the SMT-LIB 2 text, build order, seed, budget, certify, second-
+#: opinion policy, SAT re-checked by the caller, exact rows given).  A pure memo: z3 in a fresh context
+#: with a fixed seed answers the same terms, created in the same order, the same way, so a hit returns
+#: what a new solve would (answer, model, certificate, cvc5's answer), with the caller's name and no
+#: time spent.  The text alone is not enough: the same text with its variables created in another order
+#: can get another model (seen in a review on random linear systems), hence :func:`_build_order`.  The
+#: variants of a claim share many obligations (ws24: 91 of 284).
 _ANSWERED: "collections.OrderedDict[tuple[Any, ...], ObligationResult]" = collections.OrderedDict()
 _ANSWERED_MAX = 2048
+_DECLARED = re.compile(r"^\(declare-fun (\|[^|]*\||[^\s|()]+) \(\) (Real|Int|Bool)\)$", re.M)
+
+
+def _build_order(ctx: z3.Context, text: str, constraints: Sequence[z3.BoolRef]) -> tuple[int, ...] | None:
+    """How the obligation was built, as far as z3's search can tell: the AST ids (creation order in
+    its fresh context) of every declared constant, in the text's order, and of every asserted
+    constraint.  None (no memo) when the text declares anything but Real, Int or Bool constants."""
+    declared = _DECLARED.findall(text)
+    if len(declared) != text.count("(declare-"):
+        return None
+    sorts = {"Real": z3.RealSort(ctx), "Int": z3.IntSort(ctx), "Bool": z3.BoolSort(ctx)}
+    ids = [z3.Const(n[1:-1] if n.startswith("|") else n, sorts[sort]).get_id() for n, sort in declared]
+    return tuple(ids + [c.get_id() for c in constraints])
 
 
 def forget() -> None:
