@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import sympy as sp
 
 from verify.constructions import kvshift24_pe as pe_mod
-from verify.constructions.kvshift24 import Variant, canonical_sequences, ih_terms, kvsa_terms
+from verify.constructions.kvshift24 import Variant, canonical_sequences, ih_terms, join_signed, kvsa_terms
 from verify.constructions.kvshift24 import evaluate as tt_evaluate
 from verify.constructions.kvshift24_pe import PE, Decode, decode, first_mismatch, full_forward, symbols_in_order
 from verify.evidence import Evidence, engine_versions
@@ -100,7 +100,7 @@ def fmt(vec: dict[str, Any], digits: int = 4) -> str:
         if abs(v) < 0.5 * 10 ** -digits:
             continue
         parts.append(s if abs(v - 1) < 0.5 * 10 ** -digits else f"{v:.{digits}g} {s}")
-    return " + ".join(parts) or "0"
+    return join_signed(parts)
 
 
 def ih_output(L: int, dot, sigma: sp.Expr, m: sp.Expr) -> dict[int, sp.Expr]:

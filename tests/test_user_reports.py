@@ -40,3 +40,16 @@ def test_an_unknown_short_name_suggests_full_ids(capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "did you mean ws24:theorem2 or kvshift24:theorem2" in err
     assert "characters)" not in err  # the list of known claims is not cut
+
+
+def test_printed_sums_and_expressions_read_as_written():
+    """Two leftovers of the README trial: a negative coefficient printed as '+ -0.25 B', and a parsed
+    target printed with the parser's own product ('i - 1*2')."""
+    from verify.constructions.features import expression_task, parse_expressions, shown
+    from verify.constructions.kvshift24 import fmt_vector, join_signed
+
+    assert fmt_vector({"A": 0.5, "B": -0.25, "C": 1}) == "0.5000 A - 0.2500 B + C"
+    assert join_signed(["-0.1 A", "-0.2 B", "0.3 C"]) == "-0.1 A - 0.2 B + 0.3 C" and join_signed([]) == "0"
+    assert expression_task("i - 2").description.startswith("t(i) = i - 2 ")
+    assert [shown(e) for e in parse_expressions("1, i/2 - 3, 2*i**2", ("i",), "--pe-features")] == \
+        ["1", "i/2 - 3", "2*i**2"]

@@ -428,8 +428,18 @@ def evaluate_table(exprs: Sequence[Any], var: str, n: int, flag: str = "--pe-fea
     return np.stack(cols, axis=1) if cols else np.zeros((n, 0))
 
 
+def shown(e: Any) -> str:
+    """An expression as a reader writes it: parsed with ``evaluate=False`` it keeps the parser's own
+    products (``i - 2`` is ``i - 1*2``); ``doit()`` folds those numeric leftovers for display only (the
+    expression evaluated by the layers is the parsed one)."""
+    try:
+        return str(e.doit())
+    except Exception:  # noqa: BLE001 - display only: the parsed form is still right
+        return str(e)
+
+
 def _short(e: Any) -> str:
-    s = str(e)
+    s = shown(e)
     return s if len(s) <= 40 else s[:37] + "..."
 
 
@@ -552,7 +562,7 @@ def _from_exprs(exprs: Sequence[Any], var: str, kind: str, name: str, source: st
     feats = _TableFeatures(dim, lambda n: evaluate_table(exprs, var, n), exact_fn if rational else None,
                            None if rational else mp_fn, iv_fn, sym_fn)
     desc = description or ((f"phi({var}) = [" if kind == "absolute" else f"psi({var}) = [")
-                           + ", ".join(str(e) for e in exprs) + "]")
+                           + ", ".join(shown(e) for e in exprs) + "]")
     fam = Family(name, kind, lambda L0: dim, feats, desc, rational=rational)
     note = ("exact: every feature is rational, logits and margins in fractions.Fraction" if rational else
             "irrational features: decisions re-checked by mpmath intervals; the solver uses the values rounded to "
@@ -774,7 +784,7 @@ def expression_task(target: str, rows: str | None = None) -> Task:
                 return i
         return L
 
-    desc = f"t(i) = {t_expr}" + (f" on rows i >= {r_expr}" if r_expr is not None else
+    desc = f"t(i) = {shown(t_expr)}" + (f" on rows i >= {shown(r_expr)}" if r_expr is not None else
                                   " on rows from the first whose target lies in 0..i")
     return Task(f"target({target.strip()[:40]})", first, tgt, desc, length_stable="L" not in names)
 

@@ -401,7 +401,7 @@ def canonical_sequences(L: int, V: int) -> Iterable[tuple[str, ...]]:
 
 
 def fmt_vector(coefs: dict[str, Any], digits: int = 4) -> str:
-    """The paper-notation vector 'c_A A + c_B B': coefficients to ``digits`` decimals,
+    """The paper-notation vector 'c_A A + c_B B - c_C C': coefficients to ``digits`` decimals,
     tokens in alphabetical (= first-occurrence) order, zero terms dropped, 1 shown bare."""
     parts = []
     for tok in sorted(coefs):
@@ -409,7 +409,18 @@ def fmt_vector(coefs: dict[str, Any], digits: int = 4) -> str:
         if abs(c) < 0.5 * 10**-digits:
             continue
         parts.append(tok if abs(c - 1) < 0.5 * 10**-digits else f"{c:.{digits}f} {tok}")
-    return " + ".join(parts) if parts else "0"
+    return join_signed(parts)
+
+
+def join_signed(terms: Sequence[str]) -> str:
+    """Terms joined as a sum, a negative one written with a minus: ['0.5 A', '-0.25 B'] ->
+    '0.5 A - 0.25 B' (not '+ -0.25 B'); no terms: '0'."""
+    if not terms:
+        return "0"
+    out = terms[0]
+    for t in terms[1:]:
+        out += f" - {t[1:]}" if t.startswith("-") else f" + {t}"
+    return out
 
 
 def outward(lo: Fraction, hi: Fraction, digits: int = 10) -> tuple[Fraction, Fraction]:
