@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import click
 
 from verify import __version__
-from verify.evidence import LAYERS, Context
+from verify.evidence import LAYERS, Context, Evidence
 from verify.proofs import registry
 from verify.proofs.inputs import (
     atomic_write_text,
@@ -438,6 +438,7 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
         return out
     import concurrent.futures as cf
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
 
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (c, _) in enumerate(planned):
@@ -456,7 +457,13 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
             ctx.note(f"[{done}/{len(futures)}] claim layers done ({jobs} jobs)")
         got: dict[tuple[int, str], Any] = {}
         for key, idx in groups.items():
-            for i, ev in zip(idx, futures[key].result()):
+            try:
+                evs = futures[key].result()
+            except BrokenProcessPool:  # a worker died (killed, out of memory, a crash in a library)
+                evs = [_lost(key[1]) for _ in idx]
+            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot travel back: visible, never dropped
+                evs = [Evidence(layer=key[1], status="error", summary=f"{type(exc).__name__}: {exc}") for _ in idx]
+            for i, ev in zip(idx, evs):
                 got[(i, key[1])] = ev
         out = []
         for i, (c, p) in enumerate(planned):
@@ -464,6 +471,15 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
                         for layer in LAYERS]
             out.append(finish_claim(c, p, evidence))
         return out
+
+
+def _lost(layer: str) -> Evidence:
+    """The evidence of a layer whose worker process died before answering: an error (the claim is
+    INCONCLUSIVE, never passed), saying how to rerun it."""
+    return Evidence(layer=layer, status="error",
+                    summary="the worker process running this layer died before answering (killed, out of memory or a "
+                            "crash inside a library); nothing was decided; rerun it alone, in this process, with "
+                            "'verify CLAIM --serial' (or 'verify all --jobs 1')")
 
 
 def _registered(c: Claim) -> bool:

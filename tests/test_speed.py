@@ -244,3 +244,25 @@ def test_every_run_id_parses_back_to_its_variant():
             rid = run_id(claim, params)
             ((back, got),) = parse_spec(rid)
             assert back is claim and dict(got) == dict(params), rid
+
+
+def test_a_worker_that_dies_leaves_the_claim_inconclusive():
+    """A worker process killed mid-run (out of memory, a crash in a library) turns its layers into
+    errors that say how to rerun: exit 3 and INCONCLUSIVE, never a traceback, never a verdict."""
+    code = ("import contextlib, io, multiprocessing, os, signal, sys, threading, time\n"
+            "from verify.proofs.cli import main\n"
+            "out, rc = io.StringIO(), []\n"
+            "def run():\n"
+            "    with contextlib.redirect_stdout(out):\n"
+            "        rc.append(main(['ws24:eq14[as-written]', '--quiet', '--brief']))\n"
+            "t = threading.Thread(target=run, daemon=True); t.start()\n"
+            "deadline = time.time() + 60\n"
+            "while not multiprocessing.active_children() and time.time() < deadline:\n"
+            "    time.sleep(0.01)\n"
+            "for p in multiprocessing.active_children():\n"
+            "    os.kill(p.pid, signal.SIGKILL)\n"
+            "t.join(120)\n"
+            "print('RC', rc, 'died' in out.getvalue(), 'INCONCLUSIVE' in out.getvalue(), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    line = [x for x in r.stderr.splitlines() if x.startswith("RC")]
+    assert line == ["RC [3] True True"], r.stderr[-2000:]
