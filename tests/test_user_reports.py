@@ -53,3 +53,17 @@ def test_printed_sums_and_expressions_read_as_written():
     assert expression_task("i - 2").description.startswith("t(i) = i - 2 ")
     assert [shown(e) for e in parse_expressions("1, i/2 - 3, 2*i**2", ("i",), "--pe-features")] == \
         ["1", "i/2 - 3", "2*i**2"]
+
+
+def test_showing_a_hostile_expression_never_computes_it():
+    """Display folds only small numeric leftovers: a refusal message quoting '9**9**9' must not compute
+    9**387420489 (sympy's doit() did, and hung the refusal)."""
+    import subprocess
+    import sys
+
+    code = ("from verify.constructions.features import parse_expressions, shown\n"
+            "for t in ('9**9**9', '2*9**9**9 + 3*i', '(9**9**9)*(1/2)'):\n"
+            "    (e,) = parse_expressions(t, ('i',), '--pe-features')\n"
+            "    print(shown(e))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.split("\n")[0] == "9**387420489", r.stdout + r.stderr

@@ -430,12 +430,34 @@ def evaluate_table(exprs: Sequence[Any], var: str, n: int, flag: str = "--pe-fea
 
 def shown(e: Any) -> str:
     """An expression as a reader writes it: parsed with ``evaluate=False`` it keeps the parser's own
-    products (``i - 2`` is ``i - 1*2``); ``doit()`` folds those numeric leftovers for display only (the
-    expression evaluated by the layers is the parsed one)."""
+    products (``i - 2`` is ``i - 1*2``), which this folds for display only (the layers evaluate the
+    parsed expression).  Only sums and products of literal numbers, and integer powers of them with
+    |exponent| <= 64, are folded: display never computes a hostile ``9**9**9``."""
     try:
-        return str(e.doit())
+        return str(_fold(e))
     except Exception:  # noqa: BLE001 - display only: the parsed form is still right
         return str(e)
+
+
+def _fold(e: Any) -> Any:
+    import sympy as sp
+
+    if not getattr(e, "args", ()):
+        return e
+    args = [_fold(a) for a in e.args]
+    if all(a.is_Number for a in args):
+        if e.is_Add or e.is_Mul:
+            return e.func(*args)
+        if e.is_Pow and args[1].is_Integer and abs(int(args[1])) <= 64 and args[0].is_Rational \
+                and max(abs(args[0].p), args[0].q) < 10**12:
+            return e.func(*args)
+    # re-evaluating a node is cheap and tidy (i*(1/3) -> i/3) unless a numeric power is still unfolded
+    # below it (a hostile one: evaluation would compute it)
+    hostile = any(p.is_Pow and p.base.is_Number and p.exp.is_Number
+                  for p in [e.func(*args, evaluate=False)] + [q for a in args for q in sp.preorder_traversal(a)])
+    if hostile and all(a is b for a, b in zip(args, e.args)):
+        return e
+    return e.func(*args, evaluate=not hostile)
 
 
 def _short(e: Any) -> str:
