@@ -70,6 +70,7 @@ Exit codes:
      verdict changed
   2  usage or input error (unknown claim, bad option, sizes that cannot fit)
   3  inconclusive (solver unknown, budget exhausted, a layer errored)
+  130  interrupted (Ctrl-C)
 """
 
 EXPECT_HELP = ("expectations for your own variants: JSON {\"ws24:theorem2[read-score]\": \"HOLDS WITH FIX\"} "
@@ -378,7 +379,7 @@ class RunAll:
     not_checked: list[str]
 
 
-def _worker_init(threads: int) -> None:
+def _worker_init(threads: int, parent: int | None = None) -> None:
     """Each worker process gets its share of the cores for torch (no oversubscription), and
     leaves without tearing its modules down: a worker exits only after the pool's shutdown,
     when every result it computed has been written to the result pipe, and the interpreter's
@@ -388,12 +389,27 @@ def _worker_init(threads: int) -> None:
     never pays for it, and torch reads its thread count from ``OMP_NUM_THREADS`` when a layer
     first imports it."""
     import atexit
+    import signal
     import sys
+    import threading
 
     atexit.register(os._exit, 0)  # exit handlers run last-registered first: the libraries' own ones still run
+    # Ctrl-C reaches the whole process group: the parent handles it (it stops the workers); a worker
+    # interrupted mid-task would leave the pool's queues locked and the parent waiting for ever
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if parent is not None:  # a worker whose parent is gone (killed) leaves instead of waiting on a dead pipe
+        threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     os.environ["OMP_NUM_THREADS"] = str(threads)
     if "torch" in sys.modules:  # a forked worker: torch is already loaded, its pool not yet sized
         sys.modules["torch"].set_num_threads(threads)
+
+
+def _orphan_watch(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Context, layer: str,
@@ -447,14 +463,23 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
         for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
             groups.setdefault((c.id, layer), []).append(i)
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
-                                initializer=_worker_init, initargs=(threads,)) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=_worker_init, initargs=(threads, os.getpid()))
+    try:
         # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
         futures = {key: pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx], ctx.replace(progress=None),
                                     key[1], tuple(layers))
                    for key, idx in groups.items()}
         for done, _ in enumerate(cf.as_completed(futures.values()), 1):
             ctx.note(f"[{done}/{len(futures)}] claim layers done ({jobs} jobs)")
+    except BaseException as exc:  # Ctrl-C (or any failure here): stop the workers now, never wait for their work
+        if isinstance(exc, KeyboardInterrupt):
+            _ignore_further_interrupts()
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    with pool:  # every future is done: the normal shutdown is immediate
         got: dict[tuple[int, str], Any] = {}
         for key, idx in groups.items():
             try:
@@ -471,6 +496,17 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
                         for layer in LAYERS]
             out.append(finish_claim(c, p, evidence))
         return out
+
+
+def _ignore_further_interrupts() -> None:
+    """After the first Ctrl-C the run is stopping: a second one (a terminal's repeated key, or a
+    signal sent to the whole process group) must not cut the cleanup and the one-line message short."""
+    import signal
+
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (an embedding program's): leave its handling alone
+        pass
 
 
 def _lost(layer: str) -> Evidence:

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import z3
 
+from verify.solver.common import solve
 from verify.solver.recheck import check_certificate, encoding_hash
 
 
@@ -195,7 +196,7 @@ def _core(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[int] | Non
         lines.append(f"(assert (=> row{i} ({r['op']} {lhs} {_real(r['rhs'])})))")
     s.from_string("\n".join(lines))
     lits = [z3.Bool(f"row{i}", ctx) for i in range(len(rows))]
-    if s.check(*lits) != z3.unsat:
+    if solve(s, *lits) != z3.unsat:
         return None
     core = {str(c) for c in s.unsat_core()}
     return [i for i in range(len(rows)) if f"row{i}" in core]
@@ -245,7 +246,7 @@ def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[
         s.set("random_seed", 0)
         s.set("timeout", int(timeout_ms))
         s.from_string("\n".join(base + goal))
-        if s.check() == z3.sat:
+        if solve(s) == z3.sat:
             m = s.model()
             out = []
             for i in range(len(rows)):

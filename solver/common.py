@@ -91,6 +91,21 @@ def fresh_solver(timeout_ms: int, seed: int = SOLVER_SEED, rlimit: int = 0) -> t
     return ctx, s
 
 
+def solve(s: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
+    """``s.check(*assumptions)``, except that a Ctrl-C z3 caught is raised as KeyboardInterrupt.
+
+    z3 handles SIGINT itself during a search: it cancels and answers unknown ("interrupted from
+    keyboard"), so the run would go on and report an inconclusive obligation instead of stopping.
+
+    Raises:
+        KeyboardInterrupt: the user interrupted the search.
+    """
+    ans = s.check(*assumptions)
+    if ans == z3.unknown and s.reason_unknown() == "interrupted from keyboard":
+        raise KeyboardInterrupt
+    return ans
+
+
 def to_fraction(val: z3.ExprRef) -> Fraction:
     """An exact Fraction from a z3 rational numeral (raises ValueError for algebraic numbers)."""
     if z3.is_rational_value(val):
@@ -212,7 +227,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
     track = (certify and exact_cases is not None and len(exact_cases) == 1
              and len(exact_cases[0]) == len(constraints))
     t0 = time.perf_counter()
-    ans = s.check()
+    ans = solve(s)
     secs = time.perf_counter() - t0
     res = ObligationResult(name=name, answer=str(ans), seconds=round(secs, 4), n_constraints=len(constraints))
     if ans == z3.sat:
@@ -234,7 +249,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
         s2.set("timeout", int(timeout_ms))
         for i, c in enumerate(constraints):
             s2.assert_and_track(c, z3.Bool(f"__row{i}", ctx))
-        if s2.check() == z3.unsat:
+        if solve(s2) == z3.unsat:
             names = {str(c) for c in s2.unsat_core()}
             core = [i for i in range(len(constraints)) if f"__row{i}" in names]
     t1 = time.perf_counter()

@@ -53,7 +53,17 @@ from verify.constructions.kvshift24 import (
 )
 from verify.constructions.kvshift24 import variant as variant_named
 from verify.evidence import Evidence, engine_versions
-from verify.solver.common import ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval, solver_evidence, to_fraction
+from verify.solver.common import (
+    ObligationResult,
+    check,
+    fresh_solver,
+    provenance,
+    provenance_numbers,
+    rval,
+    solve,
+    solver_evidence,
+    to_fraction,
+)
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
@@ -158,7 +168,7 @@ def _box_nonempty(X: Sequence[tuple], tables: Sequence[Sequence[Term]], m: Fract
     ctx, sol = fresh_solver(timeout_ms)
     cons, outs = _encode(ctx, X, tables, m, sigma, True)
     sol.add(*cons)
-    if sol.check() != z3.sat:
+    if solve(sol) != z3.sat:
         return False, []
     mdl = sol.model()
     return True, [[to_fraction(mdl.eval(e, model_completion=True)) for e in row] for row in outs]

@@ -49,7 +49,17 @@ from verify.constructions.kvshift24 import Variant, canonical_sequences
 from verify.constructions.kvshift24_pe import PE, Decode, Query, plane_exponent, symbols_in_order
 from verify.constructions.kvshift24_reference import exp_enclosure_sane
 from verify.evidence import Evidence, current_settings, engine_versions
-from verify.solver.common import ObligationResult, check, fresh_solver, provenance, provenance_numbers, rval, solver_evidence, to_fraction
+from verify.solver.common import (
+    ObligationResult,
+    check,
+    fresh_solver,
+    provenance,
+    provenance_numbers,
+    rval,
+    solve,
+    solver_evidence,
+    to_fraction,
+)
 
 #: interval context of the RoPE angles (outward rounding; no global mpmath setting is touched)
 _IV = MPIntervalContext()
@@ -168,7 +178,7 @@ def recheck_model(k: int, Lmax: int, var: Variant, pe: PE, dec: Decode, m: Fract
     if not differ:
         return None
     s.add(z3.Or(differ))
-    if s.check() != z3.sat:
+    if solve(s) != z3.sat:
         return None
     mdl = s.model()
     gval = {key: to_fraction(mdl.eval(v, model_completion=True)) for key, v in g.items()}

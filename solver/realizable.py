@@ -362,7 +362,7 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
     """
     import z3
 
-    from verify.solver.common import SOLVER_SEED, to_fraction
+    from verify.solver.common import SOLVER_SEED, solve, to_fraction
 
     t0 = time.perf_counter()
     r = family.dim(window)
@@ -406,7 +406,7 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
             s.minimize(total)
         else:
             s.add(total == count)
-        ans = s.check()
+        ans = solve(s)
         if ans != z3.sat:
             return str(ans), None
         m = s.model()

@@ -266,3 +266,49 @@ def test_a_worker_that_dies_leaves_the_claim_inconclusive():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     line = [x for x in r.stderr.splitlines() if x.startswith("RC")]
     assert line == ["RC [3] True True"], r.stderr[-2000:]
+
+
+def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) mid-run: exit 130, one line
+    'verify: aborted', no traceback, and the worker processes are gone (they once hung the run: a
+    worker interrupted inside the pool's queue left the parent waiting for ever)."""
+    import os
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "verify", "ws24:eq14"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(2.0)
+    os.killpg(p.pid, signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    left: list[str] = []
+    for _ in range(20):  # killed workers linger as zombies until reaped: only live ones count
+        time.sleep(0.25)
+        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "stat=,args="], capture_output=True, text=True).stdout
+        left = [x for x in ps.splitlines() if x.strip() and not x.strip().startswith("Z")]
+        if not left:
+            break
+    assert p.returncode == 130 and err.strip() == "verify: aborted" and left == [], (p.returncode, err[-1500:], left)
+
+
+def test_an_interrupted_z3_search_is_an_interrupt_not_an_unknown():
+    """z3 answers a Ctrl-C during a search with unknown ('interrupted from keyboard'); solve() raises it."""
+    import os
+    import signal
+    import threading
+
+    import z3
+
+    from verify.solver.common import solve
+
+    ctx = z3.Context()
+    s = z3.Solver(ctx=ctx)
+    x, y, z = (z3.Int(n, ctx) for n in "xyz")
+    s.add(x > 0, y > 0, z > 0, x * x * x + y * y * y == z * z * z)
+    threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        solve(s)
