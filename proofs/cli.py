@@ -344,7 +344,15 @@ def schema_cmd() -> None:
 @click.argument("claim")
 def show_cmd(claim: str) -> None:
     """Show a claim's statement, source, options, expectations and cost."""
-    c = registry.resolve(claim)
+    if "[" in claim:  # a run id as 'verify all' prints it: the claim it names
+        from verify.proofs.specs import parse_spec
+
+        named = parse_spec(claim)
+        if len({id(x) for x, _ in named}) != 1:
+            raise InputError(f"{claim!r} names {len(named)} claims; 'verify show' shows one")
+        c = named[0][0]
+    else:
+        c = registry.resolve(claim)
     click.echo(f"{c.id}: {c.title}")
     click.echo(f"  source:    {c.source}")
     click.echo(f"  statement: {c.statement}")

@@ -67,3 +67,12 @@ def test_showing_a_hostile_expression_never_computes_it():
             "    print(shown(e))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.split("\n")[0] == "9**387420489", r.stdout + r.stderr
+
+
+def test_show_takes_the_run_ids_verify_all_prints(capsys):
+    from verify.proofs.cli import main
+
+    assert main(["show", "kvshift24:decode[raw-key,correct,correct]"]) == 0
+    assert capsys.readouterr().out.startswith("kvshift24:decode: ")
+    assert main(["show", "ws24:theorem2[nope]"]) == 2
+    assert "has no variant 'nope'" in capsys.readouterr().err
