@@ -100,10 +100,10 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
                 body.append(f"witness ({ev.layer}): {ev.witness}")
             if wit:
                 body.append("")
-            body.append(result_text(r, verbose=True))
+            body.append(result_text(r, verbose=True, timings=timings))
             el.text = "\n".join(body)
         out = ET.SubElement(tc, "system-out")
-        out.text = result_text(r, verbose=False)
+        out.text = result_text(r, verbose=False, timings=timings)
     for rid in not_checked:
         tc = ET.SubElement(ts, "testcase", classname=rid.split(":", 1)[0], name=rid, time="0.000")
         ET.SubElement(tc, "skipped", message=f"{rid}: no check in the requested layers ({','.join(layers)})")

@@ -76,3 +76,16 @@ def test_show_takes_the_run_ids_verify_all_prints(capsys):
     assert capsys.readouterr().out.startswith("kvshift24:decode: ")
     assert main(["show", "ws24:theorem2[nope]"]) == 2
     assert "has no variant 'nope'" in capsys.readouterr().err
+
+
+def test_junit_without_timings_is_reproducible(tmp_path):
+    """--no-timings: the JUnit prose carries no wall times either (they made the file differ run to run)."""
+    import re
+
+    from verify.proofs.cli import main
+
+    paths = [tmp_path / f"j{k}.xml" for k in range(2)]
+    for p in paths:
+        assert main(["ws24:prop4", "--quiet", "--no-timings", "--junit", str(p)]) == 0
+    a, b = (p.read_text() for p in paths)
+    assert a == b and not re.search(r"\d\.\d\d s ", a)
