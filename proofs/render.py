@@ -154,8 +154,11 @@ def _status(ev) -> str:
 
 
 def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> str:
-    """The referee-readable text block for one claim variant (``timings=False``: no wall times)."""
-    lines = [f"{r.display_id}: {r.verdict}"]
+    """The referee-readable text block for one claim variant (``timings=False``: no wall times).  The
+    header is the run id (non-default sizes kept), so it can be pasted back as ``verify RUN_ID``."""
+    from verify.proofs.specs import run_id
+
+    lines = [f"{run_id(r.claim, r.params)}: {r.verdict}"]
     lines.append(f"  source:    {r.claim.source}")
     lines.append(f"  statement: {r.claim.statement}")
     if r.fix:

@@ -89,3 +89,10 @@ def test_junit_without_timings_is_reproducible(tmp_path):
         assert main(["ws24:prop4", "--quiet", "--no-timings", "--junit", str(p)]) == 0
     a, b = (p.read_text() for p in paths)
     assert a == b and not re.search(r"\d\.\d\d s ", a)
+
+
+def test_the_text_header_is_the_run_id_with_its_sizes(capsys):
+    from verify.proofs.cli import main
+
+    main(["ws24:theorem2[transposed,d=64]", "--layers", "symbolic", "--quiet", "--brief"])
+    assert capsys.readouterr().out.startswith("ws24:theorem2[transposed,d=64]: ")
