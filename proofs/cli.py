@@ -259,8 +259,11 @@ def _claim_command(name: str) -> click.Command:
         raw = {dest.get(k, k): v for k, v in raw.items()}
         given = [k for k, v in raw.items() if v is not None]
         if "[" in name:  # a run id as printed by 'verify all' / JUnit: ws24:theorem2[transposed]
-            from verify.proofs.specs import parse_spec
+            from verify.proofs.specs import parse_spec, split_specs
 
+            if len(split_specs(name)) > 1:
+                raise InputError(f"{name!r} names several claims; 'verify CLAIM' checks one (use 'verify all --expect "
+                                 "FILE' or the pytest plugin for several)")
             named = parse_spec(name)
             if len(named) != 1:
                 raise InputError(f"{name!r} names {len(named)} variants; 'verify CLAIM' checks one "

@@ -96,3 +96,10 @@ def test_the_text_header_is_the_run_id_with_its_sizes(capsys):
 
     main(["ws24:theorem2[transposed,d=64]", "--layers", "symbolic", "--quiet", "--brief"])
     assert capsys.readouterr().out.startswith("ws24:theorem2[transposed,d=64]: ")
+
+
+def test_a_claim_command_given_several_specs_says_it_checks_one(capsys):
+    from verify.proofs.cli import main
+
+    assert main(["ws24:theorem2[transposed],ws24:eq14"]) == 2
+    assert "'verify CLAIM' checks one" in capsys.readouterr().err
