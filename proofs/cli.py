@@ -456,8 +456,13 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     other claim (a test's stand-in) runs in this process."""
     base = ctx.progress
     n = len(planned)
-    tasks = {(c.id, layer) for c, _ in planned for layer in c.checked_layers(layers)}
-    if jobs <= 1 or len(tasks) <= 1 or not all(_registered(c) for c, _ in planned):
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (c, _) in enumerate(planned):
+        # a claim's solver and numeric layers go first: they are its long ones, and the symbolic one
+        # (usually short) fills in behind them (the order of work changes no result)
+        for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
+            groups.setdefault((c.id, layer), []).append(i)
+    if jobs <= 1 or len(groups) <= 1 or not all(_registered(c) for c, _ in planned):
         out = []
         for i, (c, p) in enumerate(planned, 1):
             step = ctx if base is None else ctx.replace(progress=_numbered(base, i, n))
@@ -467,12 +472,6 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     import multiprocessing
     from concurrent.futures.process import BrokenProcessPool
 
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (c, _) in enumerate(planned):
-        # a claim's solver and numeric layers go first: they are its long ones, and the symbolic one
-        # (usually short) fills in behind them (the order of work changes no result)
-        for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
-            groups.setdefault((c.id, layer), []).append(i)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
                                   initializer=_worker_init, initargs=(threads, os.getpid()))

@@ -3,9 +3,9 @@
 * :func:`farkas_certificate`: for an UNSAT obligation whose constraints are linear
   (over the reals, rational coefficients; one top-level disjunction allowed), extract
   the rows in exact rationals and find Farkas multipliers by solving the dual system
-  (an exact-rational LP feasibility query, written as SMT-LIB 2 text, in one fresh z3 context per certificate).  The multipliers are
-  then checked by :mod:`verify.solver.recheck`, which imports no solver: the solver that
-  found them is not trusted.
+  (an exact-rational LP feasibility query, written as SMT-LIB 2 text, in one fresh z3 context
+  per certificate).  The multipliers are then checked by :mod:`verify.solver.recheck`, which
+  imports no solver: the solver that found them is not trusted.
 * :func:`cvc5_opinion`: re-solve the same SMT-LIB 2 encoding with cvc5 (fixed seed,
   time limit) and report its answer; a disagreement with z3 is surfaced, never hidden.
 """
@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import z3
 
-from verify.solver.common import solve
+from verify.solver.common import seeded_solver, solve
 from verify.solver.recheck import check_certificate, encoding_hash
 
 
@@ -183,9 +183,7 @@ def _sum(terms: list[str]) -> str:
 def _core(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[int] | None:
     """Indices of an infeasible subset of the rows (a z3 unsat core of the linear system,
     monomials read as plain variables), or None when the system is not found infeasible."""
-    s = z3.Solver(ctx=ctx)
-    s.set("random_seed", 0)
-    s.set("timeout", int(timeout_ms))
+    s = seeded_solver(ctx, timeout_ms)
     s.set("core.minimize", True)
     names = sorted({m for r in rows for m in r["coeffs"]})
     index = {m: i for i, m in enumerate(names)}
@@ -212,15 +210,24 @@ def _multipliers(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[Fra
         core = _core(rows, timeout_ms, ctx)
         if core is None:
             return None
-        # product rows reference their factors, which need not be in the core; that is
-        # fine: the checker re-derives each product row from the full row list
-        sub = _multipliers_on([rows[i] for i in core], timeout_ms, ctx)
-        if sub is not None:
-            full = [Fraction(0)] * len(rows)
-            for i, y in zip(core, sub):
-                full[i] = y
+        full = _multipliers_on_core(rows, core, timeout_ms, ctx)
+        if full is not None:
             return full
     return _multipliers_on(rows, timeout_ms, ctx)
+
+
+def _multipliers_on_core(rows: list[dict], core: Sequence[int], timeout_ms: int, ctx: z3.Context
+                         ) -> list[Fraction] | None:
+    """Multipliers found on the rows ``core`` alone, every other row's multiplier 0 (None when the core's
+    dual LP has no solution).  Product rows reference their factors, which need not be in the core; that
+    is fine: the checker re-derives each product row from the full row list."""
+    sub = _multipliers_on([rows[i] for i in core], timeout_ms, ctx)
+    if sub is None:
+        return None
+    full = [Fraction(0)] * len(rows)
+    for i, y in zip(core, sub):
+        full[i] = y
+    return full
 
 
 def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[Fraction] | None:
@@ -242,9 +249,7 @@ def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[
             goal = [f"(assert (<= {rhs} 0.0))", f"(assert (>= {_sum(strict)} 1.0))"]
         else:
             continue
-        s = z3.Solver(ctx=ctx)
-        s.set("random_seed", 0)
-        s.set("timeout", int(timeout_ms))
+        s = seeded_solver(ctx, timeout_ms)
         s.from_string("\n".join(base + goal))
         if solve(s) == z3.sat:
             m = s.model()
@@ -312,11 +317,7 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
     for rows in cases:
         ys = None
         if core is not None and len(cases) == 1:  # an unsat core from the solve itself
-            sub = _multipliers_on([rows[i] for i in core], timeout_ms, lp)
-            if sub is not None:
-                ys = [Fraction(0)] * len(rows)
-                for i, y in zip(core, sub):
-                    ys[i] = y
+            ys = _multipliers_on_core(rows, core, timeout_ms, lp)
         if ys is None:
             ys = _multipliers(rows, timeout_ms, lp)
         if ys is None:
@@ -334,8 +335,9 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
 
 
 #: certificates that passed the exact re-check, by (encoding hash, unsat core, budget).  A pure memo:
-#: the search is deterministic for the same rows and core (fixed seed, one fresh context per certificate), so a hit returns
-#: what a new search would, and the variants of a claim (which share many obligations) pay once.
+#: the search is deterministic for the same rows and core (fixed seed, one fresh context per
+#: certificate), so a hit returns what a new search would, and the variants of a claim (which share
+#: many obligations) pay once.
 _CERTIFIED: "collections.OrderedDict[tuple[str, tuple[int, ...] | None, int], dict[str, Any]]" = \
     collections.OrderedDict()
 _CERTIFIED_MAX = 1024

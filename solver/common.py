@@ -83,12 +83,18 @@ def fresh_solver(timeout_ms: int, seed: int = SOLVER_SEED, rlimit: int = 0) -> t
         rlimit: z3 resource limit (0 = none).
     """
     ctx = z3.Context()
-    s = z3.Solver(ctx=ctx)
-    s.set("random_seed", seed)
-    s.set("timeout", int(timeout_ms))
+    s = seeded_solver(ctx, timeout_ms, seed)
     if rlimit:
         s.set("rlimit", int(rlimit))
     return ctx, s
+
+
+def seeded_solver(ctx: z3.Context, timeout_ms: int, seed: int = SOLVER_SEED) -> z3.Solver:
+    """A new solver in ``ctx`` with the fixed random seed and a wall-clock budget (ms)."""
+    s = z3.Solver(ctx=ctx)
+    s.set("random_seed", seed)
+    s.set("timeout", int(timeout_ms))
+    return s
 
 
 def solve(s: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
@@ -244,9 +250,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
     if track and ans == z3.unsat:
         # row i <-> constraint i: an unsat core names the rows a certificate needs (a
         # separate tracked solve, so that tracking never changes the answer or a model)
-        s2 = z3.Solver(ctx=ctx)
-        s2.set("random_seed", seed)
-        s2.set("timeout", int(timeout_ms))
+        s2 = seeded_solver(ctx, timeout_ms, seed)
         for i, c in enumerate(constraints):
             s2.assert_and_track(c, z3.Bool(f"__row{i}", ctx))
         if solve(s2) == z3.unsat:

@@ -57,22 +57,6 @@ def test_closed_form_decision_by_cancel_is_simplify_s():
                 assert (sp.cancel(w - closed) == 0) == (sp.simplify(w - closed) == 0)
 
 
-def test_no_claim_imports_torch_to_parse_or_refuse_options():
-    """Planning `verify all` parses every variant in the parent process: no torch there (it cost
-    1.5 s of every run when kvshift24:theorem2's size check imported the numeric layer)."""
-    code = ("import sys\n"
-            "from verify.proofs import registry\n"
-            "from verify.proofs.cli import main\n"
-            "for c in registry.all_claims():\n"
-            "    for v in c.variants:\n"
-            "        c.parse_params(dict(v))\n"
-            "assert main(['kvshift24:theorem2', '--L', '1000', '--d', '100000']) == 2\n"
-            "print(sorted(m for m in ('torch', 'sympy', 'z3') if m in sys.modules))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
-
-
 def test_prop2_block_features_equal_the_slot_by_slot_path():
     import dataclasses
 

@@ -453,8 +453,8 @@ def _fold(e: Any) -> Any:
             return e.func(*args)
     # re-evaluating a node is cheap and tidy (i*(1/3) -> i/3) unless a numeric power is still unfolded
     # below it (a hostile one: evaluation would compute it)
-    hostile = any(p.is_Pow and p.base.is_Number and p.exp.is_Number
-                  for p in [e.func(*args, evaluate=False)] + [q for a in args for q in sp.preorder_traversal(a)])
+    hostile = (e.is_Pow and all(a.is_Number for a in args)) or any(
+        p.is_Pow and p.base.is_Number and p.exp.is_Number for a in args for p in sp.preorder_traversal(a))
     if hostile and all(a is b for a, b in zip(args, e.args)):
         return e
     return e.func(*args, evaluate=not hostile)
