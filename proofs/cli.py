@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -477,22 +477,38 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
                                   initializer=_worker_init, initargs=(threads, os.getpid()))
     try:
         # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
-        futures = {key: pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx], ctx.replace(progress=None),
-                                    key[1], tuple(layers))
-                   for key, idx in groups.items()}
-        for done, _ in enumerate(cf.as_completed(futures.values()), 1):
-            ctx.note(f"[{done}/{len(futures)}] claim layers done ({jobs} jobs)")
+        futures = {}
+        for key, idx in groups.items():
+            try:
+                futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
+                                           ctx.replace(progress=None), key[1], tuple(layers))
+            except BrokenProcessPool:  # a worker died while the work was being handed out: the rest is lost
+                break
+        pending, answered = set(futures.values()), 0
+        while pending:
+            finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+            for _ in finished:
+                answered += 1
+                ctx.note(f"[{answered}/{len(futures)}] claim layers done ({jobs} jobs)")
+            if pending and getattr(pool, "_broken", False):
+                # a worker died: the pool fails what it knew of, but a task handed out while it was
+                # breaking can wait for ever (Python 3.11's pool races its own submit against its
+                # clean-up, and a worker it spawned then is never stopped), so stop waiting here
+                break
     except BaseException as exc:  # Ctrl-C (or any failure here): stop the workers now, never wait for their work
         if isinstance(exc, KeyboardInterrupt):
             _ignore_further_interrupts()
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
-            proc.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_workers(pool)
         raise
-    with pool:  # every future is done: the normal shutdown is immediate
+    broken = bool(getattr(pool, "_broken", False)) or len(futures) < len(groups)
+    if broken:  # its workers are killed, so that the pool's own clean-up (and the exit) never waits on one
+        _stop_workers(pool)
+    with nullcontext() if broken else pool:  # all answered: the normal shutdown is immediate
         got: dict[tuple[int, str], Any] = {}
         for key, idx in groups.items():
             try:
+                if key not in futures or not futures[key].done():  # never handed out, or lost in a broken pool
+                    raise BrokenProcessPool("the pool broke before this task answered")
                 evs = futures[key].result()
             except BrokenProcessPool:  # a worker died (killed, out of memory, a crash in a library)
                 evs = [_lost(key[1]) for _ in idx]
@@ -506,6 +522,14 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
                         for layer in LAYERS]
             out.append(finish_claim(c, p, evidence))
         return out
+
+
+def _stop_workers(pool: Any) -> None:
+    """Kill a process pool's workers at once and shut it down without waiting for their work (Ctrl-C,
+    or a pool broken by a dead worker)."""
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+        proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _ignore_further_interrupts() -> None:

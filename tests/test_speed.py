@@ -230,26 +230,95 @@ def test_every_run_id_parses_back_to_its_variant():
             assert back is claim and dict(got) == dict(params), rid
 
 
-def test_a_worker_that_dies_leaves_the_claim_inconclusive():
+@pytest.mark.parametrize("delay", [0.0, 1.0], ids=["while-handing-out", "mid-run"])
+def test_a_worker_that_dies_leaves_the_claim_inconclusive(delay):
     """A worker process killed mid-run (out of memory, a crash in a library) turns its layers into
-    errors that say how to rerun: exit 3 and INCONCLUSIVE, never a traceback, never a verdict."""
+    errors that say how to rerun: exit 3 and INCONCLUSIVE, never a traceback, never a verdict.  Killed
+    as soon as the first worker exists, the pool breaks while later layers are still being handed out
+    (a CI run caught that case raising BrokenProcessPool from ``submit``)."""
     code = ("import contextlib, io, multiprocessing, os, signal, sys, threading, time\n"
             "from verify.proofs.cli import main\n"
             "out, rc = io.StringIO(), []\n"
             "def run():\n"
             "    with contextlib.redirect_stdout(out):\n"
             "        rc.append(main(['ws24:eq14[as-written]', '--quiet', '--brief']))\n"
+            "def children():\n"
+            "    while True:\n"
+            "        try:\n"
+            "            return multiprocessing.active_children()\n"
+            "        except RuntimeError:  # the pool's thread is adding a child as we look\n"
+            "            pass\n"
             "t = threading.Thread(target=run, daemon=True); t.start()\n"
             "deadline = time.time() + 60\n"
-            "while not multiprocessing.active_children() and time.time() < deadline:\n"
+            "while not children() and time.time() < deadline:\n"
             "    time.sleep(0.01)\n"
-            "for p in multiprocessing.active_children():\n"
+            f"time.sleep({delay})\n"
+            "for p in children():\n"
             "    os.kill(p.pid, signal.SIGKILL)\n"
             "t.join(120)\n"
             "print('RC', rc, 'died' in out.getvalue(), 'INCONCLUSIVE' in out.getvalue(), file=sys.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     line = [x for x in r.stderr.splitlines() if x.startswith("RC")]
     assert line == ["RC [3] True True"], r.stderr[-2000:]
+
+
+def test_a_pool_that_breaks_while_work_is_handed_out_leaves_the_rest_inconclusive(monkeypatch):
+    """Deterministic form of the case above: the pool breaks after the first layer is handed out, so
+    ``submit`` raises for the others.  Those layers become errors (never a traceback, never a verdict)."""
+    import concurrent.futures.process as cfp
+
+    from verify.proofs import cli
+    from verify.proofs.model import Context
+    from verify.proofs.specs import parse_spec
+
+    real, calls = cfp.ProcessPoolExecutor.submit, []
+
+    def submit(self, *args, **kwargs):
+        calls.append(args[4])  # (fn, claim id, variants, ctx, layer, layers)
+        if len(calls) > 1:
+            raise cfp.BrokenProcessPool("a worker died")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cfp.ProcessPoolExecutor, "submit", submit)
+    ((claim, params),) = parse_spec("ws24:eq14[as-written]")
+    (res,) = cli._run_planned([(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)
+    assert len(calls) == 2 and res.verdict == "INCONCLUSIVE", (calls, res.verdict)
+    lost = {e.layer for e in res.evidence if e.status == "error" and "died" in e.summary}
+    assert lost == set(claim.checked_layers(("symbolic", "solver", "numeric"))) - {calls[0]}, lost
+
+
+def test_a_task_lost_in_a_breaking_pool_is_not_waited_for(monkeypatch):
+    """Python 3.11's pool can break while a task is being handed out and leave that task's future
+    pending for ever (its clean-up races submit; a CI run under load hung on it).  A broken pool's
+    unanswered tasks are lost layers: the run ends, INCONCLUSIVE, instead of waiting."""
+    import concurrent.futures as cf
+    import concurrent.futures.process as cfp
+    import threading
+
+    from verify.proofs import cli
+    from verify.proofs.model import Context
+    from verify.proofs.specs import parse_spec
+
+    real, calls = cfp.ProcessPoolExecutor.submit, []
+
+    def submit(self, *args, **kwargs):
+        calls.append(args[4])  # (fn, claim id, variants, ctx, layer, layers)
+        if len(calls) > 1:
+            self._broken = "a worker died"
+            return cf.Future()  # handed out as the pool broke: never answered
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(cfp.ProcessPoolExecutor, "submit", submit)
+    ((claim, params),) = parse_spec("ws24:eq14[as-written]")
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(cli._run_planned(
+        [(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)), daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive() and len(out) == 1, "the run waited on a task the broken pool will never answer"
+    (res,) = out[0]
+    lost = {e.layer for e in res.evidence if e.status == "error" and "died" in e.summary}
+    assert res.verdict == "INCONCLUSIVE" and set(calls[1:]) <= lost, (res.verdict, lost, calls)
 
 
 def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
@@ -260,9 +329,17 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
     import signal
     import time
 
-    p = subprocess.Popen([sys.executable, "-m", "verify", "ws24:eq14"], stdout=subprocess.DEVNULL,
+    def group() -> list[str]:  # the live processes of the run's session (the run and its workers)
+        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "stat=,args="], capture_output=True, text=True).stdout
+        return [x for x in ps.splitlines() if x.strip() and not x.strip().startswith("Z")]
+
+    # 'verify all' (about 16 s) cannot finish before the interrupt, however fast the machine
+    p = subprocess.Popen([sys.executable, "-m", "verify", "all"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
-    time.sleep(2.0)
+    deadline = time.time() + 60
+    while len(group()) < 2 and time.time() < deadline:  # interrupt mid-run, once workers exist
+        time.sleep(0.05)
+    time.sleep(1.0)
     os.killpg(p.pid, signal.SIGINT)
     try:
         _, err = p.communicate(timeout=60)
@@ -272,8 +349,7 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
     left: list[str] = []
     for _ in range(20):  # killed workers linger as zombies until reaped: only live ones count
         time.sleep(0.25)
-        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "stat=,args="], capture_output=True, text=True).stdout
-        left = [x for x in ps.splitlines() if x.strip() and not x.strip().startswith("Z")]
+        left = group()
         if not left:
             break
     assert p.returncode == 130 and err.strip() == "verify: aborted" and left == [], (p.returncode, err[-1500:], left)
