@@ -37,12 +37,14 @@ MAX_SEED = 2**31 - 1
 ECHO_LIMIT = 80
 
 
-def clip(text: object, limit: int = ECHO_LIMIT) -> str:
-    """``text`` as a string of at most ``limit`` characters (the middle elided, with the length)."""
+def clip(text: object, limit: int = ECHO_LIMIT, quote: bool = False) -> str:
+    """``text`` as a string of at most ``limit`` characters (the middle elided, with the length of
+    ``text`` itself); ``quote``: the shown part in Python quotes, so blanks and escapes are visible."""
     s = str(text)
     if len(s) <= limit:
-        return s
-    return f"{s[: limit // 2]}...{s[-(limit // 4):]} ({len(s)} characters)"
+        return repr(s) if quote else s
+    shown = f"{s[: limit // 2]}...{s[-(limit // 4):]}"
+    return f"{repr(shown) if quote else shown} ({len(s)} characters)"
 
 
 def check_timeout(value: float, flag: str = "--timeout") -> int:
@@ -54,7 +56,7 @@ def check_timeout(value: float, flag: str = "--timeout") -> int:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
         raise InputError(f"{flag} must be a finite number of seconds, got {clip(value)}")
     if not MIN_TIMEOUT_S <= value <= MAX_TIMEOUT_S:
-        raise InputError(f"{flag} must be between {MIN_TIMEOUT_S} and {MAX_TIMEOUT_S:g} seconds, got {clip(value)}")
+        raise InputError(f"{flag} must be between {MIN_TIMEOUT_S} and {MAX_TIMEOUT_S:g} seconds, got {value:g}")
     return int(round(value * 1000))
 
 
@@ -81,6 +83,13 @@ def _probe_dir(directory: Path, what: str) -> None:
     os.unlink(tmp)
 
 
+def _refuse_empty(path: str, flag: str, wanted: str) -> None:
+    """An empty or all-blank path (``--junit ""``, a shell variable that was not set) is a mistake,
+    not the current directory."""
+    if not path.strip():
+        raise InputError(f"{flag} needs {wanted}, got an empty one")
+
+
 def probe_output_file(path: str | None, flag: str) -> None:
     """Check before any work that ``path`` can be written (``-`` is stdout and always can).
 
@@ -89,6 +98,7 @@ def probe_output_file(path: str | None, flag: str) -> None:
     """
     if path is None or path == "-":
         return
+    _refuse_empty(path, flag, "a file name")
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{flag} {clip(path)}: is a directory")
@@ -106,6 +116,7 @@ def probe_output_dir(path: str | None, flag: str) -> None:
     """
     if path is None:
         return
+    _refuse_empty(path, flag, "a directory name")
     p = Path(path)
     if p.exists():
         if not p.is_dir():

@@ -114,7 +114,9 @@ def get(claim_id: str) -> Claim:
     for c in all_claims():
         if c.id == claim_id:
             return c
-    raise InputError(f"unknown claim {claim_id!r}")
+    from verify.proofs.inputs import clip
+
+    raise InputError(f"unknown claim {clip(claim_id, 40, quote=True)}")
 
 
 def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
@@ -156,7 +158,7 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
         hint = f"did you mean {' or '.join(close)}? " if close else ""
         from verify.proofs.inputs import clip
 
-        raise InputError(f"unknown claim {clip(repr(name), 40)}; {hint}known claims: {', '.join(c.id for c in claims)}")
+        raise InputError(f"unknown claim {clip(name, 40, quote=True)}; {hint}known claims: {', '.join(c.id for c in claims)}")
     given = [g for g in given_options]
     fitting = [c for c in candidates if all(c.option(g) is not None for g in given)]
     if len(fitting) == 1:

@@ -103,3 +103,22 @@ def test_a_claim_command_given_several_specs_says_it_checks_one(capsys):
 
     assert main(["ws24:theorem2[transposed],ws24:eq14"]) == 2
     assert "'verify CLAIM' checks one" in capsys.readouterr().err
+
+
+def test_refusals_name_the_mistake(capsys):
+    """Nits from a new user's trial: an empty output path is a mistake, not the current directory
+    (it read ': is a directory', and '--certificates ""' wrote into the working directory); a timeout is
+    echoed as typed ('got 0', not 'got 0.0'); a long unknown name gives its own length (it counted the
+    quotes of its repr: 5002 for 5000)."""
+    from verify.proofs.cli import main
+
+    cases = [(["ws24:eq14", "--junit", ""], "--junit needs a file name, got an empty one"),
+             (["ws24:eq14", "--junit", "  "], "--junit needs a file name, got an empty one"),
+             (["all", "--certificates", ""], "--certificates needs a directory name, got an empty one"),
+             (["ws24:eq14", "--plots", ""], "--plots needs a directory name, got an empty one"),
+             (["ws24:eq14", "--timeout", "0"], "--timeout must be between 0.01 and 86400 seconds, got 0"),
+             (["a" * 5000], "(5000 characters); known claims:")]
+    for argv, want in cases:
+        assert main(argv) == 2, argv[:3]
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and want in err, (argv[:3], err[:200])
