@@ -470,6 +470,7 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
         return out
     import concurrent.futures as cf
     import multiprocessing
+    import signal
     from concurrent.futures.process import BrokenProcessPool
 
     threads = max(1, (os.cpu_count() or 1) // jobs)
@@ -478,12 +479,18 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     try:
         # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
         futures = {}
-        for key, idx in groups.items():
-            try:
-                futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
-                                           ctx.replace(progress=None), key[1], tuple(layers))
-            except BrokenProcessPool:  # a worker died while the work was being handed out: the rest is lost
-                break
+        # the pool starts its workers inside submit: they inherit SIGINT blocked, so a Ctrl-C during
+        # their start-up (before _worker_init ignores it) cannot print a traceback from each of them
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            for key, idx in groups.items():
+                try:
+                    futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
+                                               ctx.replace(progress=None), key[1], tuple(layers))
+                except BrokenProcessPool:  # a worker died while the work was being handed out: the rest is lost
+                    break
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a key pressed meanwhile arrives now
         pending, answered = set(futures.values()), 0
         while pending:
             finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
@@ -763,7 +770,30 @@ def _error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verify`` console script; returns the exit code."""
+    from verify import interrupts
+
     args = list(argv) if argv is not None else sys.argv[1:]
+    with interrupts.watching():
+        return _main(args, interrupts)
+
+
+def _main(args: list[str], interrupts: Any) -> int:
+    """The exit code; after a Ctrl-C always 130 and one line, whatever the run did after the key (a
+    destructor swallowed its exception, or an import it cut short failed with another error)."""
+    try:
+        code = _dispatch(args)
+    except Exception:
+        if not interrupts.pressed():
+            raise
+        code = None
+    if code is None or interrupts.pressed():
+        click.echo("verify: aborted", err=True)
+        return 130
+    return code
+
+
+def _dispatch(args: list[str]) -> int | None:
+    """The exit code of one command line, or None when it was aborted (Ctrl-C)."""
     try:
         check_duplicate_flags(args)
         rv = cli.main(args=args, prog_name="verify", standalone_mode=False)
@@ -781,8 +811,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(e.format_message())
         return EXIT_USAGE
     except click.Abort:
-        click.echo("verify: aborted", err=True)
-        return 130
+        return None
     return EXIT_OK
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from verify import interrupts
 from verify.evidence import LAYERS, Context, Evidence, Figure, Status, _StrEnum, timed, using
 
 
@@ -548,6 +549,7 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
         return Evidence(layer=layer, status="skipped", summary="this claim has no check in this layer")
     if layer not in layers:
         return Evidence(layer=layer, status="skipped", summary="not requested (--layers)")
+    interrupts.check()  # a Ctrl-C swallowed inside a destructor (z3's, torch's) stops the run here
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
     with _fixed_threads(layer), using(ctx):
         return _second_way_required(timed(layer, lambda: check(params, ctx)))

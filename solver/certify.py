@@ -361,10 +361,18 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
         import cvc5  # noqa: F401  (imported once here, inherited by the child)
     except ImportError:  # pragma: no cover
         return "unavailable", "the cvc5 package is not installed"
+    import signal
+
     ctx = mp.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_cvc5_child, args=(smt2, timeout_ms, seed, sender), daemon=True)
-    proc.start()
+    # Ctrl-C reaches the whole process group: the parent stops the run, and the child must not
+    # die printing a traceback first; it is forked with SIGINT blocked and ignores it before unblocking
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        proc.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a key pressed meanwhile arrives now
     sender.close()
     limit = timeout_ms / 1000 + 1.0
     try:
@@ -381,6 +389,10 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
 
 
 def _cvc5_child(smt2: str, timeout_ms: int, seed: int, out) -> None:  # pragma: no cover - runs in a child
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         out.send(_cvc5_solve(smt2, timeout_ms, seed))
     except Exception as e:  # noqa: BLE001

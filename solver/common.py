@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
+from verify import interrupts
 from verify.evidence import Evidence, SolverProvenance, current_settings
 
 #: the fixed seed every solver call uses (determinism: fixed z3/cvc5 seeds)
@@ -98,15 +99,23 @@ def seeded_solver(ctx: z3.Context, timeout_ms: int, seed: int = SOLVER_SEED) -> 
 
 
 def solve(s: z3.Solver, *assumptions: z3.BoolRef) -> z3.CheckSatResult:
-    """``s.check(*assumptions)``, except that a Ctrl-C z3 caught is raised as KeyboardInterrupt.
+    """``s.check(*assumptions)``, except that a Ctrl-C is always raised as KeyboardInterrupt.
 
-    z3 handles SIGINT itself during a search: it cancels and answers unknown ("interrupted from
-    keyboard"), so the run would go on and report an inconclusive obligation instead of stopping.
+    By default z3 handles SIGINT itself during a search: it cancels and answers unknown
+    ("interrupted from keyboard"), so the run would go on and report an inconclusive obligation
+    instead of stopping; that answer is raised.  Under :func:`verify.interrupts.watching` (the
+    command line) z3 leaves SIGINT alone and the watcher interrupts this solver's context, so a
+    key that came as the call ended is not lost either.
 
     Raises:
         KeyboardInterrupt: the user interrupted the search.
     """
-    ans = s.check(*assumptions)
+    # under the command line's watch z3 leaves SIGINT to verify (z3 would drop a key that came as
+    # its call ended with an answer); the watcher interrupts this context instead
+    z3.set_param("ctrl_c", interrupts.z3_takes_ctrl_c())
+    with interrupts.interruptible(s.ctx):  # first: a Ctrl-C swallowed by a destructor since the last call
+        ans = s.check(*assumptions)
+    interrupts.check()
     if ans == z3.unknown and s.reason_unknown() == "interrupted from keyboard":
         raise KeyboardInterrupt
     return ans
