@@ -525,7 +525,8 @@ def _fixed_threads(layer: str) -> Iterator[None]:
     if layer != "numeric":
         yield
         return
-    import torch
+    with interrupts.deferred():  # torch's import cannot be interrupted half-way (it aborts the process)
+        import torch
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

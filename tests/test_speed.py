@@ -447,3 +447,23 @@ def test_under_the_command_lines_watch_z3_leaves_ctrl_c_to_verify_and_still_stop
         assert interrupts.pressed()
     assert time.perf_counter() - t0 < 5 and not interrupts.pressed() and interrupts.z3_takes_ctrl_c()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_during_a_deferred_block_is_raised_when_it_ends():
+    """``import torch`` interrupted inside its pybind11 initialisation aborted the process (SIGABRT,
+    'terminate called after throwing an instance of pybind11::error_already_set'); the numeric
+    layer imports it under ``deferred``: the key is kept and raised when the block ends."""
+    import os
+    import signal
+    import time
+
+    from verify import interrupts
+
+    reached = []
+    with interrupts.watching():
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)  # the handler has run by now, and did not raise here
+                reached.append(interrupts.pressed())
+    assert reached == [True]

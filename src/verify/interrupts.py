@@ -39,9 +39,31 @@ _lock = threading.Lock()
 _running: set[Any] = set()  # z3 contexts inside a call now: what the watcher interrupts
 
 
+_deferring = False
+
+
 def _on_sigint(signum: int, frame: Any) -> None:
     _pressed.set()
-    raise KeyboardInterrupt
+    if not _deferring:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Within the block a Ctrl-C only sets the flag; :func:`check` raises it at the end.  For code
+    that cannot take an exception half-way: ``import torch`` interrupted inside its pybind11
+    initialisation ends the process with a C++ ``terminate`` (SIGABRT) instead of stopping.
+
+    Raises:
+        KeyboardInterrupt: on exit, when Ctrl-C was pressed in the current :func:`watching` block.
+    """
+    global _deferring
+    was, _deferring = _deferring, True
+    try:
+        yield
+    finally:
+        _deferring = was
+    check()
 
 
 def _interrupt_running() -> None:
@@ -88,6 +110,7 @@ def watching() -> Iterator[None]:
     try:
         yield
     finally:
+        settle()  # with this module's handler still in place
         _watched.clear()
         signal.set_wakeup_fd(old_fd)
         os.close(write_end)  # the watcher reads EOF and ends
@@ -105,6 +128,21 @@ def _quiet_when_pressed(hook: Any, unraisable: Any) -> None:
     if _pressed.is_set():
         return
     hook(unraisable)
+
+
+def _entry() -> None:
+    """Nothing: entering it lets Python run a pending signal handler (checked at function entry)."""
+
+
+def settle() -> None:
+    """Run a Ctrl-C handler Python still has pending, and drop its KeyboardInterrupt (the flag keeps
+    the key).  The main thread runs a handler only between bytecodes; when the watcher's interrupt
+    of z3 ended the run first, the handler is still pending and would fire later, after the one-line
+    report, outside any handler."""
+    try:
+        _entry()
+    except KeyboardInterrupt:
+        pass
 
 
 def pressed() -> bool:
