@@ -787,7 +787,6 @@ def _main(args: list[str], interrupts: Any) -> int:
             raise
         code = None
     if code is None or interrupts.pressed():
-        interrupts.settle()
         click.echo("verify: aborted", err=True)
         return 130
     return code

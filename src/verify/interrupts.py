@@ -110,7 +110,6 @@ def watching() -> Iterator[None]:
     try:
         yield
     finally:
-        settle()  # with this module's handler still in place
         _watched.clear()
         signal.set_wakeup_fd(old_fd)
         os.close(write_end)  # the watcher reads EOF and ends
@@ -128,21 +127,6 @@ def _quiet_when_pressed(hook: Any, unraisable: Any) -> None:
     if _pressed.is_set():
         return
     hook(unraisable)
-
-
-def _entry() -> None:
-    """Nothing: entering it lets Python run a pending signal handler (checked at function entry)."""
-
-
-def settle() -> None:
-    """Run a Ctrl-C handler Python still has pending, and drop its KeyboardInterrupt (the flag keeps
-    the key).  The main thread runs a handler only between bytecodes; when the watcher's interrupt
-    of z3 ended the run first, the handler is still pending and would fire later, after the one-line
-    report, outside any handler."""
-    try:
-        _entry()
-    except KeyboardInterrupt:
-        pass
 
 
 def pressed() -> bool:
