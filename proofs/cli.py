@@ -534,8 +534,11 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
 def _stop_workers(pool: Any) -> None:
     """Kill a process pool's workers at once and shut it down without waiting for their work (Ctrl-C,
     or a pool broken by a dead worker)."""
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public way before 3.14
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public way before 3.14
+    for proc in procs:
         proc.kill()
+    for proc in procs:  # reaped before the run ends: none is still there when verify exits
+        proc.join(5.0)
     pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -774,7 +777,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = list(argv) if argv is not None else sys.argv[1:]
     with interrupts.watching():
-        return _main(args, interrupts)
+        code = _main(args, interrupts)
+    if argv is None and code == 130:  # the console script ends now: a second key must not print a
+        _ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
+    return code
 
 
 def _main(args: list[str], interrupts: Any) -> int:
@@ -787,6 +793,7 @@ def _main(args: list[str], interrupts: Any) -> int:
             raise
         code = None
     if code is None or interrupts.pressed():
+        _ignore_further_interrupts()  # while stopping (watching() restores the handler when main returns)
         click.echo("verify: aborted", err=True)
         return 130
     return code
