@@ -452,6 +452,10 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     several layers (``verify CLAIM``) is spread the same way; a single task runs in this process.
     Tasks are handed out claim by claim, each claim's layers in :data:`SUBMIT_ORDER`.
 
+    A worker that dies (killed, out of memory, a crash in a library) breaks the whole pool; the
+    tasks it left unanswered run once more on fresh workers, and a task lost twice becomes an
+    error (the claim INCONCLUSIVE, never a verdict).
+
     Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
     other claim (a test's stand-in) runs in this process."""
     base = ctx.progress
@@ -468,10 +472,35 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
             step = ctx if base is None else ctx.replace(progress=_numbered(base, i, n))
             out.append(run_claim(c, p, step, layers))
         return out
+    answers = _pool_round(groups, planned, ctx, layers, jobs)
+    lost = {key: groups[key] for key, evs in answers.items() if evs is None}
+    if lost:  # one dead worker breaks the whole pool: the layers it never answered get one more try
+        ctx.note(f"a worker process died: {len(lost)} claim layers rerun on fresh workers")
+        answers.update(_pool_round(lost, planned, ctx, layers, jobs))
+    got: dict[tuple[int, str], Any] = {}
+    for key, idx in groups.items():
+        evs = answers[key]
+        for i, ev in zip(idx, evs if evs is not None else [_lost(key[1]) for _ in idx]):
+            got[(i, key[1])] = ev
+    out = []
+    for i, (c, p) in enumerate(planned):
+        evidence = [got[(i, layer)] if (i, layer) in got else run_layer(c, p, ctx, layer, layers)
+                    for layer in LAYERS]
+        out.append(finish_claim(c, p, evidence))
+    return out
+
+
+def _pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tuple[Claim, Mapping[str, Any]]],
+                ctx: Context, layers: Sequence[str], jobs: int) -> dict[tuple[str, str], list[Any] | None]:
+    """Run each (claim id, layer) task of ``groups`` on a fresh pool of worker processes; return
+    each task's Evidence list, or None for a task lost to a dead worker (killed, out of memory, a
+    crash in a library: the pool then breaks and every task it has not answered is lost)."""
     import concurrent.futures as cf
     import multiprocessing
     import signal
     from concurrent.futures.process import BrokenProcessPool
+
+    from verify import interrupts
 
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
@@ -481,14 +510,21 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
         futures = {}
         # the pool starts its workers inside submit: they inherit SIGINT blocked, so a Ctrl-C during
         # their start-up (before _worker_init ignores it) cannot print a traceback from each of them
+        # ... and a key pressed meanwhile is raised after the hand-out (deferred), never inside a
+        # worker's start, which would leave that worker outside the pool's list of processes to stop
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            for key, idx in groups.items():
-                try:
-                    futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
-                                               ctx.replace(progress=None), key[1], tuple(layers))
-                except BrokenProcessPool:  # a worker died while the work was being handed out: the rest is lost
-                    break
+            with interrupts.deferred():
+                for key, idx in groups.items():
+                    try:
+                        futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
+                                                   ctx.replace(progress=None), key[1], tuple(layers))
+                    except Exception as exc:  # a worker died while the work was handed out: the rest is lost
+                        # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it
+                        # is starting needs: OSError 'handle is closed', ValueError 'bad value(s) in fds_to_keep')
+                        if isinstance(exc, BrokenProcessPool) or getattr(pool, "_broken", False):
+                            break
+                        raise
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a key pressed meanwhile arrives now
         pending, answered = set(futures.values()), 0
@@ -510,25 +546,19 @@ def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Contex
     broken = bool(getattr(pool, "_broken", False)) or len(futures) < len(groups)
     if broken:  # its workers are killed, so that the pool's own clean-up (and the exit) never waits on one
         _stop_workers(pool)
+    answers: dict[tuple[str, str], list[Any] | None] = {}
     with nullcontext() if broken else pool:  # all answered: the normal shutdown is immediate
-        got: dict[tuple[int, str], Any] = {}
         for key, idx in groups.items():
             try:
                 if key not in futures or not futures[key].done():  # never handed out, or lost in a broken pool
                     raise BrokenProcessPool("the pool broke before this task answered")
-                evs = futures[key].result()
-            except BrokenProcessPool:  # a worker died (killed, out of memory, a crash in a library)
-                evs = [_lost(key[1]) for _ in idx]
+                answers[key] = futures[key].result()
+            except BrokenProcessPool:
+                answers[key] = None
             except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot travel back: visible, never dropped
-                evs = [Evidence(layer=key[1], status="error", summary=f"{type(exc).__name__}: {exc}") for _ in idx]
-            for i, ev in zip(idx, evs):
-                got[(i, key[1])] = ev
-        out = []
-        for i, (c, p) in enumerate(planned):
-            evidence = [got[(i, layer)] if (i, layer) in got else run_layer(c, p, ctx, layer, layers)
-                        for layer in LAYERS]
-            out.append(finish_claim(c, p, evidence))
-        return out
+                answers[key] = [Evidence(layer=key[1], status="error", summary=f"{type(exc).__name__}: {exc}")
+                                for _ in idx]
+    return answers
 
 
 def _stop_workers(pool: Any) -> None:
@@ -557,8 +587,8 @@ def _lost(layer: str) -> Evidence:
     """The evidence of a layer whose worker process died before answering: an error (the claim is
     INCONCLUSIVE, never passed), saying how to rerun it."""
     return Evidence(layer=layer, status="error",
-                    summary="the worker process running this layer died before answering (killed, out of memory or a "
-                            "crash inside a library); nothing was decided; rerun it alone, in this process, with "
+                    summary="the worker process running this layer died before answering, on two tries (killed, out of "
+                            "memory or a crash inside a library); nothing was decided; rerun it alone, in this process, with "
                             "'verify CLAIM --serial' (or 'verify all --jobs 1')")
 
 

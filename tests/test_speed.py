@@ -230,12 +230,16 @@ def test_every_run_id_parses_back_to_its_variant():
             assert back is claim and dict(got) == dict(params), rid
 
 
-@pytest.mark.parametrize("delay", [0.0, 1.0], ids=["while-handing-out", "mid-run"])
-def test_a_worker_that_dies_leaves_the_claim_inconclusive(delay):
-    """A worker process killed mid-run (out of memory, a crash in a library) turns its layers into
-    errors that say how to rerun: exit 3 and INCONCLUSIVE, never a traceback, never a verdict.  Killed
-    as soon as the first worker exists, the pool breaks while later layers are still being handed out
-    (a CI run caught that case raising BrokenProcessPool from ``submit``)."""
+@pytest.mark.parametrize("delay, kill, want", [(0.0, "always", "RC [3] True True"), (1.0, "always", "RC [3] True True"),
+                                               (0.0, "once", "RC [1] False False"), (1.0, "once", "RC [1] False False")],
+                         ids=["always-while-handing-out", "always-mid-run", "once-while-handing-out", "once-mid-run"])
+def test_a_worker_that_dies_is_retried_once_then_leaves_the_claim_inconclusive(delay, kill, want):
+    """Workers killed mid-run (out of memory, a crash in a library): the layers they left unanswered
+    run once more on fresh workers, so one death changes nothing (ws24:eq14[as-written] still FAILS,
+    exit 1); when the workers keep dying, those layers become errors that say how to rerun: exit 3
+    and INCONCLUSIVE, never a traceback, never a verdict.  Killed as soon as the first worker exists,
+    the pool breaks while later layers are still being handed out (a CI run caught that case raising
+    BrokenProcessPool from ``submit``)."""
     code = ("import contextlib, io, multiprocessing, os, signal, sys, threading, time\n"
             "from verify.proofs.cli import main\n"
             "out, rc = io.StringIO(), []\n"
@@ -253,38 +257,71 @@ def test_a_worker_that_dies_leaves_the_claim_inconclusive(delay):
             "while not children() and time.time() < deadline:\n"
             "    time.sleep(0.01)\n"
             f"time.sleep({delay})\n"
-            "for p in children():\n"
-            "    os.kill(p.pid, signal.SIGKILL)\n"
+            "def kill():\n"
+            "    for p in children():\n"
+            "        try:\n"
+            "            os.kill(p.pid, signal.SIGKILL)\n"
+            "        except ProcessLookupError:  # gone between the listing and the kill\n"
+            "            pass\n"
+            "kill()\n"
+            f"while {kill == 'always'} and t.is_alive() and time.time() < deadline:  # the retry's workers too\n"
+            "    kill()\n"
+            "    time.sleep(0.01)\n"
             "t.join(120)\n"
             "print('RC', rc, 'died' in out.getvalue(), 'INCONCLUSIVE' in out.getvalue(), file=sys.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     line = [x for x in r.stderr.splitlines() if x.startswith("RC")]
-    assert line == ["RC [3] True True"], r.stderr[-2000:]
+    assert line == [want], r.stderr[-2000:]
 
 
-def test_a_pool_that_breaks_while_work_is_handed_out_leaves_the_rest_inconclusive(monkeypatch):
-    """Deterministic form of the case above: the pool breaks after the first layer is handed out, so
-    ``submit`` raises for the others.  Those layers become errors (never a traceback, never a verdict)."""
+def _breaking_submit(monkeypatch, breaks):
+    """Patch the pool's submit: call number k (from 1, over every pool of the run) raises
+    BrokenProcessPool when ``breaks(k)``; returns the list of the layers asked for, in order."""
     import concurrent.futures.process as cfp
-
-    from verify.proofs import cli
-    from verify.proofs.model import Context
-    from verify.proofs.specs import parse_spec
 
     real, calls = cfp.ProcessPoolExecutor.submit, []
 
     def submit(self, *args, **kwargs):
         calls.append(args[4])  # (fn, claim id, variants, ctx, layer, layers)
-        if len(calls) > 1:
+        if breaks(len(calls)):
             raise cfp.BrokenProcessPool("a worker died")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(cfp.ProcessPoolExecutor, "submit", submit)
+    return calls
+
+
+def test_a_pool_that_breaks_while_work_is_handed_out_leaves_the_rest_inconclusive(monkeypatch):
+    """Deterministic form of the case above: the pool breaks after the first layer is handed out, so
+    ``submit`` raises for the others, and again in the retry.  Those layers become errors (never a
+    traceback, never a verdict)."""
+    from verify.proofs import cli
+    from verify.proofs.model import Context
+    from verify.proofs.specs import parse_spec
+
+    calls = _breaking_submit(monkeypatch, lambda k: k > 1)
     ((claim, params),) = parse_spec("ws24:eq14[as-written]")
     (res,) = cli._run_planned([(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)
-    assert len(calls) == 2 and res.verdict == "INCONCLUSIVE", (calls, res.verdict)
+    assert len(calls) == 3 and res.verdict == "INCONCLUSIVE", (calls, res.verdict)  # 2 + one retry that breaks
     lost = {e.layer for e in res.evidence if e.status == "error" and "died" in e.summary}
     assert lost == set(claim.checked_layers(("symbolic", "solver", "numeric"))) - {calls[0]}, lost
+
+
+def test_layers_lost_once_are_answered_by_the_retry_with_the_same_result(monkeypatch):
+    """One death (the pool breaks at the second hand-out) costs a retry, not the verdict: the result
+    equals the in-process run's, layer by layer."""
+    from verify.proofs import cli
+    from verify.proofs.model import Context, run_claim
+    from verify.proofs.specs import parse_spec
+
+    calls = _breaking_submit(monkeypatch, lambda k: k == 2)
+    ((claim, params),) = parse_spec("ws24:eq14[as-written]")
+    layers = ("symbolic", "solver", "numeric")
+    (res,) = cli._run_planned([(claim, params)], Context(seed=0), layers, 2)
+    ref = run_claim(claim, params, Context(seed=0), layers)
+    assert len(calls) == 2 + len(set(claim.checked_layers(layers))) - 1, calls
+    assert res.verdict == ref.verdict and [(e.layer, e.status, e.summary) for e in res.evidence] == \
+        [(e.layer, e.status, e.summary) for e in ref.evidence]
 
 
 def test_a_task_lost_in_a_breaking_pool_is_not_waited_for(monkeypatch):
@@ -329,9 +366,9 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
     import signal
     import time
 
-    def group() -> list[str]:  # the live processes of the run's session (the run and its workers)
-        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "stat=,args="], capture_output=True, text=True).stdout
-        return [x for x in ps.splitlines() if x.strip() and not x.strip().startswith("Z")]
+    def group() -> list[str]:  # the live processes of the run's session: "pid stat args"
+        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
+        return [x.strip() for x in ps.splitlines() if x.strip() and x.split()[1][0] != "Z"]
 
     # 'verify all' (about 16 s) cannot finish before the interrupt, however fast the machine
     p = subprocess.Popen([sys.executable, "-m", "verify", "all"], stdout=subprocess.DEVNULL,
@@ -340,6 +377,9 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
     while len(group()) < 2 and time.time() < deadline:  # interrupt mid-run, once workers exist
         time.sleep(0.05)
     time.sleep(1.0)
+    # multiprocessing's resource tracker leaves on its own once verify is gone (it may still be
+    # exiting as verify's exit is seen): it is not a worker
+    tracker = {x.split()[0] for x in group() if "resource_tracker" in x}
     os.killpg(p.pid, signal.SIGINT)
     time.sleep(0.01)
     os.killpg(p.pid, signal.SIGINT)  # a second key while stopping (it printed a traceback from the exit's join)
@@ -348,9 +388,15 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
-    # at exit, no worker may be left (they were killed but not reaped, and still running as verify
-    # exited); multiprocessing's resource tracker leaves on its own once verify is gone
-    left = [x for x in group() if "resource_tracker" not in x]
+    # no worker may be left: they are killed and reaped before verify exits.  Checked for up to 3 s,
+    # not at the instant of exit: under load, a process seen exiting then (about 1 run in 10) was
+    # once caught, unidentified, gone a moment later
+    left: list[str] = []
+    for _ in range(12):
+        left = [x for x in group() if x.split()[0] not in tracker]
+        if not left:
+            break
+        time.sleep(0.25)
     assert p.returncode == 130 and err.strip() == "verify: aborted" and left == [], (p.returncode, err[-1500:], left)
 
 
