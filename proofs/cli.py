@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import click
 
-from verify import __version__
+from verify import __version__, interrupts
 from verify.evidence import LAYERS, Context, Evidence
 from verify.proofs import registry
 from verify.proofs.inputs import (
@@ -497,10 +497,7 @@ def _pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[t
     crash in a library: the pool then breaks and every task it has not answered is lost)."""
     import concurrent.futures as cf
     import multiprocessing
-    import signal
     from concurrent.futures.process import BrokenProcessPool
-
-    from verify import interrupts
 
     threads = max(1, (os.cpu_count() or 1) // jobs)
     pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
@@ -508,25 +505,20 @@ def _pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[t
     try:
         # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
         futures = {}
-        # the pool starts its workers inside submit: they inherit SIGINT blocked, so a Ctrl-C during
-        # their start-up (before _worker_init ignores it) cannot print a traceback from each of them
-        # ... and a key pressed meanwhile is raised after the hand-out (deferred), never inside a
-        # worker's start, which would leave that worker outside the pool's list of processes to stop
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            with interrupts.deferred():
-                for key, idx in groups.items():
-                    try:
-                        futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
-                                                   ctx.replace(progress=None), key[1], tuple(layers))
-                    except Exception as exc:  # a worker died while the work was handed out: the rest is lost
-                        # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it
-                        # is starting needs: OSError 'handle is closed', ValueError 'bad value(s) in fds_to_keep')
-                        if isinstance(exc, BrokenProcessPool) or getattr(pool, "_broken", False):
-                            break
-                        raise
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a key pressed meanwhile arrives now
+        # the pool starts its workers inside submit (_worker_init then ignores SIGINT in them); a key
+        # pressed meanwhile is raised after the hand-out (deferred), never inside a worker's start,
+        # which would leave that worker outside the pool's list of processes to stop
+        with interrupts.blocked_for_children(), interrupts.deferred():
+            for key, idx in groups.items():
+                try:
+                    futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
+                                               ctx.replace(progress=None), key[1], tuple(layers))
+                except Exception as exc:  # a worker died while the work was handed out: the rest is lost
+                    # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it
+                    # is starting needs: OSError 'handle is closed', ValueError 'bad value(s) in fds_to_keep')
+                    if isinstance(exc, BrokenProcessPool) or getattr(pool, "_broken", False):
+                        break
+                    raise
         pending, answered = set(futures.values()), 0
         while pending:
             finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
@@ -803,17 +795,15 @@ def _error(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verify`` console script; returns the exit code."""
-    from verify import interrupts
-
     args = list(argv) if argv is not None else sys.argv[1:]
     with interrupts.watching():
-        code = _main(args, interrupts)
+        code = _main(args)
     if argv is None and code == 130:  # the console script ends now: a second key must not print a
         _ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
     return code
 
 
-def _main(args: list[str], interrupts: Any) -> int:
+def _main(args: list[str]) -> int:
     """The exit code; after a Ctrl-C always 130 and one line, whatever the run did after the key (a
     destructor swallowed its exception, or an import it cut short failed with another error)."""
     try:

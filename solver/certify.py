@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import z3
 
+from verify import interrupts
 from verify.solver.common import seeded_solver, solve
 from verify.solver.recheck import check_certificate, encoding_hash
 
@@ -361,18 +362,13 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
         import cvc5  # noqa: F401  (imported once here, inherited by the child)
     except ImportError:  # pragma: no cover
         return "unavailable", "the cvc5 package is not installed"
-    import signal
-
     ctx = mp.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_cvc5_child, args=(smt2, timeout_ms, seed, sender), daemon=True)
     # Ctrl-C reaches the whole process group: the parent stops the run, and the child must not
     # die printing a traceback first; it is forked with SIGINT blocked and ignores it before unblocking
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
+    with interrupts.blocked_for_children():
         proc.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a key pressed meanwhile arrives now
     sender.close()
     limit = timeout_ms / 1000 + 1.0
     try:

@@ -141,6 +141,18 @@ def z3_takes_ctrl_c() -> bool:
 
 
 @contextmanager
+def blocked_for_children() -> Iterator[None]:
+    """SIGINT blocked in this thread within the block: processes started here (forked, or spawned
+    by fork and exec) begin with it blocked, so a Ctrl-C during their start-up, before they ignore
+    it, cannot print a traceback from each; a key pressed meanwhile reaches this process at the end."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@contextmanager
 def interruptible(ctx: Any) -> Iterator[None]:
     """Within the block, Ctrl-C interrupts ``ctx`` (a z3 ``Context``) from the watcher thread;
     :func:`check` runs before it.
