@@ -371,6 +371,25 @@ def show_cmd(claim: str) -> None:
         click.echo(f"  cost:      {c.cost}")
     for cav in c.caveats:
         click.echo(f"  caveat:    {cav}")
+    _show_kernel(c)
+
+
+def _show_kernel(c: Claim) -> None:
+    """The Coq theorems that answer the claim's variants, each as its source states it (nothing is compiled)."""
+    from verify.kernel.check import kernel_statements
+    from verify.kernel.driver import THEORIES, statement_text
+
+    by_variant = kernel_statements(c.id)
+    if not by_variant:
+        return
+    click.echo("  kernel (Coq theorems, for every size they quantify over):")
+    for variant, statements in by_variant.items():
+        for s in statements:
+            role = "proves" if s.role == "proves" else "refutes (a counterexample)"
+            click.echo(f"    [{variant or 'default'}] {s.qualified} {role}: {s.reading}")
+            source = (THEORIES / f"{s.theory}.v")
+            text = statement_text(source.read_text(), s.theorem) if source.exists() else ""
+            click.echo(f"      Coq: {text or '(not found in the theory source)'}")
 
 
 def _require_checks(claim: Claim, layers: Sequence[str]) -> None:
@@ -439,7 +458,7 @@ def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str]
 
 
 #: the order a claim's layers are handed to the workers
-SUBMIT_ORDER = ("solver", "numeric", "symbolic")
+SUBMIT_ORDER = ("kernel", "solver", "numeric", "symbolic")
 
 
 def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],

@@ -30,8 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--verify-claims", action="append", default=[], metavar="ID[,ID...]",
                     help="collect these claims as test items: paper keys (ws24), claim ids (ws24:theorem2), "
                          "variants (ws24:theorem2[orientation=transposed]); repeatable")
-    group.addoption("--verify-layers", default="symbolic,solver,numeric", metavar="LAYERS",
-                    help="comma-separated layers to run for --verify-claims (default: all three)")
+    group.addoption("--verify-layers", default="symbolic,solver,numeric,kernel", metavar="LAYERS",
+                    help="comma-separated layers to run for --verify-claims (default: all four)")
     group.addoption("--verify-seed", type=int, default=0, help="master seed for --verify-claims (default 0)")
     group.addoption("--verify-timeout", type=float, default=20.0,
                     help="per-obligation solver budget in seconds for --verify-claims (default 20)")

@@ -15,10 +15,12 @@ the user gave, so ``theorem2 --orientation transposed`` means ``ws24:theorem2``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
+from verify.evidence import Context, Evidence
 from verify.proofs.model import Claim, InputError, Paper
 
 #: the built-in papers: key -> module path; the order is the order of ``verify list``/``verify all``
@@ -62,7 +64,7 @@ def paper(key: str) -> Paper:
     """
     if key in BUILTIN:
         module = importlib.import_module(BUILTIN[key])
-        obj = module.PAPER
+        obj = with_kernel_layer(module.PAPER)
     elif key in _plugins():
         ep = _plugins()[key]
         try:
@@ -78,6 +80,29 @@ def paper(key: str) -> Paper:
     else:
         raise InputError(f"unknown paper {key!r}; known papers: {', '.join(paper_keys())}")
     return obj
+
+
+def with_kernel_layer(p: Paper) -> Paper:
+    """The paper with the kernel layer registered on every claim that the kernel catalog
+    (:mod:`verify.kernel.catalog`) answers: a fourth check beside the claim's own three, reached by
+    the claim id and variant label (reading the catalog imports no Coq and runs nothing)."""
+    from verify.kernel import catalog
+
+    answered = {s.claim for s in catalog.statements()}
+    if not answered & {c.id for c in p.claims}:
+        return p
+    return dataclasses.replace(p, claims=tuple(_kernel_wired(c) if c.id in answered else c for c in p.claims))
+
+
+def _kernel_wired(claim: Claim) -> Claim:
+    def kernel(params: Mapping[str, Any], ctx: Context) -> Evidence:
+        from verify.kernel.check import check
+
+        changed = [o.name for o in claim.options if not o.variant and params.get(o.name) != o.default]
+        return check(claim.id, claim.variant_label(params), changed, ctx)
+
+    kernel.__qualname__ = f"kernel check of {claim.id}"
+    return dataclasses.replace(claim, checks={**claim.checks, "kernel": kernel})
 
 
 def paper_claims(key: str) -> tuple[Claim, ...]:

@@ -214,14 +214,15 @@ def table_text(results: Sequence[ClaimResult], timings: bool = True) -> str:
     ids = [run_id(r.claim, r.params) for r in results]
     w = max([34] + [len(i) for i in ids])  # the claim column fits the longest run id
     head = (f"{'claim':<{w}} {'verdict':<15} {'expected':<15} {'symbolic':<12} {'solver':<12} {'numeric':<18} "
-            f"{'figures':>7} {'time':>7}")
+            f"{'kernel':<9} {'figures':>7} {'time':>7}")
     rows = [head, "-" * len(head)]
     for rid, r in zip(ids, results):
         st = {ev.layer: _status(ev) for ev in r.evidence}
         total = sum(ev.wall_time_s for ev in r.evidence)
         mark = "" if r.expected in (None, r.verdict) else "  <- changed"
         rows.append(f"{rid:<{w}} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
-                    f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {r.figures_reproduced or '-':>7} "
+                    f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {st.get('kernel', '-'):<9} "
+                    f"{r.figures_reproduced or '-':>7} "
                     + (f"{total:>6.1f}s" if timings else f"{'-':>7}") + mark)
     return "\n".join(rows)
 

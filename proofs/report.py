@@ -180,7 +180,7 @@ def _param_list(r: ClaimResult) -> str:
 
 
 def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence[str] = (), *,
-                   seed: int = 0, layers: Sequence[str] = ("symbolic", "solver", "numeric"),
+                   seed: int = 0, layers: Sequence[str] = ("symbolic", "solver", "numeric", "kernel"),
                    timings: bool = False, title: str | None = None, plots: Sequence[str] = (),
                    not_checked: Sequence[str] = ()) -> str:
     """The Markdown referee report for one paper.
@@ -206,17 +206,18 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
     out = [f"# Referee audit: {ref}", ""]
     out += [f"Paper key `{paper}`; checked by verify {__version__} with seed {seed}; "
             f"layers requested: {', '.join(layers)}.", ""]
-    out += ["Each claim is checked three independent ways: an exact symbolic computation, a bounded "
-            "solver search for counterexamples, and a floating-point experiment at the paper's scale. "
-            "A verdict needs every layer that ran to agree.", ""]
+    out += ["Each claim is checked in independent layers: an exact symbolic computation, a bounded "
+            "solver search for counterexamples, a floating-point experiment at the paper's scale, and, for the "
+            "exact statements, a theorem for every size checked by Coq's kernel. Not every claim has every layer: "
+            "the summary says which ran. A verdict needs every layer that ran to agree.", ""]
     out += ["| verdict | meaning |", "|---|---|"]
     out += [f"| {v} | {VERDICT_MEANING[v]} |" for v in (HOLDS, HOLDS_WITH_FIX, FAILS, INCONCLUSIVE, INCONSISTENT)]
     out += [""]
 
     # summary
     out += ["## Summary", ""]
-    out += ["| claim | variant | verdict | expected | symbolic | solver | numeric | figures reproduced |",
-            "|---|---|---|---|---|---|---|---|"]
+    out += ["| claim | variant | verdict | expected | symbolic | solver | numeric | kernel | figures reproduced |",
+            "|---|---|---|---|---|---|---|---|---|"]
     ordered = sorted(results, key=lambda r: 0 if r.verdict == INCONSISTENT else 1)
     for r in ordered:
         st = {ev.layer: _status_word(ev) for ev in r.evidence}
@@ -225,7 +226,7 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
             exp += " (changed)"
         out.append(f"| {_cell(r.claim.id)} | {_cell(r.variant or '-')} | **{r.verdict}** | {_cell(exp)} | "
                    f"{_cell(st.get('symbolic', '-'))} | {_cell(st.get('solver', '-'))} | {_cell(st.get('numeric', '-'))} | "
-                   f"{r.figures_reproduced or '-'} |")
+                   f"{_cell(st.get('kernel', '-'))} | {r.figures_reproduced or '-'} |")
     out.append("")
     if changes:
         out += ["Verdicts that differ from their recorded expectations:", ""]

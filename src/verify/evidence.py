@@ -56,17 +56,19 @@ class _StrEnum(str, enum.Enum):
 
 
 class Layer(_StrEnum):
-    """The three verification layers, in the order they run and are reported."""
+    """The verification layers, in the order they are reported (the kernel layer, Coq, last)."""
 
     SYMBOLIC = "symbolic"
     SOLVER = "solver"
     NUMERIC = "numeric"
+    KERNEL = "kernel"
 
     @property
     def heading(self) -> str:
         """The layer's heading in reports."""
         return {"symbolic": "Exact symbolic check (sympy)", "solver": "Bounded solver check (SMT)",
-                "numeric": "Numerical experiment (floating point)"}[self.value]
+                "numeric": "Numerical experiment (floating point)",
+                "kernel": "Proof checked by a trusted kernel (Coq)"}[self.value]
 
 
 class Status(_StrEnum):
@@ -92,8 +94,9 @@ class Status(_StrEnum):
 
 
 _STATUS_MEANING = {
-    "proved": "proved (an exact symbolic identity, or the solver showed no counterexample exists within the stated bound)",
-    "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic)",
+    "proved": ("proved (a theorem checked by Coq's kernel, an exact symbolic identity, or the solver showed no "
+               "counterexample exists within the stated bound)"),
+    "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic or checked by Coq's kernel)",
     "consistent": "consistent (floating-point agreement within the stated tolerance; evidence, not proof)",
     "inconclusive": "inconclusive (the solver answered unknown or a budget ran out)",
     "error": "error (the check raised an exception)",
@@ -126,9 +129,12 @@ class Figure:
             attend-first, alpha_30"``).
         paper: the published value (number or string as printed).
         ours: our value (number or string).
-        reproduced: True when ours agrees with the paper's within the rule stated in
-            ``note`` (an interval, an exact match, a stated tolerance); False otherwise.
-        note: the agreement rule and, when not reproduced, the mechanism we see.
+        reproduced: True when ours agrees with the paper's by ``rule``, applied as the
+            note states it; False otherwise.
+        note: the agreement rule with its numbers and, when not reproduced, the mechanism we see.
+        rule: the kind of comparison, one of :data:`FIGURE_RULES` (``""``: not stated by the
+            layer that made the figure).  Only a number the source prints goes under ``paper``;
+            a value we compute from a printed formula is ours, never the paper's.
     """
 
     figure: str
@@ -136,10 +142,26 @@ class Figure:
     ours: Any
     reproduced: bool
     note: str = ""
+    rule: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rule and self.rule not in FIGURE_RULES:
+            raise ValueError(f"unknown figure rule {self.rule!r}; valid: {', '.join(FIGURE_RULES)}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"figure": self.figure, "paper": to_jsonable(self.paper), "ours": to_jsonable(self.ours),
-                "reproduced": bool(self.reproduced), "note": self.note}
+                "reproduced": bool(self.reproduced), "note": self.note, "rule": self.rule}
+
+
+#: the comparison rules a :class:`Figure` states (``Figure.rule``)
+FIGURE_RULES = {
+    "exact": "exact equality (a rational, an integer or a point the source asserts exactly)",
+    "rounding": "ours inside the rounding interval of the printed digits (the printed value +- half a unit of its "
+                "last digit, ends included)",
+    "ci": "the printed value's rounding interval meets our 95% confidence interval",
+    "bound": "ours satisfies the inequality the source prints",
+    "not computed": "the source prints it; we have no value of ours (counted as not reproduced)",
+}
 
 
 @dataclass

@@ -1,0 +1,42 @@
+"""What a kernel-checked theorem says about a claim variant (the catalogs' entries)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelStatement:
+    """One Coq theorem and the claim variant it answers.
+
+    Attributes:
+        claim: the claim id (``ws24:theorem2``).
+        variant: the variant label as ``Claim.variant_label`` prints it (``as-written``,
+            ``raw-key,correct,correct``; ``""`` for a claim without variants).
+        theory: the Coq module under the ``Verify`` prefix (``Ws24`` for ``theories/Ws24.v``).
+        theorem: the theorem's name inside that module.
+        role: ``"proves"`` (the theorem is the variant's statement, for every size: evidence
+            ``proved``) or ``"refutes"`` (the theorem is a counterexample to it, or its negation:
+            evidence ``refuted``).
+        reading: the Coq statement in words, in the paper's notation (printed beside the paper's
+            statement by ``verify show`` and the audit).
+        covers: the claim's options the theorem quantifies over (``("L", "m", "sigma")``): a run that
+            changes only these from their defaults is still answered by the theorem; a run that changes
+            another option gets no kernel answer (skipped, with the reason).
+    """
+
+    claim: str
+    variant: str
+    theory: str
+    theorem: str
+    role: str
+    reading: str
+    covers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.role not in ("proves", "refutes"):
+            raise ValueError(f"{self.claim}[{self.variant}]: role must be 'proves' or 'refutes', got {self.role!r}")
+
+    @property
+    def qualified(self) -> str:
+        return f"Verify.{self.theory}.{self.theorem}"
