@@ -18,10 +18,11 @@ def test_theorem1_symbolic_proved_and_fault_refuted():
     assert ev.status == "refuted"
 
 
-def test_prop3_holds_and_small_tau1_breaks_invariance():
-    ev = num.check_prop3(8, 24, 6, 30.0, 30.0, 5.0, 1.0, 0)
-    assert ev.status == "consistent" and ev.outcome == "holds"
-    bad = num.check_prop3(8, 24, 6, 1.0, 30.0, 5.0, 1.0, 0)
+def test_prop3_inconclusive_on_the_coefficient_and_small_tau1_breaks_invariance():
+    ev = num.check_prop3(8, 24, 6, 30.0, 30.0, 5.0, 0)
+    assert ev.status == "inconclusive" and "Definitions 2-3" in ev.summary
+    assert ev.numbers["ff_weighted"]["model_coefficient"] == 900.0 and ev.numbers["ff_unit"]["model_coefficient"] == 1.0
+    bad = num.check_prop3(8, 24, 6, 1.0, 30.0, 5.0, 0)
     assert bad.outcome == "fails" and bad.numbers["max_move_change"] > 1e-3
 
 
@@ -29,11 +30,11 @@ def test_prop3_formula_fault_detected(monkeypatch):
     """Dropping the z_1 = q term from the formula must be caught (half the prompts start with q)."""
     orig = num.formula_logits
 
-    def no_first(z, pi, tau3, tau_g):
-        return orig([(z[0] + 1) % pi.shape[0]] + list(z[1:]) if z[0] == z[-1] else z, pi, tau3, tau_g)
+    def no_first(z, pi, tau1, tau2, tau3):
+        return orig([(z[0] + 1) % pi.shape[0]] + list(z[1:]) if z[0] == z[-1] else z, pi, tau1, tau2, tau3)
 
     monkeypatch.setattr(num, "formula_logits", no_first)
-    assert num.check_prop3(8, 24, 6, 30.0, 30.0, 5.0, 1.0, 0).outcome == "fails"
+    assert num.check_prop3(8, 24, 6, 30.0, 30.0, 5.0, 0).outcome == "fails"
 
 
 def test_slope_interval_band_rule():
