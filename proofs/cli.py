@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import sys
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -771,17 +772,33 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
 @click.option("--rebuild", is_flag=True,
               help="also regenerate each claim's encodings (re-running its solver layer) and require every file "
                    "to carry exactly the claim's rows, with no certified obligation missing")
-def recheck_cmd(directory: str, fmt: str, rebuild: bool) -> None:
+@click.option("--kernel", is_flag=True,
+              help="also replay every certificate in Coq: each case becomes a theorem '~ feasible rows' proved by "
+                   "farkas_sound (kernel/theories/Farkas.v) on the file's multipliers, so Coq's kernel accepts or "
+                   "refuses it (needs coqc)")
+def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
     """Re-check every certificate file in DIRECTORY with no solver involved (exact rationals).
 
     \b
     Without --rebuild this shows each file is self-consistent: its multipliers refute its
     own rows, and the rows match the file's recorded hash. With --rebuild it also shows
     the rows are the encoding the claim produces today and that no certificate is missing.
+    With --kernel each file that passes is replayed in Coq as well, and is valid only if
+    the kernel accepts it too.
     """
     from verify.proofs.certificates import rebuild_check, recheck_dir
 
+    if kernel and shutil.which("coqc") is None:
+        from verify.kernel.driver import INSTALL_HINT
+
+        raise InputError(f"--kernel: {INSTALL_HINT}")
     rows = recheck_dir(directory)
+    if kernel:
+        from verify.kernel.replay import replay_files
+
+        replayed = {Path(label): (ok, m) for label, ok, m in replay_files([f for f, ok, _ in rows if ok])}
+        rows = [(f, ok and replayed[f][0], m + "; " + replayed[f][1]) if f in replayed else (f, ok, m)
+                for f, ok, m in rows]
     missing: list[str] = []
     if rebuild:
         mismatched, missing = rebuild_check(directory)
@@ -791,7 +808,8 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool) -> None:
     if fmt == "json":
         import json
 
-        click.echo(json.dumps({"directory": directory, "valid": not bad, "rebuilt": rebuild, "missing": missing,
+        click.echo(json.dumps({"directory": directory, "valid": not bad, "rebuilt": rebuild, "kernel": kernel,
+                               "missing": missing,
                                "files": [{"file": str(f), "valid": ok, "message": m} for f, ok, m in rows]}, indent=2))
     else:
         for f, ok, m in rows:

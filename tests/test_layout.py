@@ -1,6 +1,6 @@
 """The import arrows of the layout (the README's "Layout"), checked on the source of every module:
 
-* the three layers (``verify.symbolic``, ``verify.solver``, ``verify.numeric``), the constructions
+* the four layers (``verify.symbolic``, ``verify.solver``, ``verify.numeric``, ``verify.kernel``), the constructions
   (``verify.constructions``) and the shared modules (``verify.evidence``, ``verify.safeio``) never import
   ``verify.proofs`` (the claims, reports and front ends sit on top of them);
 * a layer never imports another layer: each checks a construction in its own arithmetic, so a defect in
@@ -19,8 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: package -> folder, as pyproject.toml's [tool.setuptools.package-dir] maps them
 FOLDERS = {"verify.symbolic": ROOT / "symbolic", "verify.solver": ROOT / "solver", "verify.numeric": ROOT / "numeric",
+           "verify.kernel": ROOT / "kernel",
            "verify.constructions": ROOT / "src" / "verify" / "constructions", "verify.proofs": ROOT / "proofs"}
-LAYERS = ("verify.symbolic", "verify.solver", "verify.numeric")
+LAYERS = ("verify.symbolic", "verify.solver", "verify.numeric", "verify.kernel")
 SHARED = (ROOT / "src" / "verify" / "evidence.py", ROOT / "src" / "verify" / "safeio.py")
 
 
