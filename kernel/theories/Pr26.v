@@ -417,3 +417,55 @@ Proof.
     assert (Hpos : 0 < INR (L - ceil_half L)) by (apply lt_0_INR; lia).
     field. lra.
 Qed.
+
+(* ================================================================== rational instances (Compute) *)
+
+Open Scope Q_scope.
+
+Fixpoint qsum (n : nat) (f : nat -> Q) : Q :=
+  match n with O => 0 | S m => qsum m f + f m end.
+Definition qbil (W : nat -> nat -> Q) (u v : list Q) : Q :=
+  qsum (length u) (fun a => qsum (length v) (fun b => nth a u 0 * W a b * nth b v 0)).
+Definition qnat (i : nat) : Q := inject_Z (Z.of_nat i).
+Definition qphi_aff (i : nat) : list Q := [1; qnat i].
+Definition qlogit (phi : nat -> list Q) (W : nat -> nat -> Q) (i j : nat) : Q := qbil W (phi i) (phi j).
+Definition qalibi (a m : Q) (delta : nat) : Q := a - m * qnat delta.
+Definition qlogit_rel (k : nat -> Q) (i j : nat) : Q := k (i - j)%nat.
+Definition qPhi (L : nat) (phi : nat -> list Q) (i a : nat) : Q := if Nat.ltb i L then nth a (phi i) 0 else 0.
+Definition qPL (L r : nat) (phi : nat -> list Q) (W : nat -> nat -> Q) (i j : nat) : Q :=
+  qsum r (fun a => qsum r (fun b => qPhi L phi i a * W a b * qPhi L phi j b)).
+(* W from its rows, as the Python constructions hold it (list of rows) *)
+Definition qW (rows : list (list Q)) : nat -> nat -> Q := fun a b => nth b (nth a rows []) 0.
+(* the causal-masked rows of an L x L logit matrix: row i = [P(i, 0), ..., P(i, i)] *)
+Definition qmasked_rows (L : nat) (P : nat -> nat -> Q) : list (list Q) :=
+  map (fun i => map (fun j => P i j) (seq 0 (S i))) (seq 0 L).
+(* pe.exact_row_margin: logit(i, t) - max_{j <= i, j <> t} logit(i, j) (None when t is the only key) *)
+Definition qrow_margin (row : nat -> Q) (i t : nat) : option Q :=
+  match filter (fun j => negb (Nat.eqb j t)) (seq 0 (S i)) with
+  | [] => None
+  | j0 :: js => Some (row t - fold_left (fun acc j => Qmax acc (row j)) js (row j0))
+  end.
+
+Lemma Q2R_qsum : forall n f, Q2R (qsum n f) = rsum n (fun i => Q2R (f i)).
+Proof.
+  induction n; intros f; simpl. - unfold Q2R; simpl; lra. - rewrite Q2R_plus, IHn. reflexivity.
+Qed.
+
+Lemma Q2R_qnat : forall i, Q2R (qnat i) = INR i.
+Proof. intro i. unfold Q2R, qnat. simpl. rewrite INR_IZR_INZ. field. Qed.
+
+Lemma Q2R_1 : Q2R 1 = 1%R.
+Proof. unfold Q2R. simpl. field. Qed.
+
+(* the rational affine head is the real one, read through Q2R *)
+Lemma qlogit_aff_is_logit : forall W i j,
+  Q2R (qlogit qphi_aff W i j) = logit phi_aff (fun a b => Q2R (W a b)) i j.
+Proof.
+  intros. unfold qlogit, qbil, logit, bil, qphi_aff, phi_aff. simpl length.
+  rewrite Q2R_qsum. apply rsum_ext. intros a Ha. rewrite Q2R_qsum. apply rsum_ext. intros b Hb.
+  rewrite !Q2R_mult.
+  destruct a as [|[|a]]; try lia; destruct b as [|[|b]]; try lia; simpl; rewrite ?Q2R_1, ?Q2R_qnat; reflexivity.
+Qed.
+
+Lemma qalibi_is_alibi : forall a m d, Q2R (qalibi a m d) = alibi (Q2R a) (Q2R m) d.
+Proof. intros. unfold qalibi, alibi. rewrite Q2R_minus, Q2R_mult, Q2R_qnat. reflexivity. Qed.
