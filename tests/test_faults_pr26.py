@@ -274,16 +274,41 @@ def test_tie_numeric_exact_recheck_flat_affine_rows(monkeypatch):
 
 
 def test_tie_numeric_interval_recheck_rope(monkeypatch):
-    # RoPE w = psi(0) + psi(4): k(0) and k(4) agree to ~1e-16; float64 puts offset 4 on top, the exact value
-    # (float64 w taken exactly, true features) puts offset 0 (the query itself) on top by ~6e-17
+    # RoPE w = psi(0) + psi(4) (features from Python's math, the same on every CPU): k(0) and k(4) are equal in
+    # real arithmetic; with the float64 w taken exactly, mpmath intervals put offset 0 (the query itself) on top
+    # by ~6e-17.  float64 cannot see that: k(0) = 27.66 has an ulp of 3.6e-15, and the sign of its float64 margin
+    # k(4) - k(0) follows the summation order of the 32-term dot product (sequential: -1 ulp, 2 lanes: -2, 4 lanes:
+    # 0; an FMA machine gave +1 ulp and 44 passing rows), so it is CPU-dependent and never asserted.  What holds on
+    # every CPU: |float64 margin| <= 4 E, so every row is re-decided by intervals, and the exact answer is kept.
     rope, task = get_family("rope"), get_task("skip-4")
     w = num.peaked_kernel(rope, 0, 20) + num.peaked_kernel(rope, 4, 20)
     rows = list(range(20, 64))
+    feats = num.feature_matrix(rope, 64, 20, 0)
+    E = num.logit_error_bound(rope, w, feats)
+    assert 1e-14 < E < 1e-12  # the rounding bound, far above the true gap
+
+    def decided(ev):
+        assert ev.interval_rechecked == 44 and int(ev.passed.sum()) == 0
+        assert bool((ev.margin < 0).all()) and bool((ev.margin > -1e-15).all()) and bool((ev.argmax == ev.rows).all())
+
+    decided(num.evaluate_rows(rope, task, w, 20, 64, rows))
+    # the float64 error made deliberate and CPU-independent: offset 4's float64 features are moved along w so that
+    # its float64 logit exceeds k(0) by 2 E (the dot product's own rounding is at most E, so float64 alone now
+    # passes every row on any CPU), while the exact features, and so the interval re-check, are untouched
+    real = num.feature_matrix
+    shift = 2 * E * w / float(w @ w)
+
+    def wrong_by_2E(family, n, L0, seed=0, start=0):
+        f = real(family, n, L0, seed, start)
+        if family is rope and start <= 4 < n:
+            f[4 - start] += shift
+        return f
+
+    monkeypatch.setattr(num, "feature_matrix", wrong_by_2E)
     fl = num.evaluate_rows(rope, task, w, 20, 64, rows, exact_ties=False)
-    assert int(fl.passed.sum()) == 44  # precondition: float64 alone says every row passes
-    ev = num.evaluate_rows(rope, task, w, 20, 64, rows)
-    assert int(ev.passed.sum()) == 0 and ev.interval_rechecked == 44
-    assert bool((ev.margin < 0).all()) and bool((ev.argmax == ev.rows).all())
+    assert int(fl.passed.sum()) == 44 and bool((fl.margin > E / 2).all())  # precondition: float64 alone passes all
+    decided(num.evaluate_rows(rope, task, w, 20, 64, rows))
+    # fault: the rounding bound is forgotten, float64 alone decides and every row passes
     _no_rounding_bound(monkeypatch)
     assert int(num.evaluate_rows(rope, task, w, 20, 64, rows).passed.sum()) == 44
 
