@@ -1,0 +1,68 @@
+"""Kernel statements for ws24 (Wang & Sato, arXiv 2412.11459 v2): Theorem 2 / Eq. 13, Eq. 14, Prop. 4.
+
+The theorems live in ``theories/Ws24.v``.  Setting: vectors are coordinate functions of R^d (every
+d), the key matrices are sums of outer products, every score a bilinear form u^T W v; Assumption 1 is
+idealised as an exact orthonormal family (a hypothesis of each theorem), and each refutation also
+proves that such families exist for every vocabulary size V (the standard basis), so it is not vacuous.
+"""
+
+from __future__ import annotations
+
+from verify.kernel.spec import KernelStatement as S
+
+#: every V and d, every position t; N only sizes the numeric layer's one-step estimate (the matrix is taken as
+#: given).  Not eps: the theorems are the exact orthonormal idealisation (eps = 0), not the eps-near one.
+_COVERS = ("Vmax", "d", "V", "T", "N")
+
+_FAMILY13 = ("for every vocabulary size V, every dimension d, every set of trigger tokens Q, every chi and every "
+             "family w_E(1..V), r_{-1} orthonormal in R^d (such families exist for every V)")
+_FAMILY14 = ("for every V, d, every psi, every d x d matrix Phi_1 and every w_E(1..V) such that w_E(1..V), "
+             "Phi_1 w_E(1..V) is one orthonormal family of R^d (such families exist for every V)")
+
+STATEMENTS = (
+    S(claim="ws24:theorem2", variant="as-written", theory="Ws24", theorem="theorem2_as_written_refuted",
+      role="refutes",
+      covers=_COVERS,
+      reading=(f"Eq. 13 as written, W^1_K = sum_{{k in Q}} chi(k) w_E(k) r_{{-1}}^T: {_FAMILY13}, the displayed "
+               "association r_{-1}^T W^1_K w_E(v) is 0 for every token v, so for every v in Q with chi(v) != 0 it "
+               "is not chi(v) as Theorem 2 states.")),
+    S(claim="ws24:theorem2", variant="transposed", theory="Ws24", theorem="theorem2_transposed_refuted",
+      role="refutes",
+      covers=_COVERS,
+      reading=(f"W^1_K transposed, sum_{{k in Q}} chi(k) r_{{-1}} w_E(k)^T: {_FAMILY13}, for every v in Q the "
+               "display r_{-1}^T W^1_K w_E(v) = chi(v), but the model's own score w_E(v)^T W^1_K r_{-1} "
+               "(query^T W_K key) is 0 and so is the layer-1 score w_E(v)^T W^1_K (w_E(u) + r_{(t-1)-t}) at "
+               "(t, t-1) for every position t and token u: no previous-token head is left (the model's score is "
+               "not chi(v) wherever chi(v) != 0).")),
+    S(claim="ws24:theorem2", variant="read-score", theory="Ws24", theorem="theorem2_read_score",
+      role="proves",
+      covers=_COVERS,
+      reading=(f"Eq. 13 kept and the display read as query^T W_K key: {_FAMILY13}, for every v in Q "
+               "w_E(v)^T W^1_K r_{-1} = chi(v) (the model's own previous-token score), and the layer-1 score "
+               "w_E(v)^T W^1_K (w_E(u) + r_{(t-1)-t}) at (t, t-1) equals chi(v) for every position t in Z and "
+               "every token u (t does not occur in the value).")),
+    S(claim="ws24:eq14", variant="as-written", theory="Ws24", theorem="eq14_as_written_refuted",
+      role="refutes",
+      covers=_COVERS,
+      reading=(f"Eq. 14 as written, W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T: {_FAMILY14}, the proof's score "
+               "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) is 0 for all tokens z_s, z_T, so at z_s = z_T with "
+               "psi(z_T) != 0 it is not psi(z_T)[z_s = z_T].")),
+    S(claim="ws24:eq14", variant="transposed", theory="Ws24", theorem="eq14_transposed_refuted",
+      role="refutes",
+      covers=_COVERS,
+      reading=(f"W^2_K transposed, sum_k psi(k) (Phi_1 w_E(k)) w_E(k)^T: {_FAMILY14}, the display "
+               "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T)[z_s = z_T], but the model's own induction score "
+               "w_E(z_T)^T W^2_K Phi_1 w_E(z_s) is 0 for every pair (not psi(z_T) at z_s = z_T where "
+               "psi(z_T) != 0).")),
+    S(claim="ws24:eq14", variant="read-score", theory="Ws24", theorem="eq14_read_score",
+      role="proves",
+      covers=_COVERS,
+      reading=(f"Eq. 14 kept and the score read as query^T W_K key: {_FAMILY14}, for all tokens z_s, z_T in 1..V "
+               "w_E(z_T)^T W^2_K Phi_1 w_E(z_s) = psi(z_T)[z_s = z_T] (the model's own layer-2 score).")),
+    S(claim="ws24:prop4", variant="", theory="Ws24", theorem="prop4",
+      role="proves",
+      covers=("d", "V", "T"),
+      reading=("For every number t >= 1 of visible keys and every position p < t of the previous token, the "
+               "softmax weight exp(s_p) / sum_{i<t} exp(s_i) with score s = 1 on key p and 0 on the other t - 1 "
+               "keys is e / (t + e - 1).")),
+)
