@@ -1,0 +1,332 @@
+(** * kvshift24: Theorem 2 (IH = KVSA) and KV-cache decoding of KV shifting attention
+
+    Xu, Cheng, Wang, Chen, "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2.
+    - Sec. 2.2, Eqs. 4-6: Q, K, V = X W_Q, X W_K, X W_V;  K^ = a1 K + a2 Shift(K),  V^ = b1 V + b2 Shift(V);
+      Output = Softmax(Q K^T . M / sigma) V^ W_O with the causal mask M; Shift drops the last row and pads a
+      zero row in front.
+    - Definition 1, Eq. 7: IH(x) = sum_{s=2}^{L-1} softmax_s(x_L x_{s-1}^T / sigma - m|L - s|) x_s.
+    - Theorem 2 (Eq. 9): a one-layer KVSA with D = d has IH = KVSA; Appendix B: a1 = 0, a2 = 1, b1 = 1/sigma,
+      b2 = 0, p = m (the ALiBi slope), identity projections.
+    - Appendix F: the reference PyTorch code (shift as a width-2 causal convolution, RoPE after the shift,
+      an inference branch keeping last_k / last_v between calls).
+
+    Part 1 is Theorem 2 at the last position L (1-indexed as in the paper), written once over an abstract
+    arithmetic [Ops] so that the same definitions run over [R] (the theorems, with [exp]) and over [Q]
+    ([Compute], with the softmax weights given).  Part 2 is incremental (KV-cache) decoding as slot lists,
+    mirroring [verify.constructions.kvshift24_pe] ([full_forward], [decode]), with the raw-key cache proved
+    equal to the full pass for every length, prefill and query position, and a kernel-checked counterexample
+    for each failing policy. *)
+
+From Coq Require Import List Arith Lia Bool ZArith Reals Lra QArith.
+From Interval Require Import Tactic.
+Import ListNotations.
+
+(** ** Part 1: the layer and the induction-head machine *)
+
+(** The scalar operations a definition uses ([R] for the theorems, [Q] for [Compute]). *)
+Record Ops (F : Type) := mkOps {
+  add : F -> F -> F; sub : F -> F -> F; mul : F -> F -> F; div : F -> F -> F;
+  zero : F; one : F; ofnat : nat -> F }.
+Arguments add {F} _ _ _. Arguments sub {F} _ _ _. Arguments mul {F} _ _ _. Arguments div {F} _ _ _.
+Arguments zero {F} _. Arguments one {F} _. Arguments ofnat {F} _ _.
+
+(** Which summands of the causal softmax at position L enter the numerator and the normaliser, and the
+    value scale: the variants of kvshift24:theorem2 ([verify.constructions.kvshift24.Variant]). *)
+Record Variant := mkVariant {
+  first_num : bool; first_den : bool;   (* keep s = 1 *)
+  last_num : bool; last_den : bool;     (* keep s = L *)
+  b1_inv_sigma : bool }.                (* b1 = 1/sigma (Appendix B) instead of b1 = 1 *)
+
+(** as written (Appendix B): every causal key s = 1..L, b1 = 1/sigma *)
+Definition v_none := mkVariant true true true true true.
+(** repair 1: drop s = 1 and s = L, b1 = 1/sigma kept *)
+Definition v_mask := mkVariant false false false false true.
+(** repair 2: drop s = 1 and s = L and set b1 = 1 *)
+Definition v_mask_scale :=
+  mkVariant false false
+            false false
+            false.
+
+(** does summand s survive a mask whose boundary flags are [bf] (s = 1) and [bl] (s = L)? *)
+Definition keep (bf bl : bool) (L s : nat) : bool :=
+  if s =? 1 then bf else if s =? L then bl else true.
+
+Section Layer.
+Variable F : Type.
+Variable o : Ops F.
+
+(** sum_{s = lo}^{lo + n - 1} f s *)
+Fixpoint sumn (f : nat -> F) (lo n : nat) : F :=
+  match n with O => zero o | S n' => add o (f lo) (sumn f (S lo) n') end.
+
+(** vectors as coordinate functions; an input sequence is x : nat -> vec read at 1..L *)
+Definition vec := nat -> F.
+Definition zero_row : vec := fun _ => zero o.
+(** x_0 := 0, the zero row Shift pads in front (Sec. 2.2) *)
+Definition xrow (x : nat -> vec) (p : nat) : vec := match p with O => zero_row | S _ => x p end.
+(** Shift(X)_s = x_{s-1} (Sec. 2.2: drop the last row, pad a zero row in front) *)
+Definition Shift (x : nat -> vec) (s : nat) : vec := xrow x (pred s).
+Definition lin (a : F) (u : vec) (b : F) (v : vec) : vec := fun i => add o (mul o a (u i)) (mul o b (v i)).
+(** Eq. 5 with identity projections (Appendix B): K^_s = a1 x_s + a2 Shift(x)_s, V^_s = b1 x_s + b2 Shift(x)_s *)
+Definition Khat (a1 a2 : F) (x : nat -> vec) (s : nat) : vec := lin a1 (xrow x s) a2 (Shift x s).
+Definition Vhat (b1 b2 : F) (x : nat -> vec) (s : nat) : vec := lin b1 (xrow x s) b2 (Shift x s).
+
+(** the ALiBi bias m |L - s| for s <= L (Eq. 7; Appendix B's p = m) *)
+Definition alibi (m : F) (L s : nat) : F := mul o m (ofnat o (L - s)).
+(** KVSA's score at the last position (Eq. 6, query x_L, key K^_s, scale sigma, ALiBi bias) *)
+Definition kvsa_logit (dot : vec -> vec -> F) (sigma m a1 a2 : F) (L : nat) (x : nat -> vec) (s : nat) : F :=
+  sub o (div o (dot (x L) (Khat a1 a2 x s)) sigma) (alibi m L s).
+(** IH's score (Eq. 7): x_L x_{s-1}^T / sigma - m |L - s| *)
+Definition ih_logit (dot : vec -> vec -> F) (sigma m : F) (L : nat) (x : nat -> vec) (s : nat) : F :=
+  sub o (div o (dot (x L) (x (pred s))) sigma) (alibi m L s).
+
+(** a softmax average over s = lo..lo+n-1 with unnormalised weights e: the summands with [nm s] in the
+    numerator, those with [dm s] in the normaliser (all of them for a plain softmax) *)
+Definition normaliser (dm : nat -> bool) (lo n : nat) (e : nat -> F) : F :=
+  sumn (fun r => if dm r then e r else zero o) lo n.
+Definition attend (nm dm : nat -> bool) (lo n : nat) (e : nat -> F) (val : nat -> vec) : vec :=
+  fun i => sumn (fun s => if nm s then mul o (div o (e s) (normaliser dm lo n e)) (val s i) else zero o) lo n.
+
+(** b1 of a variant: 1/sigma (Appendix B) or 1 *)
+Definition b1_of (v : Variant) (sigma : F) : F := if b1_inv_sigma v then div o (one o) sigma else one o.
+
+(** KVSA at the last position L with weights e_s (Eq. 6, causal keys s = 1..L, Appendix B's a1 = 0,
+    a2 = 1, b2 = 0 and the variant's masks and b1); over R, e_s = exp (kvsa_logit ... s). *)
+Definition KVSA_w (v : Variant) (sigma : F) (L : nat) (x : nat -> vec) (e : nat -> F) : vec :=
+  attend (keep (first_num v) (last_num v) L) (keep (first_den v) (last_den v) L) 1 L e
+         (Vhat (b1_of v sigma) (zero o) x).
+(** IH (Definition 1, Eq. 7) with weights e_s, s = 2..L-1 *)
+Definition IH_w (L : nat) (x : nat -> vec) (e : nat -> F) : vec :=
+  attend (fun _ => true) (fun _ => true) 2 (L - 2) e x.
+
+(** the coordinate dot product of width d *)
+Definition dot_d (d : nat) (u v : vec) : F := sumn (fun i => mul o (u i) (v i)) 0 d.
+End Layer.
+
+Arguments sumn {F} o f lo n. Arguments zero_row {F} o _. Arguments xrow {F} o x p _.
+Arguments Shift {F} o x s _. Arguments lin {F} o a u b v _. Arguments Khat {F} o a1 a2 x s _.
+Arguments Vhat {F} o b1 b2 x s _. Arguments alibi {F} o m L s. Arguments kvsa_logit {F} o dot sigma m a1 a2 L x s.
+Arguments ih_logit {F} o dot sigma m L x s. Arguments normaliser {F} o dm lo n e.
+Arguments attend {F} o nm dm lo n e val _. Arguments b1_of {F} o v sigma.
+Arguments KVSA_w {F} o v sigma L x e _. Arguments IH_w {F} o L x e _. Arguments dot_d {F} o d u v.
+
+(** *** Over the reals *)
+Open Scope R_scope.
+Definition R_ops : Ops R := mkOps R Rplus Rminus Rmult Rdiv 0 1 INR.
+Definition Rvec := nat -> R.
+
+(** KVSA of Theorem 2 (Eqs. 4-6, Appendix B's a1 = 0, a2 = 1, b2 = 0, ALiBi slope m) at the last position,
+    under a variant: the softmax weights are exp of the scores x_L . K^_s / sigma - m (L - s). *)
+Definition KVSA (v : Variant) (dot : Rvec -> Rvec -> R) (sigma m : R) (L : nat) (x : nat -> Rvec) : Rvec :=
+  KVSA_w R_ops v sigma L x (fun s => exp (kvsa_logit R_ops dot sigma m 0 1 L x s)).
+(** IH of Definition 1 (Eq. 7) *)
+Definition IH (dot : Rvec -> Rvec -> R) (sigma m : R) (L : nat) (x : nat -> Rvec) : Rvec :=
+  IH_w R_ops L x (fun s => exp (ih_logit R_ops dot sigma m L x s)).
+
+(** linearity in the second argument: every bilinear form has it (the coordinate dot product included) *)
+Definition linear2 (dot : Rvec -> Rvec -> R) : Prop :=
+  forall u v w a b, dot u (lin R_ops a v b w) = a * dot u v + b * dot u w.
+
+Lemma sumn_S (f : nat -> R) lo n : sumn R_ops f lo (S n) = f lo + sumn R_ops f (S lo) n.
+Proof. reflexivity. Qed.
+
+Lemma sumn_ext (f g : nat -> R) lo n :
+  (forall s, (lo <= s < lo + n)%nat -> f s = g s) -> sumn R_ops f lo n = sumn R_ops g lo n.
+Proof.
+  revert lo; induction n as [|n IH]; intros lo H; [reflexivity|].
+  rewrite !sumn_S, (H lo) by lia. f_equal. apply IH. intros s Hs. apply H. lia.
+Qed.
+
+Lemma sumn_snoc (f : nat -> R) lo n : sumn R_ops f lo (S n) = sumn R_ops f lo n + f (lo + n)%nat.
+Proof.
+  revert lo; induction n as [|n IH]; intros lo.
+  - simpl. rewrite Nat.add_0_r. ring.
+  - rewrite sumn_S, IH, sumn_S. replace (S lo + n)%nat with (lo + S n)%nat by lia. ring.
+Qed.
+
+Lemma sumn_scale (f : nat -> R) c lo n : sumn R_ops (fun s => f s * c) lo n = sumn R_ops f lo n * c.
+Proof.
+  revert lo; induction n as [|n IH]; intros lo; simpl; [ring|]. rewrite IH. ring.
+Qed.
+
+Lemma sumn_add (f g : nat -> R) lo n :
+  sumn R_ops (fun s => f s + g s) lo n = sumn R_ops f lo n + sumn R_ops g lo n.
+Proof.
+  revert lo; induction n as [|n IH]; intros lo; simpl; [ring|]. rewrite IH. ring.
+Qed.
+
+(** Dropping the boundary summands s = 1 and s = L of a sum over the causal keys 1..L leaves the sum over
+    2..L-1, the range of Definition 1. *)
+Lemma drop_boundary (g : nat -> R) L : (3 <= L)%nat ->
+  sumn R_ops (fun s => if keep false false L s then g s else 0) 1 L = sumn R_ops g 2 (L - 2).
+Proof.
+  intros HL. destruct L as [|[|[|k]]]; try lia.
+  rewrite sumn_S, sumn_snoc.
+  assert (E1 : keep false false (S (S (S k))) 1 = false) by reflexivity.
+  assert (E2 : keep false false (S (S (S k))) (2 + S k) = false).
+  { unfold keep. cbn [Nat.add Nat.eqb]. rewrite Nat.eqb_refl. reflexivity. }
+  rewrite E1, E2. replace (S (S (S k)) - 2)%nat with (S k) by lia.
+  rewrite Rplus_0_l, Rplus_0_r. apply sumn_ext. intros s Hs.
+  unfold keep. rewrite (proj2 (Nat.eqb_neq s 1)) by lia. rewrite (proj2 (Nat.eqb_neq s (S (S (S k))))) by lia.
+  reflexivity.
+Qed.
+
+(** Term by term: for 2 <= s <= L-1 the KVSA score with a1 = 0, a2 = 1 is IH's score, and the value
+    b1 x_s + 0 x_{s-1} is b1 x_s. *)
+Lemma score_inner dot sigma m L x s : linear2 dot -> (2 <= s)%nat ->
+  kvsa_logit R_ops dot sigma m 0 1 L x s = ih_logit R_ops dot sigma m L x s.
+Proof.
+  intros Hl Hs. unfold kvsa_logit, ih_logit, Khat. cbn [sub div R_ops]. rewrite Hl.
+  unfold Shift, xrow. destruct s as [|[|s]]; [lia|lia|]. cbn [pred]. f_equal. f_equal. ring.
+Qed.
+
+Lemma value_inner b1 x s i : (1 <= s)%nat -> Vhat R_ops b1 0 x s i = b1 * x s i.
+Proof.
+  intros Hs. unfold Vhat, lin, xrow. destruct s as [|s]; [lia|]. cbn [add mul R_ops]. ring.
+Qed.
+
+(** KVSA with the boundary masks and a value scale b1, as b1 times IH (the common core of both repairs). *)
+Lemma kvsa_masked_core dot sigma m L x i b1 nm dm :
+  linear2 dot -> (3 <= L)%nat ->
+  nm = keep false false L -> dm = keep false false L ->
+  attend R_ops nm dm 1 L (fun s => exp (kvsa_logit R_ops dot sigma m 0 1 L x s)) (Vhat R_ops b1 0 x) i
+  = IH dot sigma m L x i * b1.
+Proof.
+  intros Hl HL -> ->. unfold attend, IH, IH_w, attend, normaliser. cbn [mul div zero R_ops].
+  set (Z := sumn R_ops (fun r => if keep false false L r then exp (kvsa_logit R_ops dot sigma m 0 1 L x r) else 0) 1 L).
+  assert (HZ : Z = sumn R_ops (fun r => exp (ih_logit R_ops dot sigma m L x r)) 2 (L - 2)).
+  { unfold Z. rewrite drop_boundary by exact HL. apply sumn_ext. intros r Hr.
+    rewrite score_inner by (assumption || lia). reflexivity. }
+  rewrite (drop_boundary (fun s => exp (kvsa_logit R_ops dot sigma m 0 1 L x s) / Z * Vhat R_ops b1 0 x s i) L HL).
+  rewrite <- sumn_scale. apply sumn_ext. intros s Hs.
+  rewrite HZ, score_inner, value_inner by (assumption || lia). ring.
+Qed.
+
+(** Theorem 2, repaired (mask+scale): with the summands s = 1 and s = L dropped from KVSA's softmax and
+    b1 = 1, KVSA = IH at the last position, for every L >= 3, every input sequence x_1..x_L (vectors as
+    coordinate functions), every dot product linear in its second argument (every bilinear form), and
+    every slope m and scale sigma; term by term, as Appendix B intends. *)
+Theorem theorem2_mask_scale :
+  forall (dot : Rvec -> Rvec -> R), linear2 dot ->
+  forall (x : nat -> Rvec) (m sigma : R) (L : nat), (3 <= L)%nat ->
+  forall i, KVSA v_mask_scale dot sigma m L x i = IH dot sigma m L x i.
+Proof.
+  intros dot Hl x m sigma L HL i. unfold KVSA, KVSA_w, b1_of. cbn [first_num last_num first_den last_den
+    b1_inv_sigma v_mask_scale one zero R_ops].
+  rewrite (kvsa_masked_core dot sigma m L x i 1 _ _ Hl HL eq_refl eq_refl). ring.
+Qed.
+
+(** The coordinate dot product of any width d is linear in its second argument. *)
+Lemma dot_d_linear d : linear2 (dot_d R_ops d).
+Proof.
+  intros u v w a b. unfold dot_d. generalize 0%nat as lo.
+  induction d as [|d IH]; intros lo; simpl; [ring|]. rewrite IH. unfold lin. cbn [add mul R_ops]. ring.
+Qed.
+
+(** The same for vectors of R^d with the usual dot product. *)
+Corollary theorem2_mask_scale_coords :
+  forall (d : nat) (x : nat -> Rvec) (m sigma : R) (L : nat), (3 <= L)%nat ->
+  forall i, KVSA v_mask_scale (dot_d R_ops d) sigma m L x i = IH (dot_d R_ops d) sigma m L x i.
+Proof. intros. apply theorem2_mask_scale; [apply dot_d_linear|assumption]. Qed.
+
+(** The mask alone: KVSA = IH / sigma (b1 = 1/sigma scales every value). *)
+Theorem theorem2_mask_is_ih_over_sigma :
+  forall (dot : Rvec -> Rvec -> R), linear2 dot ->
+  forall (x : nat -> Rvec) (m sigma : R) (L : nat), (3 <= L)%nat ->
+  forall i, KVSA v_mask dot sigma m L x i = IH dot sigma m L x i / sigma.
+Proof.
+  intros dot Hl x m sigma L HL i. unfold KVSA, KVSA_w, b1_of. cbn [first_num last_num first_den last_den
+    b1_inv_sigma v_mask one div zero R_ops].
+  rewrite (kvsa_masked_core dot sigma m L x i (1 / sigma) _ _ Hl HL eq_refl eq_refl). unfold Rdiv. ring.
+Qed.
+
+(** *** The witness x = (A, B, A) *)
+Definition ABA (A B : Rvec) : nat -> Rvec := fun p => match p with 2%nat => B | _ => A end.
+
+Lemma dot_d_zero d u : dot_d R_ops d u (zero_row R_ops) = 0.
+Proof.
+  unfold dot_d, zero_row. generalize 0%nat as lo. induction d as [|d IH]; intros lo; simpl; [ring|].
+  rewrite IH. ring.
+Qed.
+
+Lemma dot_d_ext d u v w : (forall i, v i = w i) -> dot_d R_ops d u v = dot_d R_ops d u w.
+Proof.
+  intros H. unfold dot_d. generalize 0%nat as lo. induction d as [|d IH]; intros lo; simpl; [reflexivity|].
+  rewrite IH, H. reflexivity.
+Qed.
+
+(** IH on (A, B, A) is B: one summand (s = 2), weight 1. *)
+Lemma ih_ABA dot sigma m A B i : IH dot sigma m 3 (ABA A B) i = B i.
+Proof.
+  unfold IH, IH_w, attend, normaliser. simpl. cbn [add mul div zero R_ops].
+  field. apply Rgt_not_eq, exp_pos.
+Qed.
+
+(** KVSA as written on (A, B, A), coordinate by coordinate: with e1 = exp(-2m) (s = 1, key 0),
+    e2 = exp(1/sigma - m) (s = 2, key A), e3 = exp 0 = 1 (s = 3, key B) and every value scaled by 1/sigma. *)
+Lemma kvsa_none_ABA d A B sigma m i :
+  dot_d R_ops d A A = 1 -> dot_d R_ops d A B = 0 -> sigma <> 0 ->
+  KVSA v_none (dot_d R_ops d) sigma m 3 (ABA A B) i
+  = (exp (-2 * m) + 1) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1)) * A i
+    + exp (1 / sigma - m) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1)) * B i.
+Proof.
+  intros HAA HAB Hs. unfold KVSA, KVSA_w, attend, normaliser, kvsa_logit, Khat, Vhat, b1_of, alibi.
+  cbn [first_num last_num first_den last_den b1_inv_sigma v_none keep sumn Nat.eqb].
+  rewrite !dot_d_linear. unfold Shift, xrow, ABA. cbn [pred]. rewrite !dot_d_zero, HAA, HAB.
+  cbn [lin add sub mul div one zero ofnat R_ops]. simpl INR. rewrite (Rmult_0_r m).
+  replace ((0 * 1 + 1 * 0) / sigma - m * (1 + 1)) with (-2 * m) by (field; assumption).
+  replace ((0 * 1 + 1 * 0) / sigma - 0) with 0 by (field; assumption). rewrite exp_0.
+  replace ((0 * 0 + 1 * 1) / sigma - m * 1) with (1 / sigma - m) by (field; assumption).
+  unfold zero_row. cbn [zero R_ops].
+  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (1 / sigma - m)).
+  field. split; [apply Rgt_not_eq; lra|assumption].
+Qed.
+
+(** Theorem 2 as written (fix none) is refuted: for every d, every A, B in R^d with A.A = 1, A.B = 0, every
+    m and every sigma > 0, on x = (A, B, A) IH = B has no A component while KVSA's is
+    (e^{-2m} + 1) / (sigma (e^{-2m} + e^{1/sigma - m} + 1)) > 0, so KVSA <> IH. *)
+Theorem theorem2_as_written_refuted :
+  forall (d : nat) (A B : Rvec) (m sigma : R),
+  dot_d R_ops d A A = 1 -> dot_d R_ops d A B = 0 -> 0 < sigma ->
+  dot_d R_ops d A (KVSA v_none (dot_d R_ops d) sigma m 3 (ABA A B))
+    = (exp (-2 * m) + 1) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1))
+  /\ dot_d R_ops d A (IH (dot_d R_ops d) sigma m 3 (ABA A B)) = 0
+  /\ 0 < (exp (-2 * m) + 1) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1))
+  /\ ~ (forall i, KVSA v_none (dot_d R_ops d) sigma m 3 (ABA A B) i = IH (dot_d R_ops d) sigma m 3 (ABA A B) i).
+Proof.
+  intros d A B m sigma HAA HAB Hs.
+  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (1 / sigma - m)).
+  set (c := (exp (-2 * m) + 1) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1))).
+  assert (Hc : 0 < c). { unfold c. apply Rdiv_lt_0_compat; [lra|]. apply Rmult_lt_0_compat; lra. }
+  assert (HK : dot_d R_ops d A (KVSA v_none (dot_d R_ops d) sigma m 3 (ABA A B)) = c).
+  { rewrite (dot_d_ext d A _ (lin R_ops c A (exp (1 / sigma - m) / (sigma * (exp (-2 * m) + exp (1 / sigma - m) + 1))) B)).
+    - rewrite dot_d_linear, HAA, HAB. ring.
+    - intros i. rewrite kvsa_none_ABA by (assumption || lra). reflexivity. }
+  assert (HI : dot_d R_ops d A (IH (dot_d R_ops d) sigma m 3 (ABA A B)) = 0).
+  { rewrite (dot_d_ext d A _ B); [exact HAB|]. intros i. apply ih_ABA. }
+  split; [exact HK|]. split; [exact HI|]. split; [exact Hc|].
+  intros Heq. rewrite (dot_d_ext d A _ _ Heq) in HK. lra.
+Qed.
+
+(** The mask without the scale is refuted for every sigma <> 1: on (A, B, A) with B.B = 1, IH = B while
+    KVSA = B / sigma. *)
+Theorem theorem2_mask_refuted :
+  forall (d : nat) (A B : Rvec) (m sigma : R),
+  dot_d R_ops d B B = 1 -> 0 < sigma -> sigma <> 1 ->
+  (forall i, KVSA v_mask (dot_d R_ops d) sigma m 3 (ABA A B) i = B i / sigma)
+  /\ (forall i, IH (dot_d R_ops d) sigma m 3 (ABA A B) i = B i)
+  /\ ~ (forall i, KVSA v_mask (dot_d R_ops d) sigma m 3 (ABA A B) i = IH (dot_d R_ops d) sigma m 3 (ABA A B) i).
+Proof.
+  intros d A B m sigma HBB Hs H1.
+  assert (HK : forall i, KVSA v_mask (dot_d R_ops d) sigma m 3 (ABA A B) i = B i / sigma).
+  { intros i. rewrite theorem2_mask_is_ih_over_sigma by (apply dot_d_linear || lia). rewrite ih_ABA. reflexivity. }
+  split; [exact HK|]. split; [intros i; apply ih_ABA|].
+  intros Heq. assert (Hpt : forall i, B i / sigma = B i).
+  { intros i. rewrite <- HK, Heq. apply ih_ABA. }
+  assert (E : dot_d R_ops d B (lin R_ops (1 / sigma) B 0 B) = dot_d R_ops d B B).
+  { apply dot_d_ext. intros i. unfold lin. cbn [add mul R_ops].
+    transitivity (B i / sigma); [unfold Rdiv; ring|apply Hpt]. }
+  rewrite dot_d_linear, HBB in E. assert (Hinv : / sigma = 1) by (unfold Rdiv in E; lra).
+  apply H1. apply (Rmult_eq_reg_l (/ sigma)); [|apply Rinv_neq_0_compat; lra].
+  rewrite Rinv_l by lra. lra.
+Qed.
