@@ -1,0 +1,171 @@
+"""The Coq theory of ws24 (kernel/theories/Ws24.v) tied to the Python constructions, and refused when changed.
+
+Tie: the Coq definitions of Eq. 13 / Eq. 14 / Prop. 4 over Q, evaluated with ``Compute`` on the standard
+basis (w_E(k) = e_(k-1), r_{-1} = e_V, Phi_1 w_E(k) = e_(V+k-1)) at V = 3 with the index-probe
+coefficients chi(k) = (-1)^(k+1) k, against ``verify.constructions.bilinear``'s Fraction values (its
+``OuterSum`` terms laid on the same basis, and its scores under the exact orthonormal Gram).
+Faults: the read-score theorems with the orientation flipped back must no longer compile.
+
+Needs coqc: skipped without it, failed under CI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, prev_token_weight
+from verify.kernel.driver import THEORIES, coq_compute, parse_q, parse_q_list
+from verify.symbolic.ws24 import FractionOrthonormalGram
+
+V = 3
+GRAM = FractionOrthonormalGram()
+
+
+def need_coq() -> None:
+    if shutil.which("coqc") is None:
+        if os.environ.get("CI"):
+            pytest.fail("coqc missing under CI: .ci/run installs Coq")
+        pytest.skip("coqc not installed; the kernel layer's Coq theories cannot be evaluated here")
+
+
+@pytest.fixture(scope="module")
+def theories(tmp_path_factory) -> Path:
+    """A private copy of Ws24.v (never compiled inside kernel/theories), compiled once."""
+    need_coq()
+    d = tmp_path_factory.mktemp("ws24-theories")
+    shutil.copy(THEORIES / "Ws24.v", d / "Ws24.v")
+    (d / "_CoqProject").write_text("-Q . Verify\nWs24.v\n")
+    (d / "work").mkdir()
+    return d
+
+
+def compute(theories: Path, exprs: list[str], preamble: str = "") -> list[str]:
+    return coq_compute("Ws24", exprs, theories=theories, workdir=theories / "work", preamble=preamble)
+
+
+def q_lit(x: Fraction) -> str:
+    return f"({x.numerator} # {x.denominator})"
+
+
+def coef_preamble(name: str, coefs: tuple[Fraction, ...]) -> str:
+    """A Coq function k -> coefs[k-1] (tokens 1-indexed as in the paper)."""
+    return (f"Definition {name} (k : nat) : Q := nth (k - 1) (" + " :: ".join(q_lit(c) for c in coefs)
+            + " :: nil) 0%Q.")
+
+
+def basis_index(vec: tuple, V: int) -> int:
+    """Where the Coq instance puts a named vector of the construction: w_E(k) -> e_(k-1), r_{-1} -> e_V,
+    Phi_1 w_E(k) -> e_(V+k-1)."""
+    kind, idx = vec
+    if kind == "w_E":
+        return idx - 1
+    if kind == "r":
+        assert idx == -1
+        return V
+    assert kind == "Phi_1 w_E"
+    return V + idx - 1
+
+
+def python_matrix(con, dim: int) -> list[Fraction]:
+    """The construction's W = sum_k c(k) a_k b_k^T on the standard basis, row-major."""
+    M = [[Fraction(0)] * dim for _ in range(dim)]
+    for c, left, right in con.W.terms:
+        M[basis_index(left, con.V)][basis_index(right, con.V)] += c
+    return [x for row in M for x in row]
+
+
+PROBE = PrevTokenConstruction.index_probe(V).chi
+PRE = "From Coq Require Import List QArith. Import ListNotations. Open Scope Q_scope. " + coef_preamble("chi_py", PROBE)
+
+
+def test_probe_coefficients_are_distinct():
+    assert PROBE == (Fraction(1), Fraction(-2), Fraction(3))
+
+
+@pytest.mark.parametrize("orientation, coq_w", [("as-written", "qW1K"), ("transposed", "qW1K_transposed")])
+def test_eq13_matrix_entries_equal_the_python_construction(theories, orientation, coq_w):
+    con = PrevTokenConstruction.index_probe(V, orientation)
+    [out] = compute(theories, [f"concat (qmatrix {V + 1} ({coq_w} {V} chi_py))"], PRE)
+    assert parse_q_list(out) == python_matrix(con, V + 1)
+
+
+def test_eq13_scores_equal_the_python_construction(theories):
+    """Each variant's reading and the model's own score, token by token (the symbolic layer's values)."""
+    W, WT = f"(qW1K {V} chi_py)", f"(qW1K_transposed {V} chi_py)"
+    disp, model, disp_t, model_t = (parse_q_list(x) for x in compute(theories, [
+        f"q_displayed {V} {W}", f"q_model {V} {W}", f"q_displayed {V} {WT}", f"q_model {V} {WT}"], PRE))
+    tokens = range(1, V + 1)
+    aw, tr, rs = (PrevTokenConstruction.index_probe(V, o) for o in ("as-written", "transposed", "read-score"))
+    assert disp == [aw.displayed_score(v, GRAM) for v in tokens] == [0, 0, 0]
+    assert model == [aw.model_score(v, GRAM) for v in tokens] == list(PROBE)
+    assert model == [rs.displayed_score(v, GRAM) for v in tokens]  # read-score reads the model's score
+    assert disp_t == [tr.displayed_score(v, GRAM) for v in tokens] == list(PROBE)
+    assert model_t == [tr.model_score(v, GRAM) for v in tokens] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("orientation, coq_w", [("as-written", "qW2K"), ("transposed", "qW2K_transposed")])
+def test_eq14_matrix_and_scores_equal_the_python_construction(theories, orientation, coq_w):
+    con = InductionKeyConstruction.index_probe(V, orientation)
+    pre = "From Coq Require Import List QArith. Import ListNotations. Open Scope Q_scope. " + coef_preamble("psi_py", con.psi)
+    W = f"({coq_w} {V} psi_py)"
+    mat, disp, model = compute(theories, [f"concat (qmatrix {2 * V} {W})", f"concat (q_eq14_displayed {V} {W})",
+                                          f"concat (q_eq14_model {V} {W})"], pre)
+    assert parse_q_list(mat) == python_matrix(con, 2 * V)
+    pairs = [(s, T) for T in range(1, V + 1) for s in range(1, V + 1)]
+    assert parse_q_list(disp) == [con.displayed_score(s, T, GRAM) for s, T in pairs]
+    assert parse_q_list(model) == [con.model_score(s, T, GRAM) for s, T in pairs]
+    target = [con.target(s, T) for s, T in pairs]
+    if orientation == "as-written":
+        assert parse_q_list(disp) == [0] * len(pairs) and parse_q_list(model) == target
+    else:
+        assert parse_q_list(disp) == target and parse_q_list(model) == [0] * len(pairs)
+
+
+def test_prop4_weight_equals_the_python_formula(theories):
+    """Prop. 4 with a rational stand-in e1 for exp(1): Coq's softmax of (1 on the previous key, 0 on the
+    others) against bilinear.prev_token_weight with the same exponential."""
+    e1 = Fraction(27, 10)
+
+    def exp(x: int) -> Fraction:
+        return e1 if x == 1 else Fraction(1)
+
+    ts = list(range(1, 7))
+    outs = compute(theories, [f"qprev_weight {t} {q_lit(e1)}" for t in ts], "From Coq Require Import QArith. Open Scope Q_scope.")
+    assert [parse_q(o) for o in outs] == [prev_token_weight(t, exp) for t in ts]
+    assert parse_q(outs[0]) == 1 and parse_q(outs[3]) == e1 / (4 + e1 - 1)
+
+
+# --- a changed statement is refused -------------------------------------------------------------------
+
+def _compiles(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
+    (tmp_path / "Ws24.v").write_text(text)
+    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24.v"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+READ_SCORE_13 = "      bilin d (wE v) (W1K V Q chi wE (r (-1)%Z)) (r (-1)%Z) = chi v /\\\n"
+FLIPPED_13 = "      bilin d (r (-1)%Z) (W1K V Q chi wE (r (-1)%Z)) (wE v) = chi v /\\\n"
+READ_SCORE_14 = "      bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE s)) = (if Nat.eqb s T then psi T else 0).\n"
+FLIPPED_14 = "      bilin d (mv d Phi1 (wE s)) (W2K d V psi wE Phi1) (wE T) = (if Nat.eqb s T then psi T else 0).\n"
+
+
+@pytest.mark.parametrize("theorem, good, bad", [("theorem2_read_score", READ_SCORE_13, FLIPPED_13),
+                                                ("eq14_read_score", READ_SCORE_14, FLIPPED_14)])
+def test_read_score_with_the_orientation_flipped_back_no_longer_compiles(tmp_path, theorem, good, bad):
+    need_coq()
+    text = (THEORIES / "Ws24.v").read_text()
+    start = text.index(f"Theorem {theorem} :")
+    end = text.index("Qed.", start)
+    assert text.count(good) == 1 and start < text.index(good) < end, "the fault must hit the theorem's statement"
+    ok = _compiles(tmp_path, text)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    res = _compiles(tmp_path, text.replace(good, bad))
+    assert res.returncode != 0
+    line = int((res.stdout + res.stderr).split('File "./Ws24.v", line ')[1].split(",")[0])
+    assert text[:start].count("\n") < line <= text[:end].count("\n") + 1  # refused inside that theorem
