@@ -330,3 +330,224 @@ Proof.
   apply H1. apply (Rmult_eq_reg_l (/ sigma)); [|apply Rinv_neq_0_compat; lra].
   rewrite Rinv_l by lra. lra.
 Qed.
+
+(** ** Part 2: incremental (KV-cache) decoding (kvshift24:decode)
+
+    Mirrors [verify.constructions.kvshift24_pe]: a query position t attends to slots s = 1..t; a slot holds
+    a key (a list of (coefficient, input position p, rotation position r); r = None without RoPE), a value
+    (a list of (coefficient, p)), an ALiBi distance and its numerator / normaliser flags.  [full_forward]
+    is one call over x_1..x_L; [decode] is one call over the prefill x_1..x_k, then one call per token with a
+    shift-state policy, a RoPE position and an ALiBi query position.  Nothing is merged or simplified here
+    (the Python side merges equal tags; the tests compare both after its [normal_form]). *)
+
+Inductive Rope := RopeNone | RopeBeforeShift | RopeAfterShift.
+(** positional encoding: RoPE placement (Appendix F: after the shift) and whether the ALiBi bias is on *)
+Record PE := mkPE { rope : Rope; alibi_on : bool }.
+Inductive CachePolicy := RawKey | MixedKey | UnwrittenFirst.
+Inductive RopeOffset := OffsetCorrect | OffsetZero.
+Inductive AlibiDistance := DistanceCorrect | DistanceOffByOne.
+Record DecodeSpec := mkDecode {
+  dec_prefill : nat; dec_cache : CachePolicy; dec_offset : RopeOffset; dec_distance : AlibiDistance }.
+
+Section Slots.
+Local Open Scope nat_scope.
+Variable C : Type.
+Variables (cmul : C -> C -> C) (c1 : C).
+
+Definition KeyEntry := (C * nat * option nat)%type.
+Definition ValEntry := (C * nat)%type.
+Record Slot := mkSlot { s_pos : nat; s_key : list KeyEntry; s_val : list ValEntry; s_dist : nat;
+                        s_num : bool; s_den : bool }.
+Record Query := mkQuery { q_t : nat; q_rot : option nat; q_slots : list Slot }.
+
+Definition rope_on (pe : PE) : bool := match rope pe with RopeNone => false | _ => true end.
+Definition rot_at (pe : PE) (p : nat) : option nat := if rope_on pe then Some p else None.
+(** the raw key x_p (x_0 = 0 is the empty combination), rotated at [rot] under before-shift RoPE *)
+Definition raw_key (pe : PE) (p rot : nat) : list KeyEntry :=
+  match p with
+  | O => []
+  | S _ => [(c1, p, match rope pe with RopeBeforeShift => Some rot | _ => None end)]
+  end.
+Definition scale_entry (a : C) (e : KeyEntry) : KeyEntry := let '(c, p, r) := e in (cmul a c, p, r).
+(** a1 cur + a2 prev (Eq. 5) *)
+Definition mix (a1 : C) (cur : list KeyEntry) (a2 : C) (prev : list KeyEntry) : list KeyEntry :=
+  map (scale_entry a1) cur ++ map (scale_entry a2) prev.
+(** the shifted key, rotated at [rot] under after-shift RoPE (Appendix F: rotary_emb after the convolution) *)
+Definition shifted_key (pe : PE) (a1 a2 : C) (raw prev : list KeyEntry) (rot : option nat) : list KeyEntry :=
+  match rope pe with
+  | RopeAfterShift => map (fun e : KeyEntry => let '(c, p, _) := e in (c, p, rot)) (mix a1 raw a2 prev)
+  | _ => mix a1 raw a2 prev
+  end.
+(** V^_t = b1 x_t + b2 x_{t-1} *)
+Definition value_full (b1 b2 : C) (t : nat) : list ValEntry := (b1, t) :: (if 1 <? t then [(b2, t - 1)] else []).
+(** the (key, value) of slot t computed by one call over the whole sequence *)
+Definition call_slot (pe : PE) (a1 a2 b1 b2 : C) (t : nat) : list KeyEntry * list ValEntry :=
+  (shifted_key pe a1 a2 (raw_key pe t t) (raw_key pe (t - 1) (t - 1)) (rot_at pe t), value_full b1 b2 t).
+Definition call_cache (pe : PE) (a1 a2 b1 b2 : C) (n : nat) := map (call_slot pe a1 a2 b1 b2) (seq 1 n).
+
+Definition absdiff (a b : nat) : nat := if a <=? b then b - a else a - b.
+Definition slot_dist (pe : PE) (t_used s : nat) : nat := if alibi_on pe then absdiff t_used s else 0.
+(** s = 1 and s = t take the variant's boundary flags *)
+Definition slot_flags (v : Variant) (s t : nat) : bool * bool :=
+  if s =? 1 then (first_num v, first_den v) else if s =? t then (last_num v, last_den v) else (true, true).
+Fixpoint mk_slots (pe : PE) (v : Variant) (t t_alibi s : nat) (cache : list (list KeyEntry * list ValEntry))
+  : list Slot :=
+  match cache with
+  | [] => []
+  | (k, val) :: rest =>
+      let tail := mk_slots pe v t t_alibi (S s) rest in
+      let '(nm, dn) := slot_flags v s t in
+      if nm || dn then mkSlot s k val (slot_dist pe t_alibi s) nm dn :: tail else tail
+  end.
+Definition query (pe : PE) (v : Variant) (t : nat) (rot : option nat) cache (t_alibi : nat) : Query :=
+  mkQuery t rot (mk_slots pe v t t_alibi 1 cache).
+
+(** every query position t = 1..L of one call over x_1..x_L *)
+Definition full_forward (pe : PE) (v : Variant) (a1 a2 b1 b2 : C) (L : nat) : list Query :=
+  map (fun t => query pe v t (rot_at pe t) (firstn t (call_cache pe a1 a2 b1 b2 L)) t) (seq 1 L).
+
+(** the one-token calls t, t+1, ... ([fuel] of them) against a growing cache and a shift state *)
+Fixpoint dec_loop (pe : PE) (v : Variant) (a1 a2 b1 b2 : C) (dec : DecodeSpec) (fuel t : nat)
+    (cache : list (list KeyEntry * list ValEntry)) (last_k : list KeyEntry) (last_v : list ValEntry)
+  : list Query :=
+  match fuel with
+  | O => []
+  | S f =>
+      let pos := match dec_offset dec with OffsetCorrect => t | OffsetZero => 0 end in
+      let rot := rot_at pe pos in
+      let raw := raw_key pe t pos in
+      let key := shifted_key pe a1 a2 raw last_k rot in
+      let val := (b1, t) :: map (fun e : ValEntry => let '(c, p) := e in (cmul b2 c, p)) last_v in
+      let cache' := cache ++ [(key, val)] in
+      let t_alibi := match dec_distance dec with DistanceCorrect => t | DistanceOffByOne => t - 1 end in
+      let hold := match dec_cache dec with UnwrittenFirst => t =? S (dec_prefill dec) | _ => false end in
+      query pe v t rot cache' t_alibi
+        :: (if hold then dec_loop pe v a1 a2 b1 b2 dec f (S t) cache' last_k last_v
+            else dec_loop pe v a1 a2 b1 b2 dec f (S t) cache' raw [(c1, t)])
+  end.
+
+(** incremental decoding: query positions k+1..L after a prefill call over x_1..x_k.  The shift state after
+    the prefill is the raw last key and value (raw-key, unwritten-first) or, as Appendix F's inference
+    branch stores k[:, -1:] after custom_convolution, the shifted ones (mixed-key). *)
+Definition decode (pe : PE) (v : Variant) (a1 a2 b1 b2 : C) (dec : DecodeSpec) (L : nat) : list Query :=
+  let k := dec_prefill dec in
+  let st := match dec_cache dec with
+            | MixedKey => (mix a1 (raw_key pe k k) a2 (raw_key pe (k - 1) (k - 1)), value_full b1 b2 k)
+            | _ => (raw_key pe k k, [(c1, k)])
+            end in
+  dec_loop pe v a1 a2 b1 b2 dec (L - k) (S k) (call_cache pe a1 a2 b1 b2 k) (fst st) (snd st).
+End Slots.
+
+Arguments mkSlot {C} _ _ _ _ _ _. Arguments mkQuery {C} _ _ _.
+Arguments s_pos {C} _. Arguments s_key {C} _. Arguments s_val {C} _. Arguments s_dist {C} _.
+Arguments s_num {C} _. Arguments s_den {C} _. Arguments q_t {C} _. Arguments q_rot {C} _. Arguments q_slots {C} _.
+Arguments raw_key {C} c1 pe p rot. Arguments mix {C} cmul a1 cur a2 prev.
+Arguments shifted_key {C} cmul pe a1 a2 raw prev rot. Arguments value_full {C} b1 b2 t.
+Arguments call_slot {C} cmul c1 pe a1 a2 b1 b2 t. Arguments call_cache {C} cmul c1 pe a1 a2 b1 b2 n.
+Arguments mk_slots {C} pe v t t_alibi s cache. Arguments query {C} pe v t rot cache t_alibi.
+Arguments full_forward {C} cmul c1 pe v a1 a2 b1 b2 L.
+Arguments dec_loop {C} cmul c1 pe v a1 a2 b1 b2 dec fuel t cache last_k last_v.
+Arguments decode {C} cmul c1 pe v a1 a2 b1 b2 dec L.
+
+(** *** The raw-key cache with correct offsets reproduces the full pass *)
+
+Lemma nth_error_map_seq {A} (f : nat -> A) lo n j : (j < n)%nat ->
+  nth_error (map f (seq lo n)) j = Some (f (lo + j)%nat).
+Proof.
+  revert lo j; induction n as [|n IH]; intros lo j Hj; [lia|].
+  destruct j as [|j]; simpl; [rewrite Nat.add_0_r; reflexivity|].
+  rewrite IH by lia. f_equal. f_equal. lia.
+Qed.
+
+Lemma call_cache_S pe a1 a2 b1 b2 n :
+  call_cache Rmult 1 pe a1 a2 b1 b2 (S n) = call_cache Rmult 1 pe a1 a2 b1 b2 n ++ [call_slot Rmult 1 pe a1 a2 b1 b2 (S n)].
+Proof. unfold call_cache. rewrite seq_S, map_app. reflexivity. Qed.
+
+Lemma firstn_call_cache pe a1 a2 b1 b2 t L : (t <= L)%nat ->
+  firstn t (call_cache Rmult 1 pe a1 a2 b1 b2 L) = call_cache Rmult 1 pe a1 a2 b1 b2 t.
+Proof.
+  intros H. unfold call_cache. rewrite firstn_map. f_equal.
+  replace L with (t + (L - t))%nat by lia. rewrite seq_app, firstn_app, seq_length, Nat.sub_diag.
+  simpl. rewrite app_nil_r. apply firstn_all2. rewrite seq_length. lia.
+Qed.
+
+(** the query every position t sees in the full pass *)
+Lemma full_forward_at pe v a1 a2 b1 b2 L t : (1 <= t <= L)%nat ->
+  nth_error (full_forward Rmult 1 pe v a1 a2 b1 b2 L) (t - 1)
+  = Some (query pe v t (rot_at pe t) (call_cache Rmult 1 pe a1 a2 b1 b2 t) t).
+Proof.
+  intros H. unfold full_forward. rewrite nth_error_map_seq by lia.
+  replace (1 + (t - 1))%nat with t by lia. rewrite firstn_call_cache by lia. reflexivity.
+Qed.
+
+Definition raw_key_policy (k : nat) := mkDecode k RawKey OffsetCorrect DistanceCorrect.
+
+Lemma dec_loop_raw pe v a1 a2 b1 b2 k fuel u : (1 <= u)%nat -> (k <= u)%nat ->
+  dec_loop Rmult 1 pe v a1 a2 b1 b2 (raw_key_policy k) fuel (S u) (call_cache Rmult 1 pe a1 a2 b1 b2 u)
+           (raw_key 1 pe u u) [(1, u)]
+  = map (fun t => query pe v t (rot_at pe t) (call_cache Rmult 1 pe a1 a2 b1 b2 t) t) (seq (S u) fuel).
+Proof.
+  revert u; induction fuel as [|fuel IH]; intros u Hu Hk; [reflexivity|].
+  cbn [dec_loop dec_offset dec_distance dec_cache raw_key_policy seq map].
+  assert (Hc : call_cache Rmult 1 pe a1 a2 b1 b2 u
+               ++ [(shifted_key Rmult pe a1 a2 (raw_key 1 pe (S u) (S u)) (raw_key 1 pe u u) (rot_at pe (S u)),
+                    [(b1, S u); (b2 * 1, u)])]
+               = call_cache Rmult 1 pe a1 a2 b1 b2 (S u)).
+  { rewrite call_cache_S. f_equal. unfold call_slot, value_full.
+    replace (S u - 1)%nat with u by lia. rewrite Rmult_1_r.
+    destruct u as [|u']; [lia|]. reflexivity. }
+  rewrite Hc. f_equal. apply IH; lia.
+Qed.
+
+(** kvshift24:decode, raw-key cache, correct RoPE position and ALiBi distance: for every positional
+    encoding (RoPE none / before / after the shift, ALiBi on or off), every variant of the layer, every
+    a1, a2, b1, b2, every length L, every prefill 1 <= k < L and every decoded position k < t <= L, the query
+    at t (its (key, value) slots, rotations, ALiBi distances and flags) is the full pass's query at t. *)
+Theorem decode_raw_key_slots :
+  forall (pe : PE) (v : Variant) (a1 a2 b1 b2 : R) (L k t : nat), (1 <= k)%nat -> (k < t <= L)%nat ->
+  exists q, nth_error (decode Rmult 1 pe v a1 a2 b1 b2 (raw_key_policy k) L) (t - S k) = Some q
+         /\ nth_error (full_forward Rmult 1 pe v a1 a2 b1 b2 L) (t - 1) = Some q.
+Proof.
+  intros pe v a1 a2 b1 b2 L k t Hk Ht.
+  exists (query pe v t (rot_at pe t) (call_cache Rmult 1 pe a1 a2 b1 b2 t) t). split.
+  - unfold decode. cbn [dec_prefill dec_cache raw_key_policy fst snd].
+    rewrite dec_loop_raw by lia. rewrite nth_error_map_seq by lia.
+    replace (S k + (t - S k))%nat with t by lia. reflexivity.
+  - apply full_forward_at. lia.
+Qed.
+
+(** *** Outputs: a query read against an input *)
+
+(** [dot t p delta] = x_t^T R_delta x_p (delta = None: no rotation); [E] is exp or any stand-in. *)
+Definition rel (r q : option nat) : option Z :=
+  match r, q with Some a, Some b => Some (Z.of_nat a - Z.of_nat b)%Z | _, _ => None end.
+Definition key_score (dot : nat -> nat -> option Z -> R) (q : Query R) (key : list (KeyEntry R)) : R :=
+  fold_right Rplus 0 (map (fun e : KeyEntry R => let '(c, p, r) := e in
+                             if p =? 0 then 0 else c * dot (q_t q) p (rel r (q_rot q))) key).
+(** the slot's score: x_t . key / sigma - m * distance (Eq. 6 with the ALiBi bias) *)
+Definition slot_logit dot (sigma m : R) (q : Query R) (sl : Slot R) : R :=
+  key_score dot q (s_key sl) / sigma - m * INR (s_dist sl).
+Definition logits dot sigma m (q : Query R) : list R := map (slot_logit dot sigma m q) (q_slots q).
+Fixpoint zipsum (f : Slot R -> R -> R) (sls : list (Slot R)) (ls : list R) : R :=
+  match sls, ls with sl :: sls', l :: ls' => f sl l + zipsum f sls' ls' | _, _ => 0 end.
+(** the value's coefficient on the input positions [p] with [sel p] (one symbol's positions, or one position) *)
+Definition val_coef (sel : nat -> bool) (sl : Slot R) : R :=
+  fold_right Rplus 0 (map (fun e : ValEntry R => let '(c, p) := e in if sel p then c else 0) (s_val sl)).
+(** the output's coefficient on the positions [sel]: sum_{num} coef E(l) / sum_{den} E(l) *)
+Definition output (E : R -> R) dot sigma m (q : Query R) (sel : nat -> bool) : R :=
+  zipsum (fun sl l => (if s_num sl then val_coef sel sl else 0) * E l) (q_slots q) (logits dot sigma m q)
+  / zipsum (fun sl l => (if s_den sl then 1 else 0) * E l) (q_slots q) (logits dot sigma m q).
+
+(** So the raw-key decoder's output equals the full pass's at every decoded position, for every input
+    (every table of products x_t^T R_delta x_p), every sigma, m and every function in place of exp. *)
+Corollary decode_raw_key_correct :
+  forall (pe : PE) (v : Variant) (a1 a2 b1 b2 : R) (L k t : nat), (1 <= k)%nat -> (k < t <= L)%nat ->
+  forall E dot sigma m sel qd qf,
+  nth_error (decode Rmult 1 pe v a1 a2 b1 b2 (raw_key_policy k) L) (t - S k) = Some qd ->
+  nth_error (full_forward Rmult 1 pe v a1 a2 b1 b2 L) (t - 1) = Some qf ->
+  output E dot sigma m qd sel = output E dot sigma m qf sel.
+Proof.
+  intros pe v a1 a2 b1 b2 L k t Hk Ht E dot sigma m sel qd qf Hd Hf.
+  destruct (decode_raw_key_slots pe v a1 a2 b1 b2 L k t Hk Ht) as [q [H1 H2]].
+  rewrite Hd in H1. rewrite Hf in H2. inversion H1. inversion H2. reflexivity.
+Qed.
