@@ -551,3 +551,160 @@ Proof.
   destruct (decode_raw_key_slots pe v a1 a2 b1 b2 L k t Hk Ht) as [q [H1 H2]].
   rewrite Hd in H1. rewrite Hf in H2. inversion H1. inversion H2. reflexivity.
 Qed.
+
+(** *** The failing policies: counterexamples on token inputs *)
+
+(** The default setting of kvshift24:decode: RoPE after the shift (Appendix F), ALiBi on, Theorem 2's layer
+    as written (every causal slot, b1 = 1/sigma) with Appendix B's a1 = 0, a2 = 1, b2 = 0. *)
+Definition pe_default := mkPE RopeAfterShift true.
+Definition full_B (sigma : R) (L : nat) := full_forward Rmult 1 pe_default v_none 0 1 (1 / sigma) 0 L.
+Definition decode_B (sigma : R) (dec : DecodeSpec) (L : nat) :=
+  decode Rmult 1 pe_default v_none 0 1 (1 / sigma) 0 dec L.
+Definition at_pos (l : list (Query R)) (j : nat) : Query R := nth j l (mkQuery 0 None []).
+
+(** Orthonormal symbols, one per RoPE plane (symbol j = e_{2j}, frequency theta j): x_t^T R_delta x_p is
+    0 between different symbols, 1 between equal ones without rotation, cos(delta theta) with one
+    (as [verify.symbolic.kvshift24_pe.token_dot]). [sym p] is the symbol at position p. *)
+Definition tok_dot (sym : nat -> nat) (theta : nat -> R) (t p : nat) (delta : option Z) : R :=
+  if sym t =? sym p then
+    match delta with None => 1 | Some Z0 => 1 | Some d => cos (IZR d * theta (sym t)) end
+  else 0.
+Definition is_sym (sym : nat -> nat) (a p : nat) : bool := sym p =? a.
+
+Lemma ratio_den_ne n a b : n <> 0 -> 0 < a -> 0 < b -> a <> b -> n / a <> n / b.
+Proof.
+  intros Hn Ha Hb Hab H. apply Hab. unfold Rdiv in H.
+  apply Rmult_eq_reg_l in H; [|exact Hn]. rewrite <- (Rinv_inv a), <- (Rinv_inv b). rewrite H. reflexivity.
+Qed.
+
+Lemma ratio_inc_ne c u1 u2 : 0 < c -> 0 < u1 -> 0 < u2 -> u1 <> u2 -> u1 / (c + u1) <> u2 / (c + u2).
+Proof.
+  intros Hc H1 H2 Hne H. apply Hne.
+  assert (E : u1 * (c + u2) = u2 * (c + u1)).
+  { replace (u1 * (c + u2)) with (u1 / (c + u1) * ((c + u1) * (c + u2))) by (field; lra).
+    rewrite H. field. lra. }
+  nra.
+Qed.
+
+Ltac list_eq := repeat (first [reflexivity | apply (f_equal2 (@cons R))]).
+Ltac logits_by_computation := cbn; list_eq; unfold slot_logit, key_score, tok_dot, rel; cbn -[cos exp IZR Rdiv];
+  field; apply Rgt_not_eq; lra.
+(** split off the positions and the closed forms, leaving the inequality between the closed forms *)
+Ltac closed_forms :=
+  split; [reflexivity|]; split; [reflexivity|];
+  match goal with |- (?F = ?cf) /\ (?D = ?cd) /\ _ =>
+    assert (Hf : F = cf) by (field; repeat split; apply Rgt_not_eq; lra);
+    assert (Hd : D = cd) by (field; repeat split; apply Rgt_not_eq; lra);
+    split; [exact Hf|]; split; [exact Hd|]; rewrite Hf, Hd
+  end.
+
+(** mixed-key (Appendix F's inference branch: after the prefill call it stores k[:, -1:] of the shifted key):
+    L = 3, prefill 2, position t = 3, x = (A, B, B).  The first decoded token mixes twice: slot 3's key is
+    x_1 where the full pass has x_2, so its weight is e^0 instead of e^{1/sigma} and the A coefficient of
+    the output, e^{-2m} / (sigma (e^{-2m} + e^{-m} + e^{1/sigma})) in the full pass, becomes
+    e^{-2m} / (sigma (e^{-2m} + e^{-m} + 1)): different for every m and every sigma > 0. *)
+Theorem decode_mixed_key_refuted :
+  forall (sigma m : R) (theta : nat -> R), 0 < sigma ->
+  let sym := fun p => match p with 1%nat => 0%nat | _ => 1%nat end in
+  let qf := at_pos (full_B sigma 3) 2 in
+  let qd := at_pos (decode_B sigma (mkDecode 2 MixedKey OffsetCorrect DistanceCorrect) 3) 0 in
+  q_t qd = 3%nat /\ q_t qf = 3%nat /\
+  output exp (tok_dot sym theta) sigma m qf (is_sym sym 0)
+    = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + exp (1 / sigma))) /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0)
+    = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + 1)) /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 0).
+Proof.
+  intros sigma m theta Hs sym qf qd.
+  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; - m; 1 / sigma]) by logits_by_computation.
+  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; - m; 0]) by logits_by_computation.
+  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv]. rewrite exp_0.
+  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (- m)).
+  assert (P3 : exp 0 < exp (1 / sigma)) by (apply exp_increasing, Rdiv_lt_0_compat; lra). rewrite exp_0 in P3.
+  closed_forms.
+  apply ratio_den_ne; [apply Rgt_not_eq; lra|apply Rmult_lt_0_compat; lra|apply Rmult_lt_0_compat; lra|].
+  intros H. apply Rmult_eq_reg_l in H; lra.
+Qed.
+
+(** unwritten-first (hazard: the first one-token call does not write the shift state): L = 3, prefill 1,
+    position t = 3, x = (A, B, B).  The second decoded token mixes with the prefill's last key: slot 3's key
+    is x_1 where the full pass has x_2; the A coefficient changes as for mixed-key. *)
+Theorem decode_unwritten_first_refuted :
+  forall (sigma m : R) (theta : nat -> R), 0 < sigma ->
+  let sym := fun p => match p with 1%nat => 0%nat | _ => 1%nat end in
+  let qf := at_pos (full_B sigma 3) 2 in
+  let qd := at_pos (decode_B sigma (mkDecode 1 UnwrittenFirst OffsetCorrect DistanceCorrect) 3) 1 in
+  q_t qd = 3%nat /\ q_t qf = 3%nat /\
+  output exp (tok_dot sym theta) sigma m qf (is_sym sym 0)
+    = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + exp (1 / sigma))) /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0)
+    = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + 1)) /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 0).
+Proof.
+  intros sigma m theta Hs sym qf qd.
+  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; - m; 1 / sigma]) by logits_by_computation.
+  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; - m; 0]) by logits_by_computation.
+  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv]. rewrite exp_0.
+  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (- m)).
+  assert (P3 : exp 0 < exp (1 / sigma)) by (apply exp_increasing, Rdiv_lt_0_compat; lra). rewrite exp_0 in P3.
+  closed_forms.
+  apply ratio_den_ne; [apply Rgt_not_eq; lra|apply Rmult_lt_0_compat; lra|apply Rmult_lt_0_compat; lra|].
+  intros H. apply Rmult_eq_reg_l in H; lra.
+Qed.
+
+Lemma div_ne a b d : d <> 0 -> a <> b -> a / d <> b / d.
+Proof. intros Hd Hab H. apply Hab. apply (Rmult_eq_reg_r (/ d)); [exact H|]. apply Rinv_neq_0_compat, Hd. Qed.
+
+(** rope-offset zero (hazard: a one-token call rotating the new token at position 0, as a forward with
+    seqlen_offset = 0 does): L = 3, prefill 1, t = 3, x = (A, B, A), any RoPE frequencies whose first symbol's
+    is 1 (base^0, every base).  Slot 2 (key x_1) is seen at relative rotation 0 instead of -1, so its score
+    is 1/sigma - m instead of cos(1)/sigma - m and the B coefficient changes, for every m and sigma > 0. *)
+Theorem decode_rope_offset_zero_refuted :
+  forall (sigma m : R) (theta : nat -> R), 0 < sigma -> theta 0%nat = 1 ->
+  let sym := fun p => match p with 2%nat => 1%nat | _ => 0%nat end in
+  let qf := at_pos (full_B sigma 3) 2 in
+  let qd := at_pos (decode_B sigma (mkDecode 1 RawKey OffsetZero DistanceCorrect) 3) 1 in
+  q_t qd = 3%nat /\ q_t qf = 3%nat /\
+  output exp (tok_dot sym theta) sigma m qf (is_sym sym 1)
+    = exp (cos (-1 * theta 0%nat) / sigma - m) / (exp (-2 * m) + 1 + exp (cos (-1 * theta 0%nat) / sigma - m)) / sigma /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 1)
+    = exp (1 / sigma - m) / (exp (-2 * m) + 1 + exp (1 / sigma - m)) / sigma /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 1) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 1).
+Proof.
+  intros sigma m theta Hs Ht sym qf qd.
+  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; cos (-1 * theta 0%nat) / sigma - m; 0])
+    by logits_by_computation.
+  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; 1 / sigma - m; 0]) by logits_by_computation.
+  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv cos]. rewrite exp_0.
+  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (1 / sigma - m)).
+  assert (P3 := exp_pos (cos (-1 * theta 0%nat) / sigma - m)).
+  closed_forms.
+  apply div_ne; [apply Rgt_not_eq; lra|]. apply ratio_inc_ne; try lra.
+  apply Rgt_not_eq, exp_increasing. rewrite Ht.
+  assert (Hc : cos (-1 * 1) < 1) by interval.
+  unfold Rminus, Rdiv. apply Rplus_lt_compat_r, Rmult_lt_compat_r; [apply Rinv_0_lt_compat|]; lra.
+Qed.
+
+(** alibi-distance off-by-one (hazard: the ALiBi query position taken as t - 1, the cache length before the
+    append): L = 3, prefill 1, t = 2, x = (A, B, A).  The distances of slots 1 and 2 swap (1, 0 become 0, 1),
+    so the A coefficient e^{-m} / (sigma (e^{-m} + 1)) becomes 1 / (sigma (e^{-m} + 1)): different for every
+    slope m > 0 (m = 0 switches ALiBi off). *)
+Theorem decode_alibi_off_by_one_refuted :
+  forall (sigma m : R) (theta : nat -> R), 0 < sigma -> 0 < m ->
+  let sym := fun p => match p with 2%nat => 1%nat | _ => 0%nat end in
+  let qf := at_pos (full_B sigma 3) 1 in
+  let qd := at_pos (decode_B sigma (mkDecode 1 RawKey OffsetCorrect DistanceOffByOne) 3) 0 in
+  q_t qd = 2%nat /\ q_t qf = 2%nat /\
+  output exp (tok_dot sym theta) sigma m qf (is_sym sym 0) = exp (- m) / (exp (- m) + 1) / sigma /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) = 1 / (exp (- m) + 1) / sigma /\
+  output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 0).
+Proof.
+  intros sigma m theta Hs Hm sym qf qd.
+  assert (Lf : logits (tok_dot sym theta) sigma m qf = [- m; 0]) by logits_by_computation.
+  assert (Ld : logits (tok_dot sym theta) sigma m qd = [0; - m]) by logits_by_computation.
+  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv]. rewrite exp_0.
+  assert (P1 := exp_pos (- m)).
+  assert (P2 : exp (- m) < exp 0) by (apply exp_increasing; lra). rewrite exp_0 in P2.
+  closed_forms.
+  apply div_ne; [apply Rgt_not_eq; lra|]. apply div_ne; lra.
+Qed.
