@@ -67,21 +67,24 @@ def _check(monkeypatch, tmp_path=None, lines=None, **kw):
 
 @pytest.fixture(scope="module")
 def real_cells():
-    """The real pipeline (training, alpha_L, accuracy) on two families x two tasks, 2 seeds, L = 30, 60."""
-    specs = pt.cell_specs([0, 1], [30, 60], None, families=("rope", "affine"), tasks=("prev", "copy"))
+    """The real pipeline (training, alpha_L, accuracy) with content in the scores (outside S1-S3) on two
+    families x two tasks, 2 seeds, L = 30, 60."""
+    specs = pt.cell_specs([0, 1], [30, 60], None, families=("rope", "affine"), tasks=("prev", "copy"),
+                          scores="with-content")
     return [pt.run_cell(s) for s in specs]
 
 
 def test_real_cells_values(real_cells):
     by = {(c["family"], c["task"]): c for c in real_cells}
+    assert all(c["scores"] == "with-content" for c in real_cells)
     # RoPE prev transfers (a relative kernel peaked at offset 1) and the trained model is accurate
     assert all(r["alpha"] == 1.0 and r["accuracy"] >= 0.95 for r in by[("rope", "prev")]["rows"])
     # copy: a growing offset; neither the positional part nor the model transfers
     assert all(r["alpha"] <= 0.2 and r["accuracy"] <= 0.3 for r in by[("rope", "copy")]["rows"])
     # affine features cannot put an interior argmax: alpha_L = 0 on prev
     assert all(r["alpha"] == 0.0 for r in by[("affine", "prev")]["rows"])
-    # the finding: the affine head with content still generalizes on prev at L = 30 (content suppresses the
-    # query's own token, the positional slope then picks i - 1): a disagreement with alpha_L
+    # the paper's named escape: the affine head with content still generalizes on prev at L = 30 (content
+    # suppresses the query's own token, the positional slope then picks i - 1): a disagreement with alpha_L
     assert all(r["accuracy"] >= 0.9 for r in by[("affine", "prev")]["rows"] if r["L"] == 30)
     assert all(g < -3.0 for g in by[("affine", "prev")]["content_self_gap"])   # the self-match is pushed down
     assert all(abs(g) < 1.0 for g in by[("rope", "copy")]["content_self_gap"])  # no such content on copy
@@ -90,8 +93,20 @@ def test_real_cells_values(real_cells):
     assert any(d["family"] == "affine" and d["task"] == "prev" for d in s["disagreements"])
 
 
+def test_positional_regime_has_no_content_in_the_scores():
+    """The default regime (S1-S3): W_C stays exactly 0, and the affine prev head, which escaped through the
+    content channel above, no longer generalizes (alpha_L = 0 and accuracy at chance level)."""
+    (cell,) = [pt.run_cell(s) for s in pt.cell_specs([0, 1], [30, 60], None, families=("affine",), tasks=("prev",))]
+    assert cell["scores"] == "positional" and cell["content_self_gap"] == [0.0, 0.0]
+    assert all(r["alpha"] == 0.0 and r["accuracy"] < 0.5 for r in cell["rows"])
+    rec = pt.recipe("affine", "prev")
+    assert "WC" in rec.frozen and rec.config["scores"] == "positional" and rec.config["content_in_scores"] is False
+    assert "WC" not in pt.recipe("affine", "prev", scores="with-content").frozen
+
+
 def test_real_cells_deterministic(real_cells):
-    again = [pt.run_cell(s) for s in pt.cell_specs([0, 1], [30, 60], None, families=("rope",), tasks=("prev", "copy"))]
+    again = [pt.run_cell(s) for s in pt.cell_specs([0, 1], [30, 60], None, families=("rope",), tasks=("prev", "copy"),
+                                                   scores="with-content")]
     strip = lambda cs: json.dumps([{k: v for k, v in c.items() if k not in ("train_s", "eval_s")} for c in cs])  # noqa: E731
     assert strip(again) == strip(real_cells[:2])
 
@@ -112,12 +127,79 @@ def test_fault_accuracy_blind_to_the_model_changes_the_verdict(monkeypatch):
     generalizes on prev, the AUC becomes undefined or drops, and the verdict leaves 'holds'."""
     real = pt.accuracy
 
-    def blind(fam, tsk, params, seed, L, n_eval=pt.N_EVAL):
-        return real(fam, tsk, {**params, "P": params["P"] * 0}, seed, L, n_eval)
+    def blind(fam, tsk, params, seed, L, n_eval=pt.N_EVAL, content=True):
+        return real(fam, tsk, {**params, "P": params["P"] * 0}, seed, L, n_eval, content=content)
 
     monkeypatch.setattr(pt, "accuracy", blind)
     ev = _check(monkeypatch)
     assert not (ev.status == "consistent" and ev.outcome == "holds")
+
+
+#: a small grid with the named escape in it (ALiBi and affine on prev) and cells on both sides of the label
+ESC_FAMS, ESC_TASKS = ("alibi", "affine", "rope"), ("prev", "copy")
+
+
+def _scoped(monkeypatch, scores):
+    monkeypatch.setattr(pt, "FAMILIES", ESC_FAMS)
+    monkeypatch.setattr(pt, "TASKS", ESC_TASKS)
+    return pt.check_auc([0, 1], [30, 60], scheduler="in-process", scores=scores)
+
+
+def test_default_regime_auc_is_one_and_content_variant_reports_the_escape(monkeypatch):
+    """Positional-only scores (the paper's S1-S3): AUC exactly 1.0, no disagreement, the figure reproduced.
+    With content in the scores: the AUC over every measurement drops (the escape), every disagreement is in
+    the named escape cells, and the AUC judged outside them is 1.0 again."""
+    pos = _scoped(monkeypatch, "positional")
+    assert pos.outcome == "holds" and pos.numbers["auc"] == 1.0 and pos.numbers["disagreements"] == []
+    assert pos.numbers["n_measurements"] == 3 * 2 * 2 * 2 and pos.figures[0].reproduced
+    assert [f.rule for f in pos.figures] == ["exact", "not computed", "not computed"]
+    assert not any(f.paper == 2625 for f in pos.figures)  # the count is our split, never a reproduced figure
+    wc = _scoped(monkeypatch, "with-content")
+    assert wc.outcome == "holds" and wc.numbers["auc"] == 1.0 and wc.figures == []
+    assert wc.numbers["auc_all_measurements"] < pt.AUC_RULE
+    esc = wc.numbers["escape"]
+    assert esc["cells"] == ["affine/prev", "alibi/prev"] and esc["n_generalizing_below_cut"] >= 4
+    assert esc["disagreements"] and all((d["family"], d["task"]) in pt.ESCAPE_CELLS for d in esc["disagreements"])
+    assert wc.numbers["disagreements"] == []  # none outside the escape
+
+
+def test_fault_content_left_in_the_default_scores_changes_the_verdict(monkeypatch):
+    """Fault injection: the positional regime keeps a trained content term in its scores -> the escape
+    enters the judged measurements, the AUC falls below the rule and the outcome becomes 'fails'."""
+    monkeypatch.setitem(pt.CONTENT_IN_SCORES, "positional", True)
+    bad = _scoped(monkeypatch, "positional")
+    assert bad.outcome == "fails" and bad.numbers["auc"] < pt.AUC_RULE and not bad.figures[0].reproduced
+    assert any((d["family"], d["task"]) in pt.ESCAPE_CELLS for d in bad.numbers["disagreements"])
+
+
+def test_fault_escape_not_set_apart_changes_the_content_verdict(monkeypatch):
+    """Fault injection: the with-content variant judged on every measurement (no escape set apart) -> 'fails'."""
+    monkeypatch.setattr(pt, "ESCAPE_CELLS", frozenset())
+    bad = _scoped(monkeypatch, "with-content")
+    assert bad.outcome == "fails" and bad.numbers["auc"] < pt.AUC_RULE
+
+
+def test_claim_verdicts_per_variant(monkeypatch):
+    """The claim: the paper's regime by default (HOLDS), the with-content variant HOLDS WITH FIX (outside the
+    scope, the named escape reported), never FAILS; the statement states the scope."""
+    from verify.evidence import Context
+    from verify.proofs import registry
+    from verify.proofs.model import run_claim
+
+    monkeypatch.setattr(pt, "FAMILIES", ESC_FAMS)
+    monkeypatch.setattr(pt, "TASKS", ESC_TASKS)
+    c = registry.get("pr26:auc")
+    assert "in the controlled single-head regime (S1-S3)" in c.statement
+    assert c.expected == {"positional": "HOLDS", "with-content": "HOLDS WITH FIX"}
+    assert c.parse_params({})["scores"] == "positional"
+    got = {}
+    for scores in ("positional", "with-content"):
+        p = c.parse_params({"scores": scores, "seeds": "2", "lengths": "30,60", "scheduler": "in-process"})
+        r = run_claim(c, p, Context(seed=0), layers=("numeric",))
+        got[scores] = r
+    assert got["positional"].verdict == "HOLDS" and got["positional"].display_id == "pr26:auc[positional]"
+    assert got["with-content"].verdict == "HOLDS WITH FIX" and "outside S1-S3" in got["with-content"].fix
+    assert any("escape it names reproduces" in n for n in got["with-content"].notes)
 
 
 def test_cache_reused_same_json_and_faster(monkeypatch, tmp_path):
@@ -153,6 +235,7 @@ def test_corrupt_cache_file_is_retrained_in_the_grid(monkeypatch, tmp_path, caps
 
 def test_torch_free_constants_match():
     assert claim_mod.L0 == pt.L0
+    assert claim_mod.SCORES == pt.SCORES and pt.DEFAULT_SCORES == claim_mod.AucParams().scores
     assert (claim_mod.DEFAULT_SEEDS, claim_mod.FULL_SEEDS) == (pt.DEFAULT_SEEDS, pt.FULL_SEEDS)
     assert (claim_mod.DEFAULT_LENGTHS, claim_mod.FULL_LENGTHS) == (pt.DEFAULT_LENGTHS, pt.FULL_LENGTHS)
     assert len(pt.FAMILIES) * len(pt.TASKS) * pt.FULL_SEEDS * len(pt.FULL_LENGTHS) == 2625
@@ -169,7 +252,7 @@ def test_claim_is_heavy_and_registered():
 @pytest.mark.parametrize("opts", [{"lengths": "20"}, {"lengths": "30,30"}, {"lengths": "1,2,3,4,5,6,7,8,9"},
                                   {"lengths": "30;rm"}, {"lengths": "2000"}, {"scheduler": "localhost:1"},
                                   {"scheduler": "tcp://h:70000"}, {"seeds": "-1"}, {"seeds": "65"}, {"jobs": "0"},
-                                  {"threshold": "0"}, {"threshold": "nan"}])
+                                  {"threshold": "0"}, {"threshold": "nan"}, {"scores": "content"}])
 def test_hostile_options_refused_before_work(opts):
     from verify.proofs import registry
 
