@@ -145,18 +145,21 @@ def test_prop2_non_exchangeable_features_fault(monkeypatch):
 
 
 def test_figure_rules_can_fail():
-    assert fig.in_ci("x", 0.3, 0.289, (0.279, 0.299), 8000).reproduced is False
-    assert fig.in_ci("x", 0.3, 0.29, (0.28, 0.31), 8000).reproduced is True
-    assert fig.exact_alpha("x", 0.45, 18, 40).reproduced is True
-    assert fig.exact_alpha("x", 0.45, 17, 40).reproduced is False
+    # each rule a value just outside it (more in tests/test_pr26_figures.py)
+    assert fig.in_ci("x", "30%", 0.289, (0.279, 0.2949), 8000).reproduced is False
+    assert fig.in_ci("x", "30%", 0.289, (0.279, 0.2989), 8000).reproduced is True
+    assert fig.printed_alpha("x", "0.45", 18, 40).reproduced is True
+    assert fig.printed_alpha("x", "0.45", 17, 40).reproduced is False
+    assert fig.exact_alpha("x", 1, 40, 40).reproduced is True
+    assert fig.exact_alpha("x", 1, 39, 40).reproduced is False
     assert fig.figure_error(Figure("x", 0.2, 0.25, False)) == pytest.approx(0.25)
 
 
 def test_lr_rule_uses_every_figure(monkeypatch):
-    # with all seven figures 0.07 and 0.1 tie at 5/7 and the summed error picks 0.07 ...
+    # with all fourteen printed figures 0.07 and 0.1 tie at 10/14 and the summed error picks 0.07 ...
     res = fig.lr_selection_table(grid=(0.07, 0.1))
-    assert [r["reproduced"] for r in res["rows"]] == [5, 5] and res["chosen"] == 0.07
-    # ... fault: drop the Prop. 2 figures from the rule, and the choice moves to 0.1 (4 of 4 against 3 of 4)
+    assert [r["reproduced"] for r in res["rows"]] == [10, 10] and res["chosen"] == 0.07
+    # ... fault: drop the Prop. 2 figures from the rule, and the choice moves to 0.1 (7 of 8 against 4 of 8)
     monkeypatch.setattr(fig, "prop2_figures", lambda r: [])
     res = fig.lr_selection_table(grid=(0.07, 0.1))
     assert res["chosen"] == 0.1

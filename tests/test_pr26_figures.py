@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
 from verify.constructions import pe
 from verify.constructions.pe import get_family
-from verify.evidence import Context
+from verify.evidence import FIGURE_RULES, Context, Figure, rounding_interval
 from verify.numeric import pr26_figures as fig
 from verify.proofs import registry
 from verify.proofs.cli import main
@@ -184,3 +185,94 @@ def test_prop4_claim_expected():
     claim = registry.get("pr26:prop4")
     r = run_claim(claim, claim.parse_params({}), Context(seed=0))
     assert r.verdict == r.expected == "HOLDS"
+
+
+# ----------------------------------------------------------------------------- figure rules (each fails just outside)
+
+
+def test_rounding_interval_exact():
+    assert rounding_interval("0.055") == (Fraction(11, 200), Fraction(109, 2000), Fraction(111, 2000))
+    assert rounding_interval("30%") == (Fraction(3, 10), Fraction(59, 200), Fraction(61, 200))
+    assert rounding_interval("0.80")[1:] == (Fraction(159, 200), Fraction(161, 200))  # trailing zero is a digit
+    assert rounding_interval("1.78e-4")[1:] == (Fraction(1775, 10**7), Fraction(1785, 10**7))
+    with pytest.raises(ValueError):
+        rounding_interval("lower than at 60")
+
+
+def test_rounding_rule_edges():
+    lo, hi = Fraction(115, 1000), Fraction(125, 1000)
+    assert fig.printed_value("x", "0.12", lo).reproduced and fig.printed_value("x", "0.12", hi).reproduced
+    eps = Fraction(1, 10**12)
+    assert not fig.printed_value("x", "0.12", lo - eps).reproduced
+    assert not fig.printed_value("x", "0.12", hi + eps).reproduced
+    # alpha counts: the printed 0.12 of 108 rows allows 13 only; one row more or less is outside
+    assert fig.printed_alpha("x", "0.12", 13, 108).reproduced
+    for k in (12, 14):
+        f = fig.printed_alpha("x", "0.12", k, 108)
+        assert not f.reproduced and f.rule == "rounding" and "allow 13/108" in f.note
+
+
+def test_ci_rule_edges():
+    # '30%' stands for [0.295, 0.305]: a Wilson interval ending just above 0.295 meets it, one just below does not
+    # (the float 0.295 itself is 0.29499999999999998..., below the exact end: compared exactly)
+    assert fig.in_ci("x", "30%", 0.289, (0.279, 0.2950001), 8000).reproduced
+    assert not fig.in_ci("x", "30%", 0.289, (0.279, 0.295), 8000).reproduced
+    f = fig.in_ci("x", "30%", 0.289, (0.279, 0.2949999), 8000)
+    assert not f.reproduced and f.rule == "ci" and "disjoint" in f.note
+    assert not fig.in_ci("x", "30%", 0.32, (0.3050001, 0.33), 8000).reproduced
+
+
+def test_exact_rule_and_not_computed():
+    assert fig.exact_alpha("x", 1, 492, 492).reproduced
+    f = fig.exact_alpha("x", 1, 491, 492)  # 0.998 rounds to 1.00 but is not 1
+    assert not f.reproduced and f.rule == "exact"
+    n = fig.not_computed("x", "roughly 20-35%", "why")
+    assert not n.reproduced and n.ours is None and n.rule == "not computed"
+    assert set(FIGURE_RULES) == {"exact", "rounding", "ci", "bound", "not computed"}
+    with pytest.raises(ValueError):
+        Figure("x", 1, 1, True, rule="close enough")
+
+
+# ----------------------------------------------------------------------------- every printed number in the tables
+
+
+def test_prop4_rope_row_printed_values_and_one_row():
+    ev = fig.check_prop4(20, fig.PROP4_TABLE_LENGTHS, 3, 0, sens_lrs=(0.07, 0.1), horizon=512)
+    figs = {f.figure: f for f in ev.figures}
+    assert all(f.rule for f in ev.figures)
+    rope = {L: figs[f"Prop. 4: RoPE on attend-first, alpha_{L}"] for L in fig.PROP4_TABLE_LENGTHS}
+    assert [rope[L].paper for L in fig.PROP4_TABLE_LENGTHS] == [0.8, 0.4, 0.2, 0.12, 0.055, 0.039]
+    assert [rope[L].reproduced for L in fig.PROP4_TABLE_LENGTHS] == [True] * 3 + [False] * 3
+    assert all(isinstance(f.paper, (int, float)) for f in ev.figures)  # only printed numbers under 'paper'
+    # one row more than the printed digits allow at each length: the lower edge of the band 82..87
+    for L, want, ours in ((128, "13/108", "14/108"), (256, "13/236", "14/236"), (512, "19/492", "20/492")):
+        assert f"allow {want}" in rope[L].note and f"ours {ours}" in rope[L].note
+        assert "82..87" in rope[L].note
+    # the same count rule meets the whole printed row at lr 0.1, not at the default 0.07
+    assert fig.rope_af_every_printed(ev.numbers["sensitivity"]) == [(0.1, 0)]
+    assert sum(f.reproduced for f in ev.figures) == 7 and len(ev.figures) == 10  # + the symbolic margin: 8/11
+
+
+def test_prop3_alpha_128_and_prop2_at_60_are_figures():
+    p3 = fig.check_prop3(313, 20, (60, 128), 0, sens_lrs=(), offset_k=8)
+    f3 = {f.figure: f for f in p3.figures}
+    assert f3["Prop. 3: alpha_128 of prev, sinusoidal, L0-fit"].paper == 0.34
+    assert f3["Prop. 3: alpha_128 of prev, sinusoidal, L0-fit"].reproduced  # 37/108 inside [0.335, 0.345]
+    assert not f3["Prop. 3: alpha_60 of prev, sinusoidal, L0-fit"].reproduced  # 17/40 where 0.45 allows 18/40
+    p2 = fig.check_prop2((30, 60), 20, 3000, 0, 5)
+    f2 = {f.figure: f for f in p2.figures}
+    want = {"conditional hit rate, winner a new key": 0.025, "chance 1/(k-1)": 0.026, "unconditional hit rate": 0.016,
+            "winner among new keys": 0.65}
+    for name, v in want.items():
+        assert f2[f"Prop. 2 (L = 60): {name}"].paper == v
+    assert f2["Prop. 2 (L = 30): winner among new keys"].rule == "ci"
+    rescue = f2["Prop. 2: a rescuing W exists (Monte Carlo)"]
+    assert rescue.paper == "roughly 20-35%" and not rescue.reproduced and rescue.rule == "not computed"
+
+
+def test_prop4_claim_counts_8_of_11(capsys):
+    rc, doc = _cli_json(capsys, "pr26:prop4")
+    res = doc["results"][0]
+    assert rc == 0 and res["verdict"] == "HOLDS"
+    assert res["figures_reproduced"] == "8/11"
+    assert all(f["rule"] in FIGURE_RULES for f in res["figures"])

@@ -30,6 +30,7 @@ import dataclasses
 import enum
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any, Callable, Iterator, Mapping
 
@@ -162,6 +163,32 @@ FIGURE_RULES = {
     "bound": "ours satisfies the inequality the source prints",
     "not computed": "the source prints it; we have no value of ours (counted as not reproduced)",
 }
+
+
+def rounding_interval(printed: str) -> tuple[Fraction, Fraction, Fraction]:
+    """The value a printed decimal stands for and the interval its digits round from, exactly.
+
+    ``"0.055"`` -> (0.055, 0.0545, 0.0555); ``"30%"`` -> (0.30, 0.295, 0.305); ``"1.78e-4"`` ->
+    (1.78e-4, 1.775e-4, 1.785e-4): the printed value +- half a unit of its last printed digit.  Both
+    ends are included (the printed digits are consistent with either rounding of a tie).
+
+    Raises:
+        ValueError: ``printed`` is not a decimal numeral (with an optional trailing ``%``).
+    """
+    text = str(printed).strip()
+    pct = text.endswith("%")
+    try:
+        d = Decimal(text.rstrip("%").strip())
+    except InvalidOperation:
+        raise ValueError(f"not a printed decimal: {printed!r}") from None
+    exp = d.as_tuple().exponent
+    if not isinstance(exp, int):
+        raise ValueError(f"not a finite printed decimal: {printed!r}")
+    v = Fraction(d)
+    half = Fraction(1, 2) * Fraction(10) ** exp
+    if pct:
+        v, half = v / 100, half / 100
+    return v, v - half, v + half
 
 
 @dataclass
