@@ -708,3 +708,39 @@ Proof.
   closed_forms.
   apply div_ne; [apply Rgt_not_eq; lra|]. apply div_ne; lra.
 Qed.
+
+(** ** Part 3: the same definitions over Q, for [Compute] (the tests compare them with the Python constructions) *)
+Close Scope R_scope.
+Open Scope Q_scope.
+Definition Q_ops : Ops Q := mkOps Q Qplus Qminus Qmult Qdiv 0 1 (fun n => inject_Z (Z.of_nat n)).
+(** rows x_1..x_L of rational coordinates *)
+Definition qrows (X : list (list Q)) : nat -> vec Q := fun p i => nth i (nth (pred p) X []) 0.
+Definition qwidth (X : list (list Q)) : nat := length (hd [] X).
+(** KVSA's scores x_L . K^_s / sigma - m (L - s) for s = 1..L (a1 = 0, a2 = 1) *)
+Definition kvsa_logits_Q (sigma m : Q) (X : list (list Q)) : list Q :=
+  let L := length X in
+  map (kvsa_logit Q_ops (dot_d Q_ops (qwidth X)) sigma m 0 1 L (qrows X)) (seq 1 L).
+(** IH's scores for s = 2..L-1 *)
+Definition ih_logits_Q (sigma m : Q) (X : list (list Q)) : list Q :=
+  let L := length X in
+  map (ih_logit Q_ops (dot_d Q_ops (qwidth X)) sigma m L (qrows X)) (seq 2 (L - 2)).
+(** KVSA's output coordinates with the weights ws of s = 1..L given *)
+Definition KVSA_Q (v : Variant) (sigma : Q) (X : list (list Q)) (ws : list Q) : list Q :=
+  map (KVSA_w Q_ops v sigma (length X) (qrows X) (fun s => nth (s - 1) ws 0)) (seq 0 (qwidth X)).
+(** IH's output coordinates with the weights ws of s = 2..L-1 given *)
+Definition IH_Q (X : list (list Q)) (ws : list Q) : list Q :=
+  map (IH_w Q_ops (length X) (qrows X) (fun s => nth (s - 2) ws 0)) (seq 0 (qwidth X)).
+
+(** slot lists flattened for the tests: per query [t; rot?; rot], then per slot [s; dist; num; den],
+    its key [c; p; rot?; rot]... and its value [c; p]... *)
+Definition qnat (n : nat) : Q := inject_Z (Z.of_nat n).
+Definition qbool (b : bool) : Q := if b then 1 else 0.
+Definition qopt (r : option nat) : list Q := match r with Some a => [1; qnat a] | None => [0; 0] end.
+Definition ser_slot (sl : Slot Q) : list (list Q) :=
+  [[qnat (s_pos sl); qnat (s_dist sl); qbool (s_num sl); qbool (s_den sl)];
+   flat_map (fun e : KeyEntry Q => let '(c, p, r) := e in c :: qnat p :: qopt r) (s_key sl);
+   flat_map (fun e : ValEntry Q => let '(c, p) := e in [c; qnat p]) (s_val sl)].
+Definition ser_query (q : Query Q) : list (list Q) :=
+  (qnat (q_t q) :: qopt (q_rot q)) :: flat_map ser_slot (q_slots q).
+Definition full_Q pe v (a1 a2 b1 b2 : Q) L := map ser_query (full_forward Qmult 1 pe v a1 a2 b1 b2 L).
+Definition decode_Q pe v (a1 a2 b1 b2 : Q) dec L := map ser_query (decode Qmult 1 pe v a1 a2 b1 b2 dec L).
