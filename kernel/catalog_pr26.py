@@ -14,12 +14,13 @@ from verify.kernel.spec import KernelStatement as S
 STATEMENTS = (
     S(claim="pr26:prop1", variant="", theory="Pr26", theorem="prop1_statement",
       role="proves", covers=("N", "n"),
-      reading=("(i) With phi(i) = [1, i] and logit(i, j) = phi(i)^T W phi(j): for every length n >= 3 and every "
-               "W in R^{2x2}, no W realizes prev (every row i = 1..n-1 with the strict masked argmax at i - 1); the "
-               "core lemma: a row affine in j has no strict interior maximiser, so every row i >= 2 fails; "
-               "(ii) the same for ALiBi k(delta) = a - m delta, every a, m; (iii) canonical ALiBi (m > 0) hits no "
-               "prev row at all (alpha_L = 0). A positive control in the same theory proves prev realizable at "
-               "every n with the quadratic features [1, i, i^2].")),
+      reading=("(i) The core lemma: a logit row affine in the key j on the window 0..i has no strict interior "
+               "maximiser; (ii) with phi(i) = [1, i] and logit(i, j) = phi(i)^T W phi(j), for every W in R^{2x2} no "
+               "row i >= 2 (paper row >= 3) has its target i - 1 as strict masked argmax, so for every length "
+               "n >= 3 and every W, prev (rows 1..n-1, target i - 1) is unrealizable; (iii) the same for ALiBi "
+               "k(delta) = a - m delta, every a, m; (iv) canonical ALiBi (m > 0) hits no prev row at all "
+               "(alpha_L = 0). A positive control in the same theory proves prev realizable at every n with the "
+               "quadratic features [1, i, i^2].")),
     S(claim="pr26:theorem1", variant="", theory="Pr26", theorem="theorem1",
       role="proves", covers=("L0", "L"),
       reading=("For every position-indexed feature map phi (independent of L), every W, feature dimension r and "

@@ -141,14 +141,21 @@ Proof.
   lra.
 Qed.
 
-(* pr26:prop1, as catalogued: (i) with phi(i) = [1, i], prev is unrealizable at every n >= 3 for
-   every W; (ii) so it is for ALiBi a - m delta, every a, m; (iii) canonical ALiBi (m > 0) hits no prev
-   row at all (alpha_L = 0). *)
+(* pr26:prop1, as catalogued: (i) the core lemma: a row affine in j on the window 0..i has no strict
+   interior maximiser; (ii) with phi(i) = [1, i], for every W no row i >= 2 (paper row >= 3) has its target
+   i - 1 as strict masked argmax, so prev is unrealizable at every n >= 3 for every W; (iii) so it is for
+   ALiBi a - m delta, every a, m; (iv) canonical ALiBi (m > 0) hits no prev row at all (alpha_L = 0). *)
 Theorem prop1_statement :
+  (forall (f : nat -> R) (a b : R) (i j : nat),
+     (forall x, (x <= i)%nat -> f x = a + b * INR x) -> (0 < j < i)%nat -> ~ strict_masked_argmax f i j) /\
+  (forall (W : nat -> nat -> R) i, (2 <= i)%nat -> ~ strict_masked_argmax (logit phi_aff W i) i (i - 1)) /\
   (forall n (W : nat -> nat -> R), (3 <= n)%nat -> ~ realizes_prev n (logit phi_aff W)) /\
   (forall n a m, (3 <= n)%nat -> ~ realizes_prev n (logit_rel (alibi a m))) /\
   (forall a m i, 0 < m -> (1 <= i)%nat -> ~ strict_masked_argmax (logit_rel (alibi a m) i) i (i - 1)).
-Proof. split; [exact prop1|split; [exact prop1_alibi|exact alibi_canonical_prev_alpha0]]. Qed.
+Proof.
+  split; [exact affine_not_strict_argmax|]. split; [exact prop1_rows|].
+  split; [exact prop1|split; [exact prop1_alibi|exact alibi_canonical_prev_alpha0]].
+Qed.
 
 (* ================================================================== Theorem 1 *)
 
