@@ -506,14 +506,16 @@ class DecodeParams(Params):
     """Options of kvshift24:decode (the decode policy is the variant; the construction is Theorem 2's layer)."""
 
     cache: str = param("raw-key", "shift state between calls: raw-key (correct), mixed-key (Appendix F's inference "
-                       "code keeps the shifted key and value after the prefill call), unwritten-first (the first "
-                       "one-token call does not write it)", choices=CACHE_POLICIES, variant=True)
-    offset: str = param("correct", "RoPE position of a decoded token: correct (its absolute position) or zero (a "
-                        "call with seqlen_offset = 0, as Appendix F's forward passes)", choices=ROPE_OFFSETS,
+                       "code keeps the shifted key and value after the prefill call), unwritten-first (an "
+                       "implementation hazard, not in the paper: the first one-token call does not write it)",
+                       choices=CACHE_POLICIES, variant=True)
+    offset: str = param("correct", "RoPE position of a decoded token: correct (its absolute position) or zero (an "
+                        "implementation hazard, not in the paper: a one-token call with seqlen_offset = 0, the value "
+                        "Appendix F's training forward passes; its inference code calls no RoPE)", choices=ROPE_OFFSETS,
                         variant=True, name="rope-offset")
-    distance: str = param("correct", "ALiBi query position during decoding: correct (t) or off-by-one (t - 1, the "
-                          "cache length before the append)", choices=ALIBI_DISTANCES, variant=True,
-                          name="alibi-distance")
+    distance: str = param("correct", "ALiBi query position during decoding: correct (t) or off-by-one (an "
+                          "implementation hazard, not in the paper: t - 1, the cache length before the append)",
+                          choices=ALIBI_DISTANCES, variant=True, name="alibi-distance")
     fix: str = param("none", "the layer: Theorem 2's as written (none) or a repair (mask, mask+scale)",
                      choices=FIXES)
     rope: str = param("after-shift", "RoPE placement (Appendix F's code: after-shift)", choices=ROPE_PLACEMENTS)
@@ -626,7 +628,11 @@ DECODE = Claim(
     source=("arXiv 2411.19574 v2, Sec. 2.2 Eqs. 4-6 (the layer), Appendix B (parameters), Appendix F (reference code "
             "for training and inference)"),
     statement=("Decoding one token at a time after a prefill call, with the stated shift-state policy, RoPE position and "
-               "ALiBi distance, gives at every decoded position the output of the full forward pass of the same layer."),
+               "ALiBi distance, gives at every decoded position the output of the full forward pass of the same layer. "
+               "Of the failing variants only mixed-key is the paper's (Appendix F's inference code); unwritten-first, "
+               "--rope-offset zero and --alibi-distance off-by-one are implementation hazards a decoder must avoid, "
+               "not claims of the paper (Appendix F's inference code calls no RoPE and the paper prints no ALiBi "
+               "decoding)."),
     options=(),
     params_type=DecodeParams,
     checks={"symbolic": _dec_symbolic, "solver": _dec_solver, "numeric": _dec_numeric},
@@ -636,7 +642,13 @@ DECODE = Claim(
               "unwritten-first,correct,correct": "FAILS", "raw-key,zero,correct": "FAILS",
               "raw-key,correct,off-by-one": "FAILS"},
     validate=_dec_validate,
-    caveats=("Appendix F gives the shift as a width-2 causal convolution of k and v with weights (K, 1 - K), RoPE applied "
+    caveats=("Implementation hazards, not claims of the paper: unwritten-first (the first one-token call does not "
+             "write the shift state), --rope-offset zero (a decoded token rotated at position 0) and --alibi-distance "
+             "off-by-one (the query's ALiBi position taken as t - 1) are mistakes an implementation can make; the paper "
+             "states none of them (Appendix F's inference code calls no RoPE; the paper prints no ALiBi decoding). "
+             "Their FAILS verdicts say a decoder with that mistake departs from the full pass, not that the paper is "
+             "wrong. Only mixed-key is the paper's own code.",
+             "Appendix F gives the shift as a width-2 causal convolution of k and v with weights (K, 1 - K), RoPE applied "
              "to q and the convolved k with seqlen_offset = 0, and an inference branch that keeps last_k = k[:, -1:] "
              "after the convolution on the first call and the raw k on later calls (likewise v); mixed-key is that "
              "branch. The paper prints no cache for the rotated keys; we cache the shifted, rotated keys and shifted "
