@@ -187,6 +187,64 @@ def learning_coefficients(V: int, T: int, n: int, runs: int, seed: int, lr: floa
             "norm_share_wE_x_r": share_q_left, "norm_share_r_x_wE": share_q_right}
 
 
+#: the sizes (V, T) at which the population one-step coefficient is computed exactly, by enumerating the
+#: whole Appendix C.2 distribution (V (T - 2) (V - 1)^(T - 2) equally likely sequences)
+EXACT_SIZES = ((3, 4), (3, 5), (4, 5), (4, 6), (5, 6))
+
+
+def appendix_c2_sequences(V: int, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every sequence of the Appendix C.2 distribution of :func:`~verify.numeric.bietti_model.sample_sequences`
+    (trigger q, first occurrence s0 in [0, T-3], output y != q at s0 + 1, q again last, every other token
+    != q), each exactly once: the tuples (q, s0, y, fillers) are equally likely and give distinct sequences,
+    so the mean over this batch is the population expectation.  Returns tokens (M, T), targets (M,)."""
+    import itertools
+
+    if V < 2 or T < 3:
+        raise ValueError(f"need V >= 2 and T >= 3, got V={V}, T={T}")
+    seqs, ys = [], []
+    for q in range(V):
+        others = [k for k in range(V) if k != q]
+        for s0 in range(T - 2):
+            free = [t for t in range(T - 1) if t not in (s0, s0 + 1)]
+            for y in others:
+                for fill in itertools.product(others, repeat=len(free)):
+                    z = [q] * T
+                    z[s0 + 1] = y
+                    for t, v in zip(free, fill):
+                        z[t] = v
+                    seqs.append(z)
+                    ys.append(y)
+    return torch.tensor(seqs), torch.tensor(ys)
+
+
+@lru_cache(maxsize=16)
+def population_coefficients_exact(V: int, T: int, lr: float = 1.0) -> dict[str, Any]:
+    """The population one-step protocol's W^1_K coefficients, without sampling (orthonormal idealization, RPE).
+
+    ws24's protocol (W^2_O, then W^2_K, then W^1_K, one gradient step each from zero; loss on the final
+    token; Appendix C.2 data) with each step's gradient the exact expectation over the data: the mean over
+    :func:`appendix_c2_sequences`.  Read off, the family being orthonormal: chi(k) = w_E(k)^T W^1_K r_{-1}
+    (Eq. 13's coefficient, model's reading), and the same with r_{-2} and r_0.  The only error is float64
+    rounding, about 1e-16 relative to ||W^1_K|| per term over at most 10^5 terms; a sign is stated when
+    |chi| exceeds 1e-9 ||W^1_K||, far above that.
+    """
+    from verify.numeric.bietti_model import one_step_protocol, orthonormal_frozen
+
+    fr = orthonormal_frozen(V, T)
+    tokens, y = appendix_c2_sequences(V, T)
+    G = one_step_protocol(fr, tokens, y, pe="rpe", lr=lr).W1K
+    chi = fr.w_E @ G @ fr.r[1]
+    norm = float(G.norm())
+    m1 = float(chi.mean())
+    resolved = abs(m1) > 1e-9 * norm
+    return {"V": V, "T": T, "lr": lr, "sequences": int(tokens.shape[0]),
+            "chi": float(f"{m1:.6e}"), "chi_equal_for_every_k": float(chi.max() - chi.min()) <= 1e-9 * norm,
+            "r_minus2": float(f"{float((fr.w_E @ G @ fr.r[2]).mean()):.6e}"),
+            "r_0": float(f"{float((fr.w_E @ G @ fr.r[0]).mean()):.6e}"),
+            "chi_over_norm": float(f"{m1 / norm:.4e}"), "sign_resolved": resolved,
+            "sign": (1 if m1 > 0 else -1) if resolved else None}
+
+
 #: sequences of the built model that the index probe runs through (the per-token regression
 #: needs a few thousand positions, not all N x T)
 PROBE_SEQUENCES = 256
@@ -309,6 +367,7 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     prof = _profile_of_scores(S)  # the same scores as the model check above (computed once)
     n_step, runs = LEARN_FULL if full else LEARN_DEFAULT
     learn = [learning_coefficients(V, T, n_step, runs, seed)]
+    exact = [population_coefficients_exact(v, t) for v, t in EXACT_SIZES]
     numbers = {
         "d": d, "V": V, "T": T, "N_sequences": N,
         "displayed_score": mean_disp, "model_score": model_in_net,
@@ -322,6 +381,7 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
         "gradient_norm_share_wE_x_r": learn[0]["norm_share_wE_x_r"],
         "gradient_norm_share_r_x_wE": learn[0]["norm_share_r_x_wE"],
         "one_step_chi": learn,
+        "one_step_chi_exact": exact,
     }
     if full:
         _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
@@ -352,6 +412,10 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
             f"lr = {L['lr']:g}, {L['runs']} runs of {L['n_per_step']} sequences per step): "
             f"{L['chi_hat_mean']:.3g} +- {2 * L['chi_hat_se']:.2g} (2 s.e.); same for r_{{-2}}: {L['r_minus2_mean']:.3g}; "
             + (f"sign {'+' if L['sign'] > 0 else '-'} resolved" if L["sign_resolved"] else "sign not resolved (interval contains 0)"))
+    details.append("population one-step coefficient of w_E(k) r_{-1}^T, exact (every Appendix C.2 sequence enumerated, "
+                   "orthonormal idealization, lr = 1): " + "; ".join(
+                       f"V = {x['V']}, T = {x['T']}: {x['chi']:.3g} (r_{{-2}}: {x['r_minus2']:.3g}, r_0: {x['r_0']:.3g})"
+                       for x in exact))
     if full:
         details.append("layer-1 previous-token score of the one-step W^1_K against t (numbers 'score_vs_t_rpe', 'score_vs_t_ape'): "
                        + ("sign-consistent; log-log slopes RPE {}, APE {}".format(numbers["loglog_slope_rpe_t>=8"],

@@ -51,3 +51,102 @@ def test_prop3_holds_once_the_reading_is_settled(monkeypatch):
     soft = num.check_prop3(8, 24, 6, 30.0, 1 / 30.0, 5.0, 0)
     assert soft.numbers["ff_unit"]["model_coefficient"] == 1.0 == soft.numbers["ff_weighted"]["model_coefficient"]
     assert soft.outcome == "fails"
+
+
+# ------------------------------------------------------------------ ws24:falsifier, the one-sided test
+
+
+def test_t_distribution_values():
+    """mpmath-based t quantile and noncentral-t power against textbook values (t_{0.05, 9} = -1.8331; the power of
+    a one-sided paired test with n = 10, sd = 0.05 against a drop of 0.05 is 0.8975, as scipy.stats.nct gives)."""
+    assert num.t_quantile(0.05, 9) == pytest.approx(-1.833113, abs=1e-6)
+    assert num.t_cdf(-1.2, 3) == pytest.approx(0.158131, abs=1e-6)
+    assert num.drop_power(10, 0.05) == pytest.approx(0.897517, abs=1e-5)
+    assert num.seeds_for_power(0.05) == 8 and num.seeds_for_power(0.03) == 4
+
+
+def _seeds(n, base, spread):
+    return [base + spread * ((7 * i) % 5 - 2) / 2 for i in range(n)]
+
+
+def test_drop_test_fires_on_a_synthetic_drop():
+    """Late recall 0.06 below early on every seed (sd 0.02): the one-sided test rejects: FAILS."""
+    early = _seeds(16, 0.71, 0.02)
+    late = [e - 0.06 + x for e, x in zip(early, _seeds(16, 0.0, 0.02))]
+    t = num.drop_test(early, late)
+    assert t["rejected"] and t["outcome"] == "fails" and t["p_value"] < 1e-6
+
+
+def test_drop_test_holds_only_with_power():
+    """No drop: HOLDS when the test has power >= 0.8 against a drop of 0.05; with 3 noisy seeds it lacks that
+    power, so the answer is None (INCONCLUSIVE) with the seeds that would give it."""
+    early = _seeds(16, 0.71, 0.02)
+    same = [e + x for e, x in zip(early, _seeds(16, 0.0, 0.02))]
+    t = num.drop_test(early, same)
+    assert t["outcome"] == "holds" and t["power"] >= 0.8
+    few = num.drop_test([0.70, 0.75, 0.66], [0.62, 0.80, 0.66])
+    assert few["outcome"] is None and few["power"] < 0.8 and few["seeds_needed"] > 3
+    assert num.drop_power(few["seeds_needed"], few["sd_difference"]) >= 0.8
+
+
+def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
+    """The claim's check end to end with the recalls replaced: a drop FAILS; noisy seeds without a detectable drop
+    are INCONCLUSIVE and name the seeds and the command that give the power."""
+    from verify.numeric import trained_models as tm
+
+    class Fake:
+        from_cache, train_seconds = True, 0.0
+        losses = __import__("torch").zeros(1, 3)
+
+        def float64(self):
+            return {}
+
+    monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
+    monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.71, 0.73, 0.70], [0.60, 0.62, 0.61]))
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
+    assert (ev.status, ev.outcome) == ("consistent", "fails") and "falls below" in ev.summary
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.70, 0.75, 0.66], [0.62, 0.80, 0.66]))
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None, command="verify ws24:falsifier")
+    need = ev.numbers["test"]["seeds_needed"]
+    assert ev.status == "inconclusive" and f"verify ws24:falsifier --seeds {need}" in ev.summary
+
+
+# ------------------------------------------------------------------ ws24 read-score, the training half
+
+
+def _support_matches_sampler(tokens, V, T, n=400, seed=3):
+    from verify.numeric.bietti_model import sample_sequences
+
+    enum = {tuple(z) for z in tokens.tolist()}
+    sampled, _, _ = sample_sequences(V, T, n, seed)
+    return len(enum) == tokens.shape[0] == V * (T - 2) * (V - 1) ** (T - 2) and all(
+        tuple(z) in enum for z in sampled.tolist())
+
+
+def test_enumeration_is_the_sampled_distribution():
+    """The enumeration is the sampler's support, each sequence once (so its mean is the population mean).
+    Fault: an enumeration that drops the last first-occurrence position s0 = T - 3 is caught."""
+    from verify.numeric import ws24 as w
+
+    tok, y = w.appendix_c2_sequences(3, 5)
+    assert _support_matches_sampler(tok, 3, 5)
+    assert all(int(z[z.tolist().index(int(z[-1])) + 1]) == int(t) for z, t in zip(tok, y))  # target follows first q
+    first = [z.tolist().index(int(z[-1])) for z in tok]
+    keep = [i for i, s0 in enumerate(first) if s0 != 5 - 3]
+    assert not _support_matches_sampler(tok[keep], 3, 5)
+
+
+def test_exact_one_step_coefficient():
+    """The population one-step coefficient of w_E(k) r_{-1}^T (orthonormal idealization, lr = 1), exact up to
+    float64 rounding: positive and the same for every k at V = 3, T = 4 (5.306154e-05), with a negative r_{-2}
+    coefficient; the Monte-Carlo estimator of the default run agrees with it at that size."""
+    from verify.numeric import ws24 as w
+
+    x = w.population_coefficients_exact(3, 4)
+    assert x["chi"] == pytest.approx(5.306154e-05, rel=1e-6) and x["sign"] == 1 and x["chi_equal_for_every_k"]
+    assert x["r_minus2"] == pytest.approx(-9.116203e-05, rel=1e-6)
+    L = w.learning_coefficients(3, 4, 2048, 12, 0)
+    lo, hi = L["chi_hat_interval"]
+    assert lo <= x["chi"] <= hi, (lo, x["chi"], hi)
+    assert all(w.population_coefficients_exact(v, t)["sign"] == 1 for v, t in w.EXACT_SIZES)
