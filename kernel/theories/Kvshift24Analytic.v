@@ -1,0 +1,399 @@
+(** * kvshift24: Theorem 3 (Eq. 10, Appendix C) in the orthonormal idealisation
+
+    Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2,
+    Theorem 3, Eq. 10, Table 5 and the proof in Appendix C (setting of Sec. 3.2).
+
+    Setting (Theorem 3): one layer of KV shifting attention, no residual, MLP, normalisation or
+    positional encoding, identity projections, unscaled scores, tied embeddings; vocabulary of T
+    tokens, a sequence of length T + 1 in which x_1 .. x_T is every token once and x_{T+1} = x_i
+    (the last token repeated, 1 < i < T - 1 as footnote 16 and Table 5 need); the loss is the
+    cross-entropy of the last position against x_{i+1}.  As d -> infinity the embeddings
+    N(0, I/d) become orthonormal: every inner product of token embeddings is 1 on equal tokens and
+    0 otherwise (the idealisation the tool's exact limit [numeric/kvshift24.py: t3_exact_limit]
+    evaluates).  KV shifting (Eqs. 4-5): K^ = alpha1 K + alpha2 Shift(K), V^ = beta1 V + beta2 Shift(V),
+    Shift pads a zero row x_0 = 0 in front.
+
+    Proved here for every T >= 4, every such input and all real (alpha1, alpha2, beta1, beta2):
+    the loss equals Eq. 10 with beta2 a1 in the x_{i-1} and x_T logits (Appendix C's derivation),
+    and differs from Eq. 10 as printed (beta2 a2 there, as Table 5) whenever beta2 <> 0 and
+    alpha1 <> alpha2; at the paper's (alpha1, beta1) = (0, 0) with alpha2 = 1 - alpha1,
+    beta2 = 1 - beta1 and T = 16 the difference lies in (0.0118, 0.0119) (Coq-Interval). *)
+
+From Coq Require Import Reals Lra Lia List Arith Permutation QArith.
+From Interval Require Import Tactic.
+Import ListNotations.
+
+Open Scope R_scope.
+
+(** ** Finite sums over lists of positions *)
+
+Fixpoint sumR (l : list nat) (f : nat -> R) : R :=
+  match l with [] => 0 | a :: l' => f a + sumR l' f end.
+
+Lemma sumR_ext : forall l f g, (forall s, In s l -> f s = g s) -> sumR l f = sumR l g.
+Proof.
+  induction l as [| a l IH]; intros f g H; simpl; [reflexivity |].
+  rewrite (H a (or_introl eq_refl)), (IH f g); [reflexivity |]. intros s Hs; apply H; right; exact Hs.
+Qed.
+
+Lemma sumR_plus : forall l f g, sumR l (fun s => f s + g s) = sumR l f + sumR l g.
+Proof. induction l as [| a l IH]; intros f g; simpl; [lra | rewrite IH; lra]. Qed.
+
+Lemma sumR_const : forall l c, sumR l (fun _ => c) = INR (length l) * c.
+Proof.
+  induction l as [| a l IH]; intro c; simpl; [lra |].
+  rewrite IH. destruct (length l); simpl; lra.
+Qed.
+
+Lemma sumR_delta : forall l p c, NoDup l -> In p l ->
+  sumR l (fun s => if Nat.eqb s p then c else 0) = c.
+Proof.
+  induction l as [| a l IH]; intros p c Hnd Hin; [destruct Hin |].
+  inversion Hnd as [| a' l' Hna Hnd']; subst. simpl.
+  destruct Hin as [-> | Hin].
+  - rewrite Nat.eqb_refl.
+    rewrite (sumR_ext l _ (fun _ => 0)), sumR_const; [lra |].
+    intros s Hs. destruct (Nat.eqb_spec s p); [subst; contradiction | reflexivity].
+  - destruct (Nat.eqb_spec a p); [subst; contradiction |]. rewrite IH; auto; lra.
+Qed.
+
+Lemma sumR_app : forall l1 l2 f, sumR (l1 ++ l2) f = sumR l1 f + sumR l2 f.
+Proof. induction l1 as [| a l1 IH]; intros l2 f; simpl; [lra | rewrite IH; lra]. Qed.
+
+Lemma sumR_perm : forall l1 l2 f, Permutation l1 l2 -> sumR l1 f = sumR l2 f.
+Proof. intros l1 l2 f H; induction H; simpl; lra. Qed.
+
+Lemma sumR_map : forall l (g : nat -> nat) f, sumR (map g l) f = sumR l (fun s => f (g s)).
+Proof. induction l as [| a l IH]; intros g f; simpl; [reflexivity | rewrite IH; reflexivity]. Qed.
+
+Lemma NoDup_map_on : forall (g : nat -> nat) l,
+  (forall a b, In a l -> In b l -> g a = g b -> a = b) -> NoDup l -> NoDup (map g l).
+Proof.
+  intros g l Hinj Hnd. induction Hnd as [| a l Hna Hnd IH]; simpl; constructor.
+  - intro Hin. apply in_map_iff in Hin as [b [Hb Hbin]].
+    assert (b = a) by (apply Hinj; simpl; auto). subst; contradiction.
+  - apply IH. intros a' b' Ha Hb; apply Hinj; simpl; auto.
+Qed.
+
+(** ** The construction (Eqs. 4-5; Theorem 3's setting, Appendix C) *)
+
+(** Orthonormal token embeddings: the inner product of two rows is 1 on equal tokens, 0 otherwise;
+    [None] is the zero row x_0 = 0 that Shift pads in front. *)
+Definition ip (u v : option nat) : R :=
+  match u, v with Some a, Some b => if Nat.eqb a b then 1 else 0 | _, _ => 0 end.
+
+(** The row at position s (1-indexed) of a token sequence [tok]; position 0 is Shift's zero row. *)
+Definition row (tok : nat -> nat) (s : nat) : option nat :=
+  match s with O => None | _ => Some (tok s) end.
+
+(** The score of key s at the last position L: x_L^T K^_s with K^_s = alpha1 x_s + alpha2 x_{s-1}
+    (identity projections, unscaled, no positional term; Theorem 3 / Appendix C). *)
+Definition score (tok : nat -> nat) (L : nat) (alpha1 alpha2 : R) (s : nat) : R :=
+  alpha1 * ip (row tok L) (row tok s) + alpha2 * ip (row tok L) (row tok (s - 1)).
+
+(** The softmax normaliser over the keys s = 1..L (the causal row of the last position). *)
+Definition Zsum (tok : nat -> nat) (L : nat) (alpha1 alpha2 : R) : R :=
+  sumR (seq 1 L) (fun s => exp (score tok L alpha1 alpha2 s)).
+
+Definition weight (tok : nat -> nat) (L : nat) (alpha1 alpha2 : R) (s : nat) : R :=
+  exp (score tok L alpha1 alpha2 s) / Zsum tok L alpha1 alpha2.
+
+(** The output logit of token v with tied embeddings: E_v^T sum_s w_s V^_s, V^_s = beta1 x_s + beta2 x_{s-1}. *)
+Definition out_logit (tok : nat -> nat) (L : nat) (alpha1 alpha2 beta1 beta2 : R) (v : nat) : R :=
+  sumR (seq 1 L) (fun s => weight tok L alpha1 alpha2 s *
+                            (beta1 * ip (Some v) (row tok s) + beta2 * ip (Some v) (row tok (s - 1)))).
+
+(** The last-token cross-entropy against [target], softmax over the vocabulary 0..T-1; L = T + 1. *)
+Definition loss (T : nat) (tok : nat -> nat) (alpha1 alpha2 beta1 beta2 : R) (target : nat) : R :=
+  - ln (exp (out_logit tok (T + 1) alpha1 alpha2 beta1 beta2 target) /
+        sumR (seq 0 T) (fun v => exp (out_logit tok (T + 1) alpha1 alpha2 beta1 beta2 v))).
+
+(** ** Eq. 10 *)
+
+(** S = e^{alpha2} + 2 e^{alpha1} + O(T), the O(T) being the T - 2 keys of score 0 (Table 5). *)
+Definition S10 (T : nat) (alpha1 alpha2 : R) : R := exp alpha2 + 2 * exp alpha1 + (INR T - 2).
+
+(** Eq. 10 with Appendix C's derivation of the x_{i-1} and x_T logits (beta1/S + beta2 a1); the
+    second O(T) is the T - 4 other tokens, each with logit (beta1 + beta2)/S. *)
+Definition eq10_appendix_c (T : nat) (alpha1 alpha2 beta1 beta2 : R) : R :=
+  let S := S10 T alpha1 alpha2 in
+  let a1 := exp alpha1 / S in
+  let a2 := exp alpha2 / S in
+  let c_t := a2 * beta1 + beta2 / S in
+  let c_n := beta1 / S + beta2 * a1 in
+  let c_q := 2 * a1 * beta1 + a2 * beta2 in
+  let c_o := (beta1 + beta2) / S in
+  - ln (exp c_t / (exp c_t + 2 * exp c_n + exp c_q + (INR T - 4) * exp c_o)).
+
+(** Eq. 10 as printed (and Table 5): beta2 a2 in the x_{i-1} and x_T logits. *)
+Definition eq10_as_printed (T : nat) (alpha1 alpha2 beta1 beta2 : R) : R :=
+  let S := S10 T alpha1 alpha2 in
+  let a1 := exp alpha1 / S in
+  let a2 := exp alpha2 / S in
+  let c_t := a2 * beta1 + beta2 / S in
+  let c_n := beta1 / S + beta2 * a2 in
+  let c_q := 2 * a1 * beta1 + a2 * beta2 in
+  let c_o := (beta1 + beta2) / S in
+  - ln (exp c_t / (exp c_t + 2 * exp c_n + exp c_q + (INR T - 4) * exp c_o)).
+
+(** ** The proof *)
+
+Section Theorem3.
+Variables (T i : nat) (tok : nat -> nat) (alpha1 alpha2 beta1 beta2 : R).
+Hypothesis HT : (4 <= T)%nat.
+Hypothesis Hi : (2 <= i <= T - 2)%nat.
+Hypothesis Hrange : forall j, (1 <= j <= T)%nat -> (tok j < T)%nat.
+Hypothesis Hinj : forall j k, (1 <= j <= T)%nat -> (1 <= k <= T)%nat -> tok j = tok k -> j = k.
+Hypothesis Hlast : tok (T + 1) = tok i.
+
+Let L := (T + 1)%nat.
+
+Lemma ip_tok : forall j k, (1 <= j <= T)%nat -> (1 <= k <= T)%nat ->
+  ip (Some (tok j)) (row tok k) = if Nat.eqb k j then 1 else 0.
+Proof.
+  intros j k Hj Hk. unfold row. destruct k as [| k']; [lia |].
+  simpl ip. destruct (Nat.eqb_spec (tok j) (tok (S k'))) as [E | E];
+    destruct (Nat.eqb_spec (S k') j); try reflexivity.
+  - exfalso. apply n. symmetry. apply Hinj; auto.
+  - subst; contradiction.
+Qed.
+
+(** x_{T+1} = x_i: the row of any position 1..T+1 against a token of position 1..T. *)
+Lemma ip_row : forall j s, (1 <= j <= T)%nat -> (1 <= s <= T + 1)%nat ->
+  ip (Some (tok j)) (row tok s) = (if Nat.eqb s j then 1 else 0) + (if Nat.eqb s (T + 1) then
+                                    (if Nat.eqb j i then 1 else 0) else 0).
+Proof.
+  intros j s Hj Hs. destruct (Nat.eqb_spec s (T + 1)) as [-> | Hne].
+  - assert (E : row tok (T + 1) = row tok i) by (unfold row; destruct i; [lia |];
+      replace (T + 1)%nat with (S T) by lia; rewrite <- Hlast; f_equal; f_equal; lia).
+    rewrite E, ip_tok by lia. destruct (Nat.eqb_spec (T + 1) j); [lia |].
+    destruct (Nat.eqb_spec i j), (Nat.eqb_spec j i); subst; try lia; lra.
+  - rewrite ip_tok by lia. lra.
+Qed.
+
+Lemma ip_row_shift : forall j s, (1 <= j <= T)%nat -> (1 <= s <= T + 1)%nat ->
+  ip (Some (tok j)) (row tok (s - 1)) = if Nat.eqb s (j + 1) then 1 else 0.
+Proof.
+  intros j s Hj Hs. destruct (Nat.eqb_spec s 1) as [-> | Hs1].
+  - assert (E : Nat.eqb 1 (j + 1) = false) by (apply Nat.eqb_neq; lia). rewrite E. reflexivity.
+  - rewrite ip_tok by lia. destruct (Nat.eqb_spec (s - 1) j), (Nat.eqb_spec s (j + 1)); try lia; reflexivity.
+Qed.
+
+Lemma row_L : row tok L = Some (tok i).
+Proof. unfold L, row. replace (T + 1)%nat with (S T) by lia. rewrite <- Hlast. f_equal. f_equal. lia. Qed.
+
+(** The scores: alpha1 at s = i and s = T + 1, alpha2 at s = i + 1, 0 elsewhere (Table 5). *)
+Lemma score_val : forall s, (1 <= s <= T + 1)%nat ->
+  score tok L alpha1 alpha2 s =
+  if Nat.eqb s i then alpha1 else if Nat.eqb s (i + 1) then alpha2 else if Nat.eqb s (T + 1) then alpha1 else 0.
+Proof.
+  intros s Hs. unfold score. rewrite row_L, ip_row, ip_row_shift by lia.
+  destruct (Nat.eqb_spec s i), (Nat.eqb_spec s (i + 1)), (Nat.eqb_spec s (T + 1)), (Nat.eqb_spec i i);
+    try lia; lra.
+Qed.
+
+Let S := S10 T alpha1 alpha2.
+
+Lemma S_pos : 0 < S.
+Proof.
+  unfold S, S10. pose proof (exp_pos alpha1). pose proof (exp_pos alpha2).
+  assert (4 <= INR T) by (replace 4 with (INR 4) by (simpl; lra); apply le_INR; exact HT). lra.
+Qed.
+
+Lemma In_seq1 : forall s n, In s (seq 1 n) <-> (1 <= s <= n)%nat.
+Proof. intros s n. rewrite in_seq. lia. Qed.
+
+Lemma Zsum_val : Zsum tok L alpha1 alpha2 = S.
+Proof.
+  unfold Zsum, S, S10.
+  rewrite (sumR_ext _ _ (fun s => ((1 + (if Nat.eqb s i then exp alpha1 - 1 else 0)) +
+                                   (if Nat.eqb s (i + 1) then exp alpha2 - 1 else 0)) +
+                                   (if Nat.eqb s (T + 1) then exp alpha1 - 1 else 0))).
+  - rewrite !sumR_plus, sumR_const, !sumR_delta; try apply seq_NoDup; try (apply In_seq1; unfold L; lia).
+    rewrite seq_length. unfold L. rewrite plus_INR. simpl INR. lra.
+  - intros s Hs. apply In_seq1 in Hs. unfold L in Hs. rewrite score_val by lia.
+    destruct (Nat.eqb_spec s i), (Nat.eqb_spec s (i + 1)), (Nat.eqb_spec s (T + 1)); try lia;
+      rewrite ?exp_0; lra.
+Qed.
+
+Lemma weight_val : forall s, (1 <= s <= T + 1)%nat ->
+  weight tok L alpha1 alpha2 s =
+  (if Nat.eqb s i then exp alpha1 else if Nat.eqb s (i + 1) then exp alpha2
+   else if Nat.eqb s (T + 1) then exp alpha1 else 1) / S.
+Proof.
+  intros s Hs. unfold weight. rewrite Zsum_val, score_val by lia.
+  destruct (Nat.eqb s i), (Nat.eqb s (i + 1)), (Nat.eqb s (T + 1)); rewrite ?exp_0; reflexivity.
+Qed.
+
+(** The logit of the token at position j: beta1 w_j (+ beta1 w_{T+1} when j = i) + beta2 w_{j+1}. *)
+Lemma logit_tok : forall j, (1 <= j <= T)%nat ->
+  out_logit tok L alpha1 alpha2 beta1 beta2 (tok j) =
+  beta1 * weight tok L alpha1 alpha2 j
+  + (if Nat.eqb j i then beta1 * weight tok L alpha1 alpha2 (T + 1) else 0)
+  + beta2 * weight tok L alpha1 alpha2 (j + 1).
+Proof.
+  intros j Hj. unfold out_logit.
+  rewrite (sumR_ext _ _ (fun s => ((if Nat.eqb s j then beta1 * weight tok L alpha1 alpha2 j else 0) +
+            (if Nat.eqb s (T + 1) then (if Nat.eqb j i then beta1 * weight tok L alpha1 alpha2 (T + 1) else 0)
+             else 0)) + (if Nat.eqb s (j + 1) then beta2 * weight tok L alpha1 alpha2 (j + 1) else 0))).
+  - rewrite !sumR_plus, !sumR_delta; try apply seq_NoDup; try (apply In_seq1; unfold L; lia). reflexivity.
+  - intros s Hs. apply In_seq1 in Hs. unfold L in Hs. rewrite ip_row, ip_row_shift by lia.
+    destruct (Nat.eqb_spec s j), (Nat.eqb_spec s (T + 1)), (Nat.eqb_spec j i), (Nat.eqb_spec s (j + 1));
+      subst; try lia; try ring; replace (j + 1)%nat with (T + 1)%nat by lia; ring.
+Qed.
+
+Let a1 := exp alpha1 / S.
+Let a2 := exp alpha2 / S.
+Let c_t := a2 * beta1 + beta2 / S.
+Let c_n := beta1 / S + beta2 * a1.
+Let c_q := 2 * a1 * beta1 + a2 * beta2.
+Let c_o := (beta1 + beta2) / S.
+
+(** Table 5 with Appendix C's logits, position by position. *)
+Lemma logit_val : forall j, (1 <= j <= T)%nat ->
+  out_logit tok L alpha1 alpha2 beta1 beta2 (tok j) =
+  if Nat.eqb j (i - 1) then c_n else if Nat.eqb j i then c_q else if Nat.eqb j (i + 1) then c_t
+  else if Nat.eqb j T then c_n else c_o.
+Proof.
+  intros j Hj. pose proof S_pos. rewrite logit_tok by lia. rewrite !weight_val by lia.
+  unfold c_n, c_q, c_t, c_o, a1, a2.
+  repeat match goal with |- context [Nat.eqb ?a ?b] => destruct (Nat.eqb_spec a b); try lia end.
+  all: field; lra.
+Qed.
+
+(** The softmax normaliser over the vocabulary: every token is x_j for exactly one j in 1..T. *)
+Lemma vocab_reindex : forall F, sumR (seq 0 T) F = sumR (seq 1 T) (fun j => F (tok j)).
+Proof.
+  intro F. rewrite <- (sumR_map (seq 1 T) tok F). apply sumR_perm. symmetry. apply NoDup_Permutation_bis.
+  - apply NoDup_map_on; [| apply seq_NoDup]. intros a b Ha Hb; apply In_seq1 in Ha; apply In_seq1 in Hb; auto.
+  - rewrite map_length, !seq_length; lia.
+  - intros v Hv. apply in_map_iff in Hv as [j [<- Hj]]. apply In_seq1 in Hj. apply in_seq.
+    specialize (Hrange j Hj). lia.
+Qed.
+
+Lemma vocab_val : sumR (seq 0 T) (fun v => exp (out_logit tok L alpha1 alpha2 beta1 beta2 v)) =
+  exp c_t + 2 * exp c_n + exp c_q + (INR T - 4) * exp c_o.
+Proof.
+  rewrite vocab_reindex.
+  rewrite (sumR_ext _ _ (fun j => ((((exp c_o + (if Nat.eqb j (i - 1) then exp c_n - exp c_o else 0)) +
+            (if Nat.eqb j i then exp c_q - exp c_o else 0)) + (if Nat.eqb j (i + 1) then exp c_t - exp c_o else 0)) +
+            (if Nat.eqb j T then exp c_n - exp c_o else 0)))).
+  - rewrite !sumR_plus, sumR_const, !sumR_delta; try apply seq_NoDup; try (apply In_seq1; lia).
+    rewrite seq_length. lra.
+  - intros j Hj. apply In_seq1 in Hj. rewrite logit_val by lia.
+    destruct (Nat.eqb_spec j (i - 1)), (Nat.eqb_spec j i), (Nat.eqb_spec j (i + 1)), (Nat.eqb_spec j T);
+      try lia; lra.
+Qed.
+
+Lemma loss_val : loss T tok alpha1 alpha2 beta1 beta2 (tok (i + 1)) = eq10_appendix_c T alpha1 alpha2 beta1 beta2.
+Proof.
+  unfold loss. fold L. rewrite vocab_val, logit_val by lia.
+  destruct (Nat.eqb_spec (i + 1) (i - 1)), (Nat.eqb_spec (i + 1) i); try lia. rewrite Nat.eqb_refl.
+  reflexivity.
+Qed.
+
+End Theorem3.
+
+(** ** Theorem 3, [appendix-c] (proves): for every T >= 4, every input of Theorem 3's setting
+    (x_1..x_T a permutation of the vocabulary 0..T-1, x_{T+1} = x_i with 2 <= i <= T-2, target
+    x_{i+1}) and all real alpha1, alpha2, beta1, beta2, the orthonormal-limit loss is Eq. 10 with
+    beta2 a1 in the x_{i-1} and x_T logits. *)
+Theorem theorem3_appendix_c : forall (T i : nat) (tok : nat -> nat) (alpha1 alpha2 beta1 beta2 : R),
+  (4 <= T)%nat -> (2 <= i <= T - 2)%nat ->
+  (forall j, (1 <= j <= T)%nat -> (tok j < T)%nat) ->
+  (forall j k, (1 <= j <= T)%nat -> (1 <= k <= T)%nat -> tok j = tok k -> j = k) ->
+  tok (T + 1)%nat = tok i ->
+  loss T tok alpha1 alpha2 beta1 beta2 (tok (i + 1)%nat) = eq10_appendix_c T alpha1 alpha2 beta1 beta2.
+Proof. intros. apply loss_val; assumption. Qed.
+
+Lemma eq10_readings_differ : forall T alpha1 alpha2 beta1 beta2, (4 <= T)%nat -> beta2 <> 0 -> alpha1 <> alpha2 ->
+  eq10_appendix_c T alpha1 alpha2 beta1 beta2 <> eq10_as_printed T alpha1 alpha2 beta1 beta2.
+Proof.
+  intros T alpha1 alpha2 beta1 beta2 HT Hb Ha. unfold eq10_appendix_c, eq10_as_printed, S10.
+  set (S := exp alpha2 + 2 * exp alpha1 + (INR T - 2)).
+  assert (HS : 0 < S).
+  { unfold S. pose proof (exp_pos alpha1). pose proof (exp_pos alpha2).
+    assert (4 <= INR T) by (replace 4 with (INR 4) by (simpl; lra); apply le_INR; exact HT). lra. }
+  assert (H4 : 0 <= INR T - 4).
+  { assert (4 <= INR T) by (replace 4 with (INR 4) by (simpl; lra); apply le_INR; exact HT). lra. }
+  set (ct := exp alpha2 / S * beta1 + beta2 / S). set (cq := 2 * (exp alpha1 / S) * beta1 + exp alpha2 / S * beta2).
+  set (co := (beta1 + beta2) / S).
+  set (nC := beta1 / S + beta2 * (exp alpha1 / S)). set (nP := beta1 / S + beta2 * (exp alpha2 / S)).
+  assert (Hn : nC <> nP).
+  { unfold nC, nP. intro E. apply Ha. apply exp_inv.
+    assert (E' : beta2 * (exp alpha1 / S) = beta2 * (exp alpha2 / S)) by lra.
+    apply Rmult_eq_reg_l in E'; [| exact Hb]. unfold Rdiv in E'. apply Rmult_eq_reg_r in E'; [exact E' |].
+    apply Rgt_not_eq, Rinv_0_lt_compat, HS. }
+  pose proof (exp_pos ct). pose proof (exp_pos cq). pose proof (exp_pos co). pose proof (exp_pos nC).
+  pose proof (exp_pos nP).
+  intro E. apply Ropp_eq_compat in E. rewrite !Ropp_involutive in E. apply ln_inv in E.
+  - unfold Rdiv in E. apply Rmult_eq_reg_l in E; [| apply Rgt_not_eq, exp_pos].
+    apply (f_equal Rinv) in E. rewrite !Rinv_inv in E. apply Hn, exp_inv. lra.
+  - apply Rdiv_lt_0_compat; [exact (exp_pos ct) | nra].
+  - apply Rdiv_lt_0_compat; [exact (exp_pos ct) | nra].
+Qed.
+
+(** ** Theorem 3, [as-printed] (refutes): for every T >= 4, every input of the setting and all real
+    parameters with beta2 <> 0 and alpha1 <> alpha2, the orthonormal-limit loss is not Eq. 10 as
+    printed. *)
+Theorem theorem3_as_printed_refuted : forall (T i : nat) (tok : nat -> nat) (alpha1 alpha2 beta1 beta2 : R),
+  (4 <= T)%nat -> (2 <= i <= T - 2)%nat ->
+  (forall j, (1 <= j <= T)%nat -> (tok j < T)%nat) ->
+  (forall j k, (1 <= j <= T)%nat -> (1 <= k <= T)%nat -> tok j = tok k -> j = k) ->
+  tok (T + 1)%nat = tok i -> beta2 <> 0 -> alpha1 <> alpha2 ->
+  loss T tok alpha1 alpha2 beta1 beta2 (tok (i + 1)%nat) <> eq10_as_printed T alpha1 alpha2 beta1 beta2.
+Proof.
+  intros T i tok alpha1 alpha2 beta1 beta2 HT Hi Hr Hj Hl Hb Ha.
+  rewrite (theorem3_appendix_c T i tok alpha1 alpha2 beta1 beta2) by assumption.
+  apply eq10_readings_differ; assumption.
+Qed.
+
+(** The paper's point (alpha1, beta1) = (0, 0) with alpha2 = 1 - alpha1, beta2 = 1 - beta1, T = 16
+    (the tool's default): Eq. 10 as printed exceeds the limit by between 0.0118 and 0.0119. *)
+Theorem theorem3_as_printed_gap_T16 :
+  0.0118 < eq10_as_printed 16 0 1 0 1 - eq10_appendix_c 16 0 1 0 1 < 0.0119.
+Proof.
+  unfold eq10_as_printed, eq10_appendix_c, S10. replace (INR 16) with 16 by (simpl; lra).
+  split; interval with (i_prec 60).
+Qed.
+
+Theorem theorem3_as_printed_refuted_T16 : forall (i : nat) (tok : nat -> nat),
+  (2 <= i <= 14)%nat ->
+  (forall j, (1 <= j <= 16)%nat -> (tok j < 16)%nat) ->
+  (forall j k, (1 <= j <= 16)%nat -> (1 <= k <= 16)%nat -> tok j = tok k -> j = k) ->
+  tok 17%nat = tok i ->
+  0.0118 < eq10_as_printed 16 0 1 0 1 - loss 16 tok 0 1 0 1 (tok (i + 1)%nat) < 0.0119.
+Proof.
+  intros i tok Hi Hr Hj Hl. rewrite (theorem3_appendix_c 16 i tok 0 1 0 1); try assumption; try lia.
+  apply theorem3_as_printed_gap_T16.
+Qed.
+
+(** ** The construction over Q (for [Compute]): the same definitions with a stand-in [qexp] for the
+    exponential (the tests pass a table of exp values at the few scores that occur). *)
+
+Open Scope Q_scope.
+
+Fixpoint sumQ (l : list nat) (f : nat -> Q) : Q :=
+  match l with [] => 0 | a :: l' => f a + sumQ l' f end.
+
+Definition ipQ (u v : option nat) : Q :=
+  match u, v with Some a, Some b => if Nat.eqb a b then 1 else 0 | _, _ => 0 end.
+
+Definition scoreQ (tok : nat -> nat) (L : nat) (alpha1 alpha2 : Q) (s : nat) : Q :=
+  alpha1 * ipQ (row tok L) (row tok s) + alpha2 * ipQ (row tok L) (row tok (s - 1)).
+
+Definition weightQ (qexp : Q -> Q) (tok : nat -> nat) (L : nat) (alpha1 alpha2 : Q) (s : nat) : Q :=
+  qexp (scoreQ tok L alpha1 alpha2 s) / sumQ (seq 1 L) (fun s' => qexp (scoreQ tok L alpha1 alpha2 s')).
+
+Definition out_logitQ (qexp : Q -> Q) (tok : nat -> nat) (L : nat) (alpha1 alpha2 beta1 beta2 : Q) (v : nat) : Q :=
+  sumQ (seq 1 L) (fun s => weightQ qexp tok L alpha1 alpha2 s *
+                            (beta1 * ipQ (Some v) (row tok s) + beta2 * ipQ (Some v) (row tok (s - 1)))).
+
+(** The logits of Eq. 10 (Appendix C) given e^{alpha1} = E1 and e^{alpha2} = E2: (c_t, c_n, c_q, c_o). *)
+Definition eq10_logitsQ (T : nat) (E1 E2 beta1 beta2 : Q) : Q * Q * Q * Q :=
+  let S := E2 + 2 * E1 + (inject_Z (Z.of_nat T) - 2) in
+  let a1 := E1 / S in
+  let a2 := E2 / S in
+  (a2 * beta1 + beta2 / S, beta1 / S + beta2 * a1, 2 * a1 * beta1 + a2 * beta2, (beta1 + beta2) / S).
+
+Close Scope Q_scope.
