@@ -202,6 +202,39 @@ def test_claim_verdicts_per_variant(monkeypatch):
     assert any("escape it names reproduces" in n for n in got["with-content"].notes)
 
 
+def test_spearman_and_rounding_interval():
+    from scipy.stats import spearmanr
+
+    rnd = random.Random(11)
+    x = [rnd.choice([0.0, 0.5, 1.0]) for _ in range(60)]  # heavy ties, as alpha_L has
+    y = [round(rnd.random(), 3) for _ in range(60)]
+    assert pt.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    assert pt.spearman([1.0, 1.0, 1.0], [0.1, 0.2, 0.3]) is None
+    # 0.91 printed: [0.905, 0.915], ends included, decided in exact decimals
+    assert pt._in_rounding_interval(0.905, "0.91") and pt._in_rounding_interval(0.915, "0.91")
+    assert not pt._in_rounding_interval(0.915001, "0.91") and not pt._in_rounding_interval(None, "0.56")
+
+
+def test_selection_ablation_orders_the_rules(monkeypatch):
+    """The ablation on a small grid: the cross-entropy fit's alpha_L tracks the trained models better than the
+    min-norm fit's (sinusoidal prev: min-norm selects a transferring head, training does not), as published;
+    fault injection: min-norm replaced by the cross-entropy fit -> the two rho coincide."""
+    monkeypatch.setattr(pt, "FAMILIES", ("sinusoidal", "rope"))
+    monkeypatch.setattr(pt, "TASKS", ("prev", "copy"))
+    ev = pt.check_auc([0, 1], [30, 60], scheduler="in-process", ablation=True)
+    a = ev.numbers["selection_ablation"]
+    assert a["points"] == 8 and a["left_out"] == 0
+    assert a["rho"]["ce"] >= 0.8 and a["rho"]["ce"] - a["rho"]["min-norm"] >= 0.1, a["rho"]
+    figs = {f.figure.split("with ")[1]: f for f in ev.figures if "ablation" in f.figure}
+    assert figs["cross-entropy selection"].rule == "rounding" and figs["cross-entropy selection"].ours == a["rho"]["ce"]
+    from verify.numeric import pr26
+
+    real_fit = pr26.fit
+    monkeypatch.setattr(pr26, "fit", lambda *args, selection="ce", **kw: real_fit(*args, selection="ce", **kw))
+    bad = pt.check_auc([0, 1], [30, 60], scheduler="in-process", ablation=True).numbers["selection_ablation"]
+    assert bad["rho"]["ce"] == bad["rho"]["min-norm"]
+
+
 def test_cache_reused_same_json_and_faster(monkeypatch, tmp_path):
     monkeypatch.setattr(pt, "STEPS", 60)  # the cache is under test, not the model
     lines: list[str] = []
