@@ -744,3 +744,7 @@ Definition ser_query (q : Query Q) : list (list Q) :=
   (qnat (q_t q) :: qopt (q_rot q)) :: flat_map ser_slot (q_slots q).
 Definition full_Q pe v (a1 a2 b1 b2 : Q) L := map ser_query (full_forward Qmult 1 pe v a1 a2 b1 b2 L).
 Definition decode_Q pe v (a1 a2 b1 b2 : Q) dec L := map ser_query (decode Qmult 1 pe v a1 a2 b1 b2 dec L).
+(** rationals as [numerator; denominator] (Coq prints some rationals in decimal or hexadecimal notation) *)
+Definition qz (q : Q) : list Z := [Qnum q; Zpos (Qden q)].
+Definition qz_list (l : list Q) : list (list Z) := map qz l.
+Definition qz_queries (qs : list (list (list Q))) : list (list (list (list Z))) := map (map qz_list) qs.
