@@ -1,0 +1,56 @@
+"""Kernel statements that need analysis (sin, cos, exp, ln and Coq-Interval): pr26 Prop. 3 and kvshift24
+Theorem 3.
+
+The theorems live in ``theories/Pr26Interval.v`` (pr26, Proposition 3: the sinusoidal kernel and
+theta_min = 10000^(-15/16)) and ``theories/Kvshift24Analytic.v`` (Xu et al., arXiv 2411.19574 v2,
+Theorem 3, Eq. 10, Table 5, Appendix C).  Coq-Interval proves the numeric facts; every statement
+holds for every size it names (every integer delta in range, every T >= 4 and every input), never by
+enumerating cases.  Coq-Interval's computations rest on the specifications of Coq's primitive
+63-bit integers (``Uint63``), listed by ``Print Assumptions`` beside the axioms of the reals.
+"""
+
+from __future__ import annotations
+
+from verify.kernel.spec import KernelStatement as S
+
+#: pr26:prop3: the theorem is at the paper's L = 17665; the other options only steer the numeric fit
+_P3_COVERS = ("chunk", "lr", "steps", "weight-decay")
+#: kvshift24:theorem3: every vocabulary size T >= 4 (the option's minimum) and any number of sampled sequences
+_T3_COVERS = ("T", "N")
+
+_T3_SETTING = ("one layer of KV shifting attention (K^ = alpha1 x_s + alpha2 x_{s-1}, V^ = beta1 x_s + beta2 x_{s-1}, "
+               "x_0 = 0; identity projections, unscaled scores, no PE, residual, MLP or normalisation), tied "
+               "orthonormal embeddings (inner product 1 on equal tokens, 0 otherwise: the d -> infinity limit the "
+               "numeric layer evaluates), x_1..x_T a permutation of the vocabulary 0..T-1, x_{T+1} = x_i with "
+               "2 <= i <= T-2, the loss -log softmax at the last position against x_{i+1}")
+
+STATEMENTS = (
+    S(claim="pr26:prop3", variant="", theory="Pr26Interval", theorem="prop3_copy_alpha_one",
+      role="proves", covers=_P3_COVERS,
+      reading=("With theta_min = 10000^(-15/16) and the sinusoidal kernel W[sin_15, cos_15] = 1, "
+               "W[cos_15, sin_15] = -1 (logit(i, j) = phi(i)^T W phi(j) = sin((i - j) theta_min), "
+               "logit_is_sin): for every integer 0 <= delta <= 17665 with delta != 8833, "
+               "sin(delta theta_min) < sin(8833 theta_min) (prop3_unique_maximiser; Coq-Interval proves "
+               "8833 theta_min < pi/2 < 8833 theta_min + theta_min/2 and 17665 theta_min < pi, then "
+               "sin x = cos(|x - pi/2|) and cos strictly decreasing on [0, pi] give every delta); "
+               "sin(delta theta_min) is strictly increasing on the integers 0..8833 (prop3_increasing_up_to); "
+               "ceil(L/2) = 8833 exactly for L = 17665, 17666 (prop3_copy_offset_iff); hence at L = 17665 every "
+               "copy row i in [8833, 17664] has its target i - 8833 as the strict argmax of its logits over the "
+               "keys 0..i, so alpha_L = 1.")),
+    S(claim="kvshift24:theorem3", variant="appendix-c", theory="Kvshift24Analytic", theorem="theorem3_appendix_c",
+      role="proves", covers=_T3_COVERS,
+      reading=("For every T >= 4, every input and all real alpha1, alpha2, beta1, beta2 in Theorem 3's setting ("
+               + _T3_SETTING + "): the loss equals Eq. 10 read with Appendix C's derivation, "
+               "-log(e^{c_t} / (e^{c_t} + 2 e^{c_n} + e^{c_q} + (T - 4) e^{c_o})) with S = e^{alpha2} + "
+               "2 e^{alpha1} + T - 2, a1 = e^{alpha1}/S, a2 = e^{alpha2}/S, c_t = a2 beta1 + beta2/S, "
+               "c_n = beta1/S + beta2 a1 (the x_{i-1} and x_T logits), c_q = 2 a1 beta1 + a2 beta2, "
+               "c_o = (beta1 + beta2)/S. The minimiser (0, 1) is not part of the Coq statement.")),
+    S(claim="kvshift24:theorem3", variant="as-printed", theory="Kvshift24Analytic",
+      theorem="theorem3_as_printed_refuted", role="refutes", covers=_T3_COVERS,
+      reading=("For every T >= 4, every input in Theorem 3's setting (" + _T3_SETTING + ") and all real "
+               "parameters with beta2 != 0 and alpha1 != alpha2 (the paper's (alpha1, beta1) = (0, 0) with "
+               "alpha2 = 1 - alpha1, beta2 = 1 - beta1 among them), the loss is not Eq. 10 as printed "
+               "(c_n = beta1/S + beta2 a2, as Table 5): the loss is the Appendix C form, and the two differ "
+               "exactly when beta2 a1 != beta2 a2. At T = 16 and (alpha1, beta1) = (0, 0), Eq. 10 as printed "
+               "exceeds the loss by a number in (0.0118, 0.0119) (theorem3_as_printed_refuted_T16, Coq-Interval).")),
+)
