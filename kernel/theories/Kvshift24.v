@@ -18,7 +18,6 @@
     for each failing policy. *)
 
 From Coq Require Import List Arith Lia Bool ZArith Reals Lra QArith.
-From Interval Require Import Tactic.
 Import ListNotations.
 
 (** ** Part 1: the layer and the induction-head machine *)
@@ -681,7 +680,10 @@ Proof.
   closed_forms.
   apply div_ne; [apply Rgt_not_eq; lra|]. apply ratio_inc_ne; try lra.
   apply Rgt_not_eq, exp_increasing. rewrite Ht.
-  assert (Hc : cos (-1 * 1) < 1) by interval.
+  assert (Hc : cos (-1 * 1) < 1).
+  { replace (-1 * 1) with (Ropp 1) by ring. rewrite cos_neg. assert (Hpi := PI2_1).
+    assert (H := cos_decreasing_1 0 1 (Rle_refl 0) ltac:(lra) ltac:(lra) ltac:(lra) ltac:(lra)).
+    rewrite cos_0 in H. exact H. }
   unfold Rminus, Rdiv. apply Rplus_lt_compat_r, Rmult_lt_compat_r; [apply Rinv_0_lt_compat|]; lra.
 Qed.
 
