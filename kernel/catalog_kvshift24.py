@@ -60,6 +60,13 @@ STATEMENTS = (
                "every decoded position k < t <= L, the query at t sees exactly the full pass's slots (keys with "
                "their rotations, values, ALiBi distances, flags); hence (decode_raw_key_correct) the same output "
                "for every input, sigma, m and any function in place of exp.")),
+    S(claim="kvshift24:decode", variant="raw-key,correct,correct", theory="Kvshift24",
+      theorem="decode_raw_key_correct", role="proves", covers=_DEC_ALL,
+      reading=("The output form: under the same quantifiers, the decoded query at t and the full pass's query at t "
+               "give the same output coefficients, sum over the numerator slots of value coefficient times "
+               "E(x_t . key / sigma - m * distance) over the normaliser's sum, for every table of products "
+               "x_t^T R_delta x_p (every input, every RoPE rotation), every sigma and m and every function E in "
+               "place of exp.")),
     S(claim="kvshift24:decode", variant="mixed-key,correct,correct", theory="Kvshift24",
       theorem="decode_mixed_key_refuted", role="refutes", covers=_DEC_REFUTE,
       reading=("Appendix F's inference branch (after the prefill call the state is the shifted key k[:, -1:]), "
