@@ -245,9 +245,22 @@ def forbidden_vernacular(source: str) -> list[str]:
     return sorted({m.group(0) for m in _FORBIDDEN_RE.finditer(_strip_comments(source))})
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the Coq child gets SIGKILL when the process that started it dies (a worker stopped by
+    Ctrl-C or killed leaves no coqc running behind it)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the timeout still bounds the child
+        pass
+
+
 def _run(cmd: Sequence[str], cwd: Path, timeout: float = COQC_TIMEOUT_S) -> tuple[int, str]:
     try:
-        p = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=_die_with_parent)
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {timeout:.0f} s"
     return p.returncode, (p.stdout or "") + (p.stderr or "")

@@ -511,11 +511,13 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, s
         return INCONCLUSIVE, "not every layer finished: " + ", ".join(unfinished)
     if not ran:
         return INCONCLUSIVE, "no layer ran"
+    kernel = [e for e in ran if e.layer == "kernel" and e.status in ("proved", "refuted")]
+    checked = "; kernel-checked in Coq for every size" if kernel else ""
     if fails:
-        return FAILS, "every layer that ran finds the statement false: " + ", ".join(fails)
+        return FAILS, "every layer that ran finds the statement false: " + ", ".join(fails) + checked
     if fix:
-        return HOLDS_WITH_FIX, f"holds with fix: {fix}"
-    return HOLDS, "every layer that ran supports the statement: " + ", ".join(holds)
+        return HOLDS_WITH_FIX, f"holds with fix: {fix}" + checked
+    return HOLDS, "every layer that ran supports the statement: " + ", ".join(holds) + checked
 
 
 @contextmanager

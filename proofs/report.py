@@ -122,6 +122,26 @@ def _certificate(cert: Any, timings: bool) -> list[str]:
 
 
 
+def _kernel_statements(claim_id: str) -> list[str]:
+    """The Coq theorems that answer the claim, each as its source states it, beside the paper's statement."""
+    from verify.kernel.check import kernel_statements
+    from verify.kernel.driver import THEORIES, statement_text
+
+    by_variant = kernel_statements(claim_id)
+    if not by_variant:
+        return []
+    lines = ["**Kernel statements** (Coq theorems, for every size they quantify over; the kernel layer below "
+             "says whether Coq's kernel accepted them in this run):", ""]
+    for variant, statements in by_variant.items():
+        for s in statements:
+            role = "proves the variant" if s.role == "proves" else "refutes the variant (a counterexample)"
+            src = THEORIES / f"{s.theory}.v"
+            text = statement_text(src.read_text(), s.theorem) if src.exists() else ""
+            lines += [f"- `{variant or 'default'}`: `{s.qualified}` {role}: {s.reading}", "",
+                      "  ```coq", f"  {s.theorem} : {text}", "  ```", ""]
+    return lines
+
+
 def _layer_section(ev: Any, timings: bool) -> list[str]:
     title = LAYER_NAMES.get(ev.layer, ev.layer)
     lines = [f"#### {title}: {_status_word(ev)}", ""]
@@ -249,6 +269,7 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         out += [f"## {c.id}: {c.title}", ""]
         out += [f"**Source:** {c.source}", ""]
         out += ["**Statement as written:**", "", f"> {c.statement}", ""]
+        out += _kernel_statements(c.id)
         for r in rs:
             out += [f"### {_variant_title(r)}", ""]
             exp = f" Expected: {r.expected}." if r.expected else ""
