@@ -3,6 +3,7 @@ solver provenance rules the verdict logic applies from the typed slot (not from 
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -16,7 +17,7 @@ def test_enums_are_their_strings():
     assert json.dumps({"s": Status.CONSISTENT, "v": Verdict.HOLDS_WITH_FIX}) == '{"s": "consistent", "v": "HOLDS WITH FIX"}'
     assert [v.value for v in Verdict] == ["INCONSISTENT", "INCONCLUSIVE", "FAILS", "HOLDS WITH FIX", "HOLDS"]
     assert [v.exit_code for v in Verdict] == [1, 3, 1, 0, 0]
-    assert [x.value for x in Layer] == ["symbolic", "solver", "numeric"] and Outcome("holds") is Outcome.HOLDS
+    assert [x.value for x in Layer] == ["symbolic", "solver", "numeric", "kernel"] and Outcome("holds") is Outcome.HOLDS
     assert [s.finished for s in Status] == [True, True, True, False, False, True]
     ev = Evidence(layer="solver", status="proved")
     assert ev.status is Status.PROVED and ev.outcome is Outcome.HOLDS and ev.to_dict()["status"] == "proved"
@@ -67,3 +68,101 @@ def test_settings_are_one_frozen_object_made_current_per_check():
 
     with pytest.raises(dataclasses.FrozenInstanceError):
         Context().seed = 3  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The whole truth table of aggregate (issue 23, item 6).  Every layer takes every (status, outcome) pair Evidence accepts
+# (derived from the enums, so a new status or layer is covered without editing this test), the solver layer also a
+# 'proved' and an 'inconclusive' carrying a z3/cvc5 disagreement, and the claim is run with and without a fix.  The
+# expected verdict is not re-implemented rule by rule: every verdict whose condition holds (proofs/model.py's module
+# docstring) is a candidate, and the documented order INCONSISTENT > INCONCLUSIVE > FAILS > HOLDS WITH FIX > HOLDS
+# picks the first.
+
+
+def _layer_options(layer: str) -> list[Evidence | None]:
+    """Every distinct (status, outcome) pair a layer can report, as Evidence (None: the layer is absent from the list)."""
+    seen: dict[tuple[str, str | None], Evidence] = {}
+    for status in Status:
+        for outcome in (None, *Outcome):
+            try:
+                ev = Evidence(layer=layer, status=status, outcome=outcome, summary=f"{layer} {status} {outcome}",
+                              solver=SolverProvenance() if layer == "solver" else None)
+            except ValueError:
+                continue
+            seen.setdefault((ev.status, ev.outcome), ev)
+    options: list[Evidence | None] = list(seen.values())
+    if layer == "solver":
+        options += [Evidence(layer="solver", status=s, summary="split", solver=SolverProvenance(disagreements=["ob 7"]))
+                    for s in ("proved", "inconclusive")]
+    return options + [None]
+
+
+_OPTIONS = {layer.value: _layer_options(layer.value) for layer in Layer}
+_ORDER = [Verdict.INCONSISTENT, Verdict.INCONCLUSIVE, Verdict.FAILS, Verdict.HOLDS_WITH_FIX, Verdict.HOLDS]
+
+
+def _expected(evidence: list[Evidence], fix: str | None) -> Verdict:
+    ran = [e for e in evidence if e.status != "skipped"]
+    outcomes = {e.outcome for e in ran if e.outcome is not None}
+    candidates = set()
+    if any(e.solver is not None and e.solver.disagreements for e in ran) or outcomes == {"holds", "fails"}:
+        candidates.add(Verdict.INCONSISTENT)
+    if not ran or any(not e.status.finished for e in ran):
+        candidates.add(Verdict.INCONCLUSIVE)
+    if "fails" in outcomes:
+        candidates.add(Verdict.FAILS)
+    candidates.add(Verdict.HOLDS_WITH_FIX if fix else Verdict.HOLDS)
+    return next(v for v in _ORDER if v in candidates)
+
+
+def _table():
+    for combo in itertools.product(*_OPTIONS.values()):
+        for fix in (None, "mask the diagonal"):
+            yield [e for e in combo if e is not None], fix
+
+
+def test_truth_table_covers_every_status_of_every_layer():
+    pairs = {(e.status.value, e.outcome and e.outcome.value) for e in _OPTIONS["numeric"] if e is not None}
+    assert pairs == {("proved", "holds"), ("refuted", "fails"), ("consistent", "holds"), ("consistent", "fails"),
+                     ("inconclusive", None), ("error", None), ("skipped", None)}
+    assert [len(o) for o in _OPTIONS.values()] == [8, 10, 8, 8]
+    assert sum(1 for _ in _table()) == 2 * 8 * 10 * 8 * 8
+
+
+def test_aggregate_truth_table():
+    """Every combination: the documented verdict, and never HOLDS / HOLDS WITH FIX while a layer did not finish,
+    refutes or points to 'fails', or while no layer ran.  The reason names what decided it."""
+    wrong = []
+    for evidence, fix in _table():
+        verdict, reason = aggregate(evidence, fix)
+        want = _expected(evidence, fix)
+        if verdict is not want:
+            wrong.append((["%s %s %s" % (e.layer, e.status, e.outcome) for e in evidence], fix, verdict, want))
+            continue
+        ran = [e for e in evidence if e.status != "skipped"]
+        if verdict in (Verdict.HOLDS, Verdict.HOLDS_WITH_FIX):
+            assert ran and all(e.status.finished and e.outcome == "holds" for e in ran), (evidence, fix, verdict)
+            assert (verdict is Verdict.HOLDS_WITH_FIX) == (fix is not None)
+        if verdict is Verdict.INCONCLUSIVE:
+            for e in ran:
+                if not e.status.finished:
+                    assert f"{e.layer} {e.status}" in reason, (reason, evidence)
+        kernel = any(e.layer == "kernel" and e.status in ("proved", "refuted") for e in ran)
+        decided = verdict in (Verdict.FAILS, Verdict.HOLDS, Verdict.HOLDS_WITH_FIX)
+        assert reason.endswith("kernel-checked in Coq for every size") == (kernel and decided), (reason, evidence)
+        assert verdict.exit_code == {"HOLDS": 0, "HOLDS WITH FIX": 0, "FAILS": 1, "INCONSISTENT": 1,
+                                     "INCONCLUSIVE": 3}[verdict.value]
+    assert not wrong, f"{len(wrong)} combinations aggregate wrongly, e.g. {wrong[:3]}"
+
+
+def test_named_cases_of_the_table():
+    """The cases the table exists for, spelled out: fp26:fingerprint's shape (symbolic proved, numeric inconclusive)
+    is INCONCLUSIVE, a refutation beside a proof is INCONSISTENT whatever layer proved, skipped layers do not count."""
+    sym, num_unknown = Evidence(layer="symbolic", status="proved"), Evidence(layer="numeric", status="inconclusive")
+    assert aggregate([sym, num_unknown], None)[0] is Verdict.INCONCLUSIVE
+    assert aggregate([sym, num_unknown], "fix")[0] is Verdict.INCONCLUSIVE
+    kern = Evidence(layer="kernel", status="proved")
+    refuted = Evidence(layer="numeric", status="refuted")
+    assert aggregate([kern, refuted], None)[0] is Verdict.INCONSISTENT
+    assert aggregate([Evidence(layer="kernel", status="skipped"), refuted], "fix")[0] is Verdict.FAILS
+    assert aggregate([Evidence(layer=x, status="skipped") for x in ("symbolic", "kernel")], None)[0] is Verdict.INCONCLUSIVE
