@@ -397,3 +397,296 @@ Definition eq10_logitsQ (T : nat) (E1 E2 beta1 beta2 : Q) : Q * Q * Q * Q :=
   (a2 * beta1 + beta2 / S, beta1 / S + beta2 * a1, 2 * a1 * beta1 + a2 * beta2, (beta1 + beta2) / S).
 
 Close Scope Q_scope.
+
+(** * kvshift24: Theorem 1 (Eq. 8, Appendix A), the two-layer width-2d construction
+
+    Source: arXiv 2411.19574 v2, Theorem 1 and Appendix A.  Layer 1 (W_Q = W_K = 0, ALiBi slope p,
+    value into the second half, with the residual) gives at position s the stacked row
+    (x_s, y_s), y_s = sum_{tau=1}^{s-1} softmax_tau(-p(s-1-tau)) x_tau as Appendix A displays it
+    (keys tau = 1..s-1), or, as a standard causal layer, y_s = sum_{tau=1}^{s} softmax_tau(-p(s-tau)) x_tau.
+    Layer 2 (no residual, W_O = (I, 0), ALiBi slope m) reads at the last position L the query x_L
+    (first half), the key y_s (second half) and the value x_s (first half):
+    TF(x) = sum_{s} softmax_s(x_L . y_s / sigma - m(L - s)) x_s over s = 2..L-1 as displayed, or
+    s = 1..L as a standard causal layer.  IH is Definition 1 (Eq. 7).  Rows are coordinate functions
+    x s k (row s, coordinate k) of any width d; the construction's 2d-wide rows are (x_s, y_s). *)
+
+Definition dotv (d : nat) (u v : nat -> R) : R := sumR (seq 0 d) (fun k => u k * v k).
+
+(** Layer 1's keys at position s and the exponent origin: [strict] is Appendix A's display. *)
+Definition l1_keys (strict : bool) (s : nat) : list nat := if strict then seq 1 (s - 1) else seq 1 s.
+Definition l1_top (strict : bool) (s : nat) : nat := if strict then (s - 1)%nat else s.
+
+Lemma l1_keys_true : forall s, l1_keys true s = seq 1 (s - 1).
+Proof. reflexivity. Qed.
+Lemma l1_top_true : forall s, l1_top true s = (s - 1)%nat.
+Proof. reflexivity. Qed.
+
+Definition l1_weight (strict : bool) (p : R) (s tau : nat) : R :=
+  exp (- p * INR (l1_top strict s - tau)) /
+  sumR (l1_keys strict s) (fun t => exp (- p * INR (l1_top strict s - t))).
+
+(** y_s, the second half of layer 1's output at s. *)
+Definition y1 (strict : bool) (p : R) (x : nat -> nat -> R) (s : nat) : nat -> R :=
+  fun k => sumR (l1_keys strict s) (fun tau => l1_weight strict p s tau * x tau k).
+
+Definition l2_keys (interior : bool) (L : nat) : list nat := if interior then seq 2 (L - 2) else seq 1 L.
+
+Definition softmax_avg (l : list nat) (score : nat -> R) (value : nat -> R) : R :=
+  sumR l (fun s => exp (score s) * value s) / sumR l (fun s => exp (score s)).
+
+(** Coordinate k of the two-layer output at the last position L. *)
+Definition TF (strict interior : bool) (d L : nat) (x : nat -> nat -> R) (p m sigma : R) (k : nat) : R :=
+  softmax_avg (l2_keys interior L) (fun s => dotv d (x L) (y1 strict p x s) / sigma - m * INR (L - s))
+              (fun s => x s k).
+
+(** Coordinate k of IH (Definition 1, Eq. 7): softmax over s = 2..L-1 of x_L . x_{s-1}/sigma - m(L - s). *)
+Definition IH (d L : nat) (x : nat -> nat -> R) (m sigma : R) (k : nat) : R :=
+  softmax_avg (seq 2 (L - 2)) (fun s => dotv d (x L) (x (s - 1)%nat) / sigma - m * INR (L - s))
+              (fun s => x s k).
+
+(** ** Sum lemmas *)
+
+Lemma sumR_scal : forall l c f, c * sumR l f = sumR l (fun s => c * f s).
+Proof. induction l as [| a l IH]; intros c f; simpl; [ring | rewrite <- IH; ring]. Qed.
+
+Lemma sumR_div : forall l f Z, sumR l f / Z = sumR l (fun s => f s / Z).
+Proof. intros l f Z. unfold Rdiv. rewrite Rmult_comm, sumR_scal. apply sumR_ext; intros; ring. Qed.
+
+Lemma sumR_swap : forall l1 l2 (F : nat -> nat -> R),
+  sumR l1 (fun a => sumR l2 (fun b => F a b)) = sumR l2 (fun b => sumR l1 (fun a => F a b)).
+Proof.
+  induction l1 as [| a l1 IH]; intros l2 F; simpl.
+  - rewrite sumR_const. ring.
+  - rewrite IH, <- sumR_plus. reflexivity.
+Qed.
+
+Lemma sumR_le : forall l f g, (forall s, In s l -> f s <= g s) -> sumR l f <= sumR l g.
+Proof.
+  induction l as [| a l IH]; intros f g H; simpl; [lra |].
+  apply Rplus_le_compat; [apply H; left; auto | apply IH; intros; apply H; right; auto].
+Qed.
+
+Lemma sumR_abs : forall l f, Rabs (sumR l f) <= sumR l (fun s => Rabs (f s)).
+Proof.
+  induction l as [| a l IH]; intro f; simpl; [rewrite Rabs_R0; lra |].
+  eapply Rle_trans; [apply Rabs_triang | apply Rplus_le_compat_l, IH].
+Qed.
+
+Lemma sumR_pos : forall l f, l <> [] -> (forall s, In s l -> 0 < f s) -> 0 < sumR l f.
+Proof.
+  induction l as [| a l IH]; intros f Hne H; [contradiction |]. simpl.
+  destruct l as [| b l'].
+  - simpl. rewrite Rplus_0_r. apply H; left; auto.
+  - apply Rplus_lt_0_compat; [apply H; left; auto | apply IH; [discriminate | intros; apply H; right; auto]].
+Qed.
+
+Lemma exp_le_mono : forall a b, a <= b -> exp a <= exp b.
+Proof. intros a b H. destruct (Rle_lt_or_eq_dec _ _ H) as [Hl | ->]; [apply Rlt_le, exp_increasing; auto | lra]. Qed.
+
+Lemma exp_mul_INR : forall p k, exp (- p * INR k) = exp (- p) ^ k.
+Proof.
+  intros p k. induction k as [| k IH].
+  - simpl. rewrite Rmult_0_r, exp_0. reflexivity.
+  - rewrite S_INR, <- tech_pow_Rmult, <- IH, <- exp_plus. f_equal. ring.
+Qed.
+
+(** ** Layer 1: the off-target mass is at most r = e^{-p} *)
+
+Definition Gs (r : R) (n : nat) : R := sumR (seq 1 n) (fun t => r ^ (n - t)).
+
+Lemma Gs_S : forall r n, Gs r (S n) = 1 + r * Gs r n.
+Proof.
+  intros r n. unfold Gs. rewrite seq_S, sumR_app.
+  rewrite (sumR_ext (seq 1 n) (fun t => r ^ (S n - t)) (fun t => r * r ^ (n - t)))
+    by (intros t Ht; apply in_seq in Ht; replace (S n - t)%nat with (S (n - t)) by lia; reflexivity).
+  rewrite <- sumR_scal. assert (E : (S n - (1 + n) = 0)%nat) by lia. cbn [sumR]. rewrite E. simpl pow. ring.
+Qed.
+
+Lemma Gs_bound : forall r n, 0 <= r <= 1 -> 0 <= Gs r n /\ Gs r n * (1 - r) <= 1.
+Proof.
+  intros r n Hr. induction n as [| n [IH1 IH2]].
+  - unfold Gs. simpl. lra.
+  - rewrite Gs_S. split; [nra |]. nra.
+Qed.
+
+(** As displayed: |x_L . y_s - x_L . x_{s-1}| <= e^{-p} Gd when every x_L . x_t, t < s, is within Gd of
+    x_L . x_{s-1}. *)
+Lemma layer1_key_error : forall (d : nat) (u : nat -> R) (x : nat -> nat -> R) (p Gd : R) (s : nat),
+  0 <= p -> (2 <= s)%nat ->
+  (forall t, (1 <= t <= s - 1)%nat -> Rabs (dotv d u (x t) - dotv d u (x (s - 1)%nat)) <= Gd) ->
+  Rabs (dotv d u (y1 true p x s) - dotv d u (x (s - 1)%nat)) <= exp (- p) * Gd.
+Proof.
+  intros d u x p Gd s Hp Hs HG. set (r := exp (- p)).
+  assert (Hr : 0 < r <= 1).
+  { unfold r. split; [apply exp_pos |]. rewrite <- exp_0. apply exp_le_mono. lra. }
+  set (q := fun t => dotv d u (x t)). destruct s as [| [| n]]; [lia | lia |].
+  replace (S (S n) - 1)%nat with (S n) in * by lia.
+  assert (Hdy : dotv d u (y1 true p x (S (S n))) =
+                sumR (seq 1 (S n)) (fun tau => l1_weight true p (S (S n)) tau * q tau)).
+  { unfold dotv, y1, q. rewrite l1_keys_true. replace (S (S n) - 1)%nat with (S n) by lia.
+    rewrite (sumR_ext (seq 0 d) _ (fun k => sumR (seq 1 (S n)) (fun tau => u k * (l1_weight true p (S (S n)) tau * x tau k))))
+      by (intros; cbv beta; rewrite sumR_scal; reflexivity).
+    rewrite sumR_swap. apply sumR_ext. intros tau _. cbv beta. unfold dotv. rewrite sumR_scal. apply sumR_ext. intros; ring. }
+  assert (Hw : forall tau, In tau (seq 1 (S n)) -> l1_weight true p (S (S n)) tau = r ^ (S n - tau) / Gs r (S n)).
+  { intros tau _. unfold l1_weight, Gs. rewrite l1_top_true, l1_keys_true. replace (S (S n) - 1)%nat with (S n) by lia.
+    rewrite exp_mul_INR. f_equal. apply sumR_ext. intros; apply exp_mul_INR. }
+  destruct (Gs_bound r n) as [HG0 HG1]; [lra |].
+  assert (HD : 0 < Gs r (S n)) by (rewrite Gs_S; nra).
+  rewrite Hdy, (sumR_ext _ _ (fun tau => r ^ (S n - tau) / Gs r (S n) * q tau)) by (intros; cbv beta; rewrite Hw; auto).
+  (* split off tau = s - 1 = S n *)
+  change (dotv d u (x (S n))) with (q (S n)).
+  rewrite seq_S, sumR_app. replace (1 + n)%nat with (S n) by lia. cbn [sumR]. rewrite Nat.sub_diag, pow_O.
+  assert (Hsplit : sumR (seq 1 n) (fun tau => r ^ (S n - tau) / Gs r (S n) * q tau) + (1 / Gs r (S n) * q (S n) + 0)
+                   - q (S n) = sumR (seq 1 n) (fun tau => r ^ (S n - tau) * (q tau - q (S n))) / Gs r (S n)).
+  { rewrite sumR_div.
+    assert (Hsum : sumR (seq 1 n) (fun tau => r ^ (S n - tau)) = r * Gs r n).
+    { unfold Gs. rewrite sumR_scal. apply sumR_ext. intros t Ht. apply in_seq in Ht.
+      replace (S n - t)%nat with (S (n - t)) by lia. reflexivity. }
+    rewrite (sumR_ext (seq 1 n) (fun tau => r ^ (S n - tau) * (q tau - q (S n)) / Gs r (S n))
+               (fun tau => r ^ (S n - tau) / Gs r (S n) * q tau + (- q (S n) / Gs r (S n)) * r ^ (S n - tau)))
+      by (intros; cbv beta; field; lra).
+    rewrite sumR_plus, <- sumR_scal, Hsum. rewrite Gs_S in *. field. lra. }
+  rewrite Hsplit. unfold Rdiv. rewrite Rabs_mult, (Rabs_right (/ _)) by (apply Rle_ge, Rlt_le, Rinv_0_lt_compat; lra).
+  apply (Rle_trans _ (r * Gs r n * Gd * / Gs r (S n))).
+  - apply Rmult_le_compat_r; [apply Rlt_le, Rinv_0_lt_compat; lra |].
+    eapply Rle_trans; [apply sumR_abs |].
+    assert (Hsum : sumR (seq 1 n) (fun tau => r ^ (S n - tau) * Gd) = r * Gs r n * Gd).
+    { unfold Gs. rewrite (sumR_ext (seq 1 n) _ (fun t => (r * Gd) * r ^ (n - t))).
+      - rewrite <- sumR_scal. ring.
+      - intros t Ht. apply in_seq in Ht. cbv beta. replace (S n - t)%nat with (S (n - t)) by lia. simpl. ring. }
+    rewrite <- Hsum. apply sumR_le. intros t Ht. apply in_seq in Ht. rewrite Rabs_mult, Rabs_right.
+    + apply Rmult_le_compat_l; [apply pow_le; lra |]. apply HG. lia.
+    + apply Rle_ge, pow_le; lra.
+  - rewrite Gs_S in *. apply (Rmult_le_reg_r (1 + r * Gs r n)); [lra |].
+    rewrite Rmult_assoc, Rinv_l by lra. rewrite Rmult_1_r.
+    assert (0 <= Gd).
+    { specialize (HG (S n) ltac:(lia)). rewrite Rminus_eq_0, Rabs_R0 in HG. exact HG. }
+    assert (0 <= r * Gd * (1 - Gs r n * (1 - r))) by (apply Rmult_le_pos; nra). nra.
+Qed.
+
+(** ** Layer 2: a softmax average moves by at most B (e^{2 Delta} - 1) when its scores move by Delta *)
+
+Lemma softmax_avg_perturb : forall l g h c (Delta B : R), l <> [] -> 0 <= Delta ->
+  (forall s, In s l -> Rabs (g s - h s) <= Delta) -> (forall s, In s l -> Rabs (c s) <= B) ->
+  Rabs (softmax_avg l g c - softmax_avg l h c) <= B * (exp (2 * Delta) - 1).
+Proof.
+  intros l g h c Delta B Hne HD Hgh Hc.
+  set (Zg := sumR l (fun s => exp (g s))). set (Zh := sumR l (fun s => exp (h s))).
+  assert (HZg : 0 < Zg) by (apply sumR_pos; auto; intros; apply exp_pos).
+  assert (HZh : 0 < Zh) by (apply sumR_pos; auto; intros; apply exp_pos).
+  set (E := exp Delta).
+  assert (HE : 1 <= E) by (unfold E; rewrite <- exp_0; apply exp_le_mono; lra).
+  assert (HE2 : exp (2 * Delta) = E * E) by (unfold E; rewrite <- exp_plus; f_equal; ring).
+  assert (Hup : forall s, In s l -> exp (g s) <= exp (h s) * E).
+  { intros s Hs. unfold E. rewrite <- exp_plus. apply exp_le_mono. specialize (Hgh s Hs).
+    unfold Rabs in Hgh; destruct (Rcase_abs _); lra. }
+  assert (Hlo : forall s, In s l -> exp (h s) <= exp (g s) * E).
+  { intros s Hs. unfold E. rewrite <- exp_plus. apply exp_le_mono. specialize (Hgh s Hs).
+    unfold Rabs in Hgh; destruct (Rcase_abs _); lra. }
+  assert (HZup : Zg <= Zh * E).
+  { unfold Zg, Zh. rewrite Rmult_comm, sumR_scal. apply sumR_le. intros s Hs. rewrite Rmult_comm. auto. }
+  assert (HZlo : Zh <= Zg * E).
+  { unfold Zg, Zh. rewrite Rmult_comm, sumR_scal. apply sumR_le. intros s Hs. rewrite Rmult_comm. auto. }
+  assert (B0 : 0 <= B) by (destruct l as [| s l']; [contradiction |];
+                           specialize (Hc s (or_introl eq_refl)); pose proof (Rabs_pos (c s)); lra).
+  assert (Ediff : sumR l (fun s => exp (g s) * c s) / Zg - sumR l (fun s => exp (h s) * c s) / Zh =
+                  sumR l (fun s => (exp (g s) / Zg - exp (h s) / Zh) * c s)).
+  { rewrite !sumR_div. unfold Rminus.
+    rewrite (sumR_ext l (fun s => (exp (g s) / Zg + - (exp (h s) / Zh)) * c s)
+                        (fun s => exp (g s) * c s / Zg + (-1) * (exp (h s) * c s / Zh)))
+      by (intros; cbv beta; field; lra).
+    rewrite sumR_plus, <- sumR_scal. ring. }
+  unfold softmax_avg. fold Zg Zh. rewrite Ediff.
+  eapply Rle_trans; [apply sumR_abs |].
+  apply (Rle_trans _ (sumR l (fun s => exp (h s) / Zh * (E * E - 1) * B))).
+  - apply sumR_le. intros s Hs. rewrite Rabs_mult.
+    assert (Hgs := exp_pos (g s)). assert (Hhs := exp_pos (h s)).
+    specialize (Hup s Hs). specialize (Hlo s Hs).
+    apply Rmult_le_compat; [apply Rabs_pos | apply Rabs_pos | | apply Hc; auto].
+    set (a := exp (g s)) in *. set (b := exp (h s)) in *.
+    assert (P1 : a / Zg <= b / Zh * (E * E)).
+    { apply (Rmult_le_reg_r (Zg * Zh)); [nra |]. unfold Rdiv.
+      replace (a * / Zg * (Zg * Zh)) with (a * Zh) by (field; lra).
+      replace (b * / Zh * (E * E) * (Zg * Zh)) with (b * E * (E * Zg)) by (field; lra). nra. }
+    assert (P2 : b / Zh <= a / Zg * (E * E)).
+    { apply (Rmult_le_reg_r (Zg * Zh)); [nra |]. unfold Rdiv.
+      replace (b * / Zh * (Zg * Zh)) with (b * Zg) by (field; lra).
+      replace (a * / Zg * (E * E) * (Zg * Zh)) with (a * E * (E * Zh)) by (field; lra). nra. }
+    assert (Q0 : 0 <= b / Zh) by (apply Rlt_le, Rdiv_lt_0_compat; lra).
+    assert (A0 : 0 <= a / Zg) by (apply Rlt_le, Rdiv_lt_0_compat; lra).
+    unfold Rabs; destruct (Rcase_abs _).
+    + (* b/Zh - a/Zg <= b/Zh (1 - 1/E^2) <= b/Zh (E^2 - 1) *)
+      assert (HEE : 1 <= E * E) by nra.
+      assert (b / Zh - a / Zg <= b / Zh * (E * E - 1)).
+      { set (Q := b / Zh) in *. set (P := a / Zg) in *. set (F := E * E) in *.
+        assert (HQF : 0 <= Q * ((F - 1) * (F - 1))) by (apply Rmult_le_pos; [exact Q0 | nra]).
+        assert (HF : (Q - P) * F <= Q * (F - 1) * F) by nra.
+        apply (Rmult_le_reg_r F); [lra | exact HF]. }
+      lra.
+    + lra.
+  - rewrite (sumR_ext l _ (fun s => (E * E - 1) * B * (exp (h s) / Zh))) by (intros; ring).
+    rewrite <- sumR_scal, <- sumR_div. fold Zh. unfold Rdiv. rewrite Rinv_r by lra. rewrite HE2. lra.
+Qed.
+
+(** ** Theorem 1, [as-displayed] (proves) *)
+
+(** For every width d, every L >= 3, every input x_1..x_L with |x_s[k]| <= B and every dot product
+    x_L . x_t within Gd of every other (Gd = 1 for distinct orthonormal tokens; Gd <= 2 B |x_L|_1 in
+    general), every p >= 0, every m and every sigma > 0:
+    |TF(x)[k] - IH(x)[k]| <= B (e^{2 Gd e^{-p} / sigma} - 1) on every coordinate k. *)
+Theorem theorem1_as_displayed_bound :
+  forall (d L : nat) (x : nat -> nat -> R) (p m sigma B Gd : R) (k : nat),
+  (3 <= L)%nat -> 0 <= p -> 0 < sigma ->
+  (forall s, (1 <= s <= L)%nat -> Rabs (x s k) <= B) ->
+  (forall t t', (1 <= t <= L)%nat -> (1 <= t' <= L)%nat -> Rabs (dotv d (x L) (x t) - dotv d (x L) (x t')) <= Gd) ->
+  Rabs (TF true true d L x p m sigma k - IH d L x m sigma k) <= B * (exp (2 * (Gd * exp (- p) / sigma)) - 1).
+Proof.
+  intros d L x p m sigma B Gd k HL Hp Hs HB HG.
+  assert (HGd : 0 <= Gd) by (specialize (HG 1%nat 1%nat ltac:(lia) ltac:(lia)); rewrite Rminus_eq_0, Rabs_R0 in HG; exact HG).
+  unfold TF, IH. simpl l2_keys. apply softmax_avg_perturb.
+  - destruct (L - 2)%nat eqn:E; [lia | discriminate].
+  - apply Rmult_le_pos; [apply Rmult_le_pos; [exact HGd | apply Rlt_le, exp_pos] | apply Rlt_le, Rinv_0_lt_compat; exact Hs].
+  - intros s Hin. apply in_seq in Hin.
+    replace (dotv d (x L) (y1 true p x s) / sigma - m * INR (L - s) - (dotv d (x L) (x (s - 1)%nat) / sigma - m * INR (L - s)))
+      with ((dotv d (x L) (y1 true p x s) - dotv d (x L) (x (s - 1)%nat)) / sigma) by (field; lra).
+    unfold Rdiv. rewrite Rabs_mult, (Rabs_right (/ sigma)) by (apply Rle_ge, Rlt_le, Rinv_0_lt_compat; lra).
+    apply Rmult_le_compat_r; [apply Rlt_le, Rinv_0_lt_compat; lra |].
+    rewrite Rmult_comm. apply layer1_key_error; [exact Hp | lia |]. intros t Ht. apply HG; lia.
+  - intros s Hin. apply in_seq in Hin. apply HB. lia.
+Qed.
+
+(** The explicit C e^{-p} form: C = B (2 Gd / sigma) e^{2 Gd / sigma}, with no L in it
+    (e^u - 1 <= u e^u, and e^{-p} <= 1 for p >= 0).  For distinct orthonormal tokens (B = Gd = 1) and
+    sigma = 1: C = 2 e^2. *)
+Theorem theorem1_as_displayed :
+  forall (d L : nat) (x : nat -> nat -> R) (p m sigma B Gd : R) (k : nat),
+  (3 <= L)%nat -> 0 <= p -> 0 < sigma ->
+  (forall s, (1 <= s <= L)%nat -> Rabs (x s k) <= B) ->
+  (forall t t', (1 <= t <= L)%nat -> (1 <= t' <= L)%nat -> Rabs (dotv d (x L) (x t) - dotv d (x L) (x t')) <= Gd) ->
+  Rabs (TF true true d L x p m sigma k - IH d L x m sigma k) <= B * (2 * Gd / sigma) * exp (2 * Gd / sigma) * exp (- p).
+Proof.
+  intros d L x p m sigma B Gd k HL Hp Hs HB HG.
+  assert (HGd : 0 <= Gd) by (specialize (HG 1%nat 1%nat ltac:(lia) ltac:(lia)); rewrite Rminus_eq_0, Rabs_R0 in HG; exact HG).
+  assert (HB0 : 0 <= B) by (specialize (HB 1%nat ltac:(lia)); pose proof (Rabs_pos (x 1%nat k)); lra).
+  eapply Rle_trans; [apply theorem1_as_displayed_bound; eauto |].
+  set (r := exp (- p)). assert (Hr : 0 < r <= 1).
+  { unfold r. split; [apply exp_pos |]. rewrite <- exp_0. apply exp_le_mono. lra. }
+  set (u := 2 * (Gd * r / sigma)).
+  assert (Hu0 : 0 <= u) by (unfold u; apply Rmult_le_pos; [lra | apply Rmult_le_pos; [nra | apply Rlt_le, Rinv_0_lt_compat; lra]]).
+  assert (Hu1 : u <= 2 * Gd / sigma).
+  { unfold u. unfold Rdiv. assert (0 < / sigma) by (apply Rinv_0_lt_compat; lra).
+    assert (0 <= Gd * / sigma * (1 - r)) by (apply Rmult_le_pos; [apply Rmult_le_pos; lra | lra]). nra. }
+  (* e^u - 1 <= u e^u from e^{-u} >= 1 - u *)
+  assert (Hexp : exp u - 1 <= u * exp u).
+  { pose proof (exp_ineq1_le (- u)). pose proof (exp_pos u).
+    assert (exp (- u) * exp u = 1) by (rewrite <- exp_plus; replace (- u + u) with 0 by ring; apply exp_0). nra. }
+  assert (Hmono : exp u <= exp (2 * Gd / sigma)) by (apply exp_le_mono; exact Hu1).
+  assert (u * exp u <= (2 * Gd / sigma) * r * exp (2 * Gd / sigma)).
+  { assert (Hu : u = 2 * Gd / sigma * r) by (unfold u; field; lra).
+    assert (0 <= 2 * Gd / sigma) by (unfold Rdiv; apply Rmult_le_pos; [lra | apply Rlt_le, Rinv_0_lt_compat; lra]).
+    rewrite Hu at 1. rewrite Rmult_assoc, (Rmult_assoc (2 * Gd / sigma) r (exp (2 * Gd / sigma))).
+    apply Rmult_le_compat_l; [exact H |]. apply Rmult_le_compat_l; [lra | exact Hmono]. }
+  apply (Rle_trans _ (B * (u * exp u))); [apply Rmult_le_compat_l; lra |].
+  replace (B * (2 * Gd / sigma) * exp (2 * Gd / sigma) * r) with (B * ((2 * Gd / sigma) * r * exp (2 * Gd / sigma))) by ring.
+  apply Rmult_le_compat_l; lra.
+Qed.
