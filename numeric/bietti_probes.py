@@ -1,11 +1,18 @@
 """Numeric layer of the bietti23 probes: the simplified two-layer model trained on the shipped text,
 then the three memory-recall probes of the authors' code (``ihead_basic_main.py``: ``test_wk0``,
 ``test_wk1``, ``test_wo1``).  See :mod:`verify.numeric.trained_models` for the model and data.
+
+Two data settings of the authors' code (``ihead_data.py``): triggers drawn per sequence from the unigram
+marginal (``fixed_special_toks=False``, the code's default) or the k most frequent tokens, fixed
+(``fixed_special_toks=True``, the setting of the README's example run of ``ihead_basic_main.py``: k = 5,
+SGD lr 0.03, momentum 0.9, weight decay 1e-4, batch 512, 1000 iterations, dim 256, frozen embeddings and
+output; with fixed triggers the code's induction-key probe ``test_wk1`` ranges over the k triggers).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
@@ -43,13 +50,97 @@ PLATEAU = 0.02
 DECIDING = ("prev_token_all_positions", "induction_key", "output")
 
 
+#: code version tag of the fixed-trigger recipe (part of the cache key)
+FIXED_VERSION = "bietti23-fixed-1"
+
+
+@dataclass(frozen=True)
+class FixedConfig:
+    """The README's run of ``ihead_basic_main.py`` (fixed triggers) at a chosen size: everything that enters the
+    cache key.  ``steps``/``batch``/``lr``/``optimizer`` as in :class:`verify.numeric.trained_models.TwoLayerConfig`."""
+
+    d: int
+    T: int
+    K: int
+    batch: int
+    steps: int
+    lr: float
+    optimizer: str = "sgd"
+    pe: str = "ape"
+
+    def bigram_source(self) -> tm.BigramSource:
+        return tm.text_source(tm.shipped_corpus())
+
+    def triggers(self) -> torch.Tensor:
+        """The K most frequent tokens (the code: ``marginal.argsort()[V - K:]``), ascending by frequency."""
+        return self.bigram_source().marginal.argsort()[-self.K:]
+
+
+def fixed_trigger_batch(src: tm.BigramSource, trig: torch.Tensor, T: int, B: int, gen: torch.Generator
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """B sequences of T + 1 tokens with the fixed triggers ``trig`` (each sequence draws one uniform output per
+    trigger; after a trigger its output follows, elsewhere the bigram row of the previous token) and the output
+    counters (counts[b, t] = n when tokens[b, t + 1] is the n-th output of a trigger), as ``ihead_data.gen_seq``
+    with ``fixed_special_toks=True``."""
+    V, K = src.V, int(trig.shape[0])
+    outs = torch.randint(0, V, (B, K), generator=gen)
+    cond, marg = src.cond.float(), src.marginal.float()
+    tok = torch.empty(B, T + 1, dtype=torch.long)
+    cnt = torch.zeros(B, T + 1, dtype=torch.long)
+    tok[:, 0] = torch.multinomial(marg, B, replacement=True, generator=gen)
+    seen = torch.zeros(B, K, dtype=torch.long)
+    for t in range(1, T + 1):
+        last = tok[:, t - 1]
+        hit = trig[None, :] == last[:, None]
+        nxt = torch.multinomial(cond[last], 1, generator=gen)[:, 0]
+        is_trig = hit.any(1)
+        tok[:, t] = torch.where(is_trig, (outs * hit).sum(1), nxt)
+        seen = seen + hit.long()
+        cnt[:, t - 1] = torch.where(is_trig, (seen * hit).sum(1), torch.zeros_like(last))
+    return tok, cnt
+
+
+def fixed_recipe(cfg: FixedConfig) -> lab.Recipe:
+    """The lab recipe of the README run: :func:`verify.numeric.trained_models.init_two_layer` and ``head_loss``
+    (loss on outputs from their second occurrence), data :func:`fixed_trigger_batch`; trained W^1_K, W^2_K, W^2_O."""
+    src = cfg.bigram_source()
+    trig = cfg.triggers()
+
+    def init(gen: torch.Generator) -> dict[str, torch.Tensor]:
+        return tm.init_two_layer(cfg.d, src.V, cfg.T, cfg.pe, gen)
+
+    def data(step: int, gens: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
+        parts = [fixed_trigger_batch(src, trig, cfg.T, cfg.batch, g) for g in gens]
+        return torch.stack([a for a, _ in parts]), torch.stack([b for _, b in parts])
+
+    def loss(params: dict[str, torch.Tensor], batch: Any) -> torch.Tensor:
+        return tm.head_loss(params, batch, cfg.pe)
+
+    frozen = ("E", "U", "POS") + tuple(m for m in tm.MATRICES if m not in tm.SIMPLIFIED_TRAINED)
+    every = max(1, cfg.steps // 4)
+    optim = (lab.Optim(kind="sgd", lr=cfg.lr, steps=cfg.steps, momentum=0.9, weight_decay=1e-4, report_every=every)
+             if cfg.optimizer == "sgd" else
+             lab.Optim(kind="adam", lr=cfg.lr, steps=cfg.steps, weight_decay=1e-4, report_every=every))
+    config = {"pe": cfg.pe, "d": cfg.d, "T": cfg.T, "K": cfg.K, "source": "text", "V": src.V, "triggers": "fixed",
+              "trained": list(tm.SIMPLIFIED_TRAINED), "batch": cfg.batch}
+    return lab.Recipe(name="bietti23-fixed", version=FIXED_VERSION, config=config, init=init, data=data, loss=loss,
+                      optim=optim, frozen=frozen)
+
+
+def _train(cfg: Any, seeds: Sequence[int], cache: lab.Cache | None, progress: Any) -> Any:
+    if isinstance(cfg, FixedConfig):
+        return lab.train(fixed_recipe(cfg), seeds, cache=cache, progress=progress)
+    return tm.train_two_layer(cfg, seeds, cache, progress)
+
+
 def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int], n_eval: int,
-                 cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd") -> Evidence:
+                 cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
+                 fixed_triggers: bool = False, command: str = "") -> Evidence:
     """Train, then probe.
 
     Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
     accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` and the layer-1
-    attention's causal argmax is on t - 1 at >= :data:`HEAD_FORMED` of positions (a previous-token head
+    attention argmax is on t - 1 at >= :data:`HEAD_FORMED` of the positions after a trigger (a previous-token head
     formed); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
     reading, induction key, output) is >= :data:`RECALLED`; otherwise ``fails`` only when every probe
     below it has converged (its mean moved by less than :data:`PLATEAU` between half the steps and all
@@ -61,16 +152,18 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         SGD with momentum; ``"adam"``); seeds: batched; n_eval: evaluation sequences per seed; cache:
         the lab cache; progress: progress callback.
     """
-    cfg = tm.TwoLayerConfig(pe="ape", d=d, T=T, K=K, source="text", trained=tm.SIMPLIFIED_TRAINED,
-                            batch=batch, steps=steps, lr=lr, optimizer=optimizer)
-    tr = tm.train_two_layer(cfg, seeds, cache, progress)
+    cfg: Any = (FixedConfig(d=d, T=T, K=K, batch=batch, steps=steps, lr=lr, optimizer=optimizer) if fixed_triggers
+                else tm.TwoLayerConfig(pe="ape", d=d, T=T, K=K, source="text", trained=tm.SIMPLIFIED_TRAINED,
+                                       batch=batch, steps=steps, lr=lr, optimizer=optimizer))
+    tr = _train(cfg, seeds, cache, progress)
     V = cfg.bigram_source().V
     probes, mean, acc, attn_prev = _measure(cfg, tr, seeds, n_eval)
     numbers: dict[str, Any] = {
         "d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "optimizer": optimizer,
         "seeds": list(seeds), "probes": probes, "probe_means": mean, "in_context_accuracy": acc,
         "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist()}
-    tol = (f"gate: in-context accuracy >= {LEARNED} and layer-1 attention on t - 1 at >= {HEAD_FORMED} of positions; "
+    tol = (f"gate: in-context accuracy >= {LEARNED} and layer-1 attention argmax on t - 1 at >= {HEAD_FORMED} of the "
+           "positions that follow a trigger (the authors' first-layer probe); "
            f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
            f"a probe below it fails the statement only once converged (its mean moved < {PLATEAU} between "
            f"{steps // 2} and {steps} steps); argmax ties count as the lowest index (torch.argmax)")
@@ -86,19 +179,21 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     if verdict is None:
         why = ("the model did not learn the in-context task at this budget: " if a_m < LEARNED else
                "the model learned the task without a previous-token head (its layer-1 attention is on t - 1 at "
-               f"{attn_m:.3f} < {HEAD_FORMED} of positions), so the memories the probes test did not form: ")
+               f"{attn_m:.3f} < {HEAD_FORMED} of the positions after a trigger), so the memories the probes test did not form: ")
         return Evidence("numeric", "inconclusive", summary=why + summary, **base)
     if verdict == "fails":
         half = dataclasses.replace(cfg, steps=max(1, steps // 2))
-        _, half_mean, _, _ = _measure(half, tm.train_two_layer(half, seeds, cache, progress), seeds, n_eval)
+        _, half_mean, _, _ = _measure(half, _train(half, seeds, cache, progress), seeds, n_eval)
         rising = {k: round(mean[k] - half_mean[k], 4) for k in DECIDING
                   if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
         if rising:
+            more = (f"; a verdict needs more steps: {command} --steps {steps * 4} (4x this run's training cost)"
+                    if command else "")
             return Evidence("numeric", "inconclusive", summary=(
                 f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())
-                + "), so this run does not show the trained model's memories: " + summary), **base)
+                + "), so this run does not show the trained model's memories: " + summary + more), **base)
     return Evidence("numeric", "consistent", verdict, summary=summary, **base)
 
 
@@ -108,14 +203,41 @@ def _measure(cfg: Any, tr: Any, seeds: Sequence[int], n_eval: int) -> tuple[dict
     recall of one trained model."""
     T = cfg.T
     p = tr.float64()
-    evb = [tm.eval_batch(cfg, s, n_eval) for s in seeds]
+    if isinstance(cfg, FixedConfig):
+        src, trig = cfg.bigram_source(), cfg.triggers()
+        evb = [fixed_trigger_batch(src, trig, T, n_eval, lab.generator("bietti23-fixed", s, "eval")) for s in seeds]
+    else:
+        evb = [tm.eval_batch(cfg, s, n_eval) for s in seeds]
     tok = torch.stack([a for a, _ in evb])
     cnt = torch.stack([b for _, b in evb])
     probes = {"prev_token_all_positions": tm.wk0_recall(p, causal=False).tolist(),
               "prev_token_causal": tm.wk0_recall(p, causal=True).tolist(),
-              "induction_key": tm.wk1_recall(p).tolist(), "output": tm.wo1_recall(p).tolist()}
+              "induction_key": (wk1_triggers(p, cfg.triggers()) if isinstance(cfg, FixedConfig) else
+                                tm.wk1_recall(p)).tolist(),
+              "output": tm.wo1_recall(p).tolist()}
     acc = tm.in_context_accuracy(p, tok, cnt, "ape").tolist()
-    # what the model's own layer-1 attention does (tokens and positions together), beside the positional probe
-    attn_prev = tm.prev_token_recall(p, tok[..., :T], "ape", 2, T).tolist()
+    # what the model's own layer-1 attention does where the task needs it: the authors' first-layer probe
+    # (ihead_basic_main.py, score_acc): at each position holding a trigger's output, is the argmax on the trigger?
+    attn_prev = after_trigger_prev(p, tok[..., :T], cnt[..., :T]).tolist()
     mean = {k: sum(v) / len(v) for k, v in probes.items()}
     return probes, mean, acc, attn_prev
+
+
+def wk1_triggers(p: dict[str, torch.Tensor], trig: torch.Tensor) -> torch.Tensor:
+    """The code's ``test_wk1`` with fixed triggers, per seed: over the K triggers k, the fraction with
+    argmax_{k' in triggers} w_E(k)^T W^2_K W^1_O W^1_V w_E(k') = k."""
+    E = p["E"][:, trig]
+    keys = torch.einsum("sab,sbc,scd,skd->ska", p["W2K"], p["W1O"], p["W1V"], E)
+    sc = torch.einsum("sqd,skd->sqk", E, keys)
+    return (sc.argmax(-1) == torch.arange(sc.shape[1])).double().mean(1)
+
+
+def after_trigger_prev(p: dict[str, torch.Tensor], tok: torch.Tensor, cnt: torch.Tensor) -> torch.Tensor:
+    """The authors' first-layer attention probe (``ihead_basic_main.py``: ``score_acc``), per seed (S,): over the
+    positions t + 1 whose previous token (at t) is a trigger (cnt[t] >= 1), the fraction whose layer-1 attention
+    argmax is t.  tok, cnt (S, B, T)."""
+    arg = tm.layer1_scores(p, tok, "ape").argmax(-1)  # (S, B, T)
+    T = tok.shape[-1]
+    sel = cnt[..., : T - 1] >= 1
+    hit = (arg[..., 1:] == torch.arange(T - 1)) & sel
+    return hit.double().sum((1, 2)) / sel.double().sum((1, 2)).clamp(min=1.0)

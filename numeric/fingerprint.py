@@ -1,13 +1,14 @@
-"""fp26's spectral fingerprint D_head of previous-token heads, and its random-orientation null.
+"""fp26's spectral fingerprint D_head, its random-orientation null, and the constrained two-layer toy.
 
-D_head(M) = sum_i |Im lambda_i| / sum_i |lambda_i| over the eigenvalues of M = W_Q^T W_K (d x d).
-Source: fp26 ("Fingerprint, Not Blueprint", arXiv 2607.06621) as summarised; its text was not
-reachable, so the models below are reconstructed (stated by the claim): small attention-only
-two-layer models with 4 heads per layer, trained with the lab on random sequences with one segment
-copied to a later place at a random offset (:func:`copy_batch`: a fixed-offset positional head cannot
-predict the copy, an induction circuit with a previous-token head can), under RoPE
-(rotary on queries and keys), learned absolute positions, or ALiBi (head slopes 2^-(8 h / H)).
-The null: M's singular values with Haar-random orthogonal left and right factors, U diag(s) V^T.
+Source: fp26 = Li Hengyu, "Fingerprint, Not Blueprint", arXiv 2607.06621 v1, read in the authors' bundle
+(github HengyuLi-Ozaki-lab/qk-spectral-fingerprint): paper/qk_spectral.tex, Sec. Method (the metrics
+dir_frac = ||M_A||_F / ||M||_F and D_head = sum_r |Im lambda_r| / sum_r |lambda_r|; the matched-singular-value
+random-orientation null "computed exactly in the rank-k core", "D_head,null = 0.608" for GPT-2) and Sec. "Is the
+rotational channel necessary?" (the constrained-training toy), with its code src/p10_training_intervention.py.
+The toy, reconstructed from that code: 2-layer attention-only models (pre-LayerNorm, 4 heads) on the per-sequence
+random-map task, free or with a soft ban on the static M's antisymmetric part (sym) or on RoPE's phase Im(M_t)
+(imag); formation is when the training loss crosses the midpoint between ln V and the induction floor.
+Departures from the code are listed by the claim (proofs/fp26.py).
 """
 
 from __future__ import annotations
@@ -18,16 +19,10 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from verify.evidence import Evidence, Figure, engine_versions
 from verify.numeric import lab
 
-PES = ("rope", "absolute", "alibi")
-RECIPE_VERSION = "fp26-2layer-2"
-#: the published random-orientation null (fp26, as summarised)
-PUBLISHED_NULL = 0.608
-#: agreement rule of the null figure: |ours - published| <= this
-NULL_TOL = 0.05
-#: a layer-1 head counts as a previous-token head when its mean attention on t - 1 is >= this
+RECIPE_VERSION = "fp26-toy-1"
+#: a head counts as a previous-token head when its mean attention on t - 1 is >= this
 PREV_HEAD = 0.5
 
 
@@ -61,189 +56,443 @@ def null_d_head(M: np.ndarray, draws: int, seed: int) -> dict[str, float]:
     return {"mean": float(vals.mean()), "lo": float(np.quantile(vals, 0.025)), "hi": float(np.quantile(vals, 0.975))}
 
 
-#: the paper's check: d = 128 with 4 heads (each head's M = W_Q^T W_K has rank 128 / 4 = 32)
-PAPER_D, PAPER_H = 128, 4
+# ---------------------------------------------- the toy of Sec. "Is the rotational channel necessary?"
+
+#: the paper's toy sizes (fp26 Sec. "Is the rotational channel necessary?" and its code p10_training_intervention.py):
+#: 2-layer attention-only, d = 128, 4 heads (d_k = 32), V = 64, length 256, batch 64, AdamW lr 1e-3, 6000 steps
+PAPER_TOY = {"d": 128, "H": 4, "V": 64, "T": 256, "batch": 64, "lr": 1e-3, "steps": 6000}
+#: the toy's arms: (positions, constraint); constraints: free, sym (penalise ||M_A||^2 / ||M||^2), imag (penalise
+#: sum_t ||Im M_t||^2 / sum_t (||Re M_t||^2 + ||Im M_t||^2); RoPE only)
+ARMS = (("absolute", "free"), ("absolute", "sym"), ("rope", "free"), ("rope", "sym"), ("rope", "imag"))
+ARMS_NAMES = tuple(f"{pe}/{c}" for pe, c in ARMS)
+#: penalty weight lambda of the constrained arms (the paper's grid: sym 10; imag 1 and 10)
+LAMBDA = 10.0
+#: the map process's noise probability (the paper's EPS)
+NOISE = 0.1
+#: the paper's formation delays (Table "Constrained-training formation delays"; text: APE free 600, APE sym 1740 +- 241)
+PAPER_APE_FREE, PAPER_APE_SYM, PAPER_SYM_RATIO = 600, 1740, "2.9"
+#: a static M counts as fully symmetric when dir_frac = ||M_A||_F / ||M||_F is below this (the paper's sym arms end at
+#: 0.004-0.006); the phase channel is used when the rotary imaginary share is above PHASE_USED (paper: 0.52)
+SYMMETRIC, PHASE_USED = 0.05, 0.2
 
 
-def paper_null(draws: int, seed: int, d: int = PAPER_D, H: int = PAPER_H) -> dict[str, float]:
-    """The random-orientation null at the paper's size: M = A^T B with A, B (d / H, d) standard Gaussian
-    (a head's M at random initialisation, rank d / H), then :func:`null_d_head` (Haar rotations at
-    M's singular values).  The null depends on d and on the rank (about 0.48 at d = 32, rank 8; 0.59 at
-    d = 128, rank 32; 0.62 at d = 128 full rank), hence this separate figure."""
-    rng = np.random.default_rng(seed)
-    r = d // H
-    A, B = rng.standard_normal((r, d)), rng.standard_normal((r, d))
-    return null_d_head(A.T @ B, draws, seed)
+def map_batch(V: int, T: int, B: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paper's per-sequence random-map task: x_{t+1} = f_seq(x_t) with probability 0.9, uniform noise
+    otherwise, f_seq a fresh random map [V] -> [V] per sequence (forces induction: no global memorisation,
+    no fixed offset).  Returns tokens (B, T) int64 and map (B, T - 1) bool (True where x_{t+1} came from f)."""
+    f = torch.randint(0, V, (B, V), generator=gen)
+    x = torch.empty(B, T, dtype=torch.long)
+    x[:, 0] = torch.randint(0, V, (B,), generator=gen)
+    noise = torch.rand(B, T - 1, generator=gen) < NOISE
+    rnd = torch.randint(0, V, (B, T - 1), generator=gen)
+    rows = torch.arange(B)
+    for t in range(T - 1):
+        x[:, t + 1] = torch.where(noise[:, t], rnd[:, t], f[rows, x[:, t]])
+    return x, ~noise
 
 
-def _rope(x: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding on the last dimension (pairs (2i, 2i+1), theta_i = 10000^(-2i/dh)), x (..., T, dh)."""
+def seen_before(x: torch.Tensor) -> torch.Tensor:
+    """seen[..., t] = x_t occurred at some j < t (a lookup is possible)."""
+    T = x.shape[-1]
+    eq = x[..., :, None] == x[..., None, :]
+    return (eq & torch.ones(T, T, dtype=torch.bool).tril(-1)).any(-1)
+
+
+def _ln(x: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.layer_norm(x, x.shape[-1:])
+
+
+def rope_half(x: torch.Tensor, phase: bool = True) -> torch.Tensor:
+    """Rotate-half RoPE over the whole head (pairs (i, i + dh/2), theta_i = 10000^(-2i/dh)), x (..., T, dh).
+    ``phase=False`` is the fault 'RoPE phase dropped' (identity)."""
+    if not phase:
+        return x
     T, dh = x.shape[-2], x.shape[-1]
-    freqs = 10000.0 ** (-torch.arange(0, dh, 2, dtype=x.dtype) / dh)
-    ang = torch.arange(T, dtype=x.dtype)[:, None] * freqs[None, :]
+    h = dh // 2
+    th = 10000.0 ** (-2.0 * torch.arange(h, dtype=x.dtype) / dh)
+    ang = torch.arange(T, dtype=x.dtype)[:, None] * th[None, :]
     c, s = torch.cos(ang), torch.sin(ang)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
-    out = torch.stack([x1 * c - x2 * s, x1 * s + x2 * c], -1)
-    return out.flatten(-2)
+    a, b = x[..., :h], x[..., h:]
+    return torch.cat([a * c - b * s, a * s + b * c], -1)
 
 
-def attention(p: dict[str, torch.Tensor], layer: int, X: torch.Tensor, pe: str, H: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """One multi-head causal attention layer; X (S, B, T, d); returns (output, weights (S, B, H, T, T))."""
-    S, B, T, d = X.shape
-    dh = d // H
-    q = torch.einsum("sbtd,sed->sbte", X, p[f"Q{layer}"]).view(S, B, T, H, dh).transpose(2, 3)
-    k = torch.einsum("sbtd,sed->sbte", X, p[f"K{layer}"]).view(S, B, T, H, dh).transpose(2, 3)
-    v = torch.einsum("sbtd,sed->sbte", X, p[f"V{layer}"]).view(S, B, T, H, dh).transpose(2, 3)
-    if pe == "rope":
-        q, k = _rope(q), _rope(k)
-    sc = q @ k.transpose(-1, -2) / math.sqrt(dh)
-    if pe == "alibi":
-        slopes = 2.0 ** (-8.0 * torch.arange(1, H + 1, dtype=X.dtype) / H)
-        ti = torch.arange(T, dtype=X.dtype)
-        sc = sc - slopes[:, None, None] * (ti[:, None] - ti[None, :]).clamp(min=0)
-    mask = torch.ones(T, T, dtype=torch.bool).tril()
-    A = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1)
-    out = (A @ v).transpose(2, 3).reshape(S, B, T, d)
-    return torch.einsum("sbtd,sed->sbte", out, p[f"O{layer}"]), A
-
-
-def forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, H: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits (S, B, T, V) and the layer-1 attention weights."""
-    S = tok.shape[0]
+def toy_forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, phase: bool = True
+                ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Logits (S, B, T, V) of the 2-layer attention-only model (pre-LayerNorm without gain, residual stream,
+    unembedding after a final LayerNorm) and each layer's attention (S, B, H, T, T)."""
+    S, B, T = tok.shape
     X = p["E"][torch.arange(S)[:, None, None], tok]
     if pe == "absolute":
-        X = X + p["P"][:, None, : tok.shape[-1]]
-    h1, A1 = attention(p, 1, X, pe, H)
-    X = X + h1
-    h2, _ = attention(p, 2, X, pe, H)
-    X = X + h2
-    return torch.einsum("sbtd,svd->sbtv", X, p["E"]), A1
+        X = X + p["P"][:, None, :T]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    atts = []
+    for layer in (1, 2):
+        h = _ln(X)
+        q = torch.einsum("sbtd,shde->sbhte", h, p[f"Q{layer}"])
+        k = torch.einsum("sbtd,shde->sbhte", h, p[f"K{layer}"])
+        v = torch.einsum("sbtd,shde->sbhte", h, p[f"V{layer}"])
+        if pe == "rope":
+            q, k = rope_half(q, phase), rope_half(k, phase)
+        sc = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        A = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1)
+        atts.append(A)
+        X = X + torch.einsum("sbhte,shed->sbtd", A @ v, p[f"O{layer}"])
+    return torch.einsum("sbtd,sdv->sbtv", _ln(X), p["U"]), atts
 
 
-def copy_batch(V: int, T: int, B: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """B random sequences, each with one segment of length L = T // 4 copied to a later random place.
-
-    The source starts at a ~ U[0, T/2 - L], the copy at b ~ U[a + L, T - L] (the offset b - a varies
-    per sequence, so no fixed-offset positional head predicts the copy: an induction circuit with a
-    previous-token head does).  Returns tokens (B, T) int64 and the loss mask (B, T) bool, True at
-    positions t in [b, b + L - 2] (their next token, inside the copy, is predictable).
-
-    Raises:
-        ValueError: T < 8.
-    """
-    if T < 8:
-        raise ValueError(f"T must be >= 8, got {T}")
-    L = T // 4
-    tok = torch.randint(0, V, (B, T), generator=gen)
-    mask = torch.zeros(B, T, dtype=torch.bool)
-    a = torch.randint(0, T // 2 - L + 1, (B,), generator=gen)
-    u = torch.rand(B, generator=gen)
-    for r in range(B):
-        lo, hi = int(a[r]) + L, T - L
-        b = lo + int(u[r] * (hi - lo + 1))
-        tok[r, b:b + L] = tok[r, int(a[r]):int(a[r]) + L]
-        mask[r, b:b + L - 1] = True
-    return tok, mask
+def static_m(WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
+    """M = W_q W_k^T per head in the residual basis, WQ, WK (..., H, d, dh) -> (..., H, d, d)."""
+    return WQ @ WK.transpose(-1, -2)
 
 
-def recipe(pe: str, d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float) -> lab.Recipe:
-    """Two-layer attention-only model on sequences with a copied segment at a random offset (Adam;
-    loss on the positions whose next token is inside the copy, see :func:`copy_batch`)."""
+def penalty_sym(p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Per seed: mean over layers and heads of ||M_A||_F^2 / ||M||_F^2 (denominator detached), (S,)."""
+    tot = 0.0
+    for layer in (1, 2):
+        M = static_m(p[f"Q{layer}"], p[f"K{layer}"])
+        MA = 0.5 * (M - M.transpose(-1, -2))
+        tot = tot + ((MA ** 2).sum((-1, -2)) / ((M ** 2).sum((-1, -2)).detach() + 1e-8)).mean(-1)
+    return tot / 2
+
+
+def imag_parts(WQ: torch.Tensor, WK: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """sum_t ||Im M_t||_F^2 and sum_t ||Re M_t||_F^2 per head (rotate-half pairing, M_t = w_q^t conj(w_k^t)^T with
+    w^t = column t + i column t + dh/2), closed forms, (..., H) each."""
+    h = WQ.shape[-1] // 2
+    a, c = WQ[..., :h], WQ[..., h:]
+    b, d = WK[..., :h], WK[..., h:]
+    na, nb, nc, nd = (a * a).sum(-2), (b * b).sum(-2), (c * c).sum(-2), (d * d).sum(-2)
+    ac, bd = (a * c).sum(-2), (b * d).sum(-2)
+    return (nc * nb + na * nd - 2 * ac * bd).sum(-1), (na * nb + nc * nd + 2 * ac * bd).sum(-1)
+
+
+def penalty_imag(p: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Per seed: mean over layers and heads of sum_t ||Im M_t||^2 / sum_t (||Re||^2 + ||Im||^2) (denominator
+    detached), (S,)."""
+    tot = 0.0
+    for layer in (1, 2):
+        im, re_ = imag_parts(p[f"Q{layer}"], p[f"K{layer}"])
+        tot = tot + (im / ((im + re_).detach() + 1e-8)).mean(-1)
+    return tot / 2
+
+
+def toy_recipe(pe: str, constraint: str, d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float,
+               every: int) -> lab.Recipe:
+    """One arm of the toy grid as a lab recipe (loss: cross-entropy on every next token + LAMBDA x penalty)."""
+    if constraint == "imag" and pe != "rope":
+        raise ValueError("the Im(M_t) ban exists only under RoPE")
+    dh = d // H
+    std = 0.8 / math.sqrt(d)  # TransformerLens' default initializer_range
+
     def init(gen: torch.Generator) -> dict[str, torch.Tensor]:
-        out = {"E": torch.randn(V, d, generator=gen) / math.sqrt(d), "P": torch.randn(T, d, generator=gen) / math.sqrt(d)}
+        out = {"E": torch.randn(V, d, generator=gen) * std, "P": torch.randn(T, d, generator=gen) * std,
+               "U": torch.randn(d, V, generator=gen) * std}
         for layer in (1, 2):
-            for n in "QKVO":
-                out[f"{n}{layer}"] = torch.randn(d, d, generator=gen) / math.sqrt(d)
+            for n in "QKV":
+                out[f"{n}{layer}"] = torch.randn(H, d, dh, generator=gen) * std
+            out[f"O{layer}"] = torch.randn(H, dh, d, generator=gen) * std
         return out
 
-    def data(step: int, gens: list[torch.Generator]) -> tuple[torch.Tensor, torch.Tensor]:
-        parts = [copy_batch(V, T, batch, g) for g in gens]
-        return torch.stack([x for x, _ in parts]), torch.stack([m for _, m in parts])
+    def data(step: int, gens: list[torch.Generator]) -> torch.Tensor:
+        return torch.stack([map_batch(V, T, batch, g)[0] for g in gens])
 
-    def loss(params: dict[str, torch.Tensor], batch_: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        tok, mask = batch_
-        logits, _ = forward(params, tok[..., :-1], pe, H)
-        lp = torch.log_softmax(logits, -1).gather(-1, tok[..., 1:, None])[..., 0]
-        sel = mask[..., :-1].float()
-        return -(lp * sel).sum((1, 2)) / sel.sum((1, 2)).clamp(min=1.0)
+    pen = {"free": None, "sym": penalty_sym, "imag": penalty_imag}[constraint]
+
+    def loss(params: dict[str, torch.Tensor], tok: torch.Tensor) -> torch.Tensor:
+        logits, _ = toy_forward(params, tok[..., :-1], pe)
+        ce = -torch.log_softmax(logits, -1).gather(-1, tok[..., 1:, None])[..., 0].mean((1, 2))
+        return ce if pen is None else ce + LAMBDA * pen(params)
 
     frozen = () if pe == "absolute" else ("P",)
-    return lab.Recipe(name="fp26", version=RECIPE_VERSION,
-                      config={"pe": pe, "d": d, "H": H, "V": V, "T": T, "batch": batch},
+    return lab.Recipe(name="fp26-toy", version=RECIPE_VERSION,
+                      config={"pe": pe, "constraint": constraint, "lambda": LAMBDA, "noise": NOISE, "d": d, "H": H,
+                              "V": V, "T": T, "batch": batch},
                       init=init, data=data, loss=loss,
-                      optim=lab.Optim(kind="adam", lr=lr, steps=steps, report_every=max(1, steps // 4)), frozen=frozen)
+                      optim=lab.Optim(kind="adam", lr=lr, steps=steps, report_every=every), frozen=frozen)
 
 
-def prev_heads(p: dict[str, torch.Tensor], pe: str, H: int, V: int, T: int, seed: int) -> list[dict[str, Any]]:
-    """Per seed: the layer-1 head with the most mean attention on t - 1, its weight and its D_head."""
-    g = torch.Generator().manual_seed(seed)
+def loss_floor(V: int, T: int, seed: int, n: int = 64) -> float:
+    """The loss of a model that knows f_seq for every token seen before (exact mixture entropy on those
+    positions, ln V elsewhere), averaged over ``n`` sequences of the task: the floor induction can reach."""
+    x, _ = map_batch(V, T, n, lab.generator("fp26-toy", seed, "floor"))
+    seen = seen_before(x)[:, :-1].double().mean().item()
+    hi, lo = 1 - NOISE + NOISE / V, NOISE / V
+    h_mix = -(hi * math.log(hi) + (V - 1) * lo * math.log(lo))
+    return seen * h_mix + (1 - seen) * math.log(V)
+
+
+def formation_step(losses: Sequence[float], every: int, steps: int, threshold: float) -> int | None:
+    """The first recorded step (0, every, 2 every, ..., steps - 1) whose training loss is below ``threshold``."""
+    for r, v in enumerate(losses):
+        if v < threshold:
+            return min(r * every, steps - 1)
+    return None
+
+
+def head_report(p: dict[str, torch.Tensor], pe: str, V: int, T: int, seed: int) -> list[dict[str, Any]]:
+    """Per seed: the previous-token head (the head of either layer with the most mean attention on t - 1 over
+    positions >= T/4), its attention on t - 1, dir_frac = ||M_A||/||M||, D_head, the rotary imaginary share, and the
+    pair asymmetry of its scores on identical content at offsets -1 and +1 (mean over the vocabulary of
+    score(query i, key i - 1) - score(query i - 1, key i), divided by the mean |score|; 0 for any head whose
+    rotation-free M is symmetric, by the algebra of :mod:`verify.symbolic.fp26`); also the final cross-entropy on
+    predictable positions (a map step whose token was seen before)."""
+    x, mp = map_batch(V, T, 16, lab.generator("fp26-toy", seed, "eval"))
     S = p["E"].shape[0]
-    tok = torch.stack([copy_batch(V, T, 8, g)[0] for _ in range(S)])
-    _, A = forward(p, tok, pe, H)
-    idx = torch.arange(1, T)
-    w = A[..., idx, idx - 1].mean((1, 3))  # (S, H)
-    d = p["E"].shape[-1]
-    dh = d // H
+    tok = x.expand(S, *x.shape)
+    logits, atts = toy_forward(p, tok, pe)
+    ce = -torch.log_softmax(logits[..., :-1, :], -1).gather(-1, tok[..., 1:, None])[..., 0]
+    pred = (mp & seen_before(x)[:, :-1])
     out = []
+    lo = T // 4
+    idx = torch.arange(lo, T)
     for s in range(S):
-        h = int(w[s].argmax())
-        WQ = p["Q1"][s][h * dh:(h + 1) * dh].numpy()
-        WK = p["K1"][s][h * dh:(h + 1) * dh].numpy()
-        M = WQ.T @ WK
-        out.append({"head": h, "prev_weight": float(w[s, h]), "d_head": d_head(M), "M": M})
+        best = None
+        for li, A in enumerate(atts, start=1):
+            w = A[s][..., idx, idx - 1].mean((0, 2))  # (H,)
+            h = int(w.argmax())
+            if best is None or float(w[h]) > best[2]:
+                best = (li, h, float(w[h]))
+        li, h, w = best  # type: ignore[misc]
+        WQ, WK = p[f"Q{li}"][s, h], p[f"K{li}"][s, h]
+        M = (WQ @ WK.T).numpy()
+        MA = 0.5 * (M - M.T)
+        im, re_ = imag_parts(WQ, WK)
+        content = _ln(p["E"][s])  # the layer-1 input of each token without position (exact for RoPE heads)
+        q, k = content @ WQ, content @ WK
+        two = torch.stack([q, q], 1)[:, :, None, :]  # (V, 2 positions, 1, dh) -> rotate on T axis
+        qr = rope_half(two[:, :, 0, :]) if pe == "rope" else two[:, :, 0, :]
+        kr = rope_half(torch.stack([k, k], 1)) if pe == "rope" else torch.stack([k, k], 1)
+        prev = (qr[:, 1] * kr[:, 0]).sum(-1)  # query at 1, key at 0
+        nxt = (qr[:, 0] * kr[:, 1]).sum(-1)   # query at 0, key at 1
+        scale = float(torch.cat([prev, nxt]).abs().mean()) or 1.0
+        out.append({"layer": li, "head": h, "prev_weight": round(w, 4),
+                    "dir_frac": float(np.linalg.norm(MA) / max(np.linalg.norm(M), 1e-300)), "d_head": d_head(M),
+                    "rope_imag_share": float(im / (im + re_)) if pe == "rope" else None,
+                    "pair_asymmetry": float((prev - nxt).mean()) / scale,
+                    "ce_predictable": float(ce[s][pred].mean())})
     return out
 
 
-def fingerprint_verdict(prev_weight: dict[str, list[float]], mean_d_head: dict[str, float],
-                        null: dict[str, float]) -> str | None:
-    """The rule of :func:`check_fp26` on measured numbers: None (inconclusive: some PE has a seed
-    whose chosen head puts < :data:`PREV_HEAD` mean attention on t - 1), ``"holds"`` (RoPE above the
-    null's 97.5% quantile, absolute and ALiBi below its 2.5% quantile) or ``"fails"``."""
-    if any(min(prev_weight[pe]) < PREV_HEAD for pe in PES):
-        return None
-    ok = mean_d_head["rope"] > null["hi"] and mean_d_head["absolute"] < null["lo"] and mean_d_head["alibi"] < null["lo"]
-    return "holds" if ok else "fails"
+def core_null(s: np.ndarray, d: int, draws: int, seed: int) -> dict[str, float]:
+    """The matched-singular-value random-orientation null in the rank-k core (fp26, Sec. Method): M = U diag(s) V^T
+    with U, V independent uniformly random orthonormal d x k frames; its nonzero eigenvalues are those of
+    diag(s) V^T U (k x k).  V^T U has the law of the first k rows of a random frame (rotate V to the standard
+    frame: U's law is invariant), which is what is sampled."""
+    rng = np.random.default_rng(seed)
+    k = s.shape[0]
+    vals = []
+    for _ in range(draws):
+        Q, R = np.linalg.qr(rng.standard_normal((d, k)))
+        U = Q * np.sign(np.diag(R))  # the sign fix makes the frame uniformly distributed (LAPACK's Q alone is not)
+        vals.append(d_head(np.diag(s) @ U[:k]))
+    v = np.array(vals)
+    return {"mean": float(v.mean()), "lo": float(np.quantile(v, 0.025)), "hi": float(np.quantile(v, 0.975))}
 
 
-def check_fp26(d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
-               draws: int, cache: lab.Cache | None, progress: Any = None) -> Evidence:
-    """Train one model per PE, find each seed's previous-token head, compare D_head with the null.
+#: the paper's null is reported for GPT-2 small (Sec. Method: "Empirically ... D_head,null = 0.608"; d = 768, d_k = 64)
+GPT2_D, GPT2_DK = 768, 64
 
-    Verdict rule (stated up front): every seed's chosen head must be a previous-token head (mean
-    attention on t - 1 >= :data:`PREV_HEAD`), else ``inconclusive``; then ``holds`` when the RoPE
-    mean D_head is above the null's 97.5% quantile and the absolute and ALiBi means are below its
-    2.5% quantile; ``fails`` otherwise.  The null is that of the RoPE heads' singular values (seed 0);
-    the published 0.608 is a Figure (reproduced when within 0.05).
+
+def gpt2_null(draws: int, seed: int) -> dict[str, float]:
+    """The null at GPT-2's sizes for a head with Gaussian W_q, W_k (d x d_k): singular values of W_q W_k^T, random
+    frames in the rank-64 core (:func:`core_null`)."""
+    rng = np.random.default_rng(seed)
+    A, B = rng.standard_normal((GPT2_D, GPT2_DK)), rng.standard_normal((GPT2_D, GPT2_DK))
+    qa, ra = np.linalg.qr(A)
+    qb, rb = np.linalg.qr(B)
+    s = np.linalg.svd(ra @ rb.T, compute_uv=False)  # the singular values of A B^T, from its 64 x 64 core
+    return core_null(s, GPT2_D, draws, seed)
+
+
+def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[str | None, list[str]]:
+    """The rule of :func:`check_toy` on measured numbers (``arms[name]`` with ``formation`` (per seed, None = not
+    formed), ``heads`` (per seed, :func:`head_report`)).  Returns (None: some arm did not form within the budget,
+    or ``"holds"``/``"fails"``, the reasons).  Judged, each as the abstract words it:
+    (a) capability intact under every ban: every seed of every arm forms and its head attends to t - 1 (>= 0.5);
+    (b) the bans enforce: sym arms' previous-token heads have dir_frac < SYMMETRIC, the imag arm's rotary imaginary
+        share < SYMMETRIC;
+    (c) imposing symmetry slows learned-absolute models: the median formation step of absolute/sym exceeds that of
+        absolute/free;
+    (d) a RoPE head with a fully symmetric static M routes directionally through the phase: rope/sym's heads have
+        dir_frac < SYMMETRIC, rotary imaginary share >= PHASE_USED and a positive pair asymmetry (prefers t - 1)."""
+    reasons: list[str] = []
+    for name, a in arms.items():
+        if any(f is None for f in a["formation"]):
+            return None, [f"{name} did not form within the budget in every seed"]
+    ok = True
+    for name, a in arms.items():
+        weak = [h["prev_weight"] for h in a["heads"] if h["prev_weight"] < PREV_HEAD]
+        if weak:
+            ok = False
+            reasons.append(f"{name}: previous-token head weak ({min(weak):.2f} < {PREV_HEAD})")
+        pe, cons = name.split("/")
+        if cons == "sym" and max(h["dir_frac"] for h in a["heads"]) >= SYMMETRIC:
+            ok = False
+            reasons.append(f"{name}: the symmetry ban did not enforce (dir_frac >= {SYMMETRIC})")
+        if cons == "imag" and max(h["rope_imag_share"] for h in a["heads"]) >= SYMMETRIC:
+            ok = False
+            reasons.append(f"{name}: the phase ban did not enforce")
+    if "absolute/free" in arms and "absolute/sym" in arms:
+        f0 = float(np.median(arms["absolute/free"]["formation"]))
+        f1 = float(np.median(arms["absolute/sym"]["formation"]))
+        if not f1 > f0:
+            ok = False
+            reasons.append(f"symmetry did not slow the absolute model (median formation {f1:g} <= {f0:g})")
+    if "rope/sym" in arms:
+        hs = arms["rope/sym"]["heads"]
+        if not all(h["dir_frac"] < SYMMETRIC and h["rope_imag_share"] >= PHASE_USED and h["pair_asymmetry"] > 0
+                   for h in hs):
+            ok = False
+            reasons.append("rope/sym: no head is directional through the phase with a symmetric static M")
+    return ("holds" if ok else "fails"), reasons
+
+
+def train_arm(spec: dict[str, Any]) -> dict[str, Any]:
+    """One arm of the toy grid (a module-level task for :func:`verify.numeric.grid.run_grid`): train its seeds as one
+    batched model through the lab (cache at ``spec["cache_dir"]``; None: the user cache directory of the machine
+    that runs it), read formation steps from the training loss and report each seed's previous-token head."""
+    pe, cons = spec["pe"], spec["constraint"]
+    steps, every = spec["steps"], spec["every"]
+    cache = lab.Cache(spec["cache_dir"]) if spec.get("use_cache", True) else None
+    tr = lab.train(toy_recipe(pe, cons, spec["d"], spec["H"], spec["V"], spec["T"], spec["batch"], steps, spec["lr"],
+                              every), spec["seeds"], cache=cache)
+    losses = tr.losses.double()
+    form = [formation_step(losses[:, k].tolist(), every, steps, spec["threshold"]) for k in range(len(spec["seeds"]))]
+    return {"formation": form, "heads": head_report(tr.float64(), pe, spec["V"], spec["T"], 7),
+            "final_loss": [round(v, 4) for v in losses[-1].tolist()], "from_cache": tr.from_cache,
+            "train_seconds": tr.train_seconds}
+
+
+def check_toy(d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float, seeds: Sequence[int], every: int,
+              arms: Sequence[tuple[str, str]], cache_dir: str | None, progress: Any = None, scheduler: str = "in-process",
+              jobs: int = 2, use_cache: bool = True) -> dict[str, Any]:
+    """Train every arm (one grid task per arm, seeds batched), find formation steps and the previous-token heads;
+    returns the numbers and the verdict of :func:`toy_verdict`.  ``scheduler``: where the arms train
+    (:func:`verify.numeric.grid.parse_scheduler`: ``in-process``, ``local`` with ``jobs`` workers, or an existing
+    Dask scheduler ``tcp://HOST:PORT`` for runs larger than this machine).
+
+    Raises:
+        verify.numeric.grid.SchedulerUnreachable: no scheduler at the address.
     """
-    numbers: dict[str, Any] = {"d": d, "H": H, "V": V, "T": T, "batch": batch, "steps": steps, "lr": lr,
-                               "seeds": list(seeds)}
-    heads = {}
-    for pe in PES:
-        tr = lab.train(recipe(pe, d, H, V, T, batch, steps, lr), seeds, cache=cache, progress=progress)
-        ph = prev_heads(tr.float64(), pe, H, V, T, 12345)
-        heads[pe] = ph
-        numbers[pe] = {"heads": [x["head"] for x in ph], "prev_weight": [x["prev_weight"] for x in ph],
-                       "d_head": [x["d_head"] for x in ph], "from_cache": tr.from_cache,
-                       "final_loss": tr.losses[-1].tolist()}
-    null = null_d_head(heads["rope"][0]["M"], draws, 0)
-    numbers["null"] = null
-    pnull = paper_null(draws, 0)
-    numbers["null_paper_d"] = {**pnull, "d": PAPER_D, "rank": PAPER_D // PAPER_H}
-    fig = Figure("random-orientation null of D_head", PUBLISHED_NULL, round(pnull["mean"], 4),
-                 abs(pnull["mean"] - PUBLISHED_NULL) <= NULL_TOL,
-                 f"reproduced when |ours - 0.608| <= {NULL_TOL}; ours: {draws} Haar draws at the singular values of a "
-                 f"random head at the paper's d = {PAPER_D} with {PAPER_H} heads (rank {PAPER_D // PAPER_H}); the null "
-                 f"used by the verdict is at our d = {d}, rank {d // H}: {null['mean']:.3f} (it depends on d and rank)")
-    mean = {pe: sum(numbers[pe]["d_head"]) / len(seeds) for pe in PES}
-    numbers["d_head_mean"] = mean
-    summary = (f"previous-token heads: D_head RoPE {mean['rope']:.3f}, absolute {mean['absolute']:.3f}, ALiBi "
-               f"{mean['alibi']:.3f}; null {null['mean']:.3f} [{null['lo']:.3f}, {null['hi']:.3f}]")
-    tol = (f"prev head: mean attention on t - 1 >= {PREV_HEAD}; holds when RoPE > null 97.5% and absolute, ALiBi < "
-           f"null 2.5%")
-    weak = [pe for pe in PES if min(numbers[pe]["prev_weight"]) < PREV_HEAD]
-    verdict = fingerprint_verdict({pe: numbers[pe]["prev_weight"] for pe in PES}, mean, null)
-    if verdict is None:
-        return Evidence("numeric", "inconclusive", summary=f"no previous-token head formed under {', '.join(weak)}: "
-                        + summary, numbers=numbers, tolerance=tol, figures=[fig], engines=engine_versions("torch", "numpy"))
-    return Evidence("numeric", "consistent", verdict, summary=summary, numbers=numbers,
-                    tolerance=tol, figures=[fig], engines=engine_versions("torch", "numpy"))
+    from verify.numeric import grid
+
+    floor = loss_floor(V, T, 0)
+    thr = 0.5 * (math.log(V) + floor)
+    out: dict[str, Any] = {"loss_floor": round(floor, 4), "formation_threshold": round(thr, 4), "arms": {}}
+    specs = [{"pe": pe, "constraint": cons, "d": d, "H": H, "V": V, "T": T, "batch": batch, "steps": steps, "lr": lr,
+              "every": every, "seeds": list(seeds), "threshold": thr, "cache_dir": cache_dir, "use_cache": use_cache}
+             for pe, cons in arms]
+    results = grid.run_grid(train_arm, specs, scheduler=scheduler, n_workers=jobs, progress=progress, name="fp26-toy")
+    for (pe, cons), r in zip(arms, results):
+        out["arms"][f"{pe}/{cons}"] = r
+    verdict, reasons = toy_verdict(out["arms"])
+    out["verdict"], out["reasons"] = verdict, reasons
+    return out
+
+
+# ---------------------------------------------- the static part on local checkpoints (Sec. "The architecture-conditional signature")
+
+#: positional scheme by Hugging Face ``model_type`` (position inside QK: RoPE; outside: learned absolute or ALiBi)
+SCHEMES = {"gpt2": "absolute", "opt": "absolute", "gpt_neo": "absolute", "bloom": "alibi", "gpt_neox": "rope",
+           "llama": "rope", "mistral": "rope", "qwen2": "rope"}
+#: top previous-token heads per model whose within-model D_head percentile is summarised (the paper's k = 5)
+TOP_K = 5
+
+
+def _qk_heads(model: Any, model_type: str, n_layers: int, H: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(layer, head, W_q (d, d_k), W_k (d, d_k)) per head, the norm gain folded into both and, for LayerNorm models,
+    the centring C = I - 11^T/d applied (the paper's M_eff = C M C; RMSNorm: M), float64."""
+    sd = {k: v.detach().double().cpu().numpy() for k, v in model.state_dict().items()}
+    out = []
+    for li in range(n_layers):
+        if model_type == "gpt2":
+            W, g = sd[f"transformer.h.{li}.attn.c_attn.weight"], sd[f"transformer.h.{li}.ln_1.weight"]
+            d = W.shape[0]
+            Wq, Wk = W[:, :d], W[:, d:2 * d]
+        elif model_type in ("gpt_neox", "bloom"):
+            pre = (f"gpt_neox.layers.{li}.attention.query_key_value" if model_type == "gpt_neox"
+                   else f"transformer.h.{li}.self_attention.query_key_value")
+            ln = (f"gpt_neox.layers.{li}.input_layernorm.weight" if model_type == "gpt_neox"
+                  else f"transformer.h.{li}.input_layernorm.weight")
+            W, g = sd[pre + ".weight"], sd[ln]
+            d = W.shape[1]
+            Wr = W.reshape(H, 3, d // H, d)
+            Wq, Wk = Wr[:, 0].reshape(d, d).T, Wr[:, 1].reshape(d, d).T
+        elif model_type in ("llama", "mistral", "qwen2", "opt", "gpt_neo"):
+            pre, ln = {"opt": (f"model.decoder.layers.{li}.self_attn", f"model.decoder.layers.{li}.self_attn_layer_norm"),
+                       "gpt_neo": (f"transformer.h.{li}.attn.attention", f"transformer.h.{li}.ln_1")}.get(
+                model_type, (f"model.layers.{li}.self_attn", f"model.layers.{li}.input_layernorm"))
+            Wq, Wk, g = sd[pre + ".q_proj.weight"].T, sd[pre + ".k_proj.weight"].T, sd[ln + ".weight"]
+            if Wk.shape[1] != Wq.shape[1]:  # grouped-query attention: each query head uses its group's key head
+                dk = Wq.shape[1] // H
+                groups = H // (Wk.shape[1] // dk)
+                Wk = np.concatenate([Wk[:, (h // groups) * dk:(h // groups + 1) * dk] for h in range(H)], 1)
+        else:
+            raise ValueError(f"model_type {model_type!r} is not supported (supported: {', '.join(sorted(SCHEMES))})")
+        d = Wq.shape[0]
+        C = np.eye(d) - np.ones((d, d)) / d if model_type not in ("llama", "mistral", "qwen2") else np.eye(d)
+        Wq, Wk = C @ (g[:, None] * Wq), C @ (g[:, None] * Wk)
+        dk = Wq.shape[1] // H
+        out += [(li, h, Wq[:, h * dk:(h + 1) * dk], Wk[:, h * dk:(h + 1) * dk]) for h in range(H)]
+    return out
+
+
+def core_d_head(Wq: np.ndarray, Wk: np.ndarray) -> float:
+    """D_head of M = W_q W_k^T (d x d, rank <= d_k) from its d_k x d_k core W_k^T W_q (same nonzero eigenvalues)."""
+    return d_head(Wk.T @ Wq)
+
+
+def static_profile(path: str, seed: int = 0, n_seq: int = 8, T: int = 64, top: int = TOP_K) -> dict[str, Any]:
+    """The static measurement of one local checkpoint (a Hugging Face directory; ``local_files_only``: never a
+    download): each head's previous-token score (mean attention on t - 1 over ``n_seq`` uniformly random token
+    sequences of length ``T``, seeded) and D_head (norm-folded M, float64), then the within-model D_head percentile
+    (rank r / n) of the ``top`` strongest previous-token heads and its median.
+
+    Raises:
+        ImportError: the ``transformers`` package is not installed (what the static part needs).
+        ValueError: an unsupported model type.
+    """
+    import transformers  # optional: only the static part needs it
+
+    cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
+    mt = cfg.model_type
+    if mt not in SCHEMES:
+        raise ValueError(f"model_type {mt!r} is not supported (supported: {', '.join(sorted(SCHEMES))})")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=torch.float32,
+                                                              attn_implementation="eager")
+    model.eval()
+    H = cfg.num_attention_heads
+    g = torch.Generator().manual_seed(seed)
+    tok = torch.randint(0, cfg.vocab_size, (n_seq, T), generator=g)
+    with torch.no_grad():
+        atts = model(tok, output_attentions=True).attentions
+    idx = torch.arange(1, T)
+    prev = [a[:, :, idx, idx - 1].double().mean((0, 2)).tolist() for a in atts]  # per layer, per head
+    heads = _qk_heads(model, mt, len(atts), H)
+    dh = np.array([core_d_head(q, k) for _, _, q, k in heads])
+    pv = np.array([prev[li][h] for li, h, _, _ in heads])
+    ranks = dh.argsort().argsort() + 1
+    pct = ranks / len(dh)
+    top_idx = np.argsort(-pv, kind="stable")[:top]
+    return {"path": path, "model_type": mt, "scheme": SCHEMES[mt], "heads": len(heads),
+            "top_prev_heads": [{"layer": heads[i][0], "head": heads[i][1], "prev": round(float(pv[i]), 4),
+                                "d_head": round(float(dh[i]), 4), "percentile": round(float(pct[i]), 4)} for i in top_idx],
+            "median_percentile": float(np.median(pct[top_idx]))}
+
+
+def static_verdict(profiles: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The static rule on measured profiles (the paper's profile-level claim): each model's top previous-token heads'
+    median D_head percentile is high (>= 0.5, rotational) under RoPE and low (< 0.5, content-like) under learned
+    absolute positions and ALiBi; with models of both kinds, the model-level separation is perfect when every RoPE
+    median exceeds every other median, and the exact one-sided permutation p is then 1 / C(n, n_RoPE)."""
+    from math import comb
+
+    agree = [(p["scheme"] == "rope") == (p["median_percentile"] >= 0.5) for p in profiles]
+    rope = [p["median_percentile"] for p in profiles if p["scheme"] == "rope"]
+    other = [p["median_percentile"] for p in profiles if p["scheme"] != "rope"]
+    out: dict[str, Any] = {"models": len(profiles), "each_on_its_side": all(agree), "on_side": agree}
+    if rope and other:
+        sep = min(rope) > max(other)
+        out["perfect_separation"] = sep
+        out["permutation_p"] = f"1/{comb(len(profiles), len(rope))}" if sep else None
+    return out

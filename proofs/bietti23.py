@@ -15,17 +15,22 @@ from verify.proofs.model import Claim, InputError, Paper, Params, param
 OPTIMIZERS = ("sgd", "adam")
 
 
+#: trigger settings of the authors' data (ihead_data.py: fixed_special_toks True / False)
+TRIGGERS = ("fixed", "random")
+
+
 @dataclass(frozen=True)
 class ProbeParams(Params):
-    d: int = param(128, "embedding width", kind="int", minimum=8, maximum=256)
-    T: int = param(64, "sequence length", kind="int", minimum=8, maximum=512)
-    K: int = param(3, "trigger tokens per sequence", kind="int", minimum=1, maximum=32)
-    batch: int = param(32, "sequences per step and seed", kind="int", minimum=1, maximum=512)
-    steps: int = param(400, "optimiser steps (--full: 4x)", kind="int", minimum=1, maximum=20000)
-    lr: float = param(0.01, "learning rate (weight decay 1e-4; SGD adds momentum 0.9)", kind="float", minimum=1e-6,
-                      maximum=10.0)
-    optimizer: str = param("adam", "adam (default: learns the task within the CPU budget) or sgd (the authors' SGD "
-                           "with momentum)", choices=OPTIMIZERS)
+    d: int = param(128, "embedding width (the README run: 256)", kind="int", minimum=8, maximum=512)
+    T: int = param(128, "sequence length (the README run: 256)", kind="int", minimum=8, maximum=512)
+    K: int = param(5, "trigger tokens (the README run: 5)", kind="int", minimum=1, maximum=32)
+    batch: int = param(32, "sequences per step and seed (the README run: 512)", kind="int", minimum=1, maximum=512)
+    steps: int = param(400, "optimiser steps (--full: 4x; the README run: 1000)", kind="int", minimum=1, maximum=20000)
+    lr: float = param(0.2, "learning rate (weight decay 1e-4; SGD adds momentum 0.9; the code default 0.2, the README run 0.03)",
+                      kind="float", minimum=1e-6, maximum=10.0)
+    optimizer: str = param("sgd", "sgd (the authors' SGD with momentum) or adam", choices=OPTIMIZERS)
+    triggers: str = param("fixed", "fixed: the k most frequent tokens (the README run); random: drawn per sequence "
+                          "from the unigram marginal (the code's default)", choices=TRIGGERS)
     seeds: int = param(2, "seeds, trained as one batched model", kind="int", minimum=1, maximum=16)
 
 
@@ -39,9 +44,11 @@ def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.proofs.ws24_trained import lab_cache
 
     steps = p["steps"] * (4 if ctx.full else 1)
+    command = (f"verify bietti23:probes --d {p['d']} --T {p['T']} --K {p['K']} --batch {p['batch']} --lr {p['lr']:g} "
+               f"--optimizer {p['optimizer']} --triggers {p['triggers']} --seeds {p['seeds']}")
     return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
                             list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress,
-                            optimizer=p["optimizer"])
+                            optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command)
 
 
 PROBES = Claim(

@@ -1,10 +1,71 @@
-"""fp26: D_head and the random-orientation null, with faults."""
+"""fp26: the exact algebra (symmetric M: directional under RoPE, never under absolute positions), D_head and its
+null, the toy's penalties and verdict rule, each with an injected fault that changes the answer."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
+import pytest
+import sympy as sp
 
 from verify.numeric import fingerprint as fp
+from verify.symbolic import fp26 as sym
+
+# ----------------------------------------------------------------------------- the exact algebra
+
+
+def test_identities_hold_exactly():
+    assert sym.check_identities(3, 4) == {"static_is_sum_re": True, "rope_relative": True, "phase_identity": True,
+                                          "absolute_pair_symmetric": True, "absolute_asymmetry_is_MA": True}
+
+
+def test_identities_see_a_wrong_complex_operator(monkeypatch):
+    """Fault: w_k not conjugated in M_t = w_q conj(w_k)^T: the static M is no longer sum_t Re(M_t) and the phase
+    identity breaks."""
+    def unconjugated(WQ, WK):
+        return [(WQ.row(2 * t) + sp.I * WQ.row(2 * t + 1)).T * (WK.row(2 * t) + sp.I * WK.row(2 * t + 1))
+                for t in range(WQ.rows // 2)]
+
+    monkeypatch.setattr(sym, "complex_operators", unconjugated)
+    out = sym.check_identities(2, 2)
+    assert not out["static_is_sum_re"] and not out["phase_identity"]
+
+
+def test_symmetric_m_is_directional_under_rope_only():
+    """The witness W_q = I, W_k = diag(1, 2): static M symmetric, Im(M_1) = [[0, -2], [1, 0]], RoPE pair asymmetry
+    score(i, i-1) - score(i-1, i) = 2 sin(theta) exactly, absolute-position asymmetry 0."""
+    w = sym.symmetric_m_witness()
+    th = sp.Symbol("theta", positive=True)
+    assert w["M"] == [[1, 0], [0, 2]] and w["M_symmetric"]
+    assert w["Im_M_t"] == [[[0, -2], [1, 0]]]
+    assert sp.simplify(w["rope_pair_asymmetry"] - 2 * sp.sin(th)) == 0
+    assert w["rope_asymmetry_coefficient"] == 2 and w["rope_directional_all_theta"]
+    assert w["absolute_pair_asymmetry"] == 0 and not w["absolute_directional"]
+
+
+def test_phase_dropped_removes_the_direction():
+    """Fault: the RoPE phase dropped (every rotation the identity): the same symmetric head scores both directions
+    alike."""
+    w = sym.symmetric_m_witness(phase=False)
+    assert w["rope_pair_asymmetry"] == 0 and not w["rope_directional_all_theta"]
+
+
+def test_absolute_check_can_see_an_asymmetric_m():
+    """Fault: a non-symmetric static M (W_k = [[1, 1], [0, 2]]) is directional under absolute positions, so the
+    absolute-position check is not vacuous."""
+    w = sym.symmetric_m_witness(WK=((1, 1), (0, 2)))
+    assert not w["M_symmetric"] and w["absolute_directional"]
+
+
+def test_permutation_p_and_rounding_rule():
+    assert sym.permutation_p(7, 3) == Fraction(1, 35)
+    assert sym.in_rounding_interval(Fraction(1, 35), "0.029")
+    assert not sym.in_rounding_interval(sym.permutation_p(7, 2), "0.029")  # fault: 3 of 7 read as 2 of 7 (1/21)
+    assert not sym.in_rounding_interval(Fraction(295, 10000) + Fraction(1, 10 ** 9), "0.029")
+
+
+# ----------------------------------------------------------------------------- D_head and the null
 
 
 def test_d_head_rotation_and_symmetric():
@@ -25,52 +86,127 @@ def test_null_is_between_and_fault_changes_it(monkeypatch):
     assert fp.null_d_head(M, 10, 0)["mean"] == 0.0
 
 
-def test_rope_relative():
-    """The same vector at every position: rotated scores depend only on the offset (a broken rotation fails)."""
+def test_core_null_matches_the_full_null():
+    """The rank-k core sampler has the law of the full Haar construction (same singular values): means agree
+    within Monte-Carlo error; a core without the sign fix (fault) is biased."""
+    rng = np.random.default_rng(3)
+    s = np.linalg.svd(rng.standard_normal((8, 8)), compute_uv=False)
+    full = fp.null_d_head(np.diag(np.concatenate([s, np.zeros(24)])), 400, 1)["mean"]
+    core = fp.core_null(s, 32, 400, 2)["mean"]
+    assert abs(full - core) < 0.03
+
+
+# ----------------------------------------------------------------------------- the toy
+
+
+def test_rope_half_relative_and_phase_fault():
     import torch
 
-    x = torch.randn(4, dtype=torch.float64).expand(1, 1, 1, 6, 4)
-    r = fp._rope(x)
-    a, b = (r[..., 1, :] * r[..., 0, :]).sum(), (r[..., 4, :] * r[..., 3, :]).sum()
-    assert torch.allclose(a, b)
+    x = torch.randn(4, dtype=torch.float64).expand(6, 4).clone()
+    r = fp.rope_half(x)
+    assert torch.allclose((r[1] * r[0]).sum(), (r[4] * r[3]).sum())
+    assert not torch.allclose((r[1] * r[0]).sum(), (r[2] * r[0]).sum())
+    assert torch.equal(fp.rope_half(x, phase=False), x)
 
 
-def test_copy_batch_offsets_vary_and_mask_marks_the_copy():
+def test_penalties_zero_exactly_where_the_ban_is_met():
+    """sym: W_q = W_k gives M = W W^T symmetric, penalty 0, a random pair does not; imag: the closed form equals
+    sum_t ||Im M_t||^2 computed from complex numbers."""
     import torch
 
     g = torch.Generator().manual_seed(0)
-    tok, mask = fp.copy_batch(64, 32, 64, g)
-    L = 8
-    starts = set()
-    for r in range(64):
-        idx = mask[r].nonzero().flatten().tolist()
-        assert len(idx) == L - 1 and idx == list(range(idx[0], idx[0] + L - 1))
-        b = idx[0]
-        row = tok[r].tolist()
-        src = [a for a in range(0, b - L + 1) if row[a:a + L] == row[b:b + L]]
-        assert src, "the copied segment has a source"
-        starts.add(b - src[0])
-    assert len(starts) > 5  # the offset varies: no fixed-offset head predicts the copy
+    W = torch.randn(1, 2, 8, 4, generator=g, dtype=torch.float64)
+    p = {"Q1": W, "K1": W, "Q2": W, "K2": W}
+    assert float(fp.penalty_sym(p)[0]) < 1e-12
+    W2 = torch.randn(1, 2, 8, 4, generator=g, dtype=torch.float64)
+    assert float(fp.penalty_sym({"Q1": W, "K1": W2, "Q2": W, "K2": W2})[0]) > 0.1
+    im, re_ = fp.imag_parts(W[0, 0], W2[0, 0])
+    h = 2
+    wq = W[0, 0][:, :h] + 1j * W[0, 0][:, h:]
+    wk = W2[0, 0][:, :h] + 1j * W2[0, 0][:, h:]
+    Mt = [np.outer(wq[:, t].numpy(), np.conj(wk[:, t].numpy())) for t in range(h)]
+    assert abs(float(im) - sum(np.linalg.norm(m.imag) ** 2 for m in Mt)) < 1e-9
+    assert abs(float(re_) - sum(np.linalg.norm(m.real) ** 2 for m in Mt)) < 1e-9
 
 
-def test_fingerprint_rule_and_faults():
-    """Rotational RoPE heads and symmetric absolute/ALiBi heads hold; swapping them (fault) fails; a weak head
-    under any PE leaves the verdict inconclusive."""
-    null = {"mean": 0.5, "lo": 0.3, "hi": 0.7}
-    strong = {pe: [0.9, 0.8] for pe in fp.PES}
-    th = 1.2
-    R = np.kron(np.eye(4), np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]]))
-    S = np.diag(np.linspace(1, 2, 8))
-    good = {"rope": fp.d_head(R), "absolute": fp.d_head(S), "alibi": fp.d_head(S)}
-    assert fp.fingerprint_verdict(strong, good, null) == "holds"
-    swapped = {"rope": fp.d_head(S), "absolute": fp.d_head(R), "alibi": fp.d_head(S)}
-    assert fp.fingerprint_verdict(strong, swapped, null) == "fails"
-    assert fp.fingerprint_verdict({**strong, "alibi": [0.9, 0.2]}, good, null) is None
+def _head(w=0.9, dfrac=0.01, im=0.5, asym=0.1):
+    return {"prev_weight": w, "dir_frac": dfrac, "rope_imag_share": im, "pair_asymmetry": asym}
 
 
-def test_paper_null_near_published():
-    n = fp.paper_null(60, 0)
-    assert abs(n["mean"] - fp.PUBLISHED_NULL) <= fp.NULL_TOL
-    small = fp.null_d_head(np.random.default_rng(0).standard_normal((8, 32)).T @ np.random.default_rng(1)
-                           .standard_normal((8, 32)), 60, 0)
-    assert small["mean"] < n["mean"] - 0.05  # the null depends on d and rank
+def test_toy_rule_and_faults():
+    arms = {"absolute/free": {"formation": [550, 575], "heads": [_head(dfrac=0.7, im=None)] * 2},
+            "absolute/sym": {"formation": [1500, 1700], "heads": [_head(im=None)] * 2},
+            "rope/sym": {"formation": [1400, 1600], "heads": [_head()] * 2}}
+    assert fp.toy_verdict(arms)[0] == "holds"
+    slow_free = {**arms, "absolute/free": {**arms["absolute/free"], "formation": [1800, 1900]}}
+    assert fp.toy_verdict(slow_free)[0] == "fails"                        # symmetry did not slow the model
+    no_phase = {**arms, "rope/sym": {**arms["rope/sym"], "heads": [_head(im=0.0, asym=0.0)] * 2}}
+    assert fp.toy_verdict(no_phase)[0] == "fails"                         # fault: RoPE phase dropped
+    leaky = {**arms, "absolute/sym": {**arms["absolute/sym"], "heads": [_head(dfrac=0.3, im=None)] * 2}}
+    assert fp.toy_verdict(leaky)[0] == "fails"                            # the ban did not enforce
+    unformed = {**arms, "rope/sym": {**arms["rope/sym"], "formation": [None, 1600]}}
+    assert fp.toy_verdict(unformed)[0] is None                            # budget too small: no verdict
+
+
+def test_head_report_sees_the_phase_of_a_symmetric_rope_head(monkeypatch):
+    """A planted RoPE head with a symmetric static M (W_k = W_q S, S symmetric and not commuting with the
+    rotation) has a nonzero pair asymmetry; with the phase dropped (fault) it is 0."""
+    import torch
+
+    d, H, V, T = 8, 1, 6, 8
+    g = torch.Generator().manual_seed(1)
+    p = {k: v[None].double() for k, v in fp.toy_recipe("rope", "free", d, H, V, T, 2, 1, 1e-3, 1).init(g).items()}
+    WQ = torch.eye(d, dtype=torch.float64)[:, :d]
+    S = torch.diag(torch.arange(1.0, d + 1, dtype=torch.float64))
+    for layer in (1, 2):
+        p[f"Q{layer}"] = WQ[None, None].clone()
+        p[f"K{layer}"] = (S @ WQ)[None, None].clone()
+    rep = fp.head_report(p, "rope", V, T, 0)[0]
+    assert rep["dir_frac"] < 1e-12 and abs(rep["pair_asymmetry"]) > 1e-3
+    monkeypatch.setattr(fp, "rope_half", lambda x, phase=True: x)
+    assert abs(fp.head_report(p, "rope", V, T, 0)[0]["pair_asymmetry"]) < 1e-12
+
+
+def test_map_batch_follows_the_map():
+    import torch
+
+    x, mp = fp.map_batch(16, 40, 8, torch.Generator().manual_seed(0))
+    for b in range(8):
+        succ: dict[int, int] = {}
+        for t in range(39):
+            if mp[b, t]:
+                assert succ.setdefault(int(x[b, t]), int(x[b, t + 1])) == int(x[b, t + 1])
+    assert 0.8 < float(mp.double().mean()) < 0.97
+
+
+@pytest.mark.parametrize("arms", ["absolute/free,rope/imag", "rope/sym"])
+def test_claim_arms_parse(arms):
+    from verify.proofs import fp26 as claim
+
+    assert all(f"{pe}/{c}" in fp.ARMS_NAMES for pe, c in claim._arms(arms))
+    assert set(claim.ARMS) == set(fp.ARMS_NAMES)
+
+
+def test_static_rule_and_faults():
+    """Each model on its scheme's side and perfect separation: exact p = 1/C(n, n_RoPE); a RoPE model whose top
+    previous-token heads are content-like (fault) breaks both."""
+    prof = [{"scheme": "rope", "median_percentile": 0.85}, {"scheme": "rope", "median_percentile": 0.8},
+            {"scheme": "rope", "median_percentile": 0.9}, {"scheme": "absolute", "median_percentile": 0.2},
+            {"scheme": "absolute", "median_percentile": 0.22}, {"scheme": "absolute", "median_percentile": 0.14},
+            {"scheme": "alibi", "median_percentile": 0.26}]
+    v = fp.static_verdict(prof)
+    assert v["each_on_its_side"] and v["perfect_separation"] and v["permutation_p"] == "1/35"
+    bad = fp.static_verdict([{**prof[0], "median_percentile": 0.1}] + prof[1:])
+    assert not bad["each_on_its_side"] and not bad["perfect_separation"] and bad["permutation_p"] is None
+    assert fp.static_verdict(prof[:1]) == {"models": 1, "each_on_its_side": True, "on_side": [True]}
+
+
+def test_claim_refuses_a_missing_checkpoint(tmp_path):
+    from verify.proofs import fp26 as claim
+    from verify.proofs.model import InputError
+
+    p = dict(claim.FingerprintParams())
+    with pytest.raises(InputError, match="not a local checkpoint"):
+        claim._validate({**p, "checkpoint": str(tmp_path)})
+    (tmp_path / "config.json").write_text("{}")
+    claim._validate({**p, "checkpoint": str(tmp_path)})

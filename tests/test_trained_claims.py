@@ -148,8 +148,8 @@ def test_probes_gate_sees_a_missing_head(monkeypatch):
     t - 1 (fault: the previous-token recall read as 0) is never judged on its memories."""
     from verify.numeric import bietti_probes as bp
 
-    monkeypatch.setattr(tm, "prev_token_recall", lambda p, tok, pe, lo, hi: torch.zeros(p["E"].shape[0],
-                                                                                       dtype=torch.float64))
+    monkeypatch.setattr(bp, "after_trigger_prev", lambda p, tok, cnt: torch.zeros(p["E"].shape[0],
+                                                                                 dtype=torch.float64))
     monkeypatch.setattr(tm, "in_context_accuracy", lambda p, tok, cnt, pe: torch.ones(p["E"].shape[0],
                                                                                        dtype=torch.float64))
     ev = bp.check_probes(16, 16, 2, 2, 1, 0.01, [0], 2, None, optimizer="adam")
