@@ -1,4 +1,5 @@
-(** * kvshift24: Theorem 3 (Eq. 10, Appendix C) in the orthonormal idealisation
+(** * kvshift24: Theorem 3 (Eq. 10, Appendix C) in the orthonormal idealisation, and Theorem 1
+    (Eq. 8, Appendix A) for the displayed and the standard causal key ranges (second part of the file)
 
     Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2,
     Theorem 3, Eq. 10, Table 5 and the proof in Appendix C (setting of Sec. 3.2).
@@ -689,4 +690,58 @@ Proof.
   apply (Rle_trans _ (B * (u * exp u))); [apply Rmult_le_compat_l; lra |].
   replace (B * (2 * Gd / sigma) * exp (2 * Gd / sigma) * r) with (B * ((2 * Gd / sigma) * r * exp (2 * Gd / sigma))) by ring.
   apply Rmult_le_compat_l; lra.
+Qed.
+
+(** ** Theorem 1, [causal] (refutes) *)
+
+(** The witness x = (A, B, A), L = 3, with A = e_0 and B = e_1 in R^2 (orthonormal). *)
+Definition xw (s k : nat) : R :=
+  match s, k with 2%nat, 1%nat => 1 | 2%nat, _ => 0 | _, 0%nat => 1 | _, _ => 0 end.
+
+Ltac l1_simpl p := unfold dotv, y1, l1_weight, l1_keys, l1_top; simpl;
+  repeat rewrite Rmult_0_r; rewrite ?exp_0;
+  try replace (- p * (1 + 1)) with (- p + - p) by ring; rewrite ?exp_plus; rewrite ?Rmult_1_r.
+
+Lemma causal_dot1 : forall p, dotv 2 (xw 3) (y1 false p xw 1) = 1.
+Proof. intro p. l1_simpl p. field. Qed.
+Lemma causal_dot2 : forall p, dotv 2 (xw 3) (y1 false p xw 2) = exp (- p) / (exp (- p) + 1).
+Proof. intro p. l1_simpl p. pose proof (exp_pos (- p)). field. lra. Qed.
+Lemma causal_dot3 : forall p, dotv 2 (xw 3) (y1 false p xw 3) =
+  (exp (- p) * exp (- p) + 1) / (exp (- p) * exp (- p) + exp (- p) + 1).
+Proof. intro p. l1_simpl p. pose proof (exp_pos (- p)). field. nra. Qed.
+
+(** With standard causal masks (layer 1 over tau = 1..s with bias -p(s - tau), layer 2 over s = 1..L):
+    for every p >= 0, m >= 0 and sigma > 0, IH(x) = B (its B coordinate is 1) while TF's B coordinate
+    is below 1/2: the key y_3 stays within 1/3 of x_3 = A (its score beats y_2's by at least
+    1/(6 sigma) + m), so the sup error stays above 1/2 for every p. *)
+Theorem theorem1_causal_refuted : forall p m sigma, 0 <= p -> 0 <= m -> 0 < sigma ->
+  IH 2 3 xw m sigma 1 = 1 /\ TF false false 2 3 xw p m sigma 1 < 1 / 2.
+Proof.
+  intros p m sigma Hp Hm Hs. split.
+  - unfold IH, softmax_avg. simpl. pose proof (exp_pos (dotv 2 (xw 3) (xw 1) / sigma - m * 1)). field. lra.
+  - unfold TF, softmax_avg, l2_keys. cbn [seq sumR]. rewrite causal_dot1, causal_dot2, causal_dot3.
+    simpl xw. simpl INR. set (r := exp (- p)).
+    assert (Hr : 0 < r <= 1) by (unfold r; split; [apply exp_pos | rewrite <- exp_0; apply exp_le_mono; lra]).
+    assert (H2 : r / (r + 1) <= 1 / 2) by (apply (Rmult_le_reg_r (2 * (r + 1))); [lra |]; field_simplify; lra).
+    assert (H3 : 2 / 3 <= (r * r + 1) / (r * r + r + 1)).
+    { apply (Rmult_le_reg_r (3 * (r * r + r + 1))); [nra |]. field_simplify; nra. }
+    assert (Hg : r / (r + 1) / sigma - m * 1 < (r * r + 1) / (r * r + r + 1) / sigma - m * 0).
+    { assert (r / (r + 1) / sigma < (r * r + 1) / (r * r + r + 1) / sigma).
+      { unfold Rdiv at 2 4. apply Rmult_lt_compat_r; [apply Rinv_0_lt_compat; lra | lra]. }
+      lra. }
+    apply exp_increasing in Hg.
+    pose proof (exp_pos (1 / sigma - m * (1 + 1))).
+    set (e1 := exp (1 / sigma - m * (1 + 1))) in *.
+    set (e2 := exp (r / (r + 1) / sigma - m * 1)) in *.
+    set (e3 := exp ((r * r + 1) / (r * r + r + 1) / sigma - m * 0)) in *.
+    assert (0 < e2) by apply exp_pos.
+    apply (Rmult_lt_reg_r (e1 + (e2 + (e3 + 0)))); [lra |].
+    field_simplify; [lra | lra].
+Qed.
+
+Theorem theorem1_causal_error : forall p m sigma, 0 <= p -> 0 <= m -> 0 < sigma ->
+  1 / 2 < Rabs (TF false false 2 3 xw p m sigma 1 - IH 2 3 xw m sigma 1).
+Proof.
+  intros p m sigma Hp Hm Hs. destruct (theorem1_causal_refuted p m sigma Hp Hm Hs) as [HI HT].
+  rewrite HI. rewrite Rabs_left by lra. lra.
 Qed.
