@@ -694,32 +694,41 @@ Qed.
 
 (** ** Theorem 1, [causal] (refutes) *)
 
-(** The witness x = (A, B, A), L = 3, with A = e_0 and B = e_1 in R^2 (orthonormal). *)
+(** The witness x = (A, B, A), L = 3, with A = e_0 and B = e_1 (orthonormal; every coordinate k >= 2 is 0, so it lives in R^d for every d >= 2). *)
 Definition xw (s k : nat) : R :=
   match s, k with 2%nat, 1%nat => 1 | 2%nat, _ => 0 | _, 0%nat => 1 | _, _ => 0 end.
 
-Ltac l1_simpl p := unfold dotv, y1, l1_weight, l1_keys, l1_top; simpl;
+Lemma dotv_xw3 : forall d v, (1 <= d)%nat -> dotv d (xw 3) v = v 0%nat.
+Proof.
+  intros d v Hd. unfold dotv. destruct d as [| d']; [lia |]. rewrite <- cons_seq. cbn [sumR].
+  rewrite (sumR_ext (seq 1 d') _ (fun _ => 0)), sumR_const.
+  - simpl. ring.
+  - intros k Hk. apply in_seq in Hk. destruct k as [| k']; [lia |]. simpl. ring.
+Qed.
+
+Ltac l1_simpl p := unfold y1, l1_weight, l1_keys, l1_top; simpl;
   repeat rewrite Rmult_0_r; rewrite ?exp_0;
   try replace (- p * (1 + 1)) with (- p + - p) by ring; rewrite ?exp_plus; rewrite ?Rmult_1_r.
 
-Lemma causal_dot1 : forall p, dotv 2 (xw 3) (y1 false p xw 1) = 1.
+Lemma causal_dot1 : forall p, y1 false p xw 1 0%nat = 1.
 Proof. intro p. l1_simpl p. field. Qed.
-Lemma causal_dot2 : forall p, dotv 2 (xw 3) (y1 false p xw 2) = exp (- p) / (exp (- p) + 1).
+Lemma causal_dot2 : forall p, y1 false p xw 2 0%nat = exp (- p) / (exp (- p) + 1).
 Proof. intro p. l1_simpl p. pose proof (exp_pos (- p)). field. lra. Qed.
-Lemma causal_dot3 : forall p, dotv 2 (xw 3) (y1 false p xw 3) =
+Lemma causal_dot3 : forall p, y1 false p xw 3 0%nat =
   (exp (- p) * exp (- p) + 1) / (exp (- p) * exp (- p) + exp (- p) + 1).
 Proof. intro p. l1_simpl p. pose proof (exp_pos (- p)). field. nra. Qed.
 
 (** With standard causal masks (layer 1 over tau = 1..s with bias -p(s - tau), layer 2 over s = 1..L):
-    for every p >= 0, m >= 0 and sigma > 0, IH(x) = B (its B coordinate is 1) while TF's B coordinate
-    is below 1/2: the key y_3 stays within 1/3 of x_3 = A (its score beats y_2's by at least
-    1/(6 sigma) + m), so the sup error stays above 1/2 for every p. *)
-Theorem theorem1_causal_refuted : forall p m sigma, 0 <= p -> 0 <= m -> 0 < sigma ->
-  IH 2 3 xw m sigma 1 = 1 /\ TF false false 2 3 xw p m sigma 1 < 1 / 2.
+    for every width d >= 2, p >= 0, m >= 0 and sigma > 0, IH(x) = B (its B coordinate is 1) while TF's
+    B coordinate is below 1/2: the key y_3 stays within 1/3 of x_3 = A (its score beats y_2's by at
+    least 1/(6 sigma) + m), so the sup error stays above 1/2 for every p. *)
+Theorem theorem1_causal_refuted : forall d p m sigma, (2 <= d)%nat -> 0 <= p -> 0 <= m -> 0 < sigma ->
+  IH d 3 xw m sigma 1 = 1 /\ TF false false d 3 xw p m sigma 1 < 1 / 2.
 Proof.
-  intros p m sigma Hp Hm Hs. split.
-  - unfold IH, softmax_avg. simpl. pose proof (exp_pos (dotv 2 (xw 3) (xw 1) / sigma - m * 1)). field. lra.
-  - unfold TF, softmax_avg, l2_keys. cbn [seq sumR]. rewrite causal_dot1, causal_dot2, causal_dot3.
+  intros d p m sigma Hd Hp Hm Hs. split.
+  - unfold IH, softmax_avg. simpl. pose proof (exp_pos (dotv d (xw 3) (xw 1) / sigma - m * 1)). field. lra.
+  - unfold TF, softmax_avg, l2_keys. cbn [seq sumR]. rewrite !dotv_xw3 by lia.
+    rewrite causal_dot1, causal_dot2, causal_dot3.
     simpl xw. simpl INR. set (r := exp (- p)).
     assert (Hr : 0 < r <= 1) by (unfold r; split; [apply exp_pos | rewrite <- exp_0; apply exp_le_mono; lra]).
     assert (H2 : r / (r + 1) <= 1 / 2) by (apply (Rmult_le_reg_r (2 * (r + 1))); [lra |]; field_simplify; lra).
@@ -739,9 +748,25 @@ Proof.
     field_simplify; [lra | lra].
 Qed.
 
-Theorem theorem1_causal_error : forall p m sigma, 0 <= p -> 0 <= m -> 0 < sigma ->
-  1 / 2 < Rabs (TF false false 2 3 xw p m sigma 1 - IH 2 3 xw m sigma 1).
+Theorem theorem1_causal_error : forall d p m sigma, (2 <= d)%nat -> 0 <= p -> 0 <= m -> 0 < sigma ->
+  1 / 2 < Rabs (TF false false d 3 xw p m sigma 1 - IH d 3 xw m sigma 1).
 Proof.
-  intros p m sigma Hp Hm Hs. destruct (theorem1_causal_refuted p m sigma Hp Hm Hs) as [HI HT].
+  intros d p m sigma Hd Hp Hm Hs. destruct (theorem1_causal_refuted d p m sigma Hd Hp Hm Hs) as [HI HT].
   rewrite HI. rewrite Rabs_left by lra. lra.
 Qed.
+
+(** ** Theorem 1's construction over Q (for [Compute]): layer 1's weights with r = e^{-p} given as a
+    rational, and the layer-2 scores x_L . y_s on a token sequence (orthonormal tokens). *)
+
+Open Scope Q_scope.
+
+Fixpoint qpow (r : Q) (n : nat) : Q := match n with O => 1 | S n' => r * qpow r n' end.
+
+Definition l1_weightQ (strict : bool) (r : Q) (s tau : nat) : Q :=
+  qpow r (l1_top strict s - tau) / sumQ (l1_keys strict s) (fun t => qpow r (l1_top strict s - t)).
+
+(** x_L . y_s for a token sequence [tok] (inner product 1 on equal tokens, 0 otherwise). *)
+Definition l2_scoreQ (strict : bool) (r : Q) (tok : nat -> nat) (L s : nat) : Q :=
+  sumQ (l1_keys strict s) (fun tau => l1_weightQ strict r s tau * (if Nat.eqb (tok tau) (tok L) then 1 else 0)).
+
+Close Scope Q_scope.
