@@ -150,7 +150,7 @@ class Figure:
             raise ValueError(f"unknown figure rule {self.rule!r}; valid: {', '.join(FIGURE_RULES)}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"figure": self.figure, "paper": to_jsonable(self.paper), "ours": to_jsonable(self.ours),
+        return {"figure": self.figure, "paper": to_jsonable(self.paper), "ours": at_resolution(to_jsonable(self.ours, digits=FLOAT_DIGITS)),
                 "reproduced": bool(self.reproduced), "note": self.note, "rule": self.rule}
 
 
@@ -161,8 +161,6 @@ FIGURE_RULES = {
                 "last digit, ends included)",
     "ci": "the printed value's rounding interval meets our 95% confidence interval",
     "bound": "ours satisfies the inequality the source prints",
-    "tolerance": "ours within a stated tolerance of a value the source asserts (an identity's 0) or that we compute "
-                 "from a formula it prints (then both values are ours)",
     "not computed": "the source prints it; we have no value of ours (counted as not reproduced)",
 }
 
@@ -307,18 +305,68 @@ class Evidence:
     def to_dict(self, drop: frozenset[str] = frozenset()) -> dict[str, Any]:
         """A JSON-ready dict (sympy numbers and Fractions become strings/floats); the typed
         ``solver`` slot is shown through ``numbers`` and left out here.  Keys in ``drop`` are left
-        out at every depth (a report leaves out heavy certificates without converting them)."""
-        return to_jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "solver"},
-                           drop)
+        out at every depth (a report leaves out heavy certificates without converting them).
+
+        Measured floats are written to :data:`FLOAT_DIGITS` significant digits, and a numeric layer's
+        ``numbers`` and ``witness`` at the resolution :data:`ROUNDING_LEVEL` (:func:`at_resolution`): the
+        JSON carries no digit that depends on the CPU's vector width (README, "JSON schema `verify/1`",
+        lists the fields that still may)."""
+        d = to_jsonable({f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "solver"},
+                        drop, digits=FLOAT_DIGITS)
+        if self.layer == Layer.NUMERIC:
+            for k in ("numbers", "witness"):
+                if k in d:
+                    d[k] = at_resolution(d[k])
+        return d
 
 
-def to_jsonable(obj: Any, drop: frozenset[str] = frozenset()) -> Any:
+#: significant digits of a measured float in the JSON (:meth:`Evidence.to_dict`, :meth:`Figure.to_dict`).  float64
+#: carries 15-17; in these checks the digits past the 10th differ between CPUs (a reduction's order follows the
+#: vector width: pr26 margins by up to 3e-12 relative, kvshift24:theorem1's fitted rates by 2e-11), so they are
+#: rounded away.  Inputs (``params``) and exact values (Fractions: ``"p/q"``; ints) are never rounded.  A value computed
+#: in float32 (ws24's layer-1 scores) still differs from about its 7th digit: README, "JSON schema `verify/1`".
+FLOAT_DIGITS = 10
+
+#: a float computed in float64 from O(1) quantities (logits, probabilities, relative deviations) cannot be resolved
+#: below this magnitude (a few thousand units of float64 rounding, 2^-53 = 1.1e-16): a numeric layer's value under it
+#: is a rounding-level quantity whose digits are noise (ws24:prop4's max_abs_error was 1.6653345369377348e-16 on one
+#: CPU, kvshift24:decode's float64 deviation 1.8e-16 on one and 1.2e-16 on another)
+ROUNDING_LEVEL = 1e-12
+
+#: how a rounding-level value is written: a bound on its magnitude (its sign and digits are noise)
+ROUNDING_BOUND = "|x| < 1e-12"
+
+
+def at_resolution(obj: Any) -> Any:
+    """``obj`` (JSON-ready) with its floats at the absolute resolution :data:`ROUNDING_LEVEL`: a nonzero float of
+    magnitude below it becomes :data:`ROUNDING_BOUND`, any other is rounded to 12 decimal places (so 7.4245289065e-07,
+    whose last digits moved with the CPU, is written 7.42453e-07).  Exact zeros, ints, bools and strings (exact
+    rationals) are kept."""
+    if isinstance(obj, float):
+        if obj != 0.0 and abs(obj) < ROUNDING_LEVEL:
+            return ROUNDING_BOUND
+        return round(obj, 12)
+    if isinstance(obj, dict):
+        return {k: at_resolution(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [at_resolution(v) for v in obj]
+    return obj
+
+
+def fmt_measured(x: float, spec: str = ".2g") -> str:
+    """A measured float64 value for a sentence: ``format(x, spec)``, or ``"< 1e-12"`` when it is nonzero and at
+    rounding level (:data:`ROUNDING_LEVEL`), so that a summary quoting it reads the same on every CPU."""
+    return f"< {ROUNDING_LEVEL:g}" if 0 < abs(x) < ROUNDING_LEVEL else format(x, spec)
+
+
+def to_jsonable(obj: Any, drop: frozenset[str] = frozenset(), digits: int | None = None) -> Any:
     """Convert nested values (dataclasses, sympy, Fraction, numpy, torch scalars) to JSON types.
 
-    Exact rationals are written as strings ``"p/q"`` so that no precision is lost;
-    floats stay floats; a dataclass instance becomes the dict of its fields, in order (as
-    ``dataclasses.asdict`` gives, without its deep copy); anything else unknown becomes
-    ``str(obj)``.  Mapping keys in ``drop`` are left out at every depth.
+    Exact rationals are written as strings ``"p/q"`` so that no precision is lost; ints stay ints;
+    floats stay floats, rounded to ``digits`` significant digits when given (measured values:
+    :data:`FLOAT_DIGITS`; ``None`` keeps every digit, for inputs); a dataclass instance becomes the dict
+    of its fields, in order (as ``dataclasses.asdict`` gives, without its deep copy); anything else
+    unknown becomes ``str(obj)``.  Mapping keys in ``drop`` are left out at every depth.
     """
     if isinstance(obj, enum.Enum):
         return to_jsonable(obj.value)
@@ -327,22 +375,22 @@ def to_jsonable(obj: Any, drop: frozenset[str] = frozenset()) -> Any:
     if isinstance(obj, float):
         if obj != obj or obj in (float("inf"), float("-inf")):
             return str(obj)
-        return obj
+        return obj if digits is None else float(f"{obj:.{digits}g}")
     if isinstance(obj, Fraction):
         return str(obj)
     if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v, drop) for k, v in obj.items() if str(k) not in drop}
+        return {str(k): to_jsonable(v, drop, digits) for k, v in obj.items() if str(k) not in drop}
     if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v, drop) for v in obj]
+        return [to_jsonable(v, drop, digits) for v in obj]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name), drop) for f in dataclasses.fields(obj)}
+        return {f.name: to_jsonable(getattr(obj, f.name), drop, digits) for f in dataclasses.fields(obj)}
     # numpy / torch scalars
     item = getattr(obj, "item", None)
     if callable(item) and getattr(obj, "ndim", 1) == 0:
-        return to_jsonable(item())
+        return to_jsonable(item(), drop, digits)
     tolist = getattr(obj, "tolist", None)
     if callable(tolist):
-        return to_jsonable(tolist())
+        return to_jsonable(tolist(), drop, digits)
     # sympy numbers
     try:
         import sympy
