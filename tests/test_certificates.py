@@ -235,3 +235,137 @@ def test_cvc5_wall_clock_limit_is_enforced(monkeypatch):
     t0 = time.perf_counter()
     answer, reason = certify.cvc5_opinion("(declare-fun x () Real)", 200, 0)
     assert answer == "unknown" and "wall-clock" in reason and time.perf_counter() - t0 < 5
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# One forged certificate per rule of the checker (issue 23, item 7).  Each forgery breaks one rule and would be accepted
+# as a contradiction by a checker without that rule (the systems are feasible, or a product row claims to be what it is
+# not), and each is refused for that rule's reason; VALID shows the same shapes accepted when they are sound.
+
+
+def _r(coeffs: dict, op: str, rhs: str) -> dict:
+    return {"coeffs": coeffs, "op": op, "rhs": rhs}
+
+
+#: sound certificates using every row kind: x + y + z <= 1, x >= 1, y > 0, z = 0 (multiplier -1 on the equality)
+#: sums to 0 < 0; x <= 0, x >= 1 sums to 0 <= -1
+VALID = {
+    "strict, equality taken negatively": ([_r({"x": "1", "y": "1", "z": "1"}, "<=", "1"), _r({"x": "-1"}, "<=", "-1"),
+                                          _r({"y": "-1"}, "<", "0"), _r({"z": "1"}, "=", "0")], ["1", "1", "1", "-1"]),
+    "negative right-hand side": ([_r({"x": "1"}, "<=", "0"), _r({"x": "-1"}, "<=", "-1")], ["1/2", "1/2"]),
+}
+
+FORGED = {
+    # sign of each multiplier by row kind: x <= 1 and x <= 2 (feasible), weighted 1 and -1: 0 <= -1
+    "negative multiplier on '<='": ([_r({"x": "1"}, "<=", "1"), _r({"x": "1"}, "<=", "2")], ["1", "-1"], "negative"),
+    "negative multiplier on '<'": ([_r({"x": "1"}, "<", "1"), _r({"x": "1"}, "<", "2")], ["1", "-1"], "negative"),
+    # a '>=' row is not a relation of the format: read as '<=' it would refute x >= 0, x >= 1
+    "unknown relation '>='": ([_r({"x": "1"}, ">=", "0"), _r({"x": "-1"}, "<=", "-1")], ["1", "1"], "unknown relation"),
+    # cancellation of every variable: the one left over appears only in the last row / is sorted last / a monomial
+    "variable left in the last row": ([_r({"x": "1"}, "<=", "0"), _r({"x": "-1", "w": "1"}, "<=", "-1")], ["1", "1"],
+                                      "variable w"),
+    "variable sorted last left": ([_r({"a": "1", "zz": "1"}, "<=", "0"), _r({"a": "-1"}, "<=", "-1")], ["1", "1"],
+                                  "variable zz"),
+    "variable left with a partial cancellation": ([_r({"x": "1", "y": "1"}, "<=", "0"), _r({"x": "-1", "y": "-1/2"}, "<=", "-1")],
+                                                  ["1", "1"], "variable y with coefficient 1/2"),
+    "monomial left": ([_r({"x": "1", "x*y": "1"}, "<=", "0"), _r({"x": "-1"}, "<=", "-1")], ["1", "1"], "variable x*y"),
+    # strict right-hand side: 0 <= 0 is no contradiction, nor 0 < c for c > 0
+    "every multiplier zero": ([_r({"x": "1"}, "<=", "0"), _r({"x": "-1"}, "<", "0")], ["0", "0"], "0 <= 0"),
+    "rhs 0, no strict row": ([_r({"x": "1"}, "<=", "0"), _r({"x": "-1"}, "<=", "0")], ["1", "1"], "no strict row"),
+    "rhs 0, strict row weighted 0": ([_r({"x": "1"}, "<=", "0"), _r({"x": "-1"}, "<=", "0"), _r({"y": "-1"}, "<", "0")],
+                                     ["1", "1", "0"], "no strict row"),
+    "strict row but rhs positive": ([_r({"x": "1"}, "<", "1"), _r({"x": "-1"}, "<", "0")], ["1", "1"], "0 <= 1"),
+    # the rows are the rows: a product row must be the product it names, of earlier base rows
+    "product row not the product": ([_r({"x": "1"}, "<=", "1"), _r({"y": "1"}, "<=", "1"),
+                                     {**_r({}, "<=", "-1"), "product_of": [0, 1]}], ["0", "0", "1"], "not the product"),
+    "product of a later row": ([{**_r({"x": "1"}, "<=", "-1"), "product_of": [0, 1]}, _r({"x": "1"}, "<=", "1")],
+                               ["1", "0"], "earlier base rows"),
+}
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_sound_certificate_of_every_row_kind_is_accepted(name):
+    rows, ys = VALID[name]
+    ok, why = check_farkas(rows, ys)
+    assert ok, why
+
+
+@pytest.mark.parametrize("name", FORGED)
+def test_each_rule_refuses_its_forgery(name):
+    rows, ys, reason = FORGED[name]
+    ok, why = check_farkas(rows, ys)
+    assert not ok and reason in why, why
+    ok, why = check_certificate({"kind": "farkas", "cases": [{"rows": rows, "multipliers": ys}]})
+    assert not ok and why.startswith("case 0:")
+
+
+def test_every_case_must_refute():
+    good_rows, good_ys = VALID["negative right-hand side"]
+    bad_rows, bad_ys, _ = FORGED["every multiplier zero"]
+    cases = [{"rows": good_rows, "multipliers": good_ys}, {"rows": bad_rows, "multipliers": bad_ys}]
+    ok, why = check_certificate({"kind": "farkas", "cases": cases})
+    assert not ok and why.startswith("case 1:")
+    assert not check_certificate({"kind": "farkas", "cases": []})[0]
+
+
+def _zeroed(path):
+    """A forger who sets every multiplier of a real file to 0 (the rows, hence the encoding hash, unchanged)."""
+    doc = json.loads(path.read_text())
+    for case in doc["certificate"]["cases"]:
+        case["multipliers"] = ["0"] * len(case["multipliers"])
+    path.write_text(json.dumps(doc))
+
+
+def test_all_zero_multipliers_refused_with_resealed_manifest_and_under_rebuild(tmp_path, capsys):
+    """The issue's forgery: a real certificate's multipliers all 0, manifest re-hashed.  Its rows are the claim's own
+    encoding, so only the strict right-hand-side rule can refuse it: plain recheck, --rebuild and the CLI all must."""
+    from verify.proofs.certificates import rebuild_check
+    from verify.proofs.cli import main
+
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    paths = _write(run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",)), tmp_path)
+    victim = paths[-1]
+    _zeroed(victim)
+    _reseal(tmp_path)
+    assert rebuild_check(tmp_path) == ([], [])  # the rows are genuine: the encoding tie cannot see this forgery
+    bad = [(f, why) for f, ok, why in recheck_dir(tmp_path) if not ok]
+    assert [f for f, _ in bad] == [victim] and "no contradiction" in bad[0][1]
+    for extra in ([], ["--rebuild"]):
+        code = main(["recheck", str(tmp_path), "--format", "json", *extra])
+        doc = json.loads(capsys.readouterr().out)
+        assert code == 1 and doc["valid"] is False
+        assert [f["file"] for f in doc["files"] if not f["valid"]] == [str(victim)]
+
+
+def test_each_field_of_a_row_is_tied_to_the_encoding(tmp_path):
+    """The row set tied to the encoding: a coefficient, a relation or a right-hand side edited in one row of a real
+    file is refused by the file's own hash; re-hashed and resealed, by --rebuild (the claim's encoding differs)."""
+    import shutil
+
+    from verify.proofs.certificates import rebuild_check
+    from verify.solver.recheck import encoding_hash
+
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    base = tmp_path / "base"
+    paths = _write(run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",)), base)
+    victim = paths[-1].name
+
+    def coeff(row):
+        var = sorted(row["coeffs"])[0]
+        row["coeffs"][var] = str(F(row["coeffs"][var]) * 2)
+
+    edits = {"coeffs": coeff, "op": lambda row: row.update(op="<" if row["op"] == "<=" else "<="),
+             "rhs": lambda row: row.update(rhs=str(F(row["rhs"]) - 1))}
+    for field_name, edit in edits.items():
+        d = tmp_path / field_name
+        shutil.copytree(base, d)
+        doc = json.loads((d / victim).read_text())
+        edit(next(r for r in doc["certificate"]["cases"][0]["rows"] if r["coeffs"] and r["op"] != "="))
+        (d / victim).write_text(json.dumps(doc))
+        _reseal(d)
+        assert "recorded hash" in recheck_file(d / victim)[1], field_name
+        doc["encoding_sha256"] = encoding_hash([c["rows"] for c in doc["certificate"]["cases"]])
+        (d / victim).write_text(json.dumps(doc))
+        _reseal(d)
+        bad, missing = rebuild_check(d)
+        assert [(f.name, "not the encoding" in why) for f, _, why in bad] == [(victim, True)] and not missing, field_name
