@@ -7,9 +7,12 @@ c_t, c_n, c_q, c_o) evaluated with ``Compute``, against ``verify.constructions.k
 values (``kvsa_terms`` + ``evaluate`` with the same exp table, collected by token); the Coq constant
 (0.0118, 0.0119) for Eq. 10 as printed minus the limit at T = 16, (0, 0) against the numeric layer's
 ``t3_formula``; pr26's ceil(L/2) and the maximiser 8833 against ``pe.ceil_half`` and the symbolic layer's
-interval proof.
+interval proof; kvshift24 Theorem 1's layer-1 weights and layer-2 scores x_L . y_s over Q (r = e^-p
+rational) against ``t1_terms`` + ``logits`` for both key ranges, and the causal witness (A, B, A) against the
+Python construction in floats.
 Faults: 8833 replaced by 8832 (Prop. 3), Eq. 10 as printed (beta2 a2) or the plotting code's a2 + beta2
-in place of Appendix C's form, and the as-printed form replaced by Appendix C's, must each no longer compile.
+in place of Appendix C's form, the as-printed form replaced by Appendix C's, layer 2 as displayed with the key
+s = L added, and the causal counterexample stated for the displayed ranges must each no longer compile.
 
 Needs coqc: skipped without it, failed under CI.
 """
@@ -234,3 +237,66 @@ def test_pr26_interval_compiles_unchanged(tmp_path):
     need_coq()
     rc, out = compiles(tmp_path, P3, (THEORIES / f"{P3}.v").read_text())
     assert rc == 0, out
+
+
+# ------------------------------------------------------------------------------ kvshift24 Theorem 1
+
+T1_SEQS = ((0, 1, 0), (0, 1, 2, 0, 1), (3, 1, 3, 2, 1, 3, 0))
+
+
+@pytest.mark.parametrize("masks", ["as-displayed", "causal"])
+def test_theorem1_layer_scores_match_python(k3, masks):
+    """Layer 1's weights (r = e^-p as a rational) and layer 2's scores x_L . y_s on token sequences: the Coq
+    definitions over Q against t1_terms + logits (sigma = 1, m = 0)."""
+    strict = "true" if masks == "as-displayed" else "false"
+    exprs, expected = [], []
+    for r in (Fraction(1, 3), Fraction(2, 5)):
+        for toks in T1_SEQS:
+            L = len(toks)
+            terms = kc.t1_terms(L, r, masks, Fraction(1))
+            expected.append(kc.logits(terms, lambda i, t=toks, L=L: Fraction(1) if i and t[i - 1] == t[L - 1] else Fraction(0),
+                                      Fraction(1), Fraction(0), Fraction(0)))
+            exprs.append(f"List.map (fun s => Qred (l2_scoreQ {strict} {q_lit(r)} {_coq_tok(list(toks))} {L} s)) "
+                         f"(l2_keys {strict} {L})")
+            # the layer-1 weights of the last key, tau by tau
+            s = terms[-1].s
+            expected.append([w for w, _ in terms[-1].key])
+            taus = [tau for _, tau in terms[-1].key]
+            exprs.append(f"List.map (fun tau => Qred (l1_weightQ {strict} {q_lit(r)} {s} tau)) "
+                         f"[{'; '.join(f'{t}%nat' for t in taus)}]")
+    out = coq_compute(K3, exprs, theories=k3, workdir=k3 / "work", preamble=PRE)
+    assert [parse_q_list(o) for o in out] == expected
+
+
+@pytest.mark.parametrize("p", [0.0, 1.0, 5.0, 30.0])
+def test_theorem1_causal_witness_consistent_with_python(p):
+    """The Coq witness (A, B, A) under standard causal masks: the Python construction (t1_terms, float exp)
+    gives IH's B coordinate 1 and TF's below 1/2 at every (p, m, sigma) tried, as the theorem says."""
+    import math
+
+    toks = ("A", "B", "A")
+
+    def dot(i: int) -> float:
+        return 1.0 if i and toks[i - 1] == toks[2] else 0.0
+
+    for m in (0.0, 0.5, 2.0):
+        for sigma in (0.25, 1.0, 4.0):
+            tf = kc.by_token(kc.evaluate(kc.t1_terms(3, math.exp(-p), "causal", 1.0), dot, sigma, m, math.exp, 0.0), toks, 0.0)
+            ih = kc.by_token(kc.evaluate(kc.ih_terms(3), dot, sigma, m, math.exp, 0.0), toks, 0.0)
+            assert ih["B"] == pytest.approx(1.0)
+            assert tf["B"] < 0.5
+
+
+def test_fault_theorem1_layer2_boundary_is_refused(tmp_path):
+    """Layer 2 as displayed with the key s = L added (s = 2..L): the as-displayed bound no longer compiles."""
+    need_coq()
+    rc, _ = _fault(tmp_path, K3, "if interior then seq 2 (L - 2) else seq 1 L", "if interior then seq 2 (L - 1) else seq 1 L")
+    assert rc != 0
+
+
+def test_fault_theorem1_causal_with_displayed_ranges_is_refused(tmp_path):
+    """The causal counterexample stated for the displayed ranges (which do approximate IH) must not compile."""
+    need_coq()
+    rc, _ = _fault(tmp_path, K3, "IH d 3 xw m sigma 1 = 1 /\\ TF false false d 3 xw p m sigma 1 < 1 / 2.",
+                   "IH d 3 xw m sigma 1 = 1 /\\ TF true true d 3 xw p m sigma 1 < 1 / 2.")
+    assert rc != 0
