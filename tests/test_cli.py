@@ -132,3 +132,48 @@ def test_inconclusive_is_exit_3(capsys, monkeypatch):
     monkeypatch.setattr(sol, "check", unknown)
     rc, out, _ = run(capsys, "theorem2", "--orientation", "read-score", "--layers", "symbolic,solver")
     assert rc == 3 and "INCONCLUSIVE" in out
+
+
+# ------------------------------------------------------------------ --expect: the user's file wins (issue 23, item 8)
+
+
+def _expect_all(capsys, monkeypatch, tmp_path, text: str, recorded: dict | None = None):
+    """'verify all --expect FILE' over ws24:theorem2 alone (symbolic layer: the three variants in under a second),
+    with the claim's recorded expectations replaced by ``recorded`` when given."""
+    import dataclasses
+
+    from verify.proofs import ws24
+
+    claim = ws24.THEOREM2 if recorded is None else dataclasses.replace(ws24.THEOREM2, expected=recorded)
+    monkeypatch.setattr(registry, "all_claims", lambda: [claim])
+    exp = tmp_path / "expect.txt"
+    exp.write_text(text)
+    code, out, _ = run(capsys, "all", "--expect", str(exp), "--layers", "symbolic", "--quiet", "--format", "json",
+                       "--no-timings", "--jobs", "1")
+    doc = json.loads(out)
+    return code, doc["changes"], {r["run_id"]: (r["verdict"], r["expected"]) for r in doc["results"]}
+
+
+def test_expect_overrides_the_recorded_expectation_that_agrees(capsys, monkeypatch, tmp_path):
+    """The recorded expectation (HOLDS WITH FIX) equals the verdict; the user's file says FAILS: exit 1."""
+    code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[read-score]: FAILS\n")
+    assert res["ws24:theorem2[read-score]"] == ("HOLDS WITH FIX", "FAILS")
+    assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX"]
+    # the variants the file does not name keep their recorded expectation
+    assert res["ws24:theorem2[as-written]"] == ("FAILS", "FAILS") and res["ws24:theorem2[transposed]"] == ("FAILS", "FAILS")
+
+
+def test_expect_overrides_the_recorded_expectation_that_disagrees(capsys, monkeypatch, tmp_path):
+    """A stale recorded expectation (HOLDS) that the user's file corrects to the verdict: exit 0, nothing changed;
+    without the file the same run exits 1."""
+    stale = {"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS"}
+    code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[read-score]: HOLDS WITH FIX\n", stale)
+    assert (code, changes, res["ws24:theorem2[read-score]"]) == (0, [], ("HOLDS WITH FIX", "HOLDS WITH FIX"))
+    code, changes, _ = _expect_all(capsys, monkeypatch, tmp_path, "# nothing\n", stale)
+    assert code == 1 and changes == ["ws24:theorem2[read-score]: HOLDS -> HOLDS WITH FIX"]
+
+
+def test_expect_star_applies_to_every_variant(capsys, monkeypatch, tmp_path):
+    code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[*]: FAILS\n")
+    assert {k: e for k, (_, e) in res.items()} == {f"ws24:theorem2[{v}]": "FAILS" for v in ("as-written", "transposed", "read-score")}
+    assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX"]
