@@ -52,7 +52,9 @@ STATEMENTS = (
                "-log(e^{c_t} / (e^{c_t} + 2 e^{c_n} + e^{c_q} + (T - 4) e^{c_o})) with S = e^{alpha2} + "
                "2 e^{alpha1} + T - 2, a1 = e^{alpha1}/S, a2 = e^{alpha2}/S, c_t = a2 beta1 + beta2/S, "
                "c_n = beta1/S + beta2 a1 (the x_{i-1} and x_T logits), c_q = 2 a1 beta1 + a2 beta2, "
-               "c_o = (beta1 + beta2)/S. The minimiser (0, 1) is not part of the Coq statement.")),
+               "c_o = (beta1 + beta2)/S. Not in the Coq statement: the step from N(0, I/d) embeddings to the "
+               "orthonormal idealisation (inner products -> 0 or 1 as d -> infinity, the loss continuous in them), "
+               "which is argued, and the minimiser (0, 1).")),
     S(claim="kvshift24:theorem3", variant="as-printed", theory="Kvshift24Analytic",
       theorem="theorem3_as_printed_refuted", role="refutes", covers=_T3_COVERS,
       reading=("For every T >= 4, every input in Theorem 3's setting (" + _T3_SETTING + ") and all real "
