@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -73,8 +74,11 @@ class KernelUnavailable(RuntimeError):
 def coq_version() -> str | None:
     """The version coqc reports (``"8.16.1"``), or None when coqc is not on the PATH."""
     exe = shutil.which("coqc")
-    if exe is None:
-        return None
+    return None if exe is None else _version_of(exe)
+
+
+@functools.lru_cache(maxsize=8)
+def _version_of(exe: str) -> str | None:
     try:
         out = subprocess.run([exe, "--print-version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
