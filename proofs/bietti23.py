@@ -51,6 +51,10 @@ def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
                             optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command)
 
 
+#: what the --full run measured (kept beside the code that produced it; the README row quotes it)
+MEASURED = "Measured: see the README row (filled from the --full run)."
+
+
 PROBES = Claim(
     id="bietti23:probes",
     title="memory-recall probes of the trained two-layer model",
@@ -65,29 +69,27 @@ PROBES = Claim(
     checks={"numeric": _numeric},
     expected={"": "INCONCLUSIVE"},
     validate=_validate,
-    caveats=("The authors' previous-token probe takes the argmax over every position s in [0, T-2], future positions "
-             "included (a stricter test than attention can need); the causal reading (s <= t) is reported beside it. "
-             "The verdict uses the authors' reading.",
-             "Data: the shipped corpus (numeric/data/corpus.txt, an original text of about 4.4 KB, 48 distinct "
-             "characters) in place of Tiny Shakespeare (65 characters); triggers drawn from the unigram marginal per "
-             "sequence, outputs uniform (the code's ihead_data.py); loss on in-context outputs only (loss_head_only).",
-             "Verdict rule: INCONCLUSIVE unless the trained model's in-context accuracy reaches 0.5 and its layer-1 "
-             "attention puts its causal argmax on t - 1 at >= 0.5 of positions (a model without a previous-token head "
-             "says nothing about the memories the probes read); then HOLDS when every probe mean is >= 0.9, else FAILS.",
-             "CPU scale: d = 128, T = 64 (the paper's runs use T = 256), batch 32 per seed, 400 Adam steps (lr 0.01, "
-             "weight decay 1e-4), 2 seeds. Adam departs from the authors' SGD with momentum (batch 512 on a GPU): with "
-             "SGD at CPU budgets (d = 32, T = 256, 150 steps, lr 0.5) the model did not learn the task (in-context "
-             "accuracy 0.14) and with Adam at d = 32 the 256 random positions do not fit in 32 dimensions (accuracy "
-             "0.25-0.33), hence d = 128 and T = 64. The paper plots the probes over training; no single published "
-             "number is compared.",
-             "Measured at the defaults: the model learns the task (in-context accuracy 0.857; 0.955 after 1000 steps) "
-             "but its layer-1 attention is on t - 1 at only about 0.31 of positions, the positional previous-token "
-             "probe recalls 0.35 (0.44 after 1000 steps) and the induction-key probe 0.34 (0.54): the task is solved "
-             "by a route other than the previous-token/induction memories (not identified here), so the gate keeps the "
-             "verdict INCONCLUSIVE rather than FAILS. Whether the probes "
-             "reach 0.9 at the paper's scale (T = 256, batch 512, many more steps) is not settled here."),
-    cost="numeric ~30-40 s at the defaults (400 Adam steps at d = 128, T = 64, one thread; a second run reads the lab "
-         "cache); --full: 1600 steps, ~2-3 min",
+    caveats=("The authors' previous-token probe (test_wk0) takes the argmax over every position s in [0, T-2], future "
+             "positions included (a stricter test than attention needs); the causal reading (s <= t) is reported beside "
+             "it. The verdict uses the authors' reading.",
+             "Data: the README run of ihead_basic_main.py (fixed triggers: the k = 5 most frequent tokens; outputs "
+             "uniform per sequence; loss on outputs from their second occurrence, loss_head_only) on the shipped corpus "
+             "(numeric/data/corpus.txt, about 4.4 KB, 48 distinct characters) in place of Tiny Shakespeare (65). With "
+             "fixed triggers the code's induction-key probe (test_wk1) ranges over the k triggers. --triggers random "
+             "draws them per sequence (the code's default, test_wk1 over every token).",
+             "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 and the authors' first-layer probe "
+             "(score_acc: the layer-1 attention argmax on the trigger, at the position after it) reaches 0.5; then "
+             "HOLDS when every probe mean is >= 0.9; a probe below 0.9 FAILS the statement only once converged (moved "
+             "< 0.02 between half the steps and all of them), else INCONCLUSIVE with the command that trains 4x longer.",
+             "Sizes: the README run is d = 256, T = 256, batch 512, SGD lr 0.03, 1000 iterations on a GPU. Default here: "
+             "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
+             "1e-4), 400 steps (--full: 1600), 2 seeds batched. The README run's size is reachable with --d 256 --T 256 "
+             "--batch 512 --lr 0.03 --steps 250 --full (measured here: ~4.7 s per step and seed at d = 256, T = 256, "
+             "batch 512 on one unloaded core, so ~80 min per seed). The paper plots the probes over training; no single "
+             "published number is compared.",
+             MEASURED),
+    cost="numeric ~2-4 min at the defaults (400 SGD steps x 2 seeds at d = 128, T = 128, one thread; a second run reads "
+         "the lab cache); --full: 1600 steps plus 800 for the convergence check, ~15-25 min on a loaded 2-core machine",
     heavy=True,
 )
 
