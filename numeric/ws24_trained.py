@@ -179,23 +179,139 @@ EARLY = (2, 64)
 LATE_FROM = 129
 #: a previous-token head counts as formed when its early recall is at least this (the gate)
 FORMED = 0.5
-#: late recall may sit this far below early recall and still count as "not below" (sampling)
-SLACK = 0.05
+#: the falsifier's test, stated up front: one-sided paired t-test of late minus early recall across seeds,
+#: H0 "late is not below early" (mean difference >= 0) against H1 "late falls below early", level ALPHA
+ALPHA = 0.05
+#: the smallest drop of late below early recall that matters; the test's power is computed against it
+DELTA = 0.05
+#: the power against DELTA the test must have before a non-rejection counts as HOLDS
+POWER = 0.8
+#: evaluation sequences per seed and the chunk they are scored in (memory: chunk x T^2 float64 per seed)
+EVAL_CHUNK = 8
 
 
-def late_not_below(early: float, late: float, slack: float = SLACK) -> bool:
-    """The falsifier's comparison: late recall is 'not below' early recall when late >= early - slack."""
-    return late >= early - slack
+def t_cdf(x: float, nu: int) -> float:
+    """P(T <= x) for Student's t with ``nu`` degrees of freedom (regularised incomplete beta, mpmath)."""
+    import mpmath as mp
+
+    tail = 0.5 * mp.betainc(nu / 2.0, 0.5, 0, nu / (nu + x * x), regularized=True)
+    return float(tail if x < 0 else 1 - tail)
+
+
+def t_quantile(p: float, nu: int) -> float:
+    """The p-quantile of Student's t with ``nu`` degrees of freedom (bisection on :func:`t_cdf`, to 1e-12)."""
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_cdf(mid, nu) < p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-12:
+            break
+    return (lo + hi) / 2
+
+
+def nct_cdf(x: float, nu: int, ncp: float) -> float:
+    """P(T' <= x) for the noncentral t (``nu`` degrees of freedom, noncentrality ``ncp``):
+    T' = (Z + ncp) / sqrt(W / nu), W ~ chi^2_nu, so P = E_W[Phi(x sqrt(W / nu) - ncp)] (mpmath quadrature)."""
+    import mpmath as mp
+
+    def dens(w: Any) -> Any:
+        return mp.exp((nu / 2.0 - 1) * mp.log(w) - w / 2 - (nu / 2.0) * mp.log(2) - mp.loggamma(nu / 2.0))
+
+    return float(mp.quad(lambda w: mp.ncdf(x * mp.sqrt(w / nu) - ncp) * dens(w), [0, nu, 4 * nu + 40, mp.inf]))
+
+
+def drop_power(n: int, sd: float, delta: float = DELTA, alpha: float = ALPHA) -> float:
+    """Power of the one-sided paired t-test with ``n`` seeds at level ``alpha`` against a true drop ``delta``
+    (mean late - early = -delta) when the per-seed differences have standard deviation ``sd``."""
+    if n < 2:
+        return 0.0
+    if sd == 0:
+        return 1.0
+    return nct_cdf(t_quantile(alpha, n - 1), n - 1, -delta * math.sqrt(n) / sd)
+
+
+def seeds_for_power(sd: float, power: float = POWER, delta: float = DELTA, alpha: float = ALPHA,
+                    cap: int = 4096) -> int | None:
+    """The fewest seeds whose test reaches ``power`` against ``delta`` at this ``sd`` (None beyond ``cap``)."""
+    n = 2
+    while n <= cap:
+        if drop_power(n, sd, delta, alpha) >= power:
+            return n
+        n = n + 1 if n < 64 else n * 2
+    return None
+
+
+def drop_test(early: Sequence[float], late: Sequence[float], alpha: float = ALPHA, delta: float = DELTA,
+              power: float = POWER) -> dict[str, Any]:
+    """The falsifier's one-sided paired t-test on per-seed recalls (stated up front).
+
+    d_i = late_i - early_i over seeds; t = mean(d) / (sd(d) / sqrt(n)); the falsifier fires ("late falls
+    below early") when t < t_{alpha, n-1}.  Otherwise its power against a drop of ``delta``, at the observed
+    sd, decides whether the non-rejection counts: ``outcome`` is "fails" (rejected), "holds" (not rejected,
+    power >= ``power``) or None (too few seeds: not rejected without that power; ``seeds_needed`` says how many).
+    """
+    n = len(early)
+    if n != len(late):
+        raise ValueError(f"early and late recalls differ in length: {n} and {len(late)}")
+    d = [b - a for a, b in zip(early, late)]
+    mean = sum(d) / n if n else 0.0
+    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n >= 2 else float("nan")
+    out: dict[str, Any] = {"n_seeds": n, "mean_difference": mean, "sd_difference": sd, "alpha": alpha, "delta": delta,
+                           "required_power": power}
+    if n < 2:
+        return {**out, "outcome": None, "t": None, "p_value": None, "critical_t": None, "power": 0.0,
+                "seeds_needed": None, "reason": "a paired test needs at least 2 seeds"}
+    crit = t_quantile(alpha, n - 1)
+    if sd == 0:
+        t, pval = (-math.inf if mean < 0 else math.inf if mean > 0 else 0.0), (0.0 if mean < 0 else 1.0)
+    else:
+        t = mean / (sd / math.sqrt(n))
+        pval = t_cdf(t, n - 1)
+    pw = drop_power(n, sd, delta, alpha)
+    rejected = pval < alpha
+    outcome = "fails" if rejected else ("holds" if pw >= power else None)
+    need = None if rejected or pw >= power else seeds_for_power(sd, power, delta, alpha)
+    return {**out, "t": t, "p_value": pval, "critical_t": crit, "power": pw, "rejected": rejected,
+            "outcome": outcome, "seeds_needed": need}
+
+
+def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Sequence[int], n_eval: int,
+             pe: str) -> tuple[list[float], list[float], list[float]]:
+    """Per seed: the gate's early recall on ``n_eval`` fresh sequences, then early and late recall on ``n_eval``
+    further ones (independent of the gate, so selecting seeds by the gate does not bias late - early); scored
+    in chunks of EVAL_CHUNK (equal chunks: the mean of chunk means is the mean)."""
+    T = cfg.T
+
+    def recall(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, lo: int, hi: int) -> float:
+        parts = [float(tm.prev_token_recall(ps, toks[c:c + EVAL_CHUNK][None], pe, lo, hi)[0])
+                 * toks[c:c + EVAL_CHUNK].shape[0] for c in range(0, toks.shape[0], EVAL_CHUNK)]
+        return sum(parts) / toks.shape[0]
+
+    gate, early, late = [], [], []
+    for i, s in enumerate(seeds):
+        ps = {k: v[i:i + 1] for k, v in p.items()}
+        toks = tm.eval_batch(cfg, s, 2 * n_eval)[0][:, :T]
+        gate.append(recall(ps, toks[:n_eval], *EARLY))
+        early.append(recall(ps, toks[n_eval:], *EARLY))
+        late.append(recall(ps, toks[n_eval:], LATE_FROM, T))
+    return gate, early, late
 
 
 def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
-                    n_eval: int, cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd") -> Evidence:
-    """Train the APE and RPE models end to end and compare previous-token recall early and late.
+                    n_eval: int, cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
+                    command: str = "verify ws24:falsifier") -> Evidence:
+    """Train the APE and RPE models end to end and test whether RPE recall falls below early recall late.
 
-    Verdict rule (stated up front): the RPE model must have formed a previous-token head (mean
-    early recall >= :data:`FORMED`), else ``inconclusive``; then ``holds`` when the RPE mean late
-    recall (t > 128) is >= early recall - :data:`SLACK`, ``fails`` otherwise.  APE's numbers and the
-    orientation of the trained RPE W^1_K are findings.
+    Verdict rule (stated up front): a seed's RPE model counts when it formed a previous-token head (early
+    recall >= :data:`FORMED` on gate sequences of its own, independent of the test's); fewer than 2 such
+    seeds: ``inconclusive``.  Then :func:`drop_test` on those seeds' recalls (one-sided paired t-test of
+    late - early, level :data:`ALPHA`): ``fails`` when late falls below early; ``holds`` when not, with
+    power >= :data:`POWER` against a drop of :data:`DELTA`; ``inconclusive`` otherwise, naming the seeds
+    that would give that power and ``command`` with them.  APE's numbers and the orientation of the trained
+    RPE W^1_K are findings.
 
     Raises:
         ValueError: T <= 128 (no late positions).
@@ -203,36 +319,67 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     if T <= 128:
         raise ValueError(f"T must exceed 128 (late positions are t > 128), got {T}")
     numbers: dict[str, Any] = {"d": d, "V": V, "T": T, "K": K, "batch": batch, "steps": steps, "lr": lr,
-                               "optimizer": optimizer, "seeds": list(seeds), "early_t": list(EARLY),
-                               "late_t": [LATE_FROM, T]}
-    from_cache = []
+                               "optimizer": optimizer, "seeds": list(seeds), "eval_sequences": n_eval,
+                               "early_t": list(EARLY), "late_t": [LATE_FROM, T]}
+    from_cache, train_s = [], 0.0
     for pe in tm.PES:
         cfg = falsifier_config(pe, d, V, T, K, batch, steps, lr, data_seed=1, optimizer=optimizer)
         tr = tm.train_two_layer(cfg, seeds, cache, progress)
         from_cache.append(tr.from_cache)
+        train_s += tr.train_seconds
         p = tr.float64()
-        toks = torch.stack([tm.eval_batch(cfg, s, n_eval)[0][:, :T] for s in seeds])
-        early = tm.prev_token_recall(p, toks, pe, *EARLY).tolist()
-        late = tm.prev_token_recall(p, toks, pe, LATE_FROM, T).tolist()
-        numbers[pe] = {"early_recall": early, "late_recall": late, "final_loss": tr.losses[-1].tolist(),
-                       "train_s": tr.train_seconds}
+        gate, early, late = _recalls(p, cfg, seeds, n_eval, pe)
+        numbers[pe] = {"gate_early_recall": [round(x, 6) for x in gate], "early_recall": [round(x, 6) for x in early],
+                       "late_recall": [round(x, 6) for x in late],
+                       "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
         if pe == "rpe":
             numbers["rpe_orientation"] = tm.orientation_cosines(p)
     numbers["from_cache"] = all(from_cache)
-    r = numbers["rpe"]
-    e_m, l_m = sum(r["early_recall"]) / len(seeds), sum(r["late_recall"]) / len(seeds)
-    a = numbers["ape"]
-    ae, al = sum(a["early_recall"]) / len(seeds), sum(a["late_recall"]) / len(seeds)
-    tol = (f"previous-token recall = causal layer-1 argmax at t - 1 (ties fail) on {n_eval} fresh sequences per "
-           f"seed; gate: RPE early recall >= {FORMED}; holds when RPE late >= early - {SLACK}")
-    summary = (f"RPE recall early (t in [{EARLY[0]}, {EARLY[1]}]) {e_m:.3f}, late (t > 128) {l_m:.3f}; APE early "
-               f"{ae:.3f}, late {al:.3f} ({steps} {optimizer} steps, lr {lr:g}, batch {batch} per seed, {len(seeds)} seeds)")
-    if e_m < FORMED:
-        return Evidence("numeric", "inconclusive", summary="no previous-token head formed at this training budget: "
-                        + summary, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
-    ok = late_not_below(e_m, l_m)
-    return Evidence("numeric", "consistent", "holds" if ok else "fails", summary=summary, numbers=numbers,
-                    tolerance=tol, engines=engine_versions("torch"))
+    r, a = numbers["rpe"], numbers["ape"]
+    S = len(seeds)
+    formed = [i for i in range(S) if r["gate_early_recall"][i] >= FORMED]
+    numbers["rpe_formed_seeds"] = [seeds[i] for i in formed]
+    ae, al = sum(a["early_recall"]) / S, sum(a["late_recall"]) / S
+    tol = (f"previous-token recall = causal layer-1 argmax at t - 1 (ties fail) on {n_eval} fresh sequences per seed "
+           f"({EARLY[1] - EARLY[0] + 1} early and {T - LATE_FROM + 1} late positions each); gate per seed: RPE early "
+           f"recall >= {FORMED} on {n_eval} other sequences; test over the gated seeds: one-sided paired t-test of late - "
+           f"early, alpha = {ALPHA}; a non-rejection counts when the power against a drop of {DELTA} is >= {POWER} "
+           "(from the observed sd)")
+    k = len(formed)
+    e_m = sum(r["early_recall"][i] for i in formed) / k if k else 0.0
+    l_m = sum(r["late_recall"][i] for i in formed) / k if k else 0.0
+    summary = (f"RPE: {k} of {S} seeds formed a previous-token head; their recall early (t in [{EARLY[0]}, {EARLY[1]}]) "
+               f"{e_m:.3f}, late (t > 128) {l_m:.3f}; APE (all seeds) early {ae:.3f}, late {al:.3f} ({steps} {optimizer} "
+               f"steps, lr {lr:g}, batch {batch} per seed, {n_eval} evaluation sequences per seed)")
+    if k < 2:
+        numbers["test"] = None
+        return Evidence("numeric", "inconclusive", summary=f"no previous-token head formed in enough seeds for a "
+                        f"paired test (need 2): {summary}; more seeds or training: {command} --seeds {2 * S}", numbers=numbers,
+                        tolerance=tol, engines=engine_versions("torch"))
+    test = drop_test([r["early_recall"][i] for i in formed], [r["late_recall"][i] for i in formed])
+    numbers["test"] = {k_: (float(f"{v:.6g}") if isinstance(v, float) and math.isfinite(v) else v)
+                       for k_, v in test.items()}
+    stat = (f"late - early = {test['mean_difference']:+.4f} (sd {test['sd_difference']:.4f} over {k} seeds), one-sided "
+            f"paired t = {test['t']:.2f}, p = {test['p_value']:.3g} (reject below t = {test['critical_t']:.2f}); power "
+            f"against a drop of {DELTA} = {test['power']:.2f}")
+    if test["outcome"] == "fails":
+        return Evidence("numeric", "consistent", "fails", summary=f"{summary}; late recall falls below early: {stat}",
+                        numbers=numbers, tolerance=tol, engines=engine_versions("torch"),
+                        witness={"mean_difference": round(test["mean_difference"], 6),
+                                 "p_value": float(f"{test['p_value']:.3e}")})
+    if test["outcome"] == "holds":
+        return Evidence("numeric", "consistent", "holds", summary=f"{summary}; no drop detected: {stat}", numbers=numbers,
+                        tolerance=tol, engines=engine_versions("torch"))
+    need = test["seeds_needed"]
+    per_seed = train_s / S if train_s else None
+    # seeds with a head are the test's sample: ask for enough seeds that about `need` of them form one
+    ask = math.ceil(need * S / k) if need else None
+    more = (f"{need} seeds with a head give power {POWER} at the observed sd; at this formation rate ({k} of {S}): "
+            f"{command} --seeds {ask}"
+            + (f" (about {per_seed * ask / 60:.0f} min of training here at {per_seed:.0f} s per seed)" if per_seed else "")
+            if ask else f"no seed count up to 4096 reaches power {POWER}")
+    return Evidence("numeric", "inconclusive", summary=f"{summary}; no drop detected but the test is underpowered: {stat}; "
+                    + more, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
 
 
 # ----------------------------------------------------------------------------- prop3
@@ -456,4 +603,5 @@ def check_prop3(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, s
 __all__ = ["check_theorem1_ape", "check_falsifier", "check_prop3", "build_assoc_model", "assoc_logits",
            "formula_logits", "prop3_prompts", "stated_global_coefficient", "ff_weight", "FF_READINGS",
            "model_global_coefficient", "w1k_gradient", "prev_profile", "slope_interval", "loglog_slope",
-           "upper_memories", "late_not_below", "APE_BAND", "RPE_BAND", "FORMED", "SLACK", "Figure"]
+           "upper_memories", "drop_test", "drop_power", "seeds_for_power", "t_cdf", "t_quantile", "nct_cdf",
+           "APE_BAND", "RPE_BAND", "FORMED", "ALPHA", "DELTA", "POWER", "Figure"]

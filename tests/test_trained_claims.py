@@ -95,9 +95,9 @@ def test_optimizer_choices_shared_with_the_recipe():
         tm.recipe(num.falsifier_config("rpe", 8, 8, 130, 2, 2, 2, 0.01, 1, optimizer="rmsprop"))
 
 
-def _planted_rpe(d: int, T: int, V: int):
+def _planted_rpe(d: int, T: int, V: int, S: int = 1):
     """A two-layer RPE model whose layer-1 key matrix is Eq. 13's form c u r_{-1}^T with w_E(k)^T u = 1 for every k:
-    the previous-token association is the same at every position (what RPE allows)."""
+    the previous-token association is the same at every position (what RPE allows); ``S`` identical seeds."""
     from verify.numeric import lab
 
     g = torch.Generator().manual_seed(0)
@@ -105,18 +105,19 @@ def _planted_rpe(d: int, T: int, V: int):
     E, r1 = p["E"].double(), p["POS"][1].double()
     u = E.T @ torch.linalg.solve(E @ E.T, torch.ones(V, dtype=torch.float64))
     p["W1K"] = (40.0 * u[:, None] * r1[None, :] / r1.norm() ** 2 * d ** 0.5).float()
-    params = {k: v[None].clone() for k, v in p.items()}
-    return lab.Trained(params, (0,), "planted", True, torch.zeros(1, 1))
+    params = {k: v[None].expand(S, *v.shape).clone() for k, v in p.items()}
+    return lab.Trained(params, tuple(range(S)), "planted", True, torch.zeros(1, S))
 
 
 def test_falsifier_rule_on_planted_rpe_and_absolute_leak_fault(monkeypatch):
-    """A planted RPE head recalls t - 1 early and late alike: HOLDS.  Fault: a layer-1 score that leaks absolute
-    position (the t - 1 entry penalised for t > 128) must turn the verdict to FAILS (late below early)."""
-    planted = _planted_rpe(128, 136, 16)
+    """A planted RPE head recalls t - 1 early and late alike: HOLDS (no drop, the test has power).  Fault: a
+    layer-1 score that leaks absolute position (the t - 1 entry penalised for t > 128) must turn the verdict to
+    FAILS (late below early); with one seed there is no paired test (INCONCLUSIVE)."""
+    planted = _planted_rpe(128, 136, 16, S=3)
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: planted)
-    ev = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0], 4, None)
+    ev = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0, 1, 2], 4, None)
     r = ev.numbers["rpe"]
-    assert r["early_recall"][0] > 0.9 and r["late_recall"][0] > 0.9
+    assert min(r["early_recall"]) > 0.9 and min(r["late_recall"]) > 0.9
     assert ev.outcome == "holds", ev.summary
     orig = tm.layer1_scores
 
@@ -128,9 +129,11 @@ def test_falsifier_rule_on_planted_rpe_and_absolute_leak_fault(monkeypatch):
         return sc
 
     monkeypatch.setattr(tm, "layer1_scores", leaky)
-    bad = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0], 4, None)
-    assert bad.outcome == "fails" and bad.numbers["rpe"]["late_recall"][0] < 0.1
-    assert num.late_not_below(0.7, 0.66) and not num.late_not_below(0.7, 0.6)
+    bad = num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0, 1, 2], 4, None)
+    assert bad.outcome == "fails" and max(bad.numbers["rpe"]["late_recall"]) < 0.1
+    one = _planted_rpe(128, 136, 16, S=1)
+    monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: one)
+    assert num.check_falsifier(128, 16, 136, 2, 2, 1, 0.01, [0], 4, None).status == "inconclusive"
 
 
 def test_probe_verdict_rule_and_gate():

@@ -103,10 +103,10 @@ def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
 
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.71, 0.73, 0.70], [0.60, 0.62, 0.61]))
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.71, 0.73, 0.70], [0.60, 0.62, 0.61]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
     assert (ev.status, ev.outcome) == ("consistent", "fails") and "falls below" in ev.summary
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.70, 0.75, 0.66], [0.62, 0.80, 0.66]))
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.70, 0.75, 0.66], [0.62, 0.80, 0.66]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None, command="verify ws24:falsifier")
     need = ev.numbers["test"]["seeds_needed"]
     assert ev.status == "inconclusive" and f"verify ws24:falsifier --seeds {need}" in ev.summary
@@ -150,3 +150,31 @@ def test_exact_one_step_coefficient():
     lo, hi = L["chi_hat_interval"]
     assert lo <= x["chi"] <= hi, (lo, x["chi"], hi)
     assert all(w.population_coefficients_exact(v, t)["sign"] == 1 for v, t in w.EXACT_SIZES)
+
+
+def test_falsifier_gate_is_per_seed(monkeypatch):
+    """Seeds whose model formed no head (gate recall < 0.5 on their own gate sequences) are left out of the test;
+    fewer than 2 with a head: INCONCLUSIVE.  Fault it guards against: unformed heads (recall near chance, which is
+    higher early: 1/t) would drag late - early down and fail the statement for want of a head."""
+    from verify.numeric import trained_models as tm
+
+    class Fake:
+        from_cache, train_seconds = True, 0.0
+        losses = __import__("torch").zeros(1, 4)
+
+        def float64(self):
+            return {}
+
+    monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
+    monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
+    early = [0.70, 0.72, 0.25, 0.71, 0.30, 0.69, 0.73, 0.22]
+    late = [0.70, 0.73, 0.05, 0.70, 0.08, 0.69, 0.72, 0.04]
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: (early, early, late))
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
+    assert ev.numbers["rpe_formed_seeds"] == [0, 1, 3, 5, 6]
+    assert ev.outcome == "holds", ev.summary          # no drop among the seeds with a head, power from sd 0.008
+    every = num.drop_test(early, late)
+    assert every["outcome"] == "fails"                 # the unformed seeds alone would have failed it
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.1] * 7 + [0.7], early, late))
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
+    assert ev.status == "inconclusive" and "no previous-token head formed in enough seeds" in ev.summary
