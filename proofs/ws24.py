@@ -217,7 +217,7 @@ THEOREM2 = Claim(
     explain=_t2_explain,
     cost=("symbolic < 1 s; solver ~1.5-2 s (every V <= 8, plus 3-6 index-probe obligations); numeric ~1 s at d = 1024, "
           "V = 64, T = 32, N = 1024 (index probe included) plus the split one-step estimate (12 runs x 128 sequences "
-          "per step, ~1.5-5 s) and the exact one-step coefficients at five small sizes (~1-2 s); --full: 16 runs x 512 "
+          "per step, ~1.5-5 s) and the exact one-step coefficients at five small sizes (< 1 s); --full: 16 runs x 512 "
           "(~30 s) and the Gaussian APE/RPE protocols"),
 )
 
