@@ -262,15 +262,18 @@ def test_tie_prop4_numeric_outcome(monkeypatch):
 
 
 def test_tie_numeric_exact_recheck_flat_affine_rows(monkeypatch):
-    # near-flat affine rows: float64 rounding puts prev's target on top in some rows whose exact margin is <= 0
+    # near-flat affine rows: every row's exact margin is <= 0 and within the rounding bound, so each is re-decided
+    # exactly, on any CPU.  float64 alone puts prev's target on top in some of them (5 of 152 heads on this machine),
+    # but how many follows the CPU's summation order: not asserted (the rope test shows that fault deterministically)
     ok = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
     flat = ok.numbers["flat_rows"]
     assert ok.status == "consistent" and ok.outcome == "holds"
-    assert flat["engine_passed"] == 0 and flat["float64_alone_passed"] >= 1 and flat["exact_ties"] >= 1
+    assert flat["engine_passed"] == 0 and flat["exact_ties"] >= 1 and flat["exact_rechecked"] == flat["heads"] == 152
     with monkeypatch.context() as mp:
         _no_rounding_bound(mp)
         bad = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
-        assert bad.outcome == "fails" and bad.numbers["flat_rows"]["engine_passed"] >= 1
+        # fault: only rows whose float64 margin is exactly 0 are re-decided (35 of 152 here), the rest by float64
+        assert bad.numbers["flat_rows"]["exact_rechecked"] < flat["heads"]
     _ties_count(monkeypatch)
     bad = num.check_prop1(FAMILIES["affine"], 64, 0, samples=64, opt_lengths=())
     assert bad.outcome == "fails" and bad.numbers["flat_rows"]["engine_passed"] == flat["exact_ties"]
