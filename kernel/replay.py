@@ -51,8 +51,25 @@ def _q(raw: Any) -> str:
     text = str(raw)
     if not _RATIONAL.fullmatch(text):
         raise NotReplayable(f"not an exact rational 'p' or 'p/q': {text[:40]!r}")
-    value = Fraction(text)
-    return f"({value.numerator} # {value.denominator})"
+    try:
+        value = Fraction(text)
+    except ZeroDivisionError:
+        raise NotReplayable(f"a zero denominator: {text[:40]!r}") from None
+    # hexadecimal: Coq reads a decimal numeral in time quadratic in its digits (about 10 s for 2000
+    # digits), a hexadecimal one in linear time (a hostile file of huge numbers stays fast)
+    sign = "-" if value.numerator < 0 else ""
+    return f"({sign}0x{abs(value.numerator):x} # 0x{value.denominator:x})"
+
+
+#: what text from the file may show inside a Coq comment: no '*' (so no comment delimiter) and no
+#: '"' (a string opened inside a Coq comment runs on past its '*)', hiding the code after it)
+_COMMENT_SAFE = re.compile(r"[^A-Za-z0-9 _.,:;=<>+\-/\[\]()'!?#%&|^~@$]")
+
+
+def _comment(text: str, limit: int) -> str:
+    """``text`` clipped to ``limit`` characters with every character a Coq comment could misread
+    replaced by ``?`` (the file's claim, obligation and variable names are data, never Coq)."""
+    return _COMMENT_SAFE.sub("?", text[:limit])
 
 
 def case_text(rows: list[dict], multipliers: list[Any], k: int) -> tuple[str, list[str]]:
@@ -105,18 +122,17 @@ def certificate_text(doc: dict) -> str:
     cases = cert.get("cases")
     if not isinstance(cases, list) or not cases:
         raise NotReplayable("a Farkas certificate with no cases")
-    if sum(len(c.get("rows", [])) for c in cases if isinstance(c, dict)) > MAX_ROWS:
+    if sum(len(c["rows"]) for c in cases if isinstance(c, dict) and isinstance(c.get("rows"), list)) > MAX_ROWS:
         raise NotReplayable(f"more than {MAX_ROWS} rows")
-    obligation = str(doc.get("obligation", ""))[:300].replace("*)", "* )")
-    out = ["(* Replay of a Farkas certificate written by verify", f"   claim: {str(doc.get('claim', ''))[:100]}",
-           f"   obligation: {obligation} *)",
+    out = ["(* Replay of a Farkas certificate written by verify", f"   claim: {_comment(str(doc.get('claim', '')), 100)}",
+           f"   obligation: {_comment(str(doc.get('obligation', '')), 300)} *)",
            "From Coq Require Import QArith List.", "Import ListNotations.", "Require Import Verify.Farkas.", ""]
     for k, case in enumerate(cases):
         if not isinstance(case, dict):
             raise NotReplayable(f"case {k} is not an object")
         text, order = case_text(case.get("rows"), case.get("multipliers"), k)  # type: ignore[arg-type]
         shown = ", ".join(f"{i + 1}: {v if _NAME.fullmatch(v) else repr(v)[:40]}" for i, v in enumerate(order))
-        out += [f"(* case {k}: variables {shown[:2000].replace('*)', '* )')} *)", text]
+        out += [f"(* case {k}: variables {_comment(shown, 2000)} *)", text]
     return "\n".join(out)
 
 
