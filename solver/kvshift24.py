@@ -27,6 +27,7 @@ exp is irrational, so the encodings never evaluate it:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from typing import Any, Sequence
@@ -52,7 +53,7 @@ from verify.constructions.kvshift24 import (
     witness_text,
 )
 from verify.constructions.kvshift24 import variant as variant_named
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Status, engine_versions
 from verify.solver.common import (
     ObligationResult,
     check,
@@ -64,6 +65,33 @@ from verify.solver.common import (
     solver_evidence,
     to_fraction,
 )
+
+
+def equality_lengths(Lmax: int) -> list[int]:
+    """The lengths whose equality obligation :func:`check_theorem2` solves: L = 3..Lmax (at L <= 2 no key is
+    shifted past the sequence start, so there is nothing to compare).  Every bound the layer states is derived from the
+    lengths actually solved (:func:`decided_through`), not from this list or from ``Lmax``."""
+    return list(range(3, Lmax + 1))
+
+
+def decided_through(start: int, decided: Sequence[int]) -> int:
+    """The largest n with every length start..n in ``decided`` (start - 1 when ``start`` itself is not): the bound a
+    check may state after deciding exactly these lengths."""
+    done, n = set(decided), start - 1
+    while n + 1 in done:
+        n += 1
+    return n
+
+
+def span(ns: Sequence[int]) -> str:
+    """Integers as sorted runs 'a..b, c', or 'none'."""
+    runs: list[list[int]] = []
+    for n in sorted(set(ns)):
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in runs) or "none"
 
 
 def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int) -> ObligationResult:
@@ -235,7 +263,8 @@ def _certify(x, var, m, sigma, gap, tok, kv, ih, timeout_ms) -> tuple[dict | Non
 
 
 def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, max_L: int = 6, max_V: int = 3,
-                 beyond_scale: bool = False) -> tuple[dict | None, list[ObligationResult]]:
+                 beyond_scale: bool = False, searched: list[tuple[int, int]] | None = None
+                 ) -> tuple[dict | None, list[ObligationResult]]:
     """The smallest (L, vocabulary, x) whose outputs are apart by a rational delta > 0.
 
     Candidates in order L = 3.., V = 1.., induction prompts first
@@ -248,6 +277,8 @@ def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, ma
         beyond_scale: also skip candidates whose difference vanishes once b1 = 1 (they show
             only the value scale); the first such candidate is certified all the same and
             returned as ``value_scale_witness`` in the witness dict.
+        searched: when given, each (L, vocabulary) whose every candidate was examined is appended
+            (the caller states its search bound from these).
 
     Returns:
         (witness dict or None, obligations run).
@@ -285,6 +316,8 @@ def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, ma
                 rec["smaller_candidates"] = skipped
                 rec["value_scale_witness"] = scale_w
                 return rec, obligations
+            if searched is not None:
+                searched.append((L, V))
     return None, obligations
 
 
@@ -303,7 +336,9 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
 
     Returns:
         ``proved`` (every L <= Lmax UNSAT), ``refuted`` (a witness apart by a rational
-        delta, certified by z3 and re-checked in Fractions), or ``inconclusive``.
+        delta, certified by z3 and re-checked in Fractions), or ``inconclusive`` (also when the
+        lengths solved stop short of Lmax).  The stated bound and summary name the lengths
+        actually solved (``numbers["lengths_checked"]``), never ``Lmax`` itself.
     """
     from verify.constructions.kvshift24 import exp_enclosure
 
@@ -325,17 +360,20 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
             numbers={"machinery_problems": problems[:5], "m": str(m), "sigma": str(sigma)},
             details=[ref.summary_line(xc, "IH and KVSA values in the witness encoding")] if xc else [])
     eq = []
+    lengths: list[int] = []  # the lengths actually solved, in order: every stated bound comes from these
     first_sat = None
-    for L in range(3, Lmax + 1):
+    for L in equality_lengths(Lmax):
         r = _equality_obligation(L, var, m, sigma, timeout_ms)
         eq.append(r)
+        lengths.append(L)
         if r.answer == "sat":
             first_sat = L
             break
         if r.answer == "unknown":
             break
     cert: dict[str, Any] = {"equality": [r.summary() for r in eq]}
-    numbers: dict[str, Any] = {"Lmax": Lmax, "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
+    numbers: dict[str, Any] = {"Lmax": Lmax, "lengths_checked": span(lengths),
+                               "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
                                "exp_encoding": "equality: ex(t), an uninterpreted positive function standing for "
                                                "exp(t); witness: one positive unknown per exponent, inside a rational "
@@ -345,17 +383,27 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     assert xc is not None  # (no problems: the cross-check ran)
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
     if first_sat is None:
-        # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive
-        unknown = any(r.answer == "unknown" for r in eq)
-        return solver_evidence(
-            eq, engines=engines, certificate=cert, numbers=numbers,
-            bound=f"L <= {Lmax}" if unknown else (f"every L in 3..{Lmax}, every input (arbitrary vectors), any positive "
-                                                  f"function ex(t) in place of exp(t)"),
-            proved=(f"UNSAT for every L <= {Lmax}: KVSA[{var.name}] and IH have equal coefficients on every position "
+        # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive;
+        # the bound is the lengths 3..hi solved UNSAT, and fewer lengths than asked is inconclusive, never 'proved'
+        hi = decided_through(3, [L for L, r in zip(lengths, eq) if r.answer == "unsat"])
+        unknown = [L for L, r in zip(lengths, eq) if r.answer == "unknown"]
+        short = ("" if unknown or hi >= Lmax else
+                 f"L = {span([L for L in range(3, Lmax + 1) if L not in lengths])} not checked (L <= {Lmax} asked)")
+        bound = (f"every L in {span(range(3, hi + 1))}, every input (arbitrary vectors), any positive function ex(t) in "
+                 f"place of exp(t)" + (f"; {short}" if short else "") if not unknown else
+                 f"UNSAT at L = {span(range(3, hi + 1))}, unknown at L = {unknown[0]}, L <= {Lmax} asked")
+        ev = solver_evidence(
+            eq, engines=engines, certificate=cert, numbers=numbers, bound=bound,
+            proved=(f"UNSAT for every L <= {hi}: KVSA[{var.name}] and IH have equal coefficients on every position "
                     f"(sigma = {sigma}, m = {m}); no witness up to the bound"),
             details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
             + [ref.summary_line(xc, "IH and KVSA values in the witness encoding")])
-    w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked)
+        if ev.status == "proved" and short:
+            ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
+                                     summary=f"UNSAT for every L <= {hi} only: {short}")
+        return ev
+    searched: list[tuple[int, int]] = []
+    w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked, searched=searched)
     cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in obs]
     numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in obs), 3)
     if w is None:
@@ -364,9 +412,12 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         unk = [r for r in obs if r.answer == "unknown"]
         prov = provenance(eq)
         numbers.update(provenance_numbers(prov, eq))
-        return Evidence(layer="solver", status="inconclusive", bound="L <= 6, vocabulary <= 3", engines=engines,
+        v_top = max((V for _, V in searched), default=0)
+        l_top = decided_through(3, [L for L, _ in searched if all((L, v) in searched for v in range(1, v_top + 1))])
+        sizes = f"L <= {l_top}, vocabulary <= {v_top}" if l_top >= 3 else "no complete (L, vocabulary) searched"
+        return Evidence(layer="solver", status="inconclusive", bound=sizes, engines=engines,
                         certificate=cert, numbers=numbers, solver=prov,
-                        summary=f"the term structure differs at L = {first_sat} but no certified token witness up to L = 6"
+                        summary=f"the term structure differs at L = {first_sat} but no certified token witness ({sizes})"
                                 + (f" ({len(unk)} unknown)" if unk else ""))
     known = [p for ww in (w, w.get("value_scale_witness")) if ww is not None for p in _known_value(ww, var, m, sigma)]
     if known:

@@ -48,7 +48,7 @@ from verify.constructions import kvshift24_pe as pe_mod
 from verify.constructions.kvshift24 import Variant, canonical_sequences
 from verify.constructions.kvshift24_pe import PE, Decode, Query, plane_exponent, symbols_in_order
 from verify.constructions.kvshift24_reference import exp_enclosure_sane
-from verify.evidence import Evidence, current_settings, engine_versions
+from verify.evidence import Evidence, Status, current_settings, engine_versions
 from verify.solver.common import (
     ObligationResult,
     check,
@@ -60,6 +60,7 @@ from verify.solver.common import (
     solver_evidence,
     to_fraction,
 )
+from verify.solver.kvshift24 import decided_through, span
 
 #: interval context of the RoPE angles (outward rounding; no global mpmath setting is touched)
 _IV = MPIntervalContext()
@@ -68,6 +69,13 @@ _IV.dps = 40
 LOGIT_DIGITS = 35
 #: largest token input the witness search tries (the symbolic layer's search stops there too)
 WITNESS_MAX_L = 6
+
+
+def prefill_lengths(Lmax: int) -> list[int]:
+    """The prefills whose equality obligation :func:`check_decode` solves: k = 1..Lmax-1, each over the decoded
+    positions t = k+1..Lmax.  The bound the layer states is derived from the prefills actually solved
+    (:func:`verify.solver.kvshift24.decided_through`), not from this list or from ``Lmax``."""
+    return list(range(1, Lmax))
 
 
 # ------------------------------------------------------------------ the equality obligations
@@ -423,7 +431,9 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     Returns:
         ``proved`` (every prefill UNSAT, confirmed by cvc5), ``refuted`` (a structural SAT whose model
         re-checks in Fractions and a token input with a certified gap), ``inconclusive`` (unknown,
-        z3-only UNSAT, or no certified token input) or ``error`` (a failed control or re-check).
+        z3-only UNSAT, fewer prefills solved than Lmax asks, or no certified token input) or ``error``
+        (a failed control or re-check).  The stated bound is every L <= hi where the prefills 1..hi-1
+        were solved UNSAT (each over t <= Lmax), never ``Lmax`` itself.
 
     Raises:
         ValueError: Lmax < 2.
@@ -440,14 +450,16 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
         problems.append(f"positive control: the raw-key cache with correct offsets (prefill {k0}) was not proved equal "
                         f"to the full pass (z3 {control.answer})")
     eq: list[ObligationResult] = []
+    prefills: list[int] = []  # the prefills actually solved, in order: every stated bound comes from these
     first_sat = None
-    for k in range(1, Lmax):
+    for k in prefill_lengths(Lmax):
         r = _equality_obligation(k, Lmax, var, pe, dec, m, sigma, timeout_ms)
         eq.append(r)
+        prefills.append(k)
         if r.answer != "unsat":
             first_sat = k if r.answer == "sat" else None
             break
-    numbers: dict[str, Any] = {"Lmax": Lmax, "prefills_checked": len(eq), "equality_answers": [r.answer for r in eq],
+    numbers: dict[str, Any] = {"Lmax": Lmax, "prefills_checked": len(prefills), "equality_answers": [r.answer for r in eq],
                                "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
                                "exp_encoding": ("equality: ex(t), an uninterpreted positive function standing for "
@@ -458,13 +470,25 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
         f"positive control (raw-key, correct offsets, prefill {k0}, L <= {min(Lmax, 5)}): {control.answer.upper()}"]
     results = [control] + eq
     if problems or first_sat is None:
-        bound = f"every L <= {Lmax}, every prefill 1..L-1, every input, any positive function ex(t) in place of exp(t)"
-        return solver_evidence(
+        # prefills 1..hi-1 solved UNSAT, each over t <= Lmax, cover every L <= hi (a decoded query at t depends on
+        # x_1..x_t only); fewer prefills than Lmax asks is inconclusive, never 'proved'
+        hi = min(Lmax, decided_through(1, [k for k, r in zip(prefills, eq) if r.answer == "unsat"]) + 1)
+        unsettled = [k for k, r in zip(prefills, eq) if r.answer != "unsat"]
+        short = ("" if unsettled or hi >= Lmax else
+                 f"prefills k = {span([k for k in range(1, Lmax) if k not in prefills])} not checked (L <= {Lmax} asked)")
+        bound = (f"every L <= {hi}, every prefill 1..L-1, every input, any positive function ex(t) in place of exp(t)"
+                 + (f"; {short}" if short else "") if not unsettled else
+                 f"UNSAT at prefills k = {span(range(1, hi))}, {eq[len(prefills) - 1].answer} at k = {unsettled[0]}, "
+                 f"L <= {Lmax} asked")
+        ev = solver_evidence(
             results, engines=engines, certificate=cert, numbers=numbers, details=details, problems=problems,
-            bound=bound if all(r.answer == "unsat" for r in eq) else f"L <= {Lmax}",
-            proved=(f"UNSAT for every prefill k < {Lmax}: decoding with cache {dec.cache}, RoPE offset "
+            bound=bound,
+            proved=(f"UNSAT for every prefill k < {hi}: decoding with cache {dec.cache}, RoPE offset "
                     f"{dec.rope_offset}, ALiBi distance {dec.alibi_distance} has the full pass's coefficients at "
-                    f"every position t <= {Lmax} (free inputs, any positive stand-in for exp)"))
+                    f"every position t <= {hi} (free inputs, any positive stand-in for exp)"))
+        if ev.status == "proved" and short:
+            ev = replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=f"UNSAT for every prefill k < {hi} only: {short}")
+        return ev
     exact = recheck_model(first_sat, Lmax, var, pe, dec, m, sigma, timeout_ms)
     if exact is None:
         return solver_evidence(results, proved="", engines=engines, certificate=cert, numbers=numbers, details=details,
@@ -477,6 +501,7 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     cands: list[tuple[tuple[str, ...], int]] = [(tuple(x), dec.prefill)] if dec.prefill < len(x) else []
     cands += [(xx, first_sat) for L in range(first_sat + 1, min(Lmax, WITNESS_MAX_L) + 1) for V in range(1, 4)
               for xx in canonical_sequences(L, V) if (xx, first_sat) not in cands]
+    tried_sizes = [(len(xx), len(set(xx))) for xx, _ in cands]  # every candidate is tried before the inconclusive end
     tried = []
     for xx, k in cands:
         w, obs, why = certify_input(xx, k, var, pe, dec, m, sigma, timeout_ms)
@@ -499,6 +524,8 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     prov = provenance(results)
     numbers.update(provenance_numbers(prov, results))
     return Evidence(layer="solver", status="inconclusive", engines=engines, certificate=cert, numbers=numbers,
-                    details=details, solver=prov, bound=f"token inputs up to L = {min(Lmax, WITNESS_MAX_L)}",
+                    details=details, solver=prov,
+                    bound=(f"token inputs up to L = {max(L for L, _ in tried_sizes)}, vocabulary <= "
+                           f"{max(V for _, V in tried_sizes)}" if tried_sizes else "no token input tried"),
                     summary=(f"the slot lists differ from prefill {first_sat} (z3 SAT, model re-checked in Fractions) "
                              f"but no token input (vocabulary <= 3) has a certified gap"))

@@ -245,6 +245,12 @@ def _prop1_argument(results: Sequence[ObligationResult], carried: dict[int, int]
     return "; ".join(parts) + f" (together n = 3..{reached})"
 
 
+def prop1_lengths(N: int) -> list[int]:
+    """The lengths :func:`check_prop1` decides, n = 3..N.  Its stated bound is the lengths actually decided
+    (``n_reached``), not this list or ``N``."""
+    return list(range(3, N + 1))
+
+
 def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Family = QUADRATIC,
                 budget_s: float | None = None) -> Evidence:
     """pr26 Prop. 1, bounded: for each n = 3..N, no W realizes prev with phi = family (expect UNSAT);
@@ -271,12 +277,14 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     results: list[ObligationResult] = []
     witness = None
     total = 0.0
-    reached = 2
+    decided: list[int] = []  # the lengths decided UNSAT (solved or carried): the stated bound comes from these
     carried: dict[int, int] = {}  # length -> the length whose certificate refutes it by inclusion
     cert_at: tuple[int, dict] | None = None  # the last checked certificate (length, certificate)
     t_incl = 0.0
-    for n in range(3, N + 1):
+    out_of_budget = False
+    for n in prop1_lengths(N):
         if budget_s is not None and total + t_incl > budget_s:
+            out_of_budget = True
             break
         if cert_at is not None:
             t0 = time.perf_counter()
@@ -284,7 +292,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
             t_incl += time.perf_counter() - t0
             if inside:
                 carried[n] = cert_at[0]
-                reached = n
+                decided.append(n)
                 continue
         res = prop1_obligation(family, n, timeout_ms)
         results.append(res)
@@ -298,7 +306,10 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
                        "rechecked_in": "fractions.Fraction", "recheck_ok": ok}
             break
         cert_at = (n, res.certificate) if res.certificate and res.certificate.get("checked") else None
-        reached = n
+        decided.append(n)
+    reached = 2  # the largest n with every length 3..n decided UNSAT
+    while reached + 1 in decided:
+        reached += 1
     # control: the same encoding with quadratic features is SAT
     nc = min(max(N, 3), 16)
     ctl = prop1_obligation(control, nc, timeout_ms)
@@ -341,11 +352,12 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     elif not unknown and not ctl_ok:
         problems.append(f"control ({control.name}) was not SAT with a valid witness: the encoding may be vacuous")
     ev = solver_evidence(results + [ctl], refuted=refuted, problems=problems, proved=(
-        f"UNSAT for every n = 3..{N}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict). "
+        f"UNSAT for every n = 3..{reached}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict). "
         f"{argument[0].upper() + argument[1:]}. Control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
-    if ev.status == "proved" and reached < N:  # stopped by budget_s: the lengths past `reached` are not decided
+    if ev.status == "proved" and reached < N:  # the lengths past `reached` are not decided: never 'proved' up to N
         ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
-                                 summary=f"budget reached at n = {reached} < N = {N}")
+                                 summary=(f"budget reached at n = {reached} < N = {N}" if out_of_budget else
+                                          f"n = {_ranges([n for n in range(3, N + 1) if n not in decided])} not checked (N = {N} asked)"))
     return ev
 
 
@@ -514,7 +526,14 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free,
             "reverse_control": rev_ctl}
     counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
-    numbers = {"lengths": [list(x) for x in lengths], "K": K, "answers": counts, "obligations": len(results),
+    # the pairs the statement may name: copy and reverse solved under (ii) at every peak delta* < L0 (from the
+    # obligations actually run, against the requirement written here, not against default_t2_obligations)
+    ran = {(o.task, o.L0, o.L, o.peak) for o, r in zip(rows_out, results) if r.answer != "unknown"}
+    covered = [(L0, L) for L0, L in lengths
+               if all((t, L0, L, pk) in ran for t in ("copy", "reverse") for pk in (range(L0) if unique_max else [None]))]
+    missing = [(L0, L) for L0, L in lengths if (L0, L) not in covered]
+    numbers = {"lengths": [list(x) for x in lengths], "lengths_checked": [list(x) for x in covered], "K": K,
+               "answers": counts, "obligations": len(results),
                "solver_seconds": round(sum(r.seconds for r in results), 3),
                "reverse_without_condition": [x["answer"] for x in rev_free],
                "reverse_control": {"answer": rev_ctl["answer"], "witness_rechecked_exact": rev_ctl["recheck_ok"]},
@@ -537,8 +556,9 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
                       if rev_ctl["recheck_ok"] else ""))
     base: dict[str, Any] = dict(
         engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=details,
-        bound=(f"(L0, L) in {list(lengths)}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
-               "(ii) = strict unique global maximiser delta* < L0"))
+        bound=(f"(L0, L) in {covered}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
+               "(ii) = strict unique global maximiser delta* < L0"
+               + (f"; (L0, L) = {missing} not checked" if missing else "")))
     # the claim-specific cascade: an exactly re-checked kernel on an expected-UNSAT obligation refutes; when every
     # obligation was answered, an expected-SAT obligation that is UNSAT, a failed positive control or a witness
     # that does not re-check is an error; the rest is solver_evidence's
@@ -560,12 +580,17 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             problems.append(f"witness failed the exact re-check: {bad_w[0]['obligation']}")
         if not problems:  # the copy kernel without (ii), shown with the proof
             base["witness"] = next((w for w in witnesses if "copy" in w["obligation"]), None)
-    return solver_evidence(results, refuted=refuted, problems=problems, proved=(
+    ev = solver_evidence(results, refuted=refuted, problems=problems, proved=(
         f"UNSAT: no relative kernel with a strict unique global maximiser in the trained window realizes copy or reverse "
-        f"at both lengths of {list(lengths)}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{K} SAT"),
+        f"at both lengths of {covered}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{K} SAT"),
         **base)
+    if ev.status == "proved" and missing:  # a pair asked for but not solved at every peak
+        ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=(
+            f"copy and reverse under (ii) solved at every peak for (L0, L) in {covered} only; "
+            f"{missing} asked but not checked"))
+    return ev
 
 
 __all__ = ["realize_rows", "lp_obligation", "recheck_exact", "recheck_float_true", "prop1_obligation",
-           "check_prop1", "check_theorem2", "T2Obligation", "t2_obligation", "t2_rows", "peak_rows",
+           "check_prop1", "prop1_lengths", "check_theorem2", "T2Obligation", "t2_obligation", "t2_rows", "peak_rows",
            "default_t2_obligations", "reverse_control", "MARGIN"]
