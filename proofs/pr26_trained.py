@@ -177,10 +177,13 @@ AUC_CLAIM = Claim(
         "The default grid is reduced (3 seeds, L = 30, 60, 128: 315 measurements); --full runs the 2625.",
     ),
     explain=_explain,
-    cost="numeric: reduced grid (35 cells x 3 seeds, 315 measurements) ~60 s CPU, 145 s wall measured on the shared "
-         "2-core machine under load (2-worker local Dask cluster); --full (35 x 15 seeds, 2625 measurements) 335 s CPU, "
-         "506 s wall under load (benchmarks/bench_auc.py); a second run reads the trained heads from the cache "
-         "(--full 66 s wall, reduced 27 s: only the measurements are recomputed)",
+    cost="numeric, measured with `verify pr26:auc [--full] --scores S` (2-worker local Dask, torch at one thread) on the "
+         "shared 2-core machine at load average 13-17, so wall times are several times the CPU: reduced grid (35 cells "
+         "x 3 seeds x 3 lengths, 315 measurements) positional 235 s wall first run, 83 s cached; with-content 391 s "
+         "first, 108 s cached (in-process CPU 13 s and 25 s). --full (35 x 15 seeds x 5 lengths, 2625 measurements) "
+         "positional 16 min wall, 212 s CPU first run, 154 s wall cached (70 s CPU, the selection-rule ablation's "
+         "fits included); with-content 23 min wall, 350 s CPU first, 205 s wall cached. `verify all --full` runs both "
+         "variants",
     heavy=True,
 )
 
