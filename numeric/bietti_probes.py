@@ -27,15 +27,16 @@ LEARNED = 0.5
 RECALLED = 0.9
 
 
-#: a previous-token head counts as formed when the layer-1 attention's causal argmax is on t - 1 at
-#: this fraction of positions (the gate's second half: the memories are judged only once the head exists)
-HEAD_FORMED = 0.5
+# The authors' first-layer probe (layer-1 attention argmax on the trigger, at the position after it) is
+# reported beside the memory probes; it does not gate the verdict: a trained model whose W^1_K holds no
+# previous-position memory is a model in which that memory did not form, which is what the probe tests.
 
 
 def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0) -> str | None:
     """The rule of :func:`check_probes` on measured numbers: None (inconclusive: the model did not
-    learn the task, or learned it without a previous-token head), ``"holds"`` or ``"fails"``."""
-    if accuracy < LEARNED or attention_prev < HEAD_FORMED:
+    learn the task), ``"holds"`` (every deciding probe >= RECALLED) or ``"fails"`` (before the convergence
+    check of :func:`check_probes`).  ``attention_prev`` is reported, not judged."""
+    if accuracy < LEARNED:
         return None
     return "holds" if all(means[k] >= RECALLED for k in DECIDING) else "fails"
 
@@ -139,9 +140,8 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     """Train, then probe.
 
     Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
-    accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` and the layer-1
-    attention argmax is on t - 1 at >= :data:`HEAD_FORMED` of the positions after a trigger (a previous-token head
-    formed); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
+    accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` (the authors' first-layer
+    attention probe is reported beside); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
     reading, induction key, output) is >= :data:`RECALLED`; otherwise ``fails`` only when every probe
     below it has converged (its mean moved by less than :data:`PLATEAU` between half the steps and all
     of them; a second, cached training run at half the steps measures it), else ``inconclusive``.  The
@@ -162,8 +162,8 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         "d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "optimizer": optimizer,
         "seeds": list(seeds), "probes": probes, "probe_means": mean, "in_context_accuracy": acc,
         "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist()}
-    tol = (f"gate: in-context accuracy >= {LEARNED} and layer-1 attention argmax on t - 1 at >= {HEAD_FORMED} of the "
-           "positions that follow a trigger (the authors' first-layer probe); "
+    tol = (f"gate: in-context accuracy >= {LEARNED} (the layer-1 attention argmax on t - 1 after a trigger, the authors' "
+           "first-layer probe, is reported, not gated); "
            f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
            f"a probe below it fails the statement only once converged (its mean moved < {PLATEAU} between "
            f"{steps // 2} and {steps} steps); argmax ties count as the lowest index (torch.argmax)")
@@ -172,15 +172,14 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     verdict = probe_verdict(a_m, mean, attn_m)
     summary = (f"in-context accuracy {a_m:.3f}; probes: previous-token {mean['prev_token_all_positions']:.3f} (all "
                f"positions, the authors' code) / {mean['prev_token_causal']:.3f} (causal), induction key "
-               f"{mean['induction_key']:.3f}, output {mean['output']:.3f}; the layer-1 attention itself (tokens and "
-               f"positions) puts its argmax on t - 1 at {attn_m:.3f} of positions ({steps} "
+               f"{mean['induction_key']:.3f}, output {mean['output']:.3f}; the layer-1 attention itself puts its argmax on the "
+               f"trigger at {attn_m:.3f} of the positions after one (the authors' first-layer probe; {steps} "
                f"{optimizer} steps, lr {lr:g}, batch {batch}, {len(seeds)} seeds, d = {d}, T = {T}, V = {V})")
     base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
     if verdict is None:
-        why = ("the model did not learn the in-context task at this budget: " if a_m < LEARNED else
-               "the model learned the task without a previous-token head (its layer-1 attention is on t - 1 at "
-               f"{attn_m:.3f} < {HEAD_FORMED} of the positions after a trigger), so the memories the probes test did not form: ")
-        return Evidence("numeric", "inconclusive", summary=why + summary, **base)
+        more = f"; a verdict needs more steps: {command} --steps {steps * 4}" if command else ""
+        return Evidence("numeric", "inconclusive", summary="the model did not learn the in-context task at this budget: "
+                        + summary + more, **base)
     if verdict == "fails":
         half = dataclasses.replace(cfg, steps=max(1, steps // 2))
         _, half_mean, _, _ = _measure(half, _train(half, seeds, cache, progress), seeds, n_eval)

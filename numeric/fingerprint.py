@@ -147,7 +147,7 @@ def static_m(WQ: torch.Tensor, WK: torch.Tensor) -> torch.Tensor:
 
 def penalty_sym(p: dict[str, torch.Tensor]) -> torch.Tensor:
     """Per seed: mean over layers and heads of ||M_A||_F^2 / ||M||_F^2 (denominator detached), (S,)."""
-    tot = 0.0
+    tot = torch.zeros(())
     for layer in (1, 2):
         M = static_m(p[f"Q{layer}"], p[f"K{layer}"])
         MA = 0.5 * (M - M.transpose(-1, -2))
@@ -169,7 +169,7 @@ def imag_parts(WQ: torch.Tensor, WK: torch.Tensor) -> tuple[torch.Tensor, torch.
 def penalty_imag(p: dict[str, torch.Tensor]) -> torch.Tensor:
     """Per seed: mean over layers and heads of sum_t ||Im M_t||^2 / sum_t (||Re||^2 + ||Im||^2) (denominator
     detached), (S,)."""
-    tot = 0.0
+    tot = torch.zeros(())
     for layer in (1, 2):
         im, re_ = imag_parts(p[f"Q{layer}"], p[f"K{layer}"])
         tot = tot + (im / ((im + re_).detach() + 1e-8)).mean(-1)
@@ -246,27 +246,25 @@ def head_report(p: dict[str, torch.Tensor], pe: str, V: int, T: int, seed: int) 
     lo = T // 4
     idx = torch.arange(lo, T)
     for s in range(S):
-        best = None
+        cands = []
         for li, A in enumerate(atts, start=1):
-            w = A[s][..., idx, idx - 1].mean((0, 2))  # (H,)
-            h = int(w.argmax())
-            if best is None or float(w[h]) > best[2]:
-                best = (li, h, float(w[h]))
-        li, h, w = best  # type: ignore[misc]
+            wl = A[s][..., idx, idx - 1].mean((0, 2))  # (H,)
+            cands += [(float(wl[h]), li, h) for h in range(wl.shape[0])]
+        w, li, h = max(cands)
         WQ, WK = p[f"Q{li}"][s, h], p[f"K{li}"][s, h]
         M = (WQ @ WK.T).numpy()
         MA = 0.5 * (M - M.T)
         im, re_ = imag_parts(WQ, WK)
         content = _ln(p["E"][s])  # the layer-1 input of each token without position (exact for RoPE heads)
-        q, k = content @ WQ, content @ WK
-        two = torch.stack([q, q], 1)[:, :, None, :]  # (V, 2 positions, 1, dh) -> rotate on T axis
-        qr = rope_half(two[:, :, 0, :]) if pe == "rope" else two[:, :, 0, :]
-        kr = rope_half(torch.stack([k, k], 1)) if pe == "rope" else torch.stack([k, k], 1)
+        q2 = torch.stack([content @ WQ] * 2, 1)  # (V, positions 0 and 1, dh)
+        k2 = torch.stack([content @ WK] * 2, 1)
+        qr, kr = (rope_half(q2), rope_half(k2)) if pe == "rope" else (q2, k2)
         prev = (qr[:, 1] * kr[:, 0]).sum(-1)  # query at 1, key at 0
         nxt = (qr[:, 0] * kr[:, 1]).sum(-1)   # query at 0, key at 1
         scale = float(torch.cat([prev, nxt]).abs().mean()) or 1.0
+        dfrac = float(np.linalg.norm(MA)) / max(float(np.linalg.norm(M)), 1e-300)
         out.append({"layer": li, "head": h, "prev_weight": round(w, 4),
-                    "dir_frac": float(np.linalg.norm(MA) / max(np.linalg.norm(M), 1e-300)), "d_head": d_head(M),
+                    "dir_frac": dfrac, "d_head": d_head(M),
                     "rope_imag_share": float(im / (im + re_)) if pe == "rope" else None,
                     "pair_asymmetry": float((prev - nxt).mean()) / scale,
                     "ce_predictable": float(ce[s][pred].mean())})

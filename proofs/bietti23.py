@@ -77,10 +77,12 @@ PROBES = Claim(
              "(numeric/data/corpus.txt, about 4.4 KB, 48 distinct characters) in place of Tiny Shakespeare (65). With "
              "fixed triggers the code's induction-key probe (test_wk1) ranges over the k triggers. --triggers random "
              "draws them per sequence (the code's default, test_wk1 over every token).",
-             "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 and the authors' first-layer probe "
-             "(score_acc: the layer-1 attention argmax on the trigger, at the position after it) reaches 0.5; then "
-             "HOLDS when every probe mean is >= 0.9; a probe below 0.9 FAILS the statement only once converged (moved "
-             "< 0.02 between half the steps and all of them), else INCONCLUSIVE with the command that trains 4x longer.",
+             "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 (a model that has not learned the "
+             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9; a probe below 0.9 FAILS the "
+             "statement only once converged (moved < 0.02 between half the steps and all of them), else INCONCLUSIVE "
+             "with the command that trains 4x longer. The authors' first-layer attention probe (score_acc: the layer-1 "
+             "argmax on the trigger, at the position after it) is reported beside, not gated (an earlier version "
+             "gated on it and so never judged a model whose previous-token memory did not form).",
              "Sizes: the README run is d = 256, T = 256, batch 512, SGD lr 0.03, 1000 iterations on a GPU. Default here: "
              "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
              "1e-4), 400 steps (--full: 1600), 2 seeds batched. The README run's size is reachable with --d 256 --T 256 "

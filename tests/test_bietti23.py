@@ -93,3 +93,17 @@ def test_claim_defaults_are_the_fixed_trigger_run():
     p = claim.ProbeParams()
     assert (p.triggers, p.K, p.optimizer) == ("fixed", 5, "sgd")
     assert claim.OPTIMIZERS == tm.OPTIMIZERS
+
+
+def test_accuracy_gate_end_to_end(monkeypatch):
+    """At a tiny size: a model forced to in-context accuracy 0 (fault) is never judged on its memories; the same
+    model at accuracy 1 is judged (the first-layer attention probe is reported, whatever it reads)."""
+    monkeypatch.setattr(bp, "after_trigger_prev", lambda p, tok, cnt: torch.zeros(p["E"].shape[0], dtype=torch.float64))
+    monkeypatch.setattr(tm, "in_context_accuracy", lambda p, tok, cnt, pe: torch.zeros(p["E"].shape[0],
+                                                                                       dtype=torch.float64))
+    ev = bp.check_probes(16, 16, 2, 2, 2, 0.01, [0], 2, None, fixed_triggers=True)
+    assert ev.status == "inconclusive" and "did not learn" in ev.summary
+    monkeypatch.setattr(tm, "in_context_accuracy", lambda p, tok, cnt, pe: torch.ones(p["E"].shape[0],
+                                                                                      dtype=torch.float64))
+    ev = bp.check_probes(16, 16, 2, 2, 2, 0.01, [0], 2, None, fixed_triggers=True)
+    assert "did not learn" not in ev.summary and ev.numbers["attention_prev_token_recall"] == [0.0]
