@@ -31,7 +31,7 @@ def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
     assert doc["schema"] == "verify/1" and doc["exit_code"] == code
     (res,) = doc["results"]
     assert res["claim"] == "ws24:theorem2" and res["variant"] == orientation and res["verdict"] == verdict
-    assert set(res["layers"]) == {"symbolic", "solver", "numeric"}
+    assert set(res["layers"]) == {"symbolic", "solver", "numeric", "kernel"}
     for layer in res["layers"].values():
         assert layer["status"] in ("proved", "refuted", "consistent")
         assert isinstance(layer["wall_time_s"], float)

@@ -224,7 +224,8 @@ def test_claims_hold(cid):
     claim = registry.get(cid)
     res = run_claim(claim, claim.parse_params({}), Context(seed=0))
     assert res.verdict == "HOLDS" == claim.expected[""]
-    assert {e.layer: e.status for e in res.evidence} == {"symbolic": "proved", "solver": "proved", "numeric": "consistent"}
+    assert {e.layer: e.status for e in res.evidence} == {"symbolic": "proved", "solver": "proved", "numeric": "consistent",
+                                                         "kernel": "proved"}
 
 
 def test_cli_alpha_json(capsys):
