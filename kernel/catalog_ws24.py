@@ -15,9 +15,11 @@ from verify.kernel.spec import KernelStatement as S
 _COVERS = ("Vmax", "d", "V", "T", "N")
 
 _FAMILY13 = ("for every vocabulary size V, every dimension d, every set of trigger tokens Q, every chi and every "
-             "family w_E(1..V), r_{-1} orthonormal in R^d (such families exist for every V)")
+             "family w_E(1..V), r_{-1} orthonormal in R^d (such families exist for every V), with Eq. 13's remainder "
+             "(W^1_K)' taken as 0, the idealisation the symbolic layer uses")
 _FAMILY14 = ("for every V, d, every psi, every d x d matrix Phi_1 and every w_E(1..V) such that w_E(1..V), "
-             "Phi_1 w_E(1..V) is one orthonormal family of R^d (such families exist for every V)")
+             "Phi_1 w_E(1..V) is one orthonormal family of R^d (such families exist for every V), with Eq. 14's "
+             "remainder taken as 0")
 
 STATEMENTS = (
     S(claim="ws24:theorem2", variant="as-written", theory="Ws24", theorem="theorem2_as_written_refuted",

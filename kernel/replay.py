@@ -35,7 +35,7 @@ RELATIONS = {"<=": "Le", "<": "Lt", "=": "Eq"}
 #: digits allowed in one numerator or denominator (a hostile file cannot make Coq compute forever)
 MAX_DIGITS = 2000
 #: rows, over all cases of one certificate, that one replay accepts
-MAX_ROWS = 20_000
+MAX_ROWS = 5_000
 _RATIONAL = re.compile(r"-?[0-9]{1,%d}(?:/[0-9]{1,%d})?" % (MAX_DIGITS, MAX_DIGITS))
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\[\],']{0,199}")
 

@@ -794,9 +794,7 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
         raise InputError(f"--kernel: {INSTALL_HINT}")
     rows = recheck_dir(directory)
     if kernel:
-        from verify.kernel.replay import replay_files
-
-        replayed = {Path(label): (ok, m) for label, ok, m in replay_files([f for f, ok, _ in rows if ok])}
+        replayed = {Path(label): (ok, m) for label, ok, m in _replay_checked([f for f, ok, _ in rows if ok])}
         rows = [(f, ok and replayed[f][0], m + "; " + replayed[f][1]) if f in replayed else (f, ok, m)
                 for f, ok, m in rows]
     missing: list[str] = []
@@ -822,6 +820,29 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
                    + ("" if rebuild else " (self-consistency only; --rebuild also ties a registered claim's "
                                          "certificates to the claim's own encoding)"))
     raise click.exceptions.Exit(EXIT_FAIL if bad else EXIT_OK)
+
+
+def _replay_checked(files: Sequence[Path]) -> list[tuple[str, bool, str]]:
+    """Replay in Coq exactly the bytes that pass the exact re-check: each file is read once, re-checked
+    from those bytes, and only those bytes are replayed (a file swapped after ``recheck_dir`` read it
+    is judged on what is replayed)."""
+    from verify.kernel.replay import replay_documents
+    from verify.safeio import UnsafeInput, read_regular_file
+    from verify.solver.recheck import recheck_file
+
+    docs, out = [], []
+    for f in files:
+        try:
+            data = read_regular_file(f, follow_symlinks=False)
+        except UnsafeInput as e:
+            out.append((str(f), False, str(e)))
+            continue
+        ok, why = recheck_file(f, data)
+        if ok:
+            docs.append((str(f), data))
+        else:
+            out.append((str(f), False, f"changed since it was checked: {why}"))
+    return out + replay_documents(docs)
 
 
 def _error(message: str) -> None:
