@@ -210,3 +210,17 @@ def test_claim_refuses_a_missing_checkpoint(tmp_path):
         claim._validate({**p, "checkpoint": str(tmp_path)})
     (tmp_path / "config.json").write_text("{}")
     claim._validate({**p, "checkpoint": str(tmp_path)})
+
+
+def test_claim_symbolic_layer_and_phase_fault(monkeypatch):
+    """The claim's symbolic layer proves the algebra and reproduces p = 0.029 as 1/35; with the RoPE phase dropped
+    everywhere (fault) it refutes the statement."""
+    from verify.evidence import Context
+    from verify.proofs import fp26 as claim
+
+    ev = claim._symbolic(claim.FingerprintParams(), Context())
+    assert (ev.status, ev.outcome) == ("proved", "holds") and ev.figures[0].reproduced and ev.figures[0].ours == "1/35"
+    orig = sym.rope_block
+    monkeypatch.setattr(sym, "rope_block", lambda pos, thetas, phase=True: orig(pos, thetas, phase=False))
+    bad = claim._symbolic(claim.FingerprintParams(), Context())
+    assert (bad.status, bad.outcome) == ("refuted", "fails")
