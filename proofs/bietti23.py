@@ -52,7 +52,11 @@ def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 #: what the --full run measured (kept beside the code that produced it; the README row quotes it)
-MEASURED = "Measured: see the README row (filled from the --full run)."
+MEASURED = ("Measured with --full (1600 SGD steps, lr 0.2, d = 128, T = 128, batch 32, 2 seeds; 1540 s of training on a "
+            "loaded 2-core machine, 800 more steps for the convergence check): in-context accuracy 0.961 (loss 0.09), "
+            "induction key 1.000, output 1.000, W^1_K's previous-position probe 0.409 (0.366 at 800 steps: still "
+            "rising, so INCONCLUSIVE, naming the 4x run); the authors' first-layer attention probe 0.390. The model "
+            "solves the task while its positional previous-token memory recalls well under half of the positions.")
 
 
 PROBES = Claim(
