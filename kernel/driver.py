@@ -20,6 +20,7 @@ workers build it once; a warm lookup reads one JSON file.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import fcntl
 import functools
@@ -62,7 +63,7 @@ STDLIB_AXIOM_MODULES = ("ClassicalDedekindReals.", "FunctionalExtensionality.", 
 COQC_TIMEOUT_S = 300
 
 #: bumped when the build format or the checks change (part of the cache key)
-DRIVER_VERSION = "1"
+DRIVER_VERSION = "2"
 
 _MARK = "@@verify-begin "
 
@@ -300,55 +301,76 @@ def build_theories(statements: Sequence[KernelStatement], theories: Path = THEOR
             (work / f"{name}.v").write_text(texts[name])
         build = Build(coq_version=version, sources={n: hashlib.sha256(t.encode()).hexdigest() for n, t in texts.items()})
         t0 = time.perf_counter()
-        for name in names:
-            if progress:
-                progress(f"kernel: coqc {name}.v")
-            bad = forbidden_vernacular(texts[name])
-            if bad:
-                build.compiled[name] = False
-                build.errors[name] = f"refused before compiling: the theory uses {', '.join(bad)}"
-                continue
-            rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], work)
-            build.compiled[name] = rc == 0
-            if rc != 0:
-                build.errors[name] = _first_error(out)
-        _read_assumptions(build, statements, texts, work)
-        for name in names:
-            if not build.compiled[name]:
-                continue
-            if progress:
-                progress(f"kernel: coqchk Verify.{name}")
-            rc, out = _run(["coqchk", "-silent", "-o", "-Q", ".", "Verify", "-norec", f"Verify.{name}"], work)
-            build.coqchk[name] = "ok" if rc == 0 else _first_error(out)
-            build.coqchk_axioms[name] = parse_coqchk_axioms(out)
+        for wave in dependency_waves(texts):
+            with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, min(len(wave), os.cpu_count() or 1))) as pool:
+                list(pool.map(lambda name: _one_theory(build, name, texts, statements, work, progress), wave))
         build.compile_s = round(time.perf_counter() - t0, 2)
     return build
 
 
-def _read_assumptions(build: Build, statements: Sequence[KernelStatement], texts: Mapping[str, str], work: Path) -> None:
-    ours = list(texts)
-    wanted = sorted({s.qualified for s in statements})
-    for q in wanted:
-        theory, name = q.split(".")[1], q.split(".", 2)[2]
-        fact = TheoremFact(qualified=q, statement=statement_text(texts.get(theory, ""), name))
-        build.theorems[q] = fact
-    compiled = [q for q in wanted if build.compiled.get(q.split(".")[1])]
-    if not compiled:
+def dependency_waves(texts: Mapping[str, str]) -> list[list[str]]:
+    """The theories in build waves: each wave needs only theories of earlier waves (a theory depends
+    on the ``Verify.X`` it names); the theories of one wave compile side by side.
+
+    Raises:
+        ValueError: the theories require each other in a cycle.
+    """
+    deps = {n: {m for m in re.findall(r"\bVerify\.(\w+)", _strip_comments(t)) if m in texts and m != n}
+            for n, t in texts.items()}
+    done: set[str] = set()
+    waves = []
+    while len(done) < len(texts):
+        wave = [n for n in texts if n not in done and deps[n] <= done]
+        if not wave:
+            raise ValueError(f"the theories require each other in a cycle: {sorted(set(texts) - done)}")
+        waves.append(wave)
+        done.update(wave)
+    return waves
+
+
+def _one_theory(build: Build, name: str, texts: Mapping[str, str], statements: Sequence[KernelStatement],
+                work: Path, progress: Callable[[str], None] | None) -> None:
+    """Compile one theory, read its theorems' assumptions, run coqchk on it (fills ``build``)."""
+    mine = [s for s in statements if s.theory == name]
+    for s in mine:
+        build.theorems[s.qualified] = TheoremFact(qualified=s.qualified, statement=statement_text(texts[name], s.theorem))
+    bad = forbidden_vernacular(texts[name])
+    if bad:
+        build.compiled[name] = False
+        build.errors[name] = f"refused before compiling: the theory uses {', '.join(bad)}"
         return
-    lines = [f"Require Verify.{t}." for t in sorted({q.split('.')[1] for q in compiled})]
-    for q in compiled:
-        lines += [f'Goal True. idtac "{_MARK}{q}". Abort.', f"Print Assumptions {q}."]
-    (work / "VerifyAssumptions.v").write_text("\n".join(lines) + "\n")
-    rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", "VerifyAssumptions.v"], work)
+    if progress:
+        progress(f"kernel: coqc {name}.v")
+    rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], work)
+    build.compiled[name] = rc == 0
     if rc != 0:
-        # one missing theorem makes the whole file fail: ask theorem by theorem
-        out = ""
-        for q in compiled:
-            one = [f"Require Verify.{q.split('.')[1]}.", f'Goal True. idtac "{_MARK}{q}". Abort.', f"Print Assumptions {q}."]
-            (work / "VerifyAssumptions.v").write_text("\n".join(one) + "\n")
-            rc1, out1 = _run(["coqc", "-q", "-Q", ".", "Verify", "VerifyAssumptions.v"], work)
-            if rc1 == 0:
-                out += out1 + "\n"
+        build.errors[name] = _first_error(out)
+        return
+    _read_assumptions(build, sorted({s.qualified for s in mine}), name, list(texts), work)
+    if progress:
+        progress(f"kernel: coqchk Verify.{name}")
+    rc, out = _run(["coqchk", "-silent", "-o", "-Q", ".", "Verify", "-norec", f"Verify.{name}"], work)
+    build.coqchk[name] = "ok" if rc == 0 else _first_error(out)
+    build.coqchk_axioms[name] = parse_coqchk_axioms(out)
+
+
+def _read_assumptions(build: Build, wanted: Sequence[str], theory: str, ours: Sequence[str], work: Path) -> None:
+    """``Print Assumptions`` of each wanted theorem of one compiled theory."""
+    if not wanted:
+        return
+    probe = work / f"VerifyAssumptions{theory}.v"
+
+    def ask(names: Sequence[str]) -> tuple[int, str]:
+        lines = [f"Require Verify.{theory}."]
+        for q in names:
+            lines += [f'Goal True. idtac "{_MARK}{q}". Abort.', f"Print Assumptions {q}."]
+        probe.write_text("\n".join(lines) + "\n")
+        return _run(["coqc", "-q", "-Q", ".", "Verify", probe.name], work)
+
+    rc, out = ask(wanted)
+    if rc != 0:  # one missing theorem makes the whole file fail: ask theorem by theorem
+        out = "\n".join(o for r, o in (ask([q]) for q in wanted) if r == 0)
+    compiled = list(wanted)
     found = parse_assumptions(out)
     for q in compiled:
         if q in found:
