@@ -19,7 +19,8 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
           "source": str, "statement": str, "fix": str | null, "repair": str,
           "caveats": [str], "findings": [str],
           "figures": [{"figure": str, "paper": value, "ours": value,   # published numbers against ours
-                       "reproduced": bool, "note": str, "layer": str}],  # (additive; [] when none)
+                       "reproduced": bool, "note": str, "layer": str,     # (additive; [] when none)
+                       "rule": str}],  # exact|rounding|ci|bound|tolerance|not computed ('' unstated)
           "figures_reproduced": "k/n" | null,  # k of the n figures reproduced (additive)
           "layers": {"symbolic" | "solver" | "numeric": {
               "status": str, "outcome": "holds" | "fails" | null, "summary": str,
@@ -54,7 +55,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify import __version__
-from verify.evidence import Layer, Outcome, Status, to_jsonable
+from verify.evidence import FIGURE_RULES, Layer, Outcome, Status, to_jsonable
 from verify.proofs.model import ClaimResult, Verdict
 
 SCHEMA = "verify/1"
@@ -252,7 +253,7 @@ _FIGURE = {
     "type": "object",
     "required": ["figure", "paper", "ours", "reproduced", "note", "layer"],
     "properties": {"figure": _STR, "reproduced": {"type": "boolean"}, "note": _STR,
-                   "layer": {"enum": _LAYER_NAMES}},
+                   "layer": {"enum": _LAYER_NAMES}, "rule": {"enum": ["", *FIGURE_RULES]}},
 }
 _RESULT = {
     "type": "object",
