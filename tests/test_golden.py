@@ -196,3 +196,26 @@ def test_golden_rules_absorb_cpu_noise_and_nothing_more():
     assert variant("pr26:prop4", layers__numeric__numbers__gL=2.290246664 + 3.5e-8)  # float32 slack is ws24's only
     assert variant(layers__numeric__status="proved")
     assert variant(layers__numeric__numbers__new=1.0)
+
+
+def test_measured_floats_are_written_at_a_stated_precision():
+    """verify.evidence: measured floats to 10 significant digits, a numeric layer's at 1e-12 resolution with the
+    rounding-level ones as a bound; other layers' exact constants and every non-float untouched."""
+    from fractions import Fraction
+
+    from verify.evidence import Evidence, Figure, fmt_measured
+
+    num = Evidence(layer="numeric", status="consistent", outcome="holds",
+                   numbers={"max_abs_error": 1.6653345369377348e-16, "zero": 0.0, "score": 0.9535484040905196,
+                            "sup_err": [7.424528906535555e-07, -2.5e-13], "rows": 44, "exact": Fraction(1, 3)},
+                   witness={"gap": -5.983445678910105e-17})
+    d = num.to_dict()
+    assert d["numbers"] == {"max_abs_error": ROUNDING_BOUND, "zero": 0.0, "score": 0.9535484041,
+                            "sup_err": [7.42453e-07, ROUNDING_BOUND], "rows": 44, "exact": "1/3"}
+    assert d["witness"] == {"gap": ROUNDING_BOUND}
+    sol = Evidence(layer="solver", status="proved", numbers={"tolerance": 1e-30, "max_deviation": 3.984627383925041e-37,
+                                                              "ratio": 0.30589046923514523})
+    assert sol.to_dict()["numbers"] == {"tolerance": 1e-30, "max_deviation": 3.984627384e-37, "ratio": 0.3058904692}
+    assert Figure("f", 0.0016, 0.0015734912345678, True).to_dict()["ours"] == 0.001573491235
+    assert fmt_measured(1.8249846606404725e-16) == fmt_measured(1.2166564404269817e-16) == "< 1e-12"
+    assert fmt_measured(0.0355, ".3g") == "0.0355" and fmt_measured(0.0) == "0"
