@@ -161,6 +161,8 @@ FIGURE_RULES = {
                 "last digit, ends included)",
     "ci": "the printed value's rounding interval meets our 95% confidence interval",
     "bound": "ours satisfies the inequality the source prints",
+    "tolerance": "ours within a stated tolerance of a value the source asserts (an identity's 0) or that we compute "
+                 "from a formula it prints (then both values are ours)",
     "not computed": "the source prints it; we have no value of ours (counted as not reproduced)",
 }
 
