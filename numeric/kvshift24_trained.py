@@ -2,8 +2,9 @@
 
 Source: Xu et al., "KV Shifting Attention Enhances Language Modeling", arXiv 2411.19574 v2 (5 Dec
 2024), the induction experiment of Sec. 3.2 behind Figure 1(a) (data script Appendix D, setup
-Appendix G; the claim's caveat lists the paper's sizes and each CPU-scale departure): random sentences over a vocabulary of 8000 tokens in which a token that repeats an
-earlier one is followed by the token that followed the earlier one, and the accuracy of the next-token
+Appendix G; the claim's caveat lists the paper's sizes and each CPU-scale departure): random
+sentences over a vocabulary of 8000 tokens in which a token that repeats an earlier one is followed
+by the token that followed the earlier one, and the accuracy of the next-token
 prediction at the repeat, for one-layer and two-layer vanilla attention and one-layer KV shifting
 attention (the caption: the only difference between vanilla and KV shifting is how keys and values
 are computed).  The layer is Sec. 2.2, Eqs. 4-6: K^ = a1 K + a2 Shift(K), V^ = b1 V + b2 Shift(V) with
