@@ -279,7 +279,8 @@ def test_claim_verdict_changes_on_a_coefficient_row_fault(monkeypatch):
     r = run_claim(paper.THEOREM2, p, Context(seed=0))
     assert r.verdict == "FAILS"
     assert {e.layer: (e.status, e.outcome) for e in r.evidence} == {
-        "symbolic": ("refuted", "fails"), "solver": ("refuted", "fails"), "numeric": ("consistent", "fails")}
+        "symbolic": ("refuted", "fails"), "solver": ("refuted", "fails"), "numeric": ("consistent", "fails"),
+        "kernel": ("skipped", None)}  # the module's own claim: the registry attaches the kernel check
 
 
 # ------------------------------------------------------------------ solver safety nets
@@ -394,5 +395,6 @@ def test_r_minus1_looked_up_as_the_wrong_row_changes_the_verdict(monkeypatch):
     r = run_claim(paper.THEOREM2, p, Context(seed=0))
     assert r.verdict == "INCONCLUSIVE"  # a layer errored; no layer supports the statement
     assert {e.layer: (e.status, e.outcome) for e in r.evidence} == {
-        "symbolic": ("refuted", "fails"), "solver": ("error", None), "numeric": ("consistent", "fails")}
+        "symbolic": ("refuted", "fails"), "solver": ("error", None), "numeric": ("consistent", "fails"),
+        "kernel": ("skipped", None)}  # the module's own claim: the registry attaches the kernel check
     assert "triangle bound failed" in r.layer("solver").summary

@@ -52,7 +52,7 @@ def test_example_pack_is_installed_and_runs(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1 and doc["results"][0]["verdict"] == "FAILS"
     assert {x: v["status"] for x, v in doc["results"][0]["layers"].items()} == {
-        "symbolic": "refuted", "solver": "refuted", "numeric": "consistent"}
+        "symbolic": "refuted", "solver": "refuted", "numeric": "consistent", "kernel": "skipped"}
 
 
 def test_a_plugin_paper_is_found_and_resolved(fake_plugins, capsys):

@@ -235,7 +235,7 @@ def test_selection_ablation_orders_the_rules(monkeypatch):
     assert bad["rho"]["ce"] == bad["rho"]["min-norm"]
 
 
-def test_cache_reused_same_json_and_faster(monkeypatch, tmp_path):
+def test_cache_reused_same_json_and_no_training(monkeypatch, tmp_path):
     monkeypatch.setattr(pt, "STEPS", 60)  # the cache is under test, not the model
     lines: list[str] = []
     first = _check(monkeypatch, tmp_path, lines)
@@ -247,8 +247,9 @@ def test_cache_reused_same_json_and_faster(monkeypatch, tmp_path):
     assert "0/6 cells read from the cache" in lines[0] and "6/6 cells read from the cache" in lines[1]
     t1 = float(lines[0].rsplit("training ", 1)[1].split(" s")[0])
     t2 = float(lines[1].rsplit("training ", 1)[1].split(" s")[0])
-    assert t1 > 0.5 and t2 == 0.0  # a second run trains nothing
-    assert first.numbers["grid_wall_seconds"] > second.numbers["grid_wall_seconds"]
+    # a second run trains nothing (what the cache saves in wall time is a benchmark's question, not a test's:
+    # a fixed threshold flakes under load)
+    assert t1 > 0 and t2 == 0.0
 
 
 def test_corrupt_cache_file_is_retrained_in_the_grid(monkeypatch, tmp_path, capsys):
