@@ -73,6 +73,25 @@ def _command(args: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def kernel_build_times() -> dict[str, float] | None:
+    """The kernel layer's cold build (every theory compiled, audited and checked, into an empty cache) and a
+    warm ``verify all --layers kernel`` after it, each as a fresh process; None without coqc."""
+    import shutil
+    import tempfile
+
+    if shutil.which("coqc") is None:
+        return None
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "XDG_CACHE_HOME": cache}
+        out = {}
+        for name in ("cold_s", "warm_all_s"):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "verify", "all", "--layers", "kernel", "--quiet"], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            out[name] = round(time.perf_counter() - t0, 3)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the measurements here")
@@ -80,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-alone", action="store_true", help="do not time each claim variant alone")
     a = ap.parse_args(argv)
 
-    from verify.evidence import Context
+    from verify.evidence import LAYERS, Context
     from verify.proofs import registry
     from verify.proofs.cli import run_all
     from verify.proofs.specs import run_id
@@ -94,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
           f"(target {TARGET_ALL_S:.0f} s)")
     claims = [c for c in registry.all_claims() if not c.heavy]
     t0 = time.perf_counter()
-    ran = run_all(claims, Context(), ("symbolic", "solver", "numeric"), jobs=a.jobs)
+    ran = run_all(claims, Context(), LAYERS, jobs=a.jobs)
     in_process = time.perf_counter() - t0
     print(f"run_all in this process (--jobs {a.jobs}): {in_process:.1f} s; verdict changes: {len(ran.changes)}")
 
@@ -114,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['run_id']:<40} {alone if alone is not None else '-':>8} {row.get('alone_ratio', '-'):>6}  "
               + ", ".join(f"{k} {v:.2f}" for k, v in row["layers_s"].items()) + flag)
 
+    kernel = kernel_build_times()
+    if kernel:
+        print(f"\nkernel layer: cold build (every theory: coqc, Print Assumptions, coqchk) {kernel['cold_s']:.1f} s; "
+              f"'verify all --layers kernel' warm {kernel['warm_all_s']:.2f} s")
+
     startup = {name: round(_command(args), 3) for name, args in
                (("list", ["list"]), ("show", ["show", "pr26:prop1"]), ("input_error", ["pr26:prop1", "--seed", "-1"]))}
     print("\nstart-up (fresh process): " + ", ".join(f"{k} {v:.2f} s" for k, v in startup.items())
@@ -130,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         "targets_s": {"all": TARGET_ALL_S, "claim": TARGET_CLAIM_S, "startup": TARGET_STARTUP_S},
         "claims": rows,
         "startup_s": startup,
+        "kernel": kernel,
         "verdict_changes": ran.changes,
     }
     if a.json:

@@ -224,7 +224,7 @@ def selection_alphas(fam: pe.Family, tsk: pe.Task, seed: int, lengths: Sequence[
         note, alphas = "", {}
         try:
             fr = fit(fam, tsk, L0, seed, selection=rule)
-            alphas = {str(L): float(transfer(fr, int(L)).alpha) for L in lengths}
+            alphas: dict[str, float | None] = {str(L): float(transfer(fr, int(L)).alpha) for L in lengths}
         except MinNormError as exc:
             if exc.kind == "unrealizable":
                 note = "no head reaches margin 1 at L0 (certified): the rule selects none, alpha_L counted 0"
@@ -434,7 +434,10 @@ def _in_rounding_interval(ours: float | None, printed: str) -> bool:
     if ours is None:
         return False
     p = Decimal(printed)
-    half = Decimal(1).scaleb(p.as_tuple().exponent) / 2
+    exponent = p.as_tuple().exponent
+    if not isinstance(exponent, int):  # NaN or infinity: no digits to round
+        return False
+    half = Decimal(1).scaleb(exponent) / 2
     return p - half <= Decimal(str(ours)) <= p + half
 
 
