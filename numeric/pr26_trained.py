@@ -221,10 +221,11 @@ def selection_alphas(fam: pe.Family, tsk: pe.Task, seed: int, lengths: Sequence[
 
     out: dict[str, Any] = {}
     for rule in ABLATION_RULES:
-        note, alphas = "", {}
+        note = ""
+        alphas: dict[str, float | None] = {}
         try:
             fr = fit(fam, tsk, L0, seed, selection=rule)
-            alphas: dict[str, float | None] = {str(L): float(transfer(fr, int(L)).alpha) for L in lengths}
+            alphas = {str(L): float(transfer(fr, int(L)).alpha) for L in lengths}
         except MinNormError as exc:
             if exc.kind == "unrealizable":
                 note = "no head reaches margin 1 at L0 (certified): the rule selects none, alpha_L counted 0"
