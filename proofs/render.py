@@ -22,7 +22,7 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
                        "reproduced": bool, "note": str, "layer": str,     # (additive; [] when none)
                        "rule": str}],  # exact|rounding|ci|bound|tolerance|not computed ('' unstated)
           "figures_reproduced": "k/n" | null,  # k of the n figures reproduced (additive)
-          "layers": {"symbolic" | "solver" | "numeric": {
+          "layers": {"symbolic" | "solver" | "numeric" | "kernel": {
               "status": str, "outcome": "holds" | "fails" | null, "summary": str,
               "numbers": {...}, "witness": ... | null, "certificate": ... | null,
               "tolerance": str | null, "bound": str | null, "engines": {name: version},
