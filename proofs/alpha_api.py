@@ -156,6 +156,19 @@ def resolve_task(task: str | None = None, *, target: str | None = None, rows: st
         raise InputError(e.args[0] + ", or --target EXPR") from None
 
 
+def _require_rows(task: Any, L: int, flag: str) -> None:
+    """One rule for ``verify alpha`` and ``verify realizable``: a task with no query row at the length
+    that decides (alpha: --L0, where the head is fitted; realizable: --L, the largest length) is refused;
+    its answer would hold vacuously (no row, no constraint: W = 0 "realizes" it).
+
+    Raises:
+        InputError: the task has no query row at ``L``.
+    """
+    if not list(task.rows(L)):
+        raise InputError(f"task {task.name} has no query row at {flag} {L} (a target inside the causal window 0..i "
+                         "is needed; check --target and --rows)")
+
+
 def _check_task_at(task: Any, L: int, flag: str = "--target") -> None:
     from verify.constructions import features as F
 
@@ -346,8 +359,7 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
     if target is not None:
         _check_task_at(tsk, L0)
         _check_task_at(tsk, L)
-    if not list(tsk.rows(L0)):
-        raise InputError(f"task {tsk.name} has no query row at --L0 {L0}")
+    _require_rows(tsk, L0, "--L0")
     param = None
     if W is not None:
         if spec.fixed_param is not None:
@@ -709,6 +721,7 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     if target is not None:
         for ell in range(2, L + 1):
             _check_task_at(tsk, ell)
+    _require_rows(tsk, L, "--L")
     from verify.solver import realizable as R
 
     dec = R.decide_lengths(fam, tsk, L, L0, G, timeout_ms, fixed=spec.fixed_param)
