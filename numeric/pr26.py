@@ -294,6 +294,76 @@ class MinNormError(ValueError):
         self.norm_lower_bound = norm_lower_bound
 
 
+class DualityGapError(ArithmeticError):
+    """A duality gap contradicting weak duality (negative, beyond float rounding, or negative when re-derived
+    exactly): the primal or dual bound formula is wrong, so nothing the solve says can be trusted.  An error,
+    never a verdict (issue 23 item 2)."""
+
+
+def _primal_upper(sq: float, s: float) -> float:
+    """The objective ||theta / s||^2 / 2 = ||theta||^2 / (2 s^2) of the rescaled (feasible) primal point,
+    ``sq`` = ||theta||^2, ``s`` = min(C theta) > 0: an upper bound on the min-norm optimum."""
+    return sq / (2 * s * s)
+
+
+def _scaled_ints(x: torch.Tensor) -> tuple[Any, int]:
+    """Exact integers n and one exponent e with x = n * 2^e entrywise (every float64 is a dyadic rational),
+    as a numpy object array (Python ints: products and sums below are exact)."""
+    import numpy as np
+
+    a = x.detach().to(torch.float64).cpu().numpy()
+    if not np.isfinite(a).all():
+        raise DualityGapError("min-norm certificate: a non-finite value in C, lambda or theta")
+    mant, ex = np.frexp(a)
+    ints = (mant * 2.0 ** 53).astype(np.int64)
+    ex = ex.astype(np.int64) - 53
+    nz = ints != 0
+    e0 = int(ex[nz].min()) if nz.any() else 0
+    out = np.empty(a.shape, dtype=object)
+    for idx in np.ndindex(a.shape):
+        out[idx] = int(ints[idx]) << int(ex[idx] - e0) if ints[idx] != 0 else 0
+    return out, e0
+
+
+def _pow2(e: int) -> Fraction:
+    return Fraction(2) ** e
+
+
+def exact_duality_gap(C: torch.Tensor, lam: torch.Tensor, theta: torch.Tensor) -> tuple[Fraction, Fraction, Fraction]:
+    """The relative duality gap of a min-norm certificate, re-derived in exact rational arithmetic.
+
+    The float64 entries of C (the constraint matrix as stated), lambda and theta are taken exactly as the
+    dyadic rationals they are; then, with no rounding anywhere:
+      s = min(C theta)                                (must be > 0: theta / s is feasible, C (theta/s) >= 1),
+      U = ||theta||^2 / (2 s^2)                       (primal objective of theta / s: an upper bound),
+      D = sum(lambda) - ||C^T lambda||^2 / 2          (dual value, lambda >= 0: a lower bound),
+      gap = (U - D) / U                               (>= 0 by weak duality for every such pair).
+    Independent of the float loop of :func:`fit_min_norm` (its formulas are written again here).
+
+    Returns:
+        (gap, U, D) as Fractions.
+    Raises:
+        DualityGapError: a negative lambda, s <= 0, or a negative gap (impossible: weak duality).
+    """
+    if bool((lam < 0).any()):
+        raise DualityGapError("min-norm certificate: a negative dual multiplier")
+    Ci, ec = _scaled_ints(C)
+    li, el = _scaled_ints(lam)
+    ti, et = _scaled_ints(theta.reshape(-1))
+    margins = Ci.dot(ti)                                   # scale 2^(ec + et)
+    s = Fraction(int(min(margins))) * _pow2(ec + et)
+    if s <= 0:
+        raise DualityGapError(f"min-norm certificate: the primal point is not strictly feasible (min C theta = {float(s):.3e})")
+    upper = Fraction(int(ti.dot(ti))) * _pow2(2 * et) / (2 * s * s)
+    v = Ci.T.dot(li)                                       # C^T lambda, scale 2^(ec + el)
+    dual = Fraction(int(sum(li, 0))) * _pow2(el) - Fraction(int(v.dot(v))) * _pow2(2 * (ec + el)) / 2
+    gap = (upper - dual) / upper
+    if gap < 0:
+        raise DualityGapError(f"min-norm certificate: exact duality gap {float(gap):.3e} < 0 (U = {float(upper):.6g}, "
+                              f"D = {float(dual):.6g}): weak duality is violated, a bound formula is wrong")
+    return gap, upper, dual
+
+
 class FitDiverged(ArithmeticError):
     """The cross-entropy fit ended with a non-finite loss or parameter (e.g. a learning rate so large
     that Adam's update overflows): there is no head to measure, so no alpha_L is reported."""
@@ -340,7 +410,10 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
     s = min(C theta) > 0 to a feasible point, whose objective U = ||theta||^2 / (2 s^2) bounds the
     optimum from above, while the dual value D(lambda) bounds it from below; the run stops when
     (U - D) / U <= tol (default 1e-6) and returns the rescaled (feasible) theta, so its smallest
-    margin at L0 is 1 up to float rounding.
+    margin at L0 is 1 up to float rounding.  The float gap only proposes a stop: the gap is then
+    re-derived in exact rational arithmetic from C, lambda and theta (:func:`exact_duality_gap`) and the
+    run stops only when that exact gap is <= tol; the reported gap is the exact one.  A negative gap
+    (weak duality violated: a wrong bound formula) raises :class:`DualityGapError`.
 
     Returns:
         FitResult with ``settings`` = selection, iterations, relative duality gap, constraints;
@@ -348,6 +421,7 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
     Raises:
         MinNormError: the dual grows without bound (no parameter reaches margin 1: the task is
             not realizable at L0 by this family) or the gap is not certified within max_iter.
+        DualityGapError: a negative duality gap (float beyond rounding, or exact).
     """
     C = constraint_matrix(family, task, L0, seed)
     m = C.shape[0]
@@ -390,11 +464,19 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
                                    "unrealizable", bound)
             s = float((C @ th).min())
             if s > 0:
-                upper = sq / (2 * s * s)
+                upper = _primal_upper(sq, s)
                 gap = (upper - dual) / upper
+                if gap < -max(tol, 1e-9):
+                    raise DualityGapError(f"min-norm selection: duality gap {gap:.3e} < 0 after {it} iterations "
+                                          f"(U = {upper:.6g} < D = {dual:.6g}): weak duality is violated, a bound "
+                                          "formula is wrong")
                 if gap <= tol:
-                    theta = th / s
-                    break
+                    # the float gap is a claim; the certificate is its exact re-derivation (issue 23 item 2)
+                    exact_gap, _, _ = exact_duality_gap(C, lam, th / s)
+                    if exact_gap <= tol:
+                        theta, gap = th / s, float(exact_gap)
+                        break
+                    gap = float(exact_gap)
     if theta is None:
         why = ("no iterate reached margin > 0 on every row" if gap == float("inf") else f"duality gap {gap:.2e} > {tol}")
         raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0}: not certified after "
