@@ -60,7 +60,7 @@ class Inconclusive(Exception):
 
 def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_map: str | Callable | None = None,
                slope: Any = None, base: Any = None, frequencies: int | None = None, max_positions: int = 64,
-               check_prefix: int | None = None) -> Any:
+               check_prefix: int | None = None, user_timeout: float = 60.0) -> Any:
     """The feature map named by the arguments, as a :class:`verify.constructions.features.FeatureSpec`.
 
     Exactly one of: ``pe`` (a built-in family name, ``nope``, ``alibi-fixed`` with ``slope``,
@@ -89,7 +89,7 @@ def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_ma
             F.ensure_finite(spec, max_positions)
             return spec
         if feature_map is not None:
-            return F.callable_family(feature_map, max_positions, check_prefix)
+            return F.callable_family(feature_map, max_positions, check_prefix, user_timeout)
         if pe == "nope":
             return F.nope_family()
         if pe == "alibi-fixed":
@@ -340,7 +340,7 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
             frequencies: int | None = None, target: str | None = None, rows: str | None = None,
             W: str | Path | None = None, seed: int = 0, lr: float | None = None, steps: int = 400,
             weight_decay: float = 1e-4, selection: str = "ce", min_margin: float = DEFAULT_MIN_MARGIN,
-            min_mass: float = DEFAULT_MIN_MASS) -> dict:
+            min_mass: float = DEFAULT_MIN_MASS, user_timeout: float = 60.0) -> dict:
     """Validate every input of :func:`alpha` (no fit, no evaluation); returns the resolved pieces.
 
     Built-in families and tasks are validated without importing torch or sympy.
@@ -354,7 +354,8 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
     if not isinstance(L, int) or isinstance(L, bool) or not isinstance(L0, int) or isinstance(L0, bool):
         raise InputError("--L0 and --L must be integers")
     spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
-                      max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None)
+                      max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None,
+                      user_timeout=user_timeout)
     _validate_sizes(spec, tsk, L0, L)
     if target is not None:
         _check_task_at(tsk, L0)
@@ -437,7 +438,8 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
           target: str | None = None, rows: str | None = None, W: str | Path | None = None, seed: int = 0,
           lr: float | None = None, steps: int = 400, weight_decay: float = 1e-4, selection: str = "ce",
           min_margin: float = DEFAULT_MIN_MARGIN, min_mass: float = DEFAULT_MIN_MASS,
-          identifiability: bool = False, timeout_s: float = 20.0, _prepared: dict | None = None) -> AlphaResult:
+          identifiability: bool = False, timeout_s: float = 20.0, _prepared: dict | None = None,
+          user_timeout: float = 60.0) -> AlphaResult:
     """alpha_L of a positional-only head, with its margins and the softmax mass on the target (pr26).
 
     Args:
@@ -469,7 +471,7 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
     prep = _prepared or prepare(pe, task, L0, L, features=features, feature_map=feature_map, slope=slope, base=base,
                                 frequencies=frequencies, target=target, rows=rows, W=W, seed=seed, lr=lr, steps=steps,
                                 weight_decay=weight_decay, selection=selection, min_margin=min_margin,
-                                min_mass=min_mass)
+                                min_mass=min_mass, user_timeout=user_timeout)
     spec, tsk = prep["spec"], prep["task"]
     fam = spec.family
     import torch
@@ -675,7 +677,7 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
                feature_map: str | Callable | None = None, slope: Any = None, base: Any = None,
                frequencies: int | None = None, target: str | None = None, rows: str | None = None,
                margin: Any = 1, L0: int = 20, timeout_s: float = 20.0,
-               certificates: str | Path | None = None) -> RealizableResult:
+               certificates: str | Path | None = None, user_timeout: float = 60.0) -> RealizableResult:
     """Can any head with these features do the task at every length up to L (pr26's realizability)?
 
     For each length ell = 2..L: is there one parameter theta with logit(i, t(i)) >= logit(i, j) +
@@ -711,7 +713,7 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     timeout_ms = check_timeout(timeout_s)
     tsk = resolve_task(task, target=target, rows=rows)
     spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
-                      max_positions=max(L, L0), check_prefix=None)
+                      max_positions=max(L, L0), check_prefix=None, user_timeout=user_timeout)
     fam = spec.family
     r = fam.dim(L0)
     nparam = r if fam.kind == "relative" else r * r

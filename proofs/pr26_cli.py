@@ -105,6 +105,9 @@ def _pe_options(fn):
                      "and the length L, e.g. \"i - 1\" or \"floor(i/2)\""),
         click.option("--rows", default=None, help="custom task: its first query row as an expression in L "
                      "[default: the first row whose target lies in 0..i]"),
+        click.option("--user-timeout", "user_timeout", type=float, default=60.0, show_default=True,
+                     help="--pe MODULE:CALLABLE: time limit in seconds on the user's code (its import and every call "
+                     "together); its exits and exceptions are refused in one line, its prints go to stderr"),
     ]):
         fn = opt(fn)
     return fn
@@ -146,7 +149,7 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
               frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L0: int, L: int,
               W: str | None, fmt: str, seed: int, lr: float | None, steps: int, weight_decay: float, selection: str,
               min_margin: float | None, min_mass: float | None, require_alpha: float | None, identifiability: bool,
-              timeout_s: float, plots: str | None) -> None:
+              timeout_s: float, plots: str | None, user_timeout: float) -> None:
     """Measure alpha_L of a positional-only head (fitted at L0, from --W, or fixed) on a task, with its
     margins and the softmax mass on the target (pr26).  See the epilog for exit codes."""
     from verify.proofs import alpha_api as A
@@ -166,7 +169,7 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
     ms = A.DEFAULT_MIN_MASS if min_mass is None else min_mass
     kw: dict[str, Any] = dict(features=pe_features, slope=slope, base=base, frequencies=frequencies, target=target,
                               rows=rows, W=W, seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection,
-                              min_margin=mm, min_mass=ms)
+                              min_margin=mm, min_mass=ms, user_timeout=user_timeout)
     prep = A.prepare(pe_name, task_name, L0, L, **kw)
     try:
         res = A.alpha(pe_name, task_name, L0, L, **kw, identifiability=identifiability, timeout_s=timeout_s,
@@ -364,13 +367,14 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def realizable_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
                    frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L: int,
-                   margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str) -> None:
+                   margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str, user_timeout: float) -> None:
     """Decide exactly whether any head with these features realizes the task at every length up to N
     (pr26's realizability; the constraints are linear in the parameter)."""
     from verify.proofs import alpha_api as A
 
     res = A.realizable(pe_name, task_name, L, features=pe_features, slope=slope, base=base, frequencies=frequencies,
-                       target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s, certificates=certificates)
+                       target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s, certificates=certificates,
+                       user_timeout=user_timeout)
     doc = res.doc
     if fmt == "json":
         from verify.evidence import to_jsonable

@@ -38,3 +38,66 @@ def test_realizable_refuses_a_task_without_rows_like_alpha(capsys, task, pe):
     assert "no query row at --L 8" in err
     err = refused(capsys, "alpha", *pe, *task, "--L0", "4", "--L", "8")
     assert "no query row at --L0 4" in err
+
+
+# ------------------------------------------------------------------ 2. user code runs under a guard
+
+USER_MODULE = '''
+import time
+def exits(pos):
+    raise SystemExit(0)
+def sleeps(pos):
+    try:
+        time.sleep(60)
+    except Exception:
+        pass
+def prints(pos):
+    import torch
+    print("HELLO from the user's map")
+    return torch.stack([torch.ones(len(pos), dtype=torch.float64), pos.double()], 1)
+'''
+
+
+_names = iter(range(10**6))
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A user module ``hostile_pe_<n>`` in the current directory (a fresh name: no cached import)."""
+    import sys
+
+    name = f"hostile_pe_{next(_names)}"
+    (tmp_path / f"{name}.py").write_text(USER_MODULE)
+    (tmp_path / "exits_at_import.py").write_text("raise SystemExit(0)\n")
+    monkeypatch.chdir(tmp_path)
+    yield name
+    for m in (name, "exits_at_import"):
+        sys.modules.pop(m, None)
+
+
+@pytest.mark.parametrize("cmd", [["alpha", "--require-alpha", "1"], ["realizable", "--L", "8"]])
+def test_user_map_that_exits_is_refused(capsys, user_module, cmd):
+    """SystemExit(0) in the user's map passed a --require-alpha gate with exit 0 and no output."""
+    err = refused(capsys, *cmd[:1], "--pe", f"{user_module}:exits", "--task", "prev", *cmd[1:])
+    assert "called exit(0)" in err
+
+
+def test_user_module_that_exits_at_import_is_refused(capsys, user_module):
+    err = refused(capsys, "alpha", "--pe", "exits_at_import:f", "--task", "prev", "--require-alpha", "1")
+    assert "called exit(0)" in err
+
+
+def test_user_map_that_sleeps_is_stopped_at_its_time_limit(capsys, user_module):
+    """A map sleeping 60 s (and swallowing Exception) is stopped at --user-timeout, once, not per call."""
+    err = refused(capsys, "alpha", "--pe", f"{user_module}:sleeps", "--task", "prev", "--user-timeout", "0.5")
+    assert "time limit of 0.5 s" in err
+
+
+def test_user_map_prints_stay_out_of_the_json(capsys, user_module):
+    import json
+
+    rc, out, err, _ = run(capsys, "alpha", "--pe", f"{user_module}:prints", "--task", "prev", "--L0", "6", "--L", "8",
+                          "--steps", "5", "--format", "json")
+    assert rc == 0, err
+    assert json.loads(out)["pe"] == f"callable({user_module}:prints)"
+    assert "HELLO from the user's map" in err and "HELLO" not in out
