@@ -741,27 +741,101 @@ def alibi_fixed_family(slope: Fraction | int | float) -> FeatureSpec:
 _MODCALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def load_callable(spec: str) -> Callable:
+USER_TIMEOUT_S = 60.0
+"""Default limit (seconds, wall clock) on the user's code of ``--pe MODULE:CALLABLE``: its import and
+every call of the map together (``--user-timeout``)."""
+
+
+class _UserTimeout(BaseException):
+    """Raised by the alarm inside the user's code (a BaseException: ``except Exception`` there cannot swallow it)."""
+
+
+def _guarded(call: Callable[[], Any], label: str, what: str, deadline: float, limit: float) -> Any:
+    """Run user code under a guard: its ``SystemExit`` and exceptions become one :class:`FeatureError`,
+    whatever it prints goes to stderr (never into the report on stdout), and it is stopped at
+    ``deadline`` (time.monotonic()) by SIGALRM when called from the main thread of a Unix process.
+    KeyboardInterrupt passes through (Ctrl-C still stops the command).
+    """
+    import contextlib
+    import signal
+    import threading
+    import time
+
+    def over() -> FeatureError:
+        return FeatureError(f"--pe {label}: the user code ran past its time limit of {limit:g} s (--user-timeout)")
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise over()
+    alarm = math.isfinite(remaining) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    old: Any = None
+    if alarm:
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise _UserTimeout
+
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, remaining)
+    try:
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                return call()
+        finally:
+            if alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+    except _UserTimeout:
+        raise over() from None
+    except SystemExit as e:
+        raise FeatureError(f"--pe {label}: the {what} called exit({str(e.code)[:40]})") from None
+    except FeatureError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure of the user's code is a refusal
+        raise FeatureError(f"--pe {label}: the {what} raised {type(e).__name__}: "
+                           f"{str(e).splitlines()[0][:80] if str(e) else ''}") from None
+
+
+def check_user_timeout(value: Any) -> float:
+    """Validate ``--user-timeout`` (seconds, finite, in [0.01, 86400]).
+
+    Raises:
+        FeatureError: not a number in range.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or not 0.01 <= value <= 86400:
+        raise FeatureError(f"--user-timeout must be a number of seconds in [0.01, 86400], got {str(value)[:40]}")
+    return float(value)
+
+
+def load_callable(spec: str, deadline: float | None = None, limit: float = USER_TIMEOUT_S) -> Callable:
     """Import ``MODULE:CALLABLE`` (the current directory first on the import path).
 
-    This runs the user's module: an explicit opt-in by the user who names it.
+    This runs the user's module: an explicit opt-in by the user who names it; the import runs under
+    :func:`_guarded` (exits, exceptions, stdout, the time limit).
 
     Raises:
         FeatureError: malformed name, the module cannot be imported, no such callable.
     """
+    import time
+
     m = _MODCALL.fullmatch(spec.strip())
     if not m or "__" in spec:
         raise FeatureError(f"--pe {spec[:60]!r}: expected MODULE:CALLABLE (e.g. mypes:phi)")
     modname, attr = m.groups()
+    if deadline is None:
+        deadline = time.monotonic() + limit
     added = False
     if "" not in sys.path:
         sys.path.insert(0, "")
         added = True
+    def imp() -> Any:
+        try:
+            return importlib.import_module(modname)
+        except Exception as e:  # noqa: BLE001 - any failure of the user's import is a refusal
+            raise FeatureError(f"--pe {spec}: cannot import module {modname!r} ({type(e).__name__}: "
+                               f"{str(e).splitlines()[0][:80] if str(e) else ''})") from None
+
     try:
-        mod = importlib.import_module(modname)
-    except Exception as e:  # noqa: BLE001 - any failure of the user's import is a refusal
-        raise FeatureError(f"--pe {spec}: cannot import module {modname!r} ({type(e).__name__}: "
-                           f"{str(e).splitlines()[0][:80] if str(e) else ''})") from None
+        mod = _guarded(imp, spec, f"import of module {modname!r}", deadline, limit)
     finally:
         if added:
             sys.path.remove("")
@@ -771,16 +845,12 @@ def load_callable(spec: str) -> Callable:
     return fn
 
 
-def _call_table(fn: Callable, n: int, label: str) -> Any:
+def _call_table(fn: Callable, n: int, label: str, deadline: float = float("inf"), limit: float = USER_TIMEOUT_S) -> Any:
     import numpy as np
     import torch
 
     pos = torch.arange(n, dtype=torch.long)
-    try:
-        out = fn(pos)
-    except Exception as e:  # noqa: BLE001
-        raise FeatureError(f"--pe {label}: the feature map raised {type(e).__name__}: "
-                           f"{str(e).splitlines()[0][:80] if str(e) else ''}") from None
+    out = _guarded(lambda: fn(pos), label, "feature map", deadline, limit)
     try:
         arr = out.detach().cpu().double().numpy() if isinstance(out, torch.Tensor) else np.asarray(out, dtype=np.float64)
     except Exception:  # noqa: BLE001
@@ -796,35 +866,40 @@ def _call_table(fn: Callable, n: int, label: str) -> Any:
     return arr
 
 
-def callable_family(spec: str | Callable, max_positions: int, check_prefix: int | None = None) -> FeatureSpec:
+def callable_family(spec: str | Callable, max_positions: int, check_prefix: int | None = None,
+                    timeout_s: float = USER_TIMEOUT_S) -> FeatureSpec:
     """A family from a Python feature map ``f(positions: LongTensor[n]) -> Tensor[n, k]`` (absolute features).
 
     The map is called once on positions 0..max_positions-1 (float64; the values are taken as the
     exact rationals they are, so the exact layers use them as given) and, when ``check_prefix`` is
     given, once more on 0..check_prefix-1: the two must agree on the shared positions (a feature
     that depends on the sequence length breaks the block identity every transfer relies on).
+    The import and both calls run under one time limit, ``timeout_s`` seconds in all (default
+    :data:`USER_TIMEOUT_S`), with the user's stdout sent to stderr and its exits made refusals.
 
     Raises:
         FeatureError: import failure, wrong type or shape, non-finite values, length-dependent values.
     """
+    import time
+
     import numpy as np
 
+    limit = check_user_timeout(timeout_s)
+    deadline = time.monotonic() + limit
     label = spec if isinstance(spec, str) else getattr(spec, "__name__", "callable")
-    fn = load_callable(spec) if isinstance(spec, str) else spec
     if not 1 <= max_positions <= MAX_POSITIONS:
         raise FeatureError(f"--pe {label}: between 1 and {MAX_POSITIONS} positions")
-    table = _call_table(fn, max_positions, label)
+    fn = load_callable(spec, deadline, limit) if isinstance(spec, str) else spec
+    table = _call_table(fn, max_positions, label, deadline, limit)
     if check_prefix is not None and 0 < check_prefix < max_positions:
-        short = _call_table(fn, check_prefix, label)
+        short = _call_table(fn, check_prefix, label, deadline, limit)
         if short.shape[1] != table.shape[1] or not np.array_equal(short, table[:check_prefix]):
             raise FeatureError(f"--pe {label}: the features of positions 0..{check_prefix - 1} differ between "
                                f"{check_prefix} and {max_positions} positions (the map must not depend on the length)")
     dim = table.shape[1]
 
     def float_table(n: int) -> Any:
-        if n > len(table):
-            raise FeatureError(f"--pe {label}: features requested beyond the {len(table)} positions computed")
-        return table
+        return table  # the positions computed (_TableFeatures.floats refuses a position beyond them)
 
     feats = _TableFeatures(dim, float_table, lambda n: [Fraction(float(x)) for x in table[n]], None,
                            lambda n, iv: [iv.mpf(float(x)) for x in table[n]])
@@ -895,5 +970,6 @@ def check_task(task: Task, L: int, flag: str = "--target") -> None:
 
 __all__ = ["FeatureError", "NotExact", "FeatureSpec", "parse_expressions", "evaluate", "evaluate_table",
            "is_rational_expr", "expression_family", "trig_family", "nope_family", "alibi_fixed_family",
-           "callable_family", "load_callable", "expression_task", "check_task", "ensure_finite",
+           "callable_family", "load_callable", "check_user_timeout", "USER_TIMEOUT_S",
+           "expression_task", "check_task", "ensure_finite",
            "MAX_EXPR_CHARS", "MAX_FEATURES", "MAX_EXACT_BITS", "ALLOWED_NAMES"]
