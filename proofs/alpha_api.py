@@ -216,7 +216,12 @@ def load_param(path: str | Path, shape: tuple[int, ...]) -> tuple[Any, Any, str]
             raise InputError(f"{flag}: not a JSON array of exact rationals ({str(e)[:80]})") from None
         import numpy as np
 
-        arr = np.array(_nested(exact, float), dtype=np.float64)
+        try:
+            arr = np.array(_nested(exact, float), dtype=np.float64)
+        except ValueError:  # ragged lists: numpy cannot make one array of them
+            raise InputError(f"{flag}: not a rectangular array (rows of different lengths)") from None
+        except OverflowError:  # an exact rational beyond float64 (a 1999-digit integer)
+            raise InputError(f"{flag}: a value beyond the float64 range (at most about 1.8e308 in magnitude)") from None
         how = "json (exact rationals)"
     elif suffix == ".npy":
         import numpy as np

@@ -101,3 +101,25 @@ def test_user_map_prints_stay_out_of_the_json(capsys, user_module):
     assert rc == 0, err
     assert json.loads(out)["pe"] == f"callable({user_module}:prints)"
     assert "HELLO from the user's map" in err and "HELLO" not in out
+
+
+# ------------------------------------------------------------------ 3. values beyond float64, ragged arrays
+
+@pytest.mark.parametrize("content, needle", [
+    ('[["1"], ["1", "2"]]', "not a rectangular array"),
+    ('[[1, 2], [3]]', "not a rectangular array"),
+    ('[["' + "9" * 1999 + '", "1"], ["1", "1"]]', "beyond the float64 range"),
+    ('[[' + "9" * 1999 + ', 1], [1, 1]]', "beyond the float64 range"),
+])
+def test_W_json_ragged_or_huge_is_refused(capsys, tmp_path, content, needle):
+    f = tmp_path / "w.json"
+    f.write_text(content)
+    err = refused(capsys, "alpha", "--pe-features", "1, i", "--task", "prev", "--W", str(f))
+    assert needle in err
+
+
+@pytest.mark.parametrize("expr", ["1e400", "1e400, i", "i * 1e400", "sin(1e400)"])
+@pytest.mark.parametrize("cmd", [["alpha"], ["realizable", "--L", "8"]])
+def test_feature_constant_beyond_float64_is_refused(capsys, cmd, expr):
+    err = refused(capsys, cmd[0], "--pe-features", expr, "--task", "prev", *cmd[1:])
+    assert "beyond the float64 range" in err

@@ -427,7 +427,10 @@ def evaluate_table(exprs: Sequence[Any], var: str, n: int, flag: str = "--pe-fea
     cols = []
     with np.errstate(all="ignore"):
         for k, e in enumerate(exprs):
-            v = np.broadcast_to(np.asarray(_np(e, {var: pts}), dtype=np.float64), (n,)).copy()
+            try:
+                v = np.broadcast_to(np.asarray(_np(e, {var: pts}), dtype=np.float64), (n,)).copy()
+            except OverflowError:  # an exact constant beyond float64 (1e400): Python raises, numpy would give inf
+                raise FeatureError(f"{flag}: expression {k + 1} ({_short(e)}) is beyond the float64 range") from None
             bad = ~np.isfinite(v)
             if bad.any():
                 p = int(np.argmax(bad))
