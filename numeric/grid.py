@@ -18,8 +18,10 @@ results *in the order of the tasks*, whatever order the workers finish in.  Wher
   installed, and a cache directory given to a grid must be a path the workers can write.
 
 Dask is imported only when a grid runs on it (``verify list`` stays fast).  Tasks submitted to
-Dask are ``client.map(fn, tasks, key=[...], pure=False)`` and collected with ``client.gather``
-(no home-made pool).  A task function must be deterministic in its argument: then the results do
+Dask are ``client.map(fn, tasks, key=[...], pure=False)`` (each call wrapped to return its task's
+index with its result) and collected as they complete; each result is placed by its key and must
+carry that key's index (matched by identity, never by an order of keys: "grid-10" sorts before
+"grid-2"; tests/test_grid.py runs more than ten tasks).  A task function must be deterministic in its argument: then the results do
 not depend on where they ran (tests/test_grid.py runs one grid both ways and compares the JSON).
 Each worker runs its task with torch on one thread (the task functions use
 :func:`verify.numeric.lab.one_thread`), so results do not depend on the number of workers.
@@ -27,6 +29,7 @@ Each worker runs its task with torch on one thread (the task functions use
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
@@ -108,15 +111,39 @@ def run_grid(fn: Callable[[Any], Any], tasks: Sequence[Any], scheduler: str = LO
         from distributed import as_completed
 
         t0 = time.perf_counter()
-        futures = client.map(fn, tasks, key=[f"{name}-{k}" for k in range(len(tasks))], pure=False)
+        keys = [f"{name}-{k}" for k in range(len(tasks))]
+        slot = _key_index(keys)
+        futures = client.map(functools.partial(_tagged, fn), range(len(tasks)), tasks, key=keys, pure=False)
+        out: list[Any] = [None] * len(tasks)
+        filled = [False] * len(tasks)
         done = 0
         for fut in as_completed(futures):
             if fut.status == "error":  # stop at the first failure: cancel the rest, re-raise its exception
                 client.cancel(futures)
                 raise fut.exception()
+            # each result is matched to its task by identity: the task's own index travels with it and
+            # must be the slot its key names (never an order of keys, strings or completions)
+            k = slot[fut.key]
+            tag, res = fut.result()
+            if tag != k or filled[k]:
+                client.cancel(futures)
+                raise RuntimeError(f"{name}: the result of task {tag} came back under the key of task {k}")
+            out[k], filled[k] = res, True
             done += 1
             note(f"{name}: task {done}/{len(tasks)} done ({time.perf_counter() - t0:.1f} s, {scheduler})")
-        return list(client.gather(futures))
+        if not all(filled):
+            raise RuntimeError(f"{name}: {filled.count(False)} task(s) returned no result")
+        return out
+
+
+def _tagged(fn: Callable[[Any], Any], k: int, task: Any) -> tuple[int, Any]:
+    """``(k, fn(task))`` (runs on a worker): the task's index travels with its result."""
+    return k, fn(task)
+
+
+def _key_index(keys: Sequence[str]) -> dict[str, int]:
+    """The position of each task from its Dask key (task k has the key ``f"{name}-{k}"``)."""
+    return {key: k for k, key in enumerate(keys)}
 
 
 class _client:

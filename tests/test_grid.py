@@ -67,3 +67,22 @@ def test_unreachable_scheduler_is_one_line():
 def test_bad_worker_count_refused():
     with pytest.raises(ValueError):
         grid.run_grid(pt.run_cell, [], n_workers=0)
+
+
+def test_more_than_ten_cells_matched_by_identity(monkeypatch):
+    """Twelve tasks on one Dask cluster come back as [fn(t) for t in tasks] ("grid-10" sorts before "grid-2":
+    an order of key strings would put task 10's result in slot 2).  Fault (issue 23 item 4): the slots taken
+    from the sorted key strings -> the identity check (each result carries its task's index) refuses."""
+    import logging
+
+    from distributed import LocalCluster
+
+    tasks = list(range(12))
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.CRITICAL) as cluster:
+        addr = cluster.scheduler_address
+        assert grid.run_grid(str, tasks, scheduler=addr) == [str(t) for t in tasks]
+        monkeypatch.setattr(grid, "_key_index", lambda keys: {key: k for k, key in enumerate(sorted(keys))})
+        with pytest.raises(RuntimeError, match="came back under the key of task"):
+            grid.run_grid(str, tasks, scheduler=addr)
+    assert grid.run_grid(str, tasks, scheduler=grid.IN_PROCESS) == [str(t) for t in tasks]
