@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
+import sys
 from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
@@ -69,7 +71,7 @@ def paper(key: str) -> Paper:
         ep = _plugins()[key]
         try:
             obj = ep.load()  # type: ignore[attr-defined]
-        except Exception as exc:  # a broken plugin is the user's input: one line, exit 2
+        except (Exception, SystemExit) as exc:  # a broken plugin is the user's input: one line, exit 2
             raise InputError(f"the claim pack registering paper {key!r} ({ep.value}) failed to load: "  # type: ignore[attr-defined]
                              f"{type(exc).__name__}: {exc}") from None
         if not isinstance(obj, Paper):
@@ -77,9 +79,34 @@ def paper(key: str) -> Paper:
                              "not a verify.proofs.model.Paper")
         if obj.key != key:
             raise InputError(f"the entry point named {key!r} exports paper {obj.key!r}; the names must match")
+        _check_texts(obj)
     else:
         raise InputError(f"unknown paper {key!r}; known papers: {', '.join(paper_keys())}")
     return obj
+
+
+#: a claim's name (after ``paper:``): what ids may hold, so that every report, terminal and JUnit XML file
+#: can show them as they are (no control characters, no markup, no spaces)
+CLAIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def _check_texts(p: Paper) -> None:
+    """Refuse a plugin paper whose claim ids or texts could not be written as they are: a claim
+    name outside :data:`CLAIM_NAME`, or a control character in the title, source or statement
+    (both made ``verify all --junit`` write malformed XML and ``verify list`` echo raw bytes).
+
+    Raises:
+        InputError: naming the paper and the offending claim (its id shown escaped).
+    """
+    for c in p.claims:
+        name = c.id.split(":", 1)[1]
+        if not CLAIM_NAME.fullmatch(name):
+            raise InputError(f"paper {p.key!r} registers claim id {c.id[:60]!r}: a claim name is 1-64 letters, digits, "
+                             "'_', '.', '+' or '-', starting with a letter or digit")
+        for what, text in (("title", c.title), ("source", c.source), ("statement", c.statement), ("paper title", p.title)):
+            if isinstance(text, str) and _CONTROL.search(text):
+                raise InputError(f"paper {p.key!r}, claim {c.id!r}: its {what} holds a control character")
 
 
 def with_kernel_layer(p: Paper) -> Paper:
@@ -122,11 +149,27 @@ def paper_title(key: str) -> str:
         return key
 
 
+_reported: set[str] = set()
+
+
 def all_claims() -> list[Claim]:
-    """Every registered claim, in registry order."""
+    """Every registered claim, in registry order.
+
+    A plugin paper that does not load (an exception or exit at import, not a ``Paper``, a bad claim
+    id) is reported once on stderr and skipped: it never takes the built-in claims down.  Naming
+    that paper itself (``verify audit KEY``) still refuses it in one line, exit 2.
+    """
     out: list[Claim] = []
     for key in paper_keys():
-        out.extend(paper_claims(key))
+        try:
+            out.extend(paper_claims(key))
+        except InputError as e:
+            if key in BUILTIN:
+                raise
+            if key not in _reported:
+                _reported.add(key)
+                line = " ".join(_CONTROL.sub("?", str(e)).split())[:300]
+                print(f"verify: warning: {line}; its claims are skipped", file=sys.stderr)
     return out
 
 

@@ -123,3 +123,60 @@ def test_W_json_ragged_or_huge_is_refused(capsys, tmp_path, content, needle):
 def test_feature_constant_beyond_float64_is_refused(capsys, cmd, expr):
     err = refused(capsys, cmd[0], "--pe-features", expr, "--task", "prev", *cmd[1:])
     assert "beyond the float64 range" in err
+
+
+# ------------------------------------------------------------------ 4. hostile plugins
+
+@pytest.fixture
+def plugin(monkeypatch):
+    """Entry points into an in-memory module ``hostile_pack`` (its PAPER set by the test)."""
+    import sys
+    import types
+    from importlib.metadata import EntryPoint
+
+    from verify.proofs import registry
+
+    mod = types.ModuleType("hostile_pack")
+    monkeypatch.setitem(sys.modules, "hostile_pack", mod)
+    monkeypatch.setattr(registry, "_plugins", lambda: {"toy": EntryPoint("toy", "hostile_pack:PAPER", registry.ENTRY_POINT_GROUP)})
+    monkeypatch.setattr(registry, "_reported", set())
+    registry.paper.cache_clear()
+    yield mod
+    registry.paper.cache_clear()
+
+
+def _toy_claim(cid: str, title: str = "t"):
+    from verify.evidence import Evidence
+    from verify.proofs.model import Claim
+
+    def sym(p, ctx):
+        return Evidence(layer="symbolic", status="proved", summary="1 + 1 = 2")
+
+    return Claim(id=cid, title=title, source="s", statement="1 + 1 = 2", options=(), checks={"symbolic": sym},
+                 expected={"": "HOLDS"})
+
+
+@pytest.mark.parametrize("setup, needle", [
+    (lambda m: setattr(m, "PAPER", __import__("verify.proofs.model", fromlist=["Paper"]).Paper(
+        key="toy", title="Toy", claims=(_toy_claim("toy:a\x1b[31m\x00b"),))), "registers claim id"),
+    (lambda m: setattr(m, "PAPER", __import__("verify.proofs.model", fromlist=["Paper"]).Paper(
+        key="toy", title="Toy", claims=(_toy_claim("toy:ok", title="bad\x07title"),))), "control character"),
+    (lambda m: None, "failed to load"),                     # no PAPER: loading it raises
+])
+def test_a_hostile_plugin_is_reported_once_and_skipped(capsys, tmp_path, plugin, setup, needle):
+    """A plugin with a control character in a claim id (or title), or one that fails to load, no
+    longer takes the built-in claims down: `verify list` lists them (exit 0) with one warning line,
+    and the claim with the bad id never reaches a report (`verify all --junit` wrote malformed XML)."""
+    import json
+
+    setup(plugin)
+    rc, out, err, secs = run(capsys, "list", "--format", "json")
+    assert rc == 0 and secs < 2.0, err
+    ids = [c["claim"] for c in json.loads(out)]
+    assert "pr26:theorem1" in ids and not any(i.startswith("toy:") for i in ids)
+    assert len(err.strip().splitlines()) == 1 and needle in err and "\x1b" not in err and "\x00" not in err
+    rc, out, err, _ = run(capsys, "list")
+    assert rc == 0 and err == "" and "\x1b" not in out  # reported once per process
+    err = refused(capsys, "audit", "toy")                  # naming the broken paper itself is refused
+    assert needle in err and "\x1b" not in err
+
