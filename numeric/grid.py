@@ -11,10 +11,11 @@ results *in the order of the tasks*, whatever order the workers finish in.  Wher
   point with ``if __name__ == "__main__":`` (the ``verify`` console script and ``python -m verify``
   are safe).
 * ``"in-process"``: a plain loop in this process (no Dask; used by tests and for one-off runs).
-* an address ``tcp://HOST:PORT`` (or ``tls://``): an existing cluster's scheduler.  The address is
-  validated before any work; a scheduler that cannot be reached within ``connect_timeout_s``
-  raises :class:`SchedulerUnreachable` (a one-line message), which the claims report as an
-  inconclusive numeric layer (exit 3).  Workers of an existing cluster must have ``verify``
+* an address ``tcp://HOST:PORT``: an existing cluster's scheduler.  The address is validated before
+  any work (``tls://`` is refused: it needs a Dask security configuration verify does not take); a
+  scheduler that cannot be reached within ``connect_timeout_s``, or an address that answers with
+  something else than a Dask scheduler, raises :class:`SchedulerUnreachable` (a one-line message),
+  which the claims report as an inconclusive numeric layer (exit 3).  Workers of an existing cluster must have ``verify``
   installed, and a cache directory given to a grid must be a path the workers can write.
 
 Dask is imported only when a grid runs on it (``verify list`` stays fast).  Tasks submitted to
@@ -40,7 +41,7 @@ LOCAL, IN_PROCESS = "local", "in-process"
 SCHEDULER_HELP = ("where grids run: 'local' (a 2-worker dask LocalCluster on this machine), 'in-process' (no Dask), "
                   "or an existing scheduler's address tcp://HOST:PORT")
 _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*|\[[0-9A-Fa-f:.]{2,45}\])"
-_ADDRESS = re.compile(r"(tcp|tls)://(" + _HOST + r"):([0-9]{1,5})")
+_ADDRESS = re.compile(r"(tcp)://(" + _HOST + r"):([0-9]{1,5})")
 #: most workers a local cluster may start (the machine has few cores; more only adds memory)
 MAX_LOCAL_WORKERS = 16
 
@@ -50,7 +51,7 @@ class SchedulerUnreachable(ConnectionError):
 
 
 def parse_scheduler(text: str) -> str:
-    """Validate a scheduler string: ``local``, ``in-process`` or ``tcp://HOST:PORT`` / ``tls://HOST:PORT``.
+    """Validate a scheduler string: ``local``, ``in-process`` or ``tcp://HOST:PORT``.
 
     Returns:
         The normalised string (surrounding blanks removed).
@@ -62,6 +63,9 @@ def parse_scheduler(text: str) -> str:
     if t in (LOCAL, IN_PROCESS):
         return t
     m = _ADDRESS.fullmatch(t)
+    if not m and t.lower().startswith(("tls://", "ucx://", "ws://", "wss://", "inproc://")):
+        raise ValueError(f"scheduler {t.split('://')[0].lower()}:// is not supported (only tcp://HOST:PORT: a tls:// "
+                         "scheduler needs a Dask security configuration that verify does not take)")
     if not m:
         shown = t if len(t) <= 60 else t[:40] + "..."
         raise ValueError(f"scheduler {shown!r} is not 'local', 'in-process' or an address tcp://HOST:PORT")
@@ -174,6 +178,10 @@ class _client:
                 first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
                 raise SchedulerUnreachable(f"no Dask scheduler answered at {self.scheduler} within "
                                            f"{self.timeout:g} s ({type(exc).__name__}: {first})") from None
+            except Exception as exc:  # noqa: BLE001 - garbage from the address (a MemoryError of a bogus frame size, ...)
+                first = (str(exc).splitlines() or [""])[0][:160]
+                raise SchedulerUnreachable(f"the address {self.scheduler} did not answer as a Dask scheduler "
+                                           f"({type(exc).__name__}: {first})") from None
         return self.client
 
     def __exit__(self, *exc: Any) -> None:

@@ -42,14 +42,15 @@ def test_equality_check_can_fail():
     assert _stable(a) != _stable(b)
 
 
-@pytest.mark.parametrize("text", ["local", "in-process", "tcp://127.0.0.1:8786", "tls://scheduler.example.org:443",
+@pytest.mark.parametrize("text", ["local", "in-process", "tcp://127.0.0.1:8786", "tcp://scheduler.example.org:443",
                                   "tcp://[::1]:8786", " local "])
 def test_scheduler_strings_accepted(text):
     assert grid.parse_scheduler(text) == text.strip()
 
 
 @pytest.mark.parametrize("text", ["", "localhost:8786", "http://x:1", "tcp://x", "tcp://x:0", "tcp://x:99999",
-                                  "tcp://-bad-:1", "tcp://a b:1", "tcp://x:1/path", "tcp://x:1; rm -rf /", "LOCAL"])
+                                  "tcp://-bad-:1", "tcp://a b:1", "tcp://x:1/path", "tcp://x:1; rm -rf /", "LOCAL",
+                                  "tls://127.0.0.1:9"])  # tls:// needs a security configuration verify does not take
 def test_scheduler_strings_refused(text):
     with pytest.raises(ValueError):
         grid.parse_scheduler(text)

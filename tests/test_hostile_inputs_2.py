@@ -180,3 +180,53 @@ def test_a_hostile_plugin_is_reported_once_and_skipped(capsys, tmp_path, plugin,
     err = refused(capsys, "audit", "toy")                  # naming the broken paper itself is refused
     assert needle in err and "\x1b" not in err
 
+
+
+# ------------------------------------------------------------------ 5. schedulers
+
+@pytest.mark.parametrize("claim", ["pr26:auc", "fp26:fingerprint"])
+def test_tls_scheduler_is_refused_before_work(capsys, claim):
+    """tls:// passed the parser and failed later with a TypeError (no security configuration)."""
+    err = refused(capsys, claim, "--scheduler", "tls://127.0.0.1:9")
+    assert "only tcp://HOST:PORT" in err
+
+
+def test_an_address_answering_garbage_is_one_line():
+    """A listener that answers garbage (frame headers of 2^64-1) raised out of Client() (here a ValueError,
+    in the issue's run a MemoryError of '3.07 EiB') and was reported as a numeric error; it is
+    SchedulerUnreachable, one line."""
+    import socket
+    import threading
+
+    from verify.numeric import grid
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            try:
+                conn.sendall(b"\xff" * 64)
+            except OSError:
+                pass
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        t0 = time.perf_counter()
+        with pytest.raises(grid.SchedulerUnreachable) as exc:
+            grid.run_grid(str, [1], scheduler=f"tcp://127.0.0.1:{port}", connect_timeout_s=2)
+        assert time.perf_counter() - t0 < 10
+    finally:
+        stop.set()
+        t.join()
+        srv.close()
+    assert "\n" not in str(exc.value) and f"127.0.0.1:{port}" in str(exc.value)
