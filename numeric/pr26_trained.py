@@ -342,6 +342,12 @@ def auc_score(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
     return float(roc_auc_score([int(bool(v)) for v in labels], list(scores)))
 
 
+def generalizes(accuracy: float, threshold: float = THRESHOLD) -> bool:
+    """pr26's label of a measurement: the model generalizes at L when accuracy_L >= threshold (at the
+    threshold counts: an accuracy of exactly 0.9 generalizes; tests/test_faults_23.py feeds that case)."""
+    return accuracy >= threshold
+
+
 def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -> dict[str, Any]:
     """The AUC, the counts and every disagreement over all measurements of ``cells``.
 
@@ -363,7 +369,7 @@ def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) 
                 dropped += 1
                 continue
             meas.append({"family": c["family"], "task": c["task"], **r,
-                         "generalizes": r["accuracy"] >= threshold})
+                         "generalizes": generalizes(r["accuracy"], threshold)})
     labels = [m["generalizes"] for m in meas]
     scores = [m["alpha"] for m in meas]
     auc = auc_score(labels, scores)
@@ -568,7 +574,7 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
     if not in_scope:
         esc = summarize(inside, threshold)
         escaped = [m for c in inside for m in c["rows"] if m["accuracy"] == m["accuracy"] and
-                   m["accuracy"] >= threshold and m["alpha"] < threshold]
+                   generalizes(m["accuracy"], threshold) and m["alpha"] < threshold]
         numbers["auc_all_measurements"] = s_all["auc"]
         numbers["n_all_measurements"] = s_all["n_measurements"]
         numbers["escape"] = {"cells": sorted(f"{f}/{t}" for f, t in ESCAPE_CELLS if f in families and t in tasks),

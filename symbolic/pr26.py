@@ -114,6 +114,12 @@ def tie_row(family: Family) -> tuple[dict, sp.Expr, sp.Expr]:
     return {str(k): int(v) for k, v in vals.items()}, ft, margin
 
 
+def key_curvature(f: sp.Expr, i: sp.Symbol, j: sp.Symbol) -> sp.Expr:
+    """d^2 f / dj^2 in the key index j (the query i held fixed): 0 exactly when the logit row is affine in j,
+    the premise of Prop. 1's endpoint argument."""
+    return sp.simplify(sp.diff(f, j, 2))
+
+
 def check_prop1(families: Sequence[Family], control: Family | None = None) -> Evidence:
     """pr26 Prop. 1 for every n >= 3 and every W, for each given family (affine, alibi).
 
@@ -135,16 +141,24 @@ def check_prop1(families: Sequence[Family], control: Family | None = None) -> Ev
     control = control or QUADRATIC
     details: list[str] = []
     numbers: dict[str, Any] = {}
-    fc, _, jc, _ = symbolic_row(control)
-    d2c = sp.simplify(sp.diff(fc, jc, 2))
+    fc, ic, jc, _ = symbolic_row(control)
+    d2c = key_curvature(fc, ic, jc)
     numbers[f"control {control.name}: d^2 logit / dj^2"] = str(d2c)
     if d2c == 0:
         return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
                         summary=(f"positive control failed: the affinity test finds the {control.name} row "
                                  f"({control.description}) affine, so it cannot tell affine rows from others"))
+    # the shipped families are bilinear (as curved in i as in j): the test must also tell the key from the
+    # query, so a row affine in i but quadratic in j is not affine, and one quadratic in i but affine in j is
+    for row, affine in ((ic + jc ** 2, False), (ic ** 2 + jc, True)):
+        if (key_curvature(row, ic, jc) == 0) != affine:
+            return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
+                            summary=(f"positive control failed: the affinity test calls the row {row} "
+                                     f"{'affine' if not affine else 'not affine'} in the key j: it differentiates in "
+                                     "the wrong variable"))
     for fam in families:
         f, i, j, params = symbolic_row(fam)
-        d2 = sp.simplify(sp.diff(f, j, 2))
+        d2 = key_curvature(f, i, j)
         numbers[f"{fam.name}: logit(i, j)"] = str(f)
         numbers[f"{fam.name}: d^2 logit / dj^2"] = str(d2)
         if d2 != 0:

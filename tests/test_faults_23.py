@@ -273,3 +273,71 @@ def test_ws24_reading_just_outside_tau_fails(monkeypatch):
     assert ws24.check_theorem2(_shifted(-1.01, d, V), **kw).outcome == "fails"
     monkeypatch.setattr(ws24, "score_tolerance", lambda d, V, scale: 400 * math.sqrt((V + 3) / (d * V)) * scale)
     assert ws24.check_theorem2(_shifted(1.01, d, V), **kw).outcome == "holds"   # the fault: no longer refused
+
+
+# ----------------------------------------------------------------------------- item 5: safety nets fed their case
+
+
+def test_decode_value_state_seen_with_b2():
+    """kvshift24 decode (KV-shift Eqs. 4-5, V^ = b1 V + b2 Shift(V)): with b2 = 1 the raw-key decode equals the
+    full pass at every prefill (variant none: the query's own slot s = t enters, so slot k + 1's value is
+    read at t = k + 1).  Fault (issue 23 item 5): the value state after the prefill holding x_{k-1}
+    instead of x_k -- invisible at Appendix B's b2 = 0, seen here at the first decoded token k + 1."""
+    from verify.constructions import kvshift24_pe as kp
+
+    pe = kp.PE("none", alibi=False)
+    co = kp.Coefs(b2=1)
+    L = 6
+
+    def mismatches():
+        full = kp.full_forward(L, "none", pe, sp.Integer(2), co)
+        return [kp.first_mismatch(full, kp.decode(L, "none", pe, kp.Decode(k), sp.Integer(2), co))
+                for k in range(1, L)]
+
+    assert mismatches() == [None] * (L - 1)
+    real = kp._raw_state
+    monkey = pytest.MonkeyPatch()
+    with monkey.context() as mp:
+        mp.setattr(kp, "_raw_state", lambda k, pe_: (real(k, pe_)[0], ((1, k - 1),)))
+        assert mismatches() == [k + 1 for k in range(1, L)]
+        # at b2 = 0 (the default) the same fault changes nothing: why the b2 = 1 case is needed
+        assert all(kp.first_mismatch(kp.full_forward(L, "none", pe, sp.Integer(2)),
+                                     kp.decode(L, "none", pe, kp.Decode(k), sp.Integer(2))) is None
+                   for k in range(1, L))
+
+
+def test_auc_label_at_threshold_generalizes(monkeypatch):
+    """pr26:auc labels a measurement generalizing when accuracy_L >= 0.9: an accuracy of exactly 0.9 (45/50)
+    is positive, and alpha exactly 0.9 is above the cut (no disagreement).  Fault: `accuracy > threshold`."""
+    from verify.numeric import pr26_trained as pt
+
+    cells = [{"family": "a", "task": "x", "rows": [{"seed": 0, "L": 30, "alpha": 0.9, "accuracy": 45 / 50},
+                                                   {"seed": 1, "L": 30, "alpha": 0.2, "accuracy": 0.5}]}]
+    s = pt.summarize(cells, threshold=0.9)
+    assert (s["n_generalizing"], s["n_not_generalizing"], s["disagreements"], s["auc"]) == (1, 1, [], 1.0)
+    monkeypatch.setattr(pt, "generalizes", lambda acc, threshold=pt.THRESHOLD: acc > threshold)
+    s = pt.summarize(cells, threshold=0.9)
+    assert s["n_generalizing"] == 0 and s["auc"] is None and len(s["disagreements"]) == 1
+
+
+def test_prop1_affinity_differentiates_in_the_key(monkeypatch):
+    """pr26 Prop. 1's premise is a logit row affine in the key j.  A row affine in i but quadratic in j must be
+    refused (inconclusive), and the controls must notice a test that differentiates in the query i instead
+    (the shipped families are bilinear: that fault passed every claim)."""
+    from verify.constructions.pe import get_family as fam
+    from verify.symbolic import pr26 as sym
+
+    assert sym.check_prop1([fam("affine"), fam("alibi")]).status == "proved"
+    real_row = sym.symbolic_row
+
+    def j_quadratic(family):
+        f, i, j, params = real_row(family)
+        return (f + j ** 2 if family.name == "affine" else f), i, j, params
+
+    with monkeypatch.context() as mp:
+        mp.setattr(sym, "symbolic_row", j_quadratic)
+        ev = sym.check_prop1([fam("affine")])
+        assert ev.status == "inconclusive" and "not affine in j" in ev.summary
+    monkeypatch.setattr(sym, "key_curvature", lambda f, i, j: sp.simplify(sp.diff(f, i, 2)))
+    ev = sym.check_prop1([fam("affine"), fam("alibi")])
+    assert ev.status == "error" and "wrong variable" in ev.summary

@@ -230,6 +230,13 @@ def _call_cache(L: int, b1: Any, pe: PE, co: Coefs) -> list[tuple]:
     return cache
 
 
+def _raw_state(k: int, pe: PE) -> tuple[tuple, tuple]:
+    """The ``raw-key`` shift state after a prefill of x_1..x_k: the raw key and value of x_k (the
+    previous token of the first decoded one).  Its value half is seen only when b2 != 0 (Appendix B's
+    b2 = 0 hides it): tests/test_faults_23.py decodes with b2 = 1 to exercise it."""
+    return _raw_key(k, k, pe), ((1, k),)
+
+
 def decode(L: int, var: Variant | str, pe: PE, dec: Decode, sigma: Any = 1, co: Coefs = Coefs()) -> list[Query]:
     """The query positions k+1..L of incremental decoding: one call over x_1..x_k (as
     :func:`full_forward`), then one call per token with the cache and shift state of ``dec``.
@@ -254,8 +261,7 @@ def decode(L: int, var: Variant | str, pe: PE, dec: Decode, sigma: Any = 1, co: 
         last_k = _mix(co.a1, _raw_key(k, k, pe), co.a2, _raw_key(k - 1, k - 1, pe))
         last_v = _merge([(b1, k)] + ([(co.b2, k - 1)] if k > 1 else []))
     else:
-        last_k = _raw_key(k, k, pe)
-        last_v = ((1, k),)
+        last_k, last_v = _raw_state(k, pe)
     out = []
     for t in range(k + 1, L + 1):
         pos = t if dec.rope_offset == "correct" else 0
