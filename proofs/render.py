@@ -65,7 +65,7 @@ def is_timing_key(key: str) -> bool:
     """Keys that hold wall-clock measurements (``wall_time_s``, ``seconds``, ``solver_seconds``,
     ``certify_seconds``, ...): ``--no-timings`` writes them as 0 and the audit leaves them out."""
     k = key.lower()
-    return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s")
+    return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s", "train_s", "eval_s")
 
 
 #: a wall-time note inside prose, such as "(0.01 s)" or "(12 ms)"

@@ -230,3 +230,20 @@ def test_an_address_answering_garbage_is_one_line():
         t.join()
         srv.close()
     assert "\n" not in str(exc.value) and f"127.0.0.1:{port}" in str(exc.value)
+
+
+# ------------------------------------------------------------------ 6. --no-timings is byte-identical
+
+def test_no_timings_zeroes_the_falsifier_training_time():
+    """kvshift24:falsifier's numbers carry each model's train_s; two uncached runs differ there, and
+    --no-timings kept it (the JSON was not byte-identical).  Run twice, render as --no-timings does."""
+    import json
+
+    from verify.evidence import to_jsonable
+    from verify.numeric import kvshift24_trained as k
+    from verify.proofs.render import _zero_timings
+
+    sz = k.FalsifierSizes(d=16, H=1, V=32, T=32, n_pairs=4, batch=8, steps=2, lr=5e-3, n_eval=8)
+    a, b = (k.check_falsifier(sz, [0], None).to_dict() for _ in range(2))
+    assert a["numbers"]["kvshift1"]["train_s"] > 0  # the field is there and measured
+    assert json.dumps(to_jsonable(_zero_timings(a))) == json.dumps(to_jsonable(_zero_timings(b)))
