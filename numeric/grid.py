@@ -118,7 +118,7 @@ def run_grid(fn: Callable[[Any], Any], tasks: Sequence[Any], scheduler: str = LO
         keys = [f"{name}-{k}" for k in range(len(tasks))]
         slot = _key_index(keys)
         futures = client.map(functools.partial(_tagged, fn), range(len(tasks)), tasks, key=keys, pure=False)
-        out: list[Any] = [None] * len(tasks)
+        out = [None] * len(tasks)
         filled = [False] * len(tasks)
         done = 0
         for fut in as_completed(futures):

@@ -355,7 +355,8 @@ def _np(e: Any, env: dict[str, Any]) -> Any:
         # product is exact and the division correctly rounded, so floor/ceiling of an exact integer such as
         # 49 * (1/49) see the integer (fl(1/49) * 49 = 0.9999999999999999 floors to 0); the parser keeps
         # x/q as x * q**-1, so a factor with a negative integer power joins the denominator
-        out, den = np.float64(1), np.float64(1)
+        out: Any = np.float64(1)
+        den: Any = np.float64(1)
         for a in e.args:
             if isinstance(a, sp.Rational) and a.q != 1:
                 out, den = out * np.float64(int(a.p)), den * np.float64(int(a.q))
