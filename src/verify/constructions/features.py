@@ -355,7 +355,7 @@ def _np(e: Any, env: dict[str, Any]) -> Any:
         # product is exact and the division correctly rounded, so floor/ceiling of an exact integer such as
         # 49 * (1/49) see the integer (fl(1/49) * 49 = 0.9999999999999999 floors to 0); the parser keeps
         # x/q as x * q**-1, so a factor with a negative integer power joins the denominator
-        out: Any = np.float64(1)
+        out = np.float64(1)
         den: Any = np.float64(1)
         for a in e.args:
             if isinstance(a, sp.Rational) and a.q != 1:
