@@ -72,6 +72,7 @@ Exit codes:
   2  usage or input error (unknown claim, bad option, sizes that cannot fit)
   3  inconclusive (solver unknown, budget exhausted, a layer errored)
   130  interrupted (Ctrl-C)
+  143  stopped by SIGTERM (taken like Ctrl-C: workers stopped, one line)
 """
 
 EXPECT_HELP = ("expectations for your own variants: JSON {\"ws24:theorem2[read-score]\": \"HOLDS WITH FIX\"} "
@@ -591,6 +592,8 @@ def _ignore_further_interrupts() -> None:
 
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if signal.getsignal(signal.SIGTERM) is interrupts._on_sigint:  # SIGTERM taken like Ctrl-C (interrupts.watching)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
     except ValueError:  # not the main thread (an embedding program's): leave its handling alone
         pass
 
@@ -856,7 +859,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(argv) if argv is not None else sys.argv[1:]
     with interrupts.watching():
         code = _main(args)
-    if argv is None and code == 130:  # the console script ends now: a second key must not print a
+    if argv is None and code in (130, 143):  # the console script ends now: a second key must not print a
         _ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
     return code
 
@@ -873,7 +876,7 @@ def _main(args: list[str]) -> int:
     if code is None or interrupts.pressed():
         _ignore_further_interrupts()  # while stopping (watching() restores the handler when main returns)
         click.echo("verify: aborted", err=True)
-        return 130
+        return interrupts.exit_code()  # 130 after Ctrl-C, 143 after SIGTERM (taken the same way)
     return code
 
 

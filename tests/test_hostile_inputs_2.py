@@ -247,3 +247,62 @@ def test_no_timings_zeroes_the_falsifier_training_time():
     a, b = (k.check_falsifier(sz, [0], None).to_dict() for _ in range(2))
     assert a["numbers"]["kvshift1"]["train_s"] > 0  # the field is there and measured
     assert json.dumps(to_jsonable(_zero_timings(a))) == json.dumps(to_jsonable(_zero_timings(b)))
+
+
+# ------------------------------------------------------------------ 7. SIGTERM is taken like Ctrl-C
+
+def test_sigterm_in_a_watched_run_is_an_interrupt_with_exit_143():
+    """In-process: under interrupts.watching() SIGTERM raises KeyboardInterrupt (was: the default
+    action, the process gone at once) and the exit code is 128 + 15."""
+    import os
+    import signal
+
+    from verify import interrupts
+
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.watching():
+            assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL, "SIGTERM not taken (it would end pytest)"
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):
+                time.sleep(0.001)
+            pytest.fail("SIGTERM did not interrupt the run")
+    assert interrupts.exit_code() == 143
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL  # restored
+
+
+@pytest.mark.parametrize("cmd", [["all"], ["audit", "pr26"]])
+def test_sigterm_stops_a_parallel_run_with_one_line_and_no_stray_workers(cmd):
+    """SIGTERM to verify (as `kill PID` or a service manager sends it) mid-run: exit 143 within 2 s, the
+    one line 'verify: aborted' (no resource-tracker warning: the pool is shut down), no worker left."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    def group() -> list[str]:  # the live processes of the run's session: "pid stat args"
+        ps = subprocess.run(["ps", "-s", str(p.pid), "-o", "pid=,stat=,args="], capture_output=True, text=True).stdout
+        return [x.strip() for x in ps.splitlines() if x.strip() and x.split()[1][0] != "Z"]
+
+    p = subprocess.Popen([sys.executable, "-m", "verify", *cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while len(group()) < 3 and time.time() < deadline:  # once workers exist
+        time.sleep(0.05)
+    time.sleep(0.5)
+    tracker = {x.split()[0] for x in group() if "resource_tracker" in x}
+    t0 = time.time()
+    p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    secs = time.time() - t0
+    left: list[str] = []
+    for _ in range(12):
+        left = [x for x in group() if x.split()[0] not in tracker]
+        if not left:
+            break
+        time.sleep(0.25)
+    assert p.returncode == 143 and err.strip() == "verify: aborted" and out == "", (p.returncode, err[-1500:])
+    assert secs < 2.0 and left == [], (secs, left)

@@ -1,4 +1,4 @@
-"""A Ctrl-C that cannot be lost.
+"""A Ctrl-C that cannot be lost (and SIGTERM, taken the same way: exit 143 instead of 130).
 
 An in-process run (``--serial``, or a claim with one layer) used to lose a Ctrl-C in two ways:
 
@@ -36,14 +36,24 @@ from typing import Any, Iterator
 _pressed = threading.Event()
 _watched = threading.Event()
 _lock = threading.Lock()
+_note_lock = threading.RLock()
 _running: set[Any] = set()  # z3 contexts inside a call now: what the watcher interrupts
 
 
 _deferring = False
+_signum = [int(signal.SIGINT)]  # the signal that stopped the run: SIGINT (exit 130) or SIGTERM (exit 143)
+
+
+def _note(signum: int) -> None:
+    """Set the flag, remembering the first signal (the watcher thread may see it before the handler runs)."""
+    with _note_lock:  # reentrant: a handler may run inside another (never _lock, which the main thread holds in interruptible)
+        if not _pressed.is_set():
+            _signum[0] = int(signum)
+            _pressed.set()
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
-    _pressed.set()
+    _note(signum)
     if not _deferring:
         raise KeyboardInterrupt
 
@@ -66,8 +76,8 @@ def deferred() -> Iterator[None]:
     check()
 
 
-def _interrupt_running() -> None:
-    _pressed.set()
+def _interrupt_running(signum: int = signal.SIGINT) -> None:
+    _note(signum)
     with _lock:
         running = list(_running)
     for ctx in running:
@@ -82,20 +92,28 @@ def _watch(fd: int) -> None:
         data = os.read(fd, 64)
         if not data:
             return
-        if signal.SIGINT in data:
-            _interrupt_running()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if sig in data:
+                _interrupt_running(sig)
+                break
 
 
 @contextmanager
 def watching() -> Iterator[None]:
     """Watch for Ctrl-C over a whole run (module docstring).  Installed only from the main thread
     and only over Python's default SIGINT handler (an embedding program's own handler is left
-    alone); the previous handler, wake-up fd and unraisable hook are restored on exit, and the
-    flag is cleared so that a later call starts clean."""
+    alone); SIGTERM is taken the same way (workers stopped, one line, exit 143) where its handler is
+    the default one, also when SIGINT is ignored (a job a non-interactive shell put in the
+    background).  The previous handlers, wake-up fd and unraisable hook are restored on exit, and
+    the flag is cleared so that a later call starts clean."""
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
+    previous_term = signal.getsignal(signal.SIGTERM) if main else None
     _pressed.clear()
-    if previous is not signal.default_int_handler:
+    _signum[0] = int(signal.SIGINT)
+    take_int = previous is signal.default_int_handler
+    take_term = main and previous_term == signal.SIG_DFL
+    if not (take_int or take_term):
         yield
         return
     hook = sys.unraisablehook
@@ -104,7 +122,10 @@ def watching() -> Iterator[None]:
     old_fd = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     watcher = threading.Thread(target=_watch, args=(read_end,), name="verify-ctrl-c", daemon=True)
     watcher.start()
-    signal.signal(signal.SIGINT, _on_sigint)
+    if take_int:
+        signal.signal(signal.SIGINT, _on_sigint)
+    if take_term:
+        signal.signal(signal.SIGTERM, _on_sigint)
     sys.unraisablehook = functools.partial(_quiet_when_pressed, hook)
     _watched.set()
     try:
@@ -118,6 +139,8 @@ def watching() -> Iterator[None]:
         sys.unraisablehook = hook
         _pressed.clear()
         signal.signal(signal.SIGINT, previous)  # also undoes a stopping run's SIG_IGN
+        if take_term:
+            signal.signal(signal.SIGTERM, previous_term)
 
 
 def _quiet_when_pressed(hook: Any, unraisable: Any) -> None:
@@ -130,8 +153,13 @@ def _quiet_when_pressed(hook: Any, unraisable: Any) -> None:
 
 
 def pressed() -> bool:
-    """Whether Ctrl-C was pressed inside the current :func:`watching` block."""
+    """Whether Ctrl-C was pressed (or SIGTERM came) inside the current :func:`watching` block."""
     return _pressed.is_set()
+
+
+def exit_code() -> int:
+    """The exit code of a stopped run: 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM)."""
+    return 128 + _signum[0]
 
 
 def z3_takes_ctrl_c() -> bool:
