@@ -349,6 +349,11 @@ class Cache:
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{recipe.name}-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as fh:
+                # mkstemp makes 0600; a checkpoint gets the permissions of every other output (0666 less
+                # the umask), so a cache shared with Dask workers run by another user can be read
+                mask = os.umask(0)
+                os.umask(mask)
+                os.fchmod(fh.fileno(), 0o666 & ~mask)
                 torch.save(obj, fh)
                 fh.flush()
                 os.fsync(fh.fileno())

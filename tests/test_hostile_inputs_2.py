@@ -306,3 +306,26 @@ def test_sigterm_stops_a_parallel_run_with_one_line_and_no_stray_workers(cmd):
         time.sleep(0.25)
     assert p.returncode == 143 and err.strip() == "verify: aborted" and out == "", (p.returncode, err[-1500:])
     assert secs < 2.0 and left == [], (secs, left)
+
+
+# ------------------------------------------------------------------ 8. cache files: one permission rule
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_cache_checkpoints_get_0666_less_the_umask(tmp_path, umask, mode):
+    """Checkpoints were written 0600 (mkstemp) while the README says outputs get 0666 less the umask."""
+    import os
+    import stat
+
+    import torch
+
+    from verify.numeric import lab
+
+    r = lab.Recipe(name="perm", version="1", config={"n": 1}, init=lambda g: {"w": torch.zeros(1)},
+                   data=lambda step, gens: torch.zeros(len(gens), 1), loss=lambda p, x: (p["w"] ** 2).sum(dim=-1),
+                   optim=lab.Optim(kind="adam", lr=0.1, steps=1))
+    old = os.umask(umask)
+    try:
+        path = lab.Cache(tmp_path).save(r, [0], {"w": torch.zeros(1, 1)}, torch.zeros(1, 1))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
