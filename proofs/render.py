@@ -63,7 +63,8 @@ SCHEMA = "verify/1"
 
 def is_timing_key(key: str) -> bool:
     """Keys that hold wall-clock measurements (``wall_time_s``, ``seconds``, ``solver_seconds``,
-    ``certify_seconds``, ...): ``--no-timings`` writes them as 0 and the audit leaves them out."""
+    ``certify_seconds``, a trained model's ``train_s`` and ``eval_s``, ...): ``--no-timings`` writes them as 0
+    and the audit leaves them out."""
     k = key.lower()
     return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s", "train_s", "eval_s")
 
