@@ -7,12 +7,11 @@ installs Coq first), so a CI machine without Coq cannot pass by skipping."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_support import need_coq
 
 from verify.evidence import Evidence
 from verify.kernel import catalog
@@ -32,13 +31,6 @@ from verify.kernel.driver import (
 from verify.kernel.replay import NotReplayable, certificate_text, replay_documents
 from verify.kernel.spec import KernelStatement
 from verify.proofs.model import aggregate
-
-
-def need_coq() -> None:
-    if shutil.which("coqc") is None or shutil.which("coqchk") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc/coqchk missing under CI: .ci/run installs Coq (tools/install-coq.sh)")
-        pytest.skip("coqc not installed (tools/install-coq.sh installs it); the kernel layer is skipped here")
 
 
 @pytest.fixture(scope="module")

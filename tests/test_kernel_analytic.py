@@ -19,13 +19,12 @@ Needs coqc: skipped without it, failed under CI.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_support import need_coq, private_theory
 
 from verify.constructions import kvshift24 as kc
 from verify.constructions import pe
@@ -36,32 +35,21 @@ P3 = "Pr26Interval"
 PRE = "From Coq Require Import List QArith ZArith. Import ListNotations. Open Scope Q_scope."
 
 
-def need_coq() -> None:
-    if shutil.which("coqc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc missing under CI: .ci/run installs Coq")
-        pytest.skip("coqc not installed; the kernel layer's Coq theories cannot be evaluated here")
 
 
-def _private(tmp_path_factory, name: str) -> Path:
-    d = tmp_path_factory.mktemp(name.lower())
-    shutil.copy(THEORIES / f"{name}.v", d / f"{name}.v")
-    (d / "_CoqProject").write_text(f"-Q . Verify\n{name}.v\n")
-    (d / "work").mkdir()
-    return d
 
 
 @pytest.fixture(scope="module")
 def k3(tmp_path_factory) -> Path:
     """A private copy of Kvshift24Analytic.v (never compiled inside kernel/theories)."""
     need_coq()
-    return _private(tmp_path_factory, K3)
+    return private_theory(tmp_path_factory, K3)
 
 
 @pytest.fixture(scope="module")
 def p3(tmp_path_factory) -> Path:
     need_coq()
-    return _private(tmp_path_factory, P3)
+    return private_theory(tmp_path_factory, P3)
 
 
 def q_lit(x: Fraction) -> str:

@@ -18,15 +18,14 @@ Needs coqc: skipped without it, failed under CI.
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_support import need_coq, private_theory
 
 from verify.constructions import kvshift24 as kc
 from verify.constructions import kvshift24_pe as kpe
@@ -35,22 +34,12 @@ from verify.kernel.driver import THEORIES, coq_compute
 SEED = 2411
 
 
-def need_coq() -> None:
-    if shutil.which("coqc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc missing under CI: .ci/run installs Coq")
-        pytest.skip("coqc not installed; the kernel layer's Coq theories cannot be evaluated here")
 
 
 @pytest.fixture(scope="module")
 def theories(tmp_path_factory) -> Path:
     """A private copy of Kvshift24.v (never compiled inside kernel/theories)."""
-    need_coq()
-    d = tmp_path_factory.mktemp("kvshift24-theories")
-    shutil.copy(THEORIES / "Kvshift24.v", d / "Kvshift24.v")
-    (d / "_CoqProject").write_text("-Q . Verify\nKvshift24.v\n")
-    (d / "work").mkdir()
-    return d
+    return private_theory(tmp_path_factory, "Kvshift24")
 
 
 def compute(theories: Path, exprs: list[str]) -> list[str]:

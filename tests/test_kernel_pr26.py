@@ -12,13 +12,12 @@ Needs coqc: skipped without it, failed under CI.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_support import need_coq, private_theory
 
 from verify.constructions import pe
 from verify.kernel.driver import THEORIES, coq_compute, parse_q_list
@@ -31,22 +30,12 @@ WS = ([[Fraction(1, 2), Fraction(-3)], [Fraction(2), Fraction(5, 3)]],
       [[Fraction(-7, 4), Fraction(1, 5)], [Fraction(-2, 3), Fraction(-1, 6)]])
 
 
-def need_coq() -> None:
-    if shutil.which("coqc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc missing under CI: .ci/run installs Coq")
-        pytest.skip("coqc not installed; the kernel layer's Coq theories cannot be evaluated here")
 
 
 @pytest.fixture(scope="module")
 def theories(tmp_path_factory) -> Path:
     """A private copy of Pr26.v (never compiled inside kernel/theories), compiled once."""
-    need_coq()
-    d = tmp_path_factory.mktemp("pr26-theories")
-    shutil.copy(THEORIES / "Pr26.v", d / "Pr26.v")
-    (d / "_CoqProject").write_text("-Q . Verify\nPr26.v\n")
-    (d / "work").mkdir()
-    return d
+    return private_theory(tmp_path_factory, "Pr26")
 
 
 PRE = "From Coq Require Import List QArith. Import ListNotations. Open Scope Q_scope."

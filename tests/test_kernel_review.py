@@ -8,23 +8,16 @@ by the kernel on its own, whatever the Python re-check in front of it says.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
 from fractions import Fraction
 
 import pytest
+from kernel_support import need_coq
 
 from verify.kernel.driver import THEORIES
 from verify.kernel.replay import NotReplayable, _q, certificate_text, replay_documents
-
-
-def _need_coqc() -> None:
-    if shutil.which("coqc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc is required in CI (apt-get install coq)")
-        pytest.skip("coqc not installed (apt-get install coq); the replay needs it")
 
 
 def _doc(cases, **extra) -> dict:
@@ -46,7 +39,7 @@ def test_a_quote_in_a_variable_name_cannot_hide_a_forged_case() -> None:
     doc = _doc([_FORGED, _GENUINE])
     text = certificate_text(doc)
     assert '"' not in text  # the generated file has no string literal; a name never brings one
-    _need_coqc()
+    need_coq()
     (label, ok, message), = replay_documents([("forged", json.dumps(doc).encode())])
     assert not ok, message
     assert "refuses" in message
@@ -58,7 +51,7 @@ def test_the_claim_field_is_never_coq_code() -> None:
     text = certificate_text(doc)
     header = text.split("From Coq Require", 1)[0]
     assert header.count("(*") == 1 and header.count("*)") == 1 and '"' not in header
-    _need_coqc()
+    need_coq()
     (label, ok, message), = replay_documents([("inject", json.dumps(doc).encode())])
     assert ok, message  # a genuine certificate, whatever its claim text says
 
@@ -96,7 +89,7 @@ def test_numbers_are_written_in_hexadecimal_with_their_value(text: str) -> None:
 
 
 def test_huge_rationals_replay_and_a_huge_forgery_is_refused() -> None:
-    _need_coqc()
+    need_coq()
     big = "9" * 2000
     genuine = {"rows": [{"coeffs": {"x": big}, "op": "<=", "rhs": "-" + big},
                         {"coeffs": {"x": "-" + big}, "op": "<=", "rhs": "-1/" + big}], "multipliers": ["1", "1"]}
@@ -186,7 +179,7 @@ def test_the_kvshift24_refutations_and_pr26_theorem1_are_not_vacuous(tmp_path) -
     """Kvshift24's refutations state 'for all A, B with A.A = 1, A.B = 0, sigma > 0 ...' without an
     existence conjunct (Ws24's carry one); these instances, at the claim defaults m = 1/2, sigma = 2 and
     A = e_0, B = e_1 in R^2, show the hypotheses hold together."""
-    _need_coqc()
+    need_coq()
     _theories_copy(tmp_path, ["Kvshift24", "Pr26"])
     for name, text in (("NVKv", _NV_KVSHIFT24), ("NVPr", _NV_PR26)):
         p = _compile(tmp_path, name, text)
@@ -196,7 +189,7 @@ def test_the_kvshift24_refutations_and_pr26_theorem1_are_not_vacuous(tmp_path) -
 def test_a_refutation_made_vacuous_is_caught(tmp_path) -> None:
     """Fault: an unsatisfiable hypothesis (A.A = 1 and A.A = 2) added to theorem2_as_written_refuted still
     compiles (the original proof never uses it) but the instance no longer does."""
-    _need_coqc()
+    need_coq()
     _theories_copy(tmp_path, ["Kvshift24"], {"Kvshift24": [
         ("  dot_d R_ops d A A = 1 -> dot_d R_ops d A B = 0 -> 0 < sigma ->",
          "  dot_d R_ops d A A = 1 -> dot_d R_ops d A A = 2 -> dot_d R_ops d A B = 0 -> 0 < sigma ->"),

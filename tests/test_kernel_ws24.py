@@ -11,13 +11,12 @@ Needs coqc: skipped without it, failed under CI.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from kernel_support import need_coq, private_theory
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, prev_token_weight
 from verify.kernel.driver import THEORIES, coq_compute, parse_q, parse_q_list
@@ -27,22 +26,12 @@ V = 3
 GRAM = FractionOrthonormalGram()
 
 
-def need_coq() -> None:
-    if shutil.which("coqc") is None:
-        if os.environ.get("CI"):
-            pytest.fail("coqc missing under CI: .ci/run installs Coq")
-        pytest.skip("coqc not installed; the kernel layer's Coq theories cannot be evaluated here")
 
 
 @pytest.fixture(scope="module")
 def theories(tmp_path_factory) -> Path:
     """A private copy of Ws24.v (never compiled inside kernel/theories), compiled once."""
-    need_coq()
-    d = tmp_path_factory.mktemp("ws24-theories")
-    shutil.copy(THEORIES / "Ws24.v", d / "Ws24.v")
-    (d / "_CoqProject").write_text("-Q . Verify\nWs24.v\n")
-    (d / "work").mkdir()
-    return d
+    return private_theory(tmp_path_factory, "Ws24")
 
 
 def compute(theories: Path, exprs: list[str], preamble: str = "") -> list[str]:
