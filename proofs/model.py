@@ -467,7 +467,8 @@ def figures_tally(evidence: Sequence[Evidence]) -> tuple[int, int]:
 def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
     """One finding per published figure our run did not reproduce, so a HOLDS about the
     statement is never read as 'the paper's numbers reproduced'."""
-    return [f"Published figure not reproduced: {f.figure}: paper {f.paper}, ours {f.ours}"
+    # ours as the JSON writes it (measured digits only, rounding-level values as a bound)
+    return [f"Published figure not reproduced: {f.figure}: paper {f.paper}, ours {f.to_dict()['ours']}"
             + (f" ({f.note})" if f.note else "") + " (the verdict is about the statement, not this figure)."
             for _, f in figure_rows(evidence) if not f.reproduced]
 
