@@ -597,6 +597,21 @@ Ltac closed_forms :=
     split; [exact Hf|]; split; [exact Hd|]; rewrite Hf, Hd
   end.
 
+(** The proof both slot-3 key refutations share (mixed-key, unwritten-first): the decoded query's third
+    logit is 0 where the full pass has 1/sigma, so the A coefficient's denominator changes. *)
+Ltac slot3_key_refutation :=
+  let sigma := fresh "sigma" in let m := fresh "m" in let theta := fresh "theta" in let Hs := fresh "Hs" in
+  let sym := fresh "sym" in let qf := fresh "qf" in let qd := fresh "qd" in
+  intros sigma m theta Hs sym qf qd;
+  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; - m; 1 / sigma]) by logits_by_computation;
+  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; - m; 0]) by logits_by_computation;
+  unfold output; rewrite Lf, Ld; cbn -[exp Rdiv]; rewrite exp_0;
+  assert (P1 := exp_pos (-2 * m)); assert (P2 := exp_pos (- m));
+  assert (P3 : exp 0 < exp (1 / sigma)) by (apply exp_increasing, Rdiv_lt_0_compat; lra); rewrite exp_0 in P3;
+  closed_forms;
+  apply ratio_den_ne; [apply Rgt_not_eq; lra|apply Rmult_lt_0_compat; lra|apply Rmult_lt_0_compat; lra|];
+  let H := fresh "H" in intros H; apply Rmult_eq_reg_l in H; lra.
+
 (** mixed-key (Appendix F's inference branch: after the prefill call it stores k[:, -1:] of the shifted key):
     L = 3, prefill 2, position t = 3, x = (A, B, B).  The first decoded token mixes twice: slot 3's key is
     x_1 where the full pass has x_2, so its weight is e^0 instead of e^{1/sigma} and the A coefficient of
@@ -613,17 +628,7 @@ Theorem decode_mixed_key_refuted :
   output exp (tok_dot sym theta) sigma m qd (is_sym sym 0)
     = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + 1)) /\
   output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 0).
-Proof.
-  intros sigma m theta Hs sym qf qd.
-  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; - m; 1 / sigma]) by logits_by_computation.
-  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; - m; 0]) by logits_by_computation.
-  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv]. rewrite exp_0.
-  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (- m)).
-  assert (P3 : exp 0 < exp (1 / sigma)) by (apply exp_increasing, Rdiv_lt_0_compat; lra). rewrite exp_0 in P3.
-  closed_forms.
-  apply ratio_den_ne; [apply Rgt_not_eq; lra|apply Rmult_lt_0_compat; lra|apply Rmult_lt_0_compat; lra|].
-  intros H. apply Rmult_eq_reg_l in H; lra.
-Qed.
+Proof. slot3_key_refutation. Qed.
 
 (** unwritten-first (hazard: the first one-token call does not write the shift state): L = 3, prefill 1,
     position t = 3, x = (A, B, B).  The second decoded token mixes with the prefill's last key: slot 3's key
@@ -639,17 +644,7 @@ Theorem decode_unwritten_first_refuted :
   output exp (tok_dot sym theta) sigma m qd (is_sym sym 0)
     = exp (-2 * m) / (sigma * (exp (-2 * m) + exp (- m) + 1)) /\
   output exp (tok_dot sym theta) sigma m qd (is_sym sym 0) <> output exp (tok_dot sym theta) sigma m qf (is_sym sym 0).
-Proof.
-  intros sigma m theta Hs sym qf qd.
-  assert (Lf : logits (tok_dot sym theta) sigma m qf = [-2 * m; - m; 1 / sigma]) by logits_by_computation.
-  assert (Ld : logits (tok_dot sym theta) sigma m qd = [-2 * m; - m; 0]) by logits_by_computation.
-  unfold output. rewrite Lf, Ld. cbn -[exp Rdiv]. rewrite exp_0.
-  assert (P1 := exp_pos (-2 * m)). assert (P2 := exp_pos (- m)).
-  assert (P3 : exp 0 < exp (1 / sigma)) by (apply exp_increasing, Rdiv_lt_0_compat; lra). rewrite exp_0 in P3.
-  closed_forms.
-  apply ratio_den_ne; [apply Rgt_not_eq; lra|apply Rmult_lt_0_compat; lra|apply Rmult_lt_0_compat; lra|].
-  intros H. apply Rmult_eq_reg_l in H; lra.
-Qed.
+Proof. slot3_key_refutation. Qed.
 
 Lemma div_ne a b d : d <> 0 -> a <> b -> a / d <> b / d.
 Proof. intros Hd Hab H. apply Hab. apply (Rmult_eq_reg_r (/ d)); [exact H|]. apply Rinv_neq_0_compat, Hd. Qed.
