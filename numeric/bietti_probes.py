@@ -83,22 +83,7 @@ def fixed_trigger_batch(src: tm.BigramSource, trig: torch.Tensor, T: int, B: int
     trigger; after a trigger its output follows, elsewhere the bigram row of the previous token) and the output
     counters (counts[b, t] = n when tokens[b, t + 1] is the n-th output of a trigger), as ``ihead_data.gen_seq``
     with ``fixed_special_toks=True``."""
-    V, K = src.V, int(trig.shape[0])
-    outs = torch.randint(0, V, (B, K), generator=gen)
-    cond, marg = src.cond.float(), src.marginal.float()
-    tok = torch.empty(B, T + 1, dtype=torch.long)
-    cnt = torch.zeros(B, T + 1, dtype=torch.long)
-    tok[:, 0] = torch.multinomial(marg, B, replacement=True, generator=gen)
-    seen = torch.zeros(B, K, dtype=torch.long)
-    for t in range(1, T + 1):
-        last = tok[:, t - 1]
-        hit = trig[None, :] == last[:, None]
-        nxt = torch.multinomial(cond[last], 1, generator=gen)[:, 0]
-        is_trig = hit.any(1)
-        tok[:, t] = torch.where(is_trig, (outs * hit).sum(1), nxt)
-        seen = seen + hit.long()
-        cnt[:, t - 1] = torch.where(is_trig, (seen * hit).sum(1), torch.zeros_like(last))
-    return tok, cnt
+    return tm.sequences_with_triggers(src, trig[None, :].expand(B, int(trig.shape[0])), T, gen)
 
 
 def fixed_recipe(cfg: FixedConfig) -> lab.Recipe:

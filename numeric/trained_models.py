@@ -131,6 +131,18 @@ def trigger_batch(src: BigramSource, K: int, T: int, B: int, gen: torch.Generato
     marg = src.marginal.float()
     trig = torch.multinomial(marg.expand(B, V), K, replacement=False, generator=gen) if K else \
         torch.zeros(B, 0, dtype=torch.long)
+    return sequences_with_triggers(src, trig, T, gen)
+
+
+def sequences_with_triggers(src: BigramSource, trig: torch.Tensor, T: int, gen: torch.Generator
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """B sequences of T + 1 tokens with the triggers ``trig`` [B, K] of each sequence: one uniform output drawn
+    per trigger, then token by token the trigger's output after a trigger and the bigram row of the previous
+    token elsewhere; with the output counters of :func:`trigger_batch`.  Random draws in a fixed order (the
+    outputs, the first tokens, then one bigram draw per position), so a seeded generator gives the same data."""
+    B, K = int(trig.shape[0]), int(trig.shape[1])
+    V = src.V
+    marg = src.marginal.float()
     outs = torch.randint(0, V, (B, K), generator=gen)
     cond = src.cond.float()
     tok = torch.empty(B, T + 1, dtype=torch.long)
