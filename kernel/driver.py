@@ -370,9 +370,8 @@ def _read_assumptions(build: Build, wanted: Sequence[str], theory: str, ours: Se
     rc, out = ask(wanted)
     if rc != 0:  # one missing theorem makes the whole file fail: ask theorem by theorem
         out = "\n".join(o for r, o in (ask([q]) for q in wanted) if r == 0)
-    compiled = list(wanted)
     found = parse_assumptions(out)
-    for q in compiled:
+    for q in wanted:
         if q in found:
             fact = build.theorems[q]
             fact.found = True

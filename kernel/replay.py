@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from verify.kernel.driver import INSTALL_HINT, THEORIES, KernelUnavailable, _first_error, _run, coq_version
-from verify.safeio import UnsafeInput, read_regular_file
 
 #: the relations a row may use, and their names in Farkas.v
 RELATIONS = {"<=": "Le", "<": "Lt", "=": "Eq"}
@@ -175,13 +174,3 @@ def replay_documents(docs: list[tuple[str, bytes]], progress: Callable[[str], No
                 out.append((label, False, f"the Coq kernel refuses the certificate: {first}"))
     return out
 
-
-def replay_files(paths: list[Path], progress: Callable[[str], None] | None = None) -> list[tuple[str, bool, str]]:
-    """Replay certificate files (regular files only, size-capped) in Coq."""
-    docs, refused = [], []
-    for p in paths:
-        try:
-            docs.append((str(p), read_regular_file(p)))
-        except UnsafeInput as e:
-            refused.append((str(p), False, str(e)))
-    return refused + replay_documents(docs, progress)

@@ -297,7 +297,7 @@ class MinNormError(ValueError):
 class DualityGapError(ArithmeticError):
     """A duality gap contradicting weak duality (negative, beyond float rounding, or negative when re-derived
     exactly): the primal or dual bound formula is wrong, so nothing the solve says can be trusted.  An error,
-    never a verdict (issue 23 item 2)."""
+    never a verdict."""
 
 
 def _primal_upper(sq: float, s: float) -> float:
@@ -471,7 +471,7 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
                                           f"(U = {upper:.6g} < D = {dual:.6g}): weak duality is violated, a bound "
                                           "formula is wrong")
                 if gap <= tol:
-                    # the float gap is a claim; the certificate is its exact re-derivation (issue 23 item 2)
+                    # the float gap is a claim; the certificate is its exact re-derivation
                     exact_gap, _, _ = exact_duality_gap(C, lam, th / s)
                     if exact_gap <= tol:
                         theta, gap = th / s, float(exact_gap)

@@ -270,7 +270,7 @@ def score_tolerance(d: int, V: int, scale: float) -> float:
     tokens has standard error sqrt((V + 3) / (d V)) scale.  tau is four of those (a Gaussian tail of 6e-5).
     Measured (tests/test_faults_23.py, 40 seeds): the mean's standard deviation is 1.5-1.9 times that
     estimate (0.094 against 0.058 at d = 512, V = 4), so tau is about 2.2-2.7 measured standard errors.
-    A test shows a reading 1.01 tau away from its target failing (issue 23 item 3).
+    A test shows a reading 1.01 tau away from its target failing (tests/test_faults_23.py).
     """
     return 4 * math.sqrt((V + 3) / (d * V)) * scale
 

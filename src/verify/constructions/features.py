@@ -584,7 +584,7 @@ FLOAT_AGREE = 1e-9
 
 
 def cross_check(exprs: Sequence[Any], var: str, rational: bool, table: Any) -> None:
-    """The three evaluators of a parsed map checked against each other before any use (issue 23 item 1).
+    """The three evaluators of a parsed map checked against each other before any use.
 
     * float64 (:func:`evaluate_table`, what the fits see) against the exact Fractions (rational maps)
       or 50-digit mpmath values, at positions 0..:data:`CROSS_CHECK_FLOATS`-1, to :data:`FLOAT_AGREE`;
@@ -638,7 +638,7 @@ def _from_exprs(exprs: Sequence[Any], var: str, kind: str, name: str, source: st
     rational = all(is_rational_expr(e) for e in exprs)
     dim = len(exprs)
     # check once, before any work, that the map is finite on a first stretch of positions, and that the
-    # float64 and interval evaluators agree there with independent references (issue 23 item 1)
+    # float64 and interval evaluators agree there with independent references
     cross_check(exprs, var, rational, evaluate_table(exprs, var, 64))
 
     def exact_fn(n: int) -> list:
