@@ -99,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-alone", action="store_true", help="do not time each claim variant alone")
     a = ap.parse_args(argv)
 
+    from verify.core import registry
+    from verify.core.specs import run_id
     from verify.evidence import LAYERS, Context
-    from verify.proofs import registry
-    from verify.proofs.cli import run_all
-    from verify.proofs.specs import run_id
+    from verify.pipeline.run import run_all
 
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")

@@ -11,9 +11,9 @@ import time
 from fractions import Fraction
 
 from verify.constructions.kvshift24 import variant
+from verify.core import registry
+from verify.core.model import run_claim
 from verify.evidence import Context
-from verify.proofs import registry
-from verify.proofs.model import run_claim
 
 
 def _time(fn):

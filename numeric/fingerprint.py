@@ -8,7 +8,7 @@ rotational channel necessary?" (the constrained-training toy), with its code src
 The toy, reconstructed from that code: 2-layer attention-only models (pre-LayerNorm, 4 heads) on the per-sequence
 random-map task, free or with a soft ban on the static M's antisymmetric part (sym) or on RoPE's phase Im(M_t)
 (imag); formation is when the training loss crosses the midpoint between ln V and the induction floor.
-Departures from the code are listed by the claim (proofs/fp26.py).
+Departures from the code are listed by the claim (proofs/fp26).
 """
 
 from __future__ import annotations

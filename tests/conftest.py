@@ -32,6 +32,6 @@ def _claims_in_this_process(monkeypatch):
     """``verify CLAIM`` runs a claim's layers on worker processes by default; a test's monkeypatched
     fault lives in this process, so claim commands run here (tests of the concurrent path run it in a
     subprocess, or through ``verify all --jobs 2``)."""
-    from verify.proofs import cli
+    from verify.pipeline import run
 
-    monkeypatch.setattr(cli, "CLAIM_JOBS", 1)
+    monkeypatch.setattr(run, "CLAIM_JOBS", 1)

@@ -15,8 +15,8 @@ import torch
 
 from verify.constructions import features as F
 from verify.constructions import pe
-from verify.proofs import alpha_api as A
-from verify.proofs.cli import main
+from verify.frontends.cli import main
+from verify.proofs.pr26 import alpha as A
 
 
 def _json(capsys, argv, rc=0):

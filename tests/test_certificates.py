@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction
+from verify.core.model import aggregate, run_claim
 from verify.evidence import Context, Evidence, SolverProvenance, using
 from verify.proofs import ws24 as paper
-from verify.proofs.certificates import recheck_dir, write_certificates, write_manifest
-from verify.proofs.model import aggregate, run_claim
+from verify.reports.certificates import recheck_dir, write_certificates, write_manifest
 from verify.solver import common
 from verify.solver import ws24 as sol
 from verify.solver.certify import NonLinear, cases_of, farkas_certificate, linearize
@@ -191,7 +191,7 @@ def test_forced_timeout_is_never_a_pass(monkeypatch):
 
 
 def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
-    from verify.proofs.certificates import rebuild_check
+    from verify.reports.certificates import rebuild_check
     from verify.solver.recheck import encoding_hash
 
     p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
@@ -319,8 +319,8 @@ def _zeroed(path):
 def test_all_zero_multipliers_refused_with_resealed_manifest_and_under_rebuild(tmp_path, capsys):
     """The issue's forgery: a real certificate's multipliers all 0, manifest re-hashed.  Its rows are the claim's own
     encoding, so only the strict right-hand-side rule can refuse it: plain recheck, --rebuild and the CLI all must."""
-    from verify.proofs.certificates import rebuild_check
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
+    from verify.reports.certificates import rebuild_check
 
     p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
     paths = _write(run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",)), tmp_path)
@@ -342,7 +342,7 @@ def test_each_field_of_a_row_is_tied_to_the_encoding(tmp_path):
     file is refused by the file's own hash; re-hashed and resealed, by --rebuild (the claim's encoding differs)."""
     import shutil
 
-    from verify.proofs.certificates import rebuild_check
+    from verify.reports.certificates import rebuild_check
     from verify.solver.recheck import encoding_hash
 
     p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})

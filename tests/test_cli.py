@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import InputError
+from verify.core import registry
+from verify.core.model import InputError
+from verify.frontends.cli import main
 
 SMALL = ["--d", "256", "--V", "16", "--T", "8", "--N", "64", "--Vmax", "4"]
 

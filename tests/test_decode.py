@@ -161,14 +161,14 @@ def test_fault_normal_form_without_distance_shift_rule_is_seen():
     ({"embeddings": "/nonexistent.npy"}, "--embeddings"),
 ])
 def test_decode_bad_input_refused(raw, msg):
-    from verify.proofs.model import InputError
+    from verify.core.model import InputError
 
     with pytest.raises(InputError, match=msg.replace("$", r"\$")):
         DECODE.parse_params(raw)
 
 
 def test_cli_decode_bad_sequence_exit_2_one_line(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     assert main(["kvshift24:decode", "--sequence", "A"]) == 2
     err = capsys.readouterr().err.strip()

@@ -157,9 +157,9 @@ def test_z3_only_unsat_is_inconclusive(monkeypatch):
 
 
 def test_cvc5_contradiction_makes_the_claim_inconsistent(monkeypatch):
+    from verify.core.model import run_claim
     from verify.evidence import Context
     from verify.proofs.kvshift24 import DECODE
-    from verify.proofs.model import run_claim
 
     p = DECODE.parse_params({"Lmax": "4"})
     assert run_claim(DECODE, p, Context(seed=0), layers=("solver",)).verdict == "HOLDS"

@@ -92,7 +92,7 @@ def test_min_norm_float_gap_not_trusted(monkeypatch):
 
 
 def _alpha_json(capsys, argv):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     rc = main(argv + ["--format", "json"])
     out = capsys.readouterr()

@@ -286,9 +286,9 @@ def test_normalising_over_the_numerator_flags_is_seen_by_every_layer(monkeypatch
 
 def test_shared_fault_turns_the_repaired_verdict_inconclusive(monkeypatch):
     """The same shared sign flip, end to end: HOLDS WITH FIX becomes INCONCLUSIVE (exit code 3)."""
+    from verify.core import registry
+    from verify.core.model import EXIT_INCONCLUSIVE, run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.model import EXIT_INCONCLUSIVE, run_claim
 
     c = registry.get("kvshift24:theorem2")
     p = c.parse_params({"fix": "mask+scale", "L": 32, "d": 16, "Lmax": 5})
@@ -498,9 +498,9 @@ def test_value_from_the_wrong_position_is_an_error_not_a_refutation(monkeypatch)
     """Fault: KVSA's value reads x_{s-1} instead of x_s (b1 and b2 swapped).  Before the independent
     evaluation the symbolic layer refuted this corrupted construction; now it says the construction
     is not Eqs. 4-6 (error), so the claim is INCONCLUSIVE rather than a false HOLDS or FAILS."""
+    from verify.core import registry
+    from verify.core.model import run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.model import run_claim
 
     claim = registry.get("kvshift24:theorem2")
     p = claim.parse_params({"fix": "mask+scale"})
@@ -559,9 +559,9 @@ def test_solver_proof_carries_typed_provenance_and_needs_a_second_way(monkeypatc
 def test_solver_disagreement_makes_the_claim_inconsistent(monkeypatch):
     """Fault: cvc5 answers SAT where z3 proved the repaired equality UNSAT: the typed provenance records
     the contradiction and the claim is INCONSISTENT, not HOLDS WITH FIX."""
+    from verify.core.model import run_claim
     from verify.evidence import Context
     from verify.proofs.kvshift24 import THEOREM2
-    from verify.proofs.model import run_claim
 
     p = THEOREM2.parse_params({"fix": "mask+scale", "Lmax": "4"})
     assert run_claim(THEOREM2, p, Context(seed=0), layers=("solver",)).verdict == "HOLDS WITH FIX"

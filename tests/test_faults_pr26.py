@@ -17,9 +17,9 @@ import torch
 from verify.constructions import pe
 from verify.constructions.pe import FAMILIES, get_family, get_task
 from verify.evidence import Figure
+from verify.frontends.cli import main
 from verify.numeric import pr26 as num
 from verify.numeric import pr26_figures as fig
-from verify.proofs.cli import main
 from verify.symbolic import pr26 as sym
 
 
@@ -200,8 +200,8 @@ def test_alpha_cli_settings_in_json(capsys):
 
 
 def test_claim_fit_defaults_match_engine():
+    from verify.core import registry
     from verify.proofs import pr26 as claims
-    from verify.proofs import registry
 
     assert (claims.DEFAULT_LR, claims.DEFAULT_STEPS, claims.DEFAULT_WD) == (num.LR, num.STEPS, num.WEIGHT_DECAY)
     p = registry.get("pr26:prop2").parse_params({"lr": "0.1", "selection": "min-norm"})
@@ -548,7 +548,7 @@ def test_tie_rows_beyond_the_recheck_budget_fail(monkeypatch):
 
 # ----------------------------------------------------------------------------- verify alpha: refusals and outcomes
 
-_PROBE = ("import sys, time\nfrom verify.proofs.cli import main\n{pre}t = time.perf_counter()\nrc = main({argv!r})\n"
+_PROBE = ("import sys, time\nfrom verify.frontends.cli import main\n{pre}t = time.perf_counter()\nrc = main({argv!r})\n"
           "print('PROBE', rc, time.perf_counter() - t, 'torch' in sys.modules)\n")
 
 
@@ -597,8 +597,8 @@ def test_diverged_fit_is_not_a_measurement(monkeypatch, capsys):
     with pytest.raises(num.FitDiverged, match="diverged"):
         num.fit(get_family("rope"), get_task("prev"), 20, 0, lr=1e300)
     # the CLI refuses --lr 1e300 before work; with the range check lifted, the divergence is exit 3, never alpha
-    from verify.proofs import pr26_cli
-    monkeypatch.setattr(pr26_cli, "MAX_LR", float("inf"))
+    from verify.proofs.pr26 import alpha as alpha_api
+    monkeypatch.setattr(alpha_api, "MAX_LR", float("inf"))
     assert main(_BASE + ["--lr", "1e300", "--format", "json"]) == 3
     cap = capsys.readouterr()
     doc = json.loads(cap.out)

@@ -268,9 +268,9 @@ def test_numeric_eq14_probe_catches_a_coefficient_row_fault(monkeypatch):
 def test_claim_verdict_changes_on_a_coefficient_row_fault(monkeypatch):
     """End to end: the read-score repair holds; the same code with term k reading chi(k + 1)
     is FAILS in every layer (each through its index probe)."""
+    from verify.core.model import run_claim
     from verify.evidence import Context
     from verify.proofs import ws24 as paper
-    from verify.proofs.model import run_claim
 
     small = {"orientation": "read-score", "d": "256", "V": "16", "T": "8", "N": "64", "Vmax": "3"}
     p = paper.THEOREM2.parse_params(small)
@@ -385,9 +385,9 @@ def test_r_minus1_looked_up_as_the_wrong_row_changes_the_verdict(monkeypatch):
     model's previous-token score (RPE key r_{-1} at s = t-1) loses chi.  The repair's
     HOLDS WITH FIX must not survive."""
     from verify.constructions import bilinear
+    from verify.core.model import run_claim
     from verify.evidence import Context
     from verify.proofs import ws24 as paper
-    from verify.proofs.model import run_claim
 
     p = paper.THEOREM2.parse_params({"orientation": "read-score", "d": "256", "V": "16", "T": "8", "N": "64", "Vmax": "3"})
     assert run_claim(paper.THEOREM2, p, Context(seed=0)).verdict == "HOLDS WITH FIX"

@@ -202,8 +202,8 @@ def test_static_rule_and_faults():
 
 
 def test_claim_refuses_a_missing_checkpoint(tmp_path):
+    from verify.core.model import InputError
     from verify.proofs import fp26 as claim
-    from verify.proofs.model import InputError
 
     p = dict(claim.FingerprintParams())
     with pytest.raises(InputError, match="not a local checkpoint"):

@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verify.core import registry
+from verify.core.model import FAILS, HOLDS, HOLDS_WITH_FIX, InputError, Option, aggregate
 from verify.evidence import STATUSES, Context, Evidence
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, InputError, Option, aggregate
+from verify.frontends.cli import main
 from verify.solver.recheck import check_farkas, recheck_file
 
 FAST_CLAIM = "pr26:theorem1"
@@ -96,13 +96,13 @@ def test_no_check_in_requested_layers_one_rule(capsys):
     assert numeric_only, "the rule needs a numeric-only claim to test against"
     c = numeric_only[0]
     assert "has no check in --layers symbolic" in refused(capsys, c.id, "--layers", "symbolic")
-    from verify.proofs.cli import run_all
-    from verify.proofs.specs import run_id
+    from verify.core.specs import run_id
+    from verify.pipeline.run import run_all
 
     ran = run_all([c], Context(), ("symbolic",))
     want = [run_id(c, c.parse_params(dict(v))) for v in c.variants]
     assert ran.results == [] and ran.changes == [] and ran.not_checked == want
-    from verify.proofs.junit import junit_xml
+    from verify.reports.junit import junit_xml
 
     xml = junit_xml([], mode="expect", layers=("symbolic",), not_checked=ran.not_checked)
     assert f'skipped="{len(want)}"' in xml and "no expectation recorded" not in xml
@@ -215,7 +215,7 @@ def test_expect_file_rules(capsys, tmp_path):
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=200))
 def test_expect_file_fuzz(tmp_path_factory, data):
-    from verify.proofs.specs import load_expectations
+    from verify.core.specs import load_expectations
 
     f = tmp_path_factory.mktemp("ex") / "e"
     f.write_bytes(data)
@@ -354,8 +354,8 @@ def test_size_refusals_do_not_import_torch() -> None:
     import sys
 
     code = ("import sys\n"
-            "from verify.proofs import registry\n"
-            "from verify.proofs.cli import main\n"
+            "from verify.core import registry\n"
+            "from verify.frontends.cli import main\n"
             "for c in registry.all_claims():\n"
             "    for v in c.variants:\n"
             "        c.parse_params(dict(v))\n"
@@ -369,7 +369,7 @@ def test_size_refusals_do_not_import_torch() -> None:
 
 
 def test_specs_refuse_repeated_options():
-    from verify.proofs.specs import parse_specs
+    from verify.core.specs import parse_specs
 
     for bad in ("ws24:theorem2[orientation=transposed,orientation=read-score]", "ws24:theorem2[d=64,d=128]",
                 "ws24:theorem2[transposed,transposed]", "ws24:theorem2[*,transposed]"):
@@ -379,7 +379,7 @@ def test_specs_refuse_repeated_options():
 
 
 def test_expect_file_byte_order_mark_is_not_part_of_the_spec(tmp_path):
-    from verify.proofs.specs import load_expectations
+    from verify.core.specs import load_expectations
 
     f = tmp_path / "e.txt"
     f.write_bytes("\ufeffpr26:prop1: HOLDS\n".encode("utf-8"))
@@ -387,7 +387,7 @@ def test_expect_file_byte_order_mark_is_not_part_of_the_spec(tmp_path):
 
 
 def test_recheck_stays_inside_its_directory(tmp_path):
-    from verify.proofs.certificates import recheck_dir
+    from verify.reports.certificates import recheck_dir
 
     outside = tmp_path / "outside.json"
     outside.write_text(json.dumps(_cert([{"coeffs": {}, "op": "<=", "rhs": "-1"}], ["1"])))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from verify.proofs.cli import main
+from verify.frontends.cli import main
 
 
 def run(capsys, *args: str) -> tuple[int, str, str, float]:
@@ -134,7 +134,7 @@ def plugin(monkeypatch):
     import types
     from importlib.metadata import EntryPoint
 
-    from verify.proofs import registry
+    from verify.core import registry
 
     mod = types.ModuleType("hostile_pack")
     monkeypatch.setitem(sys.modules, "hostile_pack", mod)
@@ -146,8 +146,8 @@ def plugin(monkeypatch):
 
 
 def _toy_claim(cid: str, title: str = "t"):
+    from verify.core.model import Claim
     from verify.evidence import Evidence
-    from verify.proofs.model import Claim
 
     def sym(p, ctx):
         return Evidence(layer="symbolic", status="proved", summary="1 + 1 = 2")
@@ -157,9 +157,9 @@ def _toy_claim(cid: str, title: str = "t"):
 
 
 @pytest.mark.parametrize("setup, needle", [
-    (lambda m: setattr(m, "PAPER", __import__("verify.proofs.model", fromlist=["Paper"]).Paper(
+    (lambda m: setattr(m, "PAPER", __import__("verify.core.model", fromlist=["Paper"]).Paper(
         key="toy", title="Toy", claims=(_toy_claim("toy:a\x1b[31m\x00b"),))), "registers claim id"),
-    (lambda m: setattr(m, "PAPER", __import__("verify.proofs.model", fromlist=["Paper"]).Paper(
+    (lambda m: setattr(m, "PAPER", __import__("verify.core.model", fromlist=["Paper"]).Paper(
         key="toy", title="Toy", claims=(_toy_claim("toy:ok", title="bad\x07title"),))), "control character"),
     (lambda m: None, "failed to load"),                     # no PAPER: loading it raises
 ])
@@ -241,7 +241,7 @@ def test_no_timings_zeroes_the_falsifier_training_time():
 
     from verify.evidence import to_jsonable
     from verify.numeric import kvshift24_trained as k
-    from verify.proofs.render import _zero_timings
+    from verify.reports.text import _zero_timings
 
     sz = k.FalsifierSizes(d=16, H=1, V=32, T=32, n_pairs=4, batch=8, steps=2, lr=5e-3, n_eval=8)
     a, b = (k.check_falsifier(sz, [0], None).to_dict() for _ in range(2))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from kernel_support import need_coq
 
+from verify.core.model import aggregate
 from verify.evidence import Evidence
 from verify.kernel import catalog
 from verify.kernel.check import evidence_from_build, statements_for
@@ -30,7 +31,6 @@ from verify.kernel.driver import (
 )
 from verify.kernel.replay import NotReplayable, certificate_text, replay_documents
 from verify.kernel.spec import KernelStatement
-from verify.proofs.model import aggregate
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_the_cache_is_reused_and_keyed_on_the_sources(shipped_build, tmp_path):
 
 
 def test_every_catalog_entry_names_a_registered_claim_variant():
-    from verify.proofs import registry
+    from verify.core import registry
 
     for s in catalog.statements():
         claim = registry.get(s.claim)
@@ -245,7 +245,7 @@ def test_recheck_kernel_replays_prop1_certificates_end_to_end(tmp_path):
     need_coq()
     from click.testing import CliRunner
 
-    from verify.proofs.cli import cli
+    from verify.frontends.cli import cli
 
     out = tmp_path / "certs"
     r = CliRunner().invoke(cli, ["pr26:prop1", "--layers", "solver", "--certificates", str(out), "--quiet"])
@@ -262,7 +262,7 @@ def test_recheck_kernel_refuses_a_forgery_the_python_checker_was_made_to_accept(
     from click.testing import CliRunner
 
     import verify.solver.recheck as recheck
-    from verify.proofs.cli import cli
+    from verify.frontends.cli import cli
 
     out = tmp_path / "certs"
     r = CliRunner().invoke(cli, ["pr26:prop1", "--layers", "solver", "--certificates", str(out), "--quiet"])
@@ -286,7 +286,7 @@ def test_recheck_kernel_refuses_a_forgery_the_python_checker_was_made_to_accept(
 def test_show_prints_the_coq_statement_of_each_kernel_theorem():
     from click.testing import CliRunner
 
-    from verify.proofs.cli import cli
+    from verify.frontends.cli import cli
 
     for claim_id in sorted({s.claim for s in catalog.statements()}):
         r = CliRunner().invoke(cli, ["show", claim_id])

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verify.constructions import kvshift24 as kc
+from verify.core import registry
+from verify.core.model import InputError, run_claim
 from verify.evidence import Context
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import InputError, run_claim
+from verify.frontends.cli import main
 
 CTX = Context(seed=0)
 SMALL = {"L": 32, "d": 16}
@@ -402,7 +402,7 @@ def test_theorem2_regime_by_input_class():
 
 
 def test_all_registered():
-    from verify.proofs.kvshift24_trained import CLAIMS as TRAINED
+    from verify.proofs.kvshift24.trained import CLAIMS as TRAINED
 
     ids = [c.id for c in registry.paper_claims("kvshift24")]
     assert ids == (["kvshift24:theorem2", "kvshift24:theorem1", "kvshift24:theorem3", "kvshift24:decode"]
@@ -414,9 +414,9 @@ def test_value_taken_from_the_wrong_position_is_not_proved(monkeypatch):
     excused as a 'value scale' by the symbolic layer."""
     import verify.constructions.kvshift24 as K
     import verify.symbolic.kvshift24 as S
+    from verify.core import registry
+    from verify.core.model import run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.model import run_claim
 
     orig = K.kvsa_term
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from verify.core.model import InputError
 from verify.numeric import kvshift24_trained as k
-from verify.proofs.model import InputError
 
 SMALL = k.FalsifierSizes(d=16, H=1, V=32, T=32, n_pairs=4, batch=32, steps=200, lr=5e-3, n_eval=32)
 
@@ -100,7 +100,7 @@ def test_cache_reuse(tmp_path):
 
 
 def test_claim_registered_and_hostile_options():
-    from verify.proofs import registry
+    from verify.core import registry
 
     c = registry.resolve("kvshift24:falsifier", [])
     assert c.heavy and c.expected == {"": "HOLDS"}

@@ -68,7 +68,7 @@ def test_embeddings_file_exact_and_numeric(tmp_path):
     (np.zeros((3, 2), dtype=complex), "not numeric"),
 ])
 def test_bad_embeddings_refused(tmp_path, arr, msg):
-    from verify.proofs.model import InputError
+    from verify.core.model import InputError
 
     f = tmp_path / "e.npy"
     np.save(f, arr)
@@ -77,7 +77,7 @@ def test_bad_embeddings_refused(tmp_path, arr, msg):
 
 
 def test_huge_embeddings_file_refused(tmp_path):
-    from verify.proofs.model import InputError
+    from verify.core.model import InputError
 
     f = tmp_path / "e.npy"
     f.write_bytes(b"\0" * (9 * 2**20))
@@ -88,7 +88,7 @@ def test_huge_embeddings_file_refused(tmp_path):
 def test_pt_pickle_refused(tmp_path):
     import torch
 
-    from verify.proofs.model import InputError
+    from verify.core.model import InputError
 
     f = tmp_path / "e.pt"
     torch.save({"a": object.__new__(type("Evil", (), {}))} if False else [1, 2], f)
@@ -97,7 +97,7 @@ def test_pt_pickle_refused(tmp_path):
 
 
 def test_cli_bad_sequence_exit_2(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     assert main(["kvshift24:theorem2", "--fix", "none", "--sequence", "A B C D E F G H"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -1,11 +1,14 @@
-"""The import arrows of the layout (the README's "Layout"), checked on the source of every module:
+"""The import arrows of the layout (docs/architecture.md), checked on the source of every module:
 
 * the four layers (``verify.symbolic``, ``verify.solver``, ``verify.numeric``, ``verify.kernel``), the constructions
-  (``verify.constructions``) and the shared modules (``verify.evidence``, ``verify.safeio``) never import
-  ``verify.proofs`` (the claims, reports and front ends sit on top of them);
+  (``verify.constructions``) and the shared modules (``verify.evidence``, ``verify.safeio``, ``verify.interrupts``)
+  import neither the papers (``verify.proofs``) nor the machinery (``verify.core``, ``verify.pipeline``,
+  ``verify.reports``, ``verify.frontends``, ``verify.api``): those sit on top of them;
 * a layer never imports another layer: each checks a construction in its own arithmetic, so a defect in
   one cannot leak into another's answer;
-* the constructions import no layer.
+* the constructions import no layer;
+* the machinery never imports a paper: the front ends and the pipeline reach the papers through the
+  registry's entry points, as they reach a third-party claim pack; the core model imports no layer either.
 
 Imports are read from the syntax tree (module level and inside functions), so a lazy import counts too."""
 
@@ -17,12 +20,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "src" / "verify"
 #: package -> folder, as pyproject.toml's [tool.setuptools.package-dir] maps them
 FOLDERS = {"verify.symbolic": ROOT / "symbolic", "verify.solver": ROOT / "solver", "verify.numeric": ROOT / "numeric",
            "verify.kernel": ROOT / "kernel",
-           "verify.constructions": ROOT / "src" / "verify" / "constructions", "verify.proofs": ROOT / "proofs"}
+           "verify.constructions": SRC / "constructions", "verify.proofs": ROOT / "proofs",
+           "verify.core": SRC / "core", "verify.pipeline": SRC / "pipeline", "verify.reports": SRC / "reports",
+           "verify.frontends": SRC / "frontends"}
 LAYERS = ("verify.symbolic", "verify.solver", "verify.numeric", "verify.kernel")
-SHARED = (ROOT / "src" / "verify" / "evidence.py", ROOT / "src" / "verify" / "safeio.py")
+MACHINERY = ("verify.core", "verify.pipeline", "verify.reports", "verify.frontends", "verify.api")
+SHARED = (SRC / "evidence.py", SRC / "safeio.py", SRC / "interrupts.py")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -43,7 +50,7 @@ def _rel(f: Path) -> str:
 
 
 def _package_of(name: str) -> str | None:
-    return next((p for p in FOLDERS if name == p or name.startswith(p + ".")), None)
+    return next((p for p in (*FOLDERS, "verify.api") if name == p or name.startswith(p + ".")), None)
 
 
 def violations(package: str, files: list[Path]) -> list[str]:
@@ -54,15 +61,17 @@ def violations(package: str, files: list[Path]) -> list[str]:
             target = _package_of(name)
             if target is None or target == package:
                 continue
-            if target == "verify.proofs" or (package in LAYERS and target in LAYERS) or (
-                    package == "verify.constructions" and target in LAYERS) or (package == "shared"):
+            below = package in LAYERS or package in ("verify.constructions", "shared")
+            if (target == "verify.proofs" and package != "verify.proofs") or (below and target in MACHINERY) or (
+                    package in LAYERS and target in LAYERS) or (package == "verify.constructions" and target in LAYERS) or (
+                    package == "shared") or (package == "verify.core" and target in LAYERS):
                 bad.append(f"{_rel(f)}: imports {name}")
     return bad
 
 
 @pytest.mark.parametrize("package", [*LAYERS, "verify.constructions"])
 def test_layers_and_constructions_import_down_only(package):
-    files = sorted(FOLDERS[package].glob("*.py"))
+    files = sorted(FOLDERS[package].rglob("*.py"))
     assert files, f"no modules found for {package}"
     assert violations(package, files) == []
 
@@ -75,9 +84,42 @@ def test_the_check_sees_a_forbidden_import(tmp_path):
     """Injected fault: a layer module that imports the claims, one that imports another layer, and a
     lazy import inside a function, each reported."""
     f = tmp_path / "bad.py"
-    f.write_text("from verify.proofs.model import Claim\n"
+    f.write_text("from verify.proofs.ws24 import PAPER\n"
                  "def g():\n    import verify.numeric.pr26\n    from verify.solver import common\n")
     got = violations("verify.symbolic", [f])
     assert [x.split(": ", 1)[1] for x in got] == [
-        "imports verify.numeric.pr26", "imports verify.proofs.model", "imports verify.proofs.model.Claim",
+        "imports verify.numeric.pr26", "imports verify.proofs.ws24", "imports verify.proofs.ws24.PAPER",
         "imports verify.solver", "imports verify.solver.common"]
+
+
+@pytest.mark.parametrize("package", ["verify.core", "verify.pipeline", "verify.reports", "verify.frontends"])
+def test_machinery_reaches_papers_only_through_the_registry(package):
+    files = sorted(FOLDERS[package].rglob("*.py"))
+    assert files, f"no modules found for {package}"
+    assert violations(package, files) == []
+    assert violations("verify.frontends", [SRC / "api.py"]) == []
+
+
+def test_proofs_holds_one_package_per_paper_and_nothing_else():
+    """proofs/ is the papers' room: one package per paper (each exports PAPER, registered as an entry point),
+    and no front end, pipeline or report module among them."""
+    modules = sorted(f.name for f in FOLDERS["verify.proofs"].glob("*.py"))
+    assert modules == ["__init__.py"]
+    packages = sorted(d.name for d in FOLDERS["verify.proofs"].iterdir() if (d / "__init__.py").is_file())
+    assert packages == ["bietti23", "fp26", "kvshift24", "pr26", "ws24"]
+    import tomllib
+
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["verify.papers"]
+    assert eps == {k: f"verify.proofs.{k}:PAPER" for k in packages}
+
+
+def test_the_check_sees_machinery_importing_a_paper(tmp_path):
+    """Injected fault: a front end that imports a paper directly, and a layer that imports the pipeline."""
+    f = tmp_path / "bad.py"
+    f.write_text("def g():\n    from verify.proofs.pr26 import alpha\n")
+    assert [x.split(": ", 1)[1] for x in violations("verify.frontends", [f])] == [
+        "imports verify.proofs.pr26", "imports verify.proofs.pr26.alpha"]
+    g = tmp_path / "bad2.py"
+    g.write_text("from verify.pipeline.run import execute\n")
+    assert [x.split(": ", 1)[1] for x in violations("verify.numeric", [g])] == [
+        "imports verify.pipeline.run", "imports verify.pipeline.run.execute"]

@@ -10,9 +10,9 @@ from importlib.metadata import EntryPoint
 
 import pytest
 
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import Claim, InputError, Paper
+from verify.core import registry
+from verify.core.model import Claim, InputError, Paper
+from verify.frontends.cli import main
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_a_plugin_paper_is_found_and_resolved(fake_plugins, capsys):
 
 @pytest.mark.parametrize("setup, message", [
     (lambda m: None, "failed to load"),                                  # no PAPER attribute
-    (lambda m: setattr(m, "PAPER", [1, 2]), "is a list, not a verify.proofs.model.Paper"),
+    (lambda m: setattr(m, "PAPER", [1, 2]), "is a list, not a verify.core.model.Paper"),
     (lambda m: setattr(m, "PAPER", Paper(key="other", title="x", claims=())), "exports paper 'other'"),
 ])
 def test_a_broken_plugin_is_one_line_exit_2(fake_plugins, capsys, setup, message):
@@ -79,17 +79,36 @@ def test_a_broken_plugin_is_one_line_exit_2(fake_plugins, capsys, setup, message
 
 
 def test_a_plugin_cannot_shadow_a_builtin_paper(monkeypatch):
-    registry._plugins.cache_clear()
-    real = registry.entry_points if hasattr(registry, "entry_points") else None
+    """The built-in papers are this distribution's own entry points; another package registering the key
+    ws24 (listed first, to make it win if order decided) is ignored, and the built-in ws24 is loaded."""
     import importlib.metadata as md
 
-    monkeypatch.setattr(md, "entry_points", lambda group=None: [EntryPoint("ws24", "fake_pack:PAPER", group)])
+    real = md.entry_points
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [EntryPoint("ws24", "fake_pack:PAPER", group),
+                                                               *real(group=group)])
+    registry._registered.cache_clear()
+    registry.paper.cache_clear()
     try:
         assert "ws24" not in registry._plugins()
+        assert registry.builtin_keys()[0] == "ws24"
         assert registry.paper("ws24").title.startswith("Wang & Sato")
     finally:
-        registry._plugins.cache_clear()
-    assert real is None
+        registry._registered.cache_clear()
+        registry.paper.cache_clear()
+
+
+def test_without_its_entry_points_verify_says_to_install_it(monkeypatch):
+    """Injected fault: the distribution's metadata is missing (run from a bare checkout): one line saying
+    what to run, never an empty claim list."""
+    import importlib.metadata as md
+
+    monkeypatch.setattr(md, "entry_points", lambda group=None: [])
+    registry._registered.cache_clear()
+    try:
+        with pytest.raises(InputError, match="pip install -e"):
+            registry.paper_keys()
+    finally:
+        registry._registered.cache_clear()
 
 
 @pytest.mark.parametrize("key", ["Bad", "", "a:b", "x" * 41, "ws 24"])
@@ -99,7 +118,7 @@ def test_paper_keys_are_checked(key):
 
 
 def test_a_claim_may_not_redeclare_a_common_option():
-    from verify.proofs.model import Option
+    from verify.core.model import Option
 
     c = _claim("toy:sum")
     import dataclasses
@@ -117,8 +136,8 @@ def test_a_claim_of_another_paper_is_refused():
 def test_reserved_option_names_are_the_claim_commands_common_options():
     """The names a claim may not declare are exactly the options every claim command adds (plus help and
     version): the two lists cannot drift apart."""
-    from verify.proofs.cli import _claim_command
-    from verify.proofs.model import RESERVED_OPTION_NAMES
+    from verify.core.model import RESERVED_OPTION_NAMES
+    from verify.frontends.cli import _claim_command
 
     cmd = _claim_command("ws24:prop4")
     own = {o.name for o in registry.get("ws24:prop4").options}

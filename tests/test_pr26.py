@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from verify.constructions import pe
 from verify.constructions.pe import FAMILIES, FractionArith, exact_row_margin, get_family, get_task
+from verify.core import registry
+from verify.core.model import run_claim
 from verify.evidence import Context
+from verify.frontends.cli import main
 from verify.numeric import pr26 as num
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import run_claim
 from verify.solver import pr26 as sol
 from verify.symbolic import pr26 as sym
 

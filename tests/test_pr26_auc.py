@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from verify.core.model import InputError
 from verify.numeric import pr26_trained as pt
-from verify.proofs import pr26_trained as claim_mod
-from verify.proofs.model import InputError
+from verify.proofs.pr26 import trained as claim_mod
 
 #: real cells whose trained heads are clear-cut (2 families x 3 tasks; each cell ~1 s to train here)
 FAMS, TASKS = ("rope", "clamped-absolute"), ("prev", "copy", "attend-first")
@@ -182,9 +182,9 @@ def test_fault_escape_not_set_apart_changes_the_content_verdict(monkeypatch):
 def test_claim_verdicts_per_variant(monkeypatch):
     """The claim: the paper's regime by default (HOLDS), the with-content variant HOLDS WITH FIX (outside the
     scope, the named escape reported), never FAILS; the statement states the scope."""
+    from verify.core import registry
+    from verify.core.model import run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.model import run_claim
 
     monkeypatch.setattr(pt, "FAMILIES", ESC_FAMS)
     monkeypatch.setattr(pt, "TASKS", ESC_TASKS)
@@ -276,7 +276,7 @@ def test_torch_free_constants_match():
 
 
 def test_claim_is_heavy_and_registered():
-    from verify.proofs import registry
+    from verify.core import registry
 
     c = registry.get("pr26:auc")
     assert c.heavy and c.params_type is claim_mod.AucParams and c.cost
@@ -288,7 +288,7 @@ def test_claim_is_heavy_and_registered():
                                   {"scheduler": "tcp://h:70000"}, {"seeds": "-1"}, {"seeds": "65"}, {"jobs": "0"},
                                   {"threshold": "0"}, {"threshold": "nan"}, {"scores": "content"}])
 def test_hostile_options_refused_before_work(opts):
-    from verify.proofs import registry
+    from verify.core import registry
 
     with pytest.raises(InputError):
         registry.get("pr26:auc").parse_params(opts)
@@ -302,8 +302,8 @@ def test_lengths_option():
 
 def test_claim_uses_the_run_cache_dir(monkeypatch, tmp_path):
     """The claim passes the run's --cache-dir (Context.cache_dir) to the grid, and the lab's default otherwise."""
+    from verify.core import registry
     from verify.evidence import Context
-    from verify.proofs import registry
 
     seen = []
     monkeypatch.setattr(pt, "check_auc", lambda seeds, lengths, threshold, cache, *a, **k: seen.append(

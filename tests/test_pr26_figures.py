@@ -9,11 +9,11 @@ import pytest
 
 from verify.constructions import pe
 from verify.constructions.pe import get_family
+from verify.core import registry
+from verify.core.model import InputError, run_claim
 from verify.evidence import FIGURE_RULES, Context, Figure, rounding_interval
+from verify.frontends.cli import main
 from verify.numeric import pr26_figures as fig
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import InputError, run_claim
 from verify.symbolic import pr26_figures as sf
 
 # ----------------------------------------------------------------------------- Prop. 3 (a): the interval proof

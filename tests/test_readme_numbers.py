@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from verify.proofs import registry
+from verify.core import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "tools" / "readme_numbers.py")

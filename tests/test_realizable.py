@@ -9,8 +9,8 @@ import pytest
 
 from verify.constructions import features as F
 from verify.constructions import pe
-from verify.proofs import alpha_api as A
-from verify.proofs.cli import main
+from verify.frontends.cli import main
+from verify.proofs.pr26 import alpha as A
 from verify.solver import realizable as R
 from verify.solver.recheck import check_certificate
 

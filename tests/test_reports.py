@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from verify.core import registry
+from verify.core.model import ClaimResult, InputError, run_claim
 from verify.evidence import Context, Evidence, Figure
-from verify.proofs import registry
-from verify.proofs.cli import main
-from verify.proofs.model import ClaimResult, InputError, run_claim
-from verify.proofs.render import JSON_SCHEMA, SCHEMA_FILE, validate
+from verify.frontends.cli import main
+from verify.reports.text import JSON_SCHEMA, SCHEMA_FILE, validate
 
 pytest_plugins = ["pytester"]
 
@@ -116,7 +116,7 @@ def test_expect_file_changed_expectation_exits_1(only_theorem2, tmp_path: Path,
 
 
 def test_junit_claim_failure_carries_witness(t2_results: list[ClaimResult]) -> None:
-    from verify.proofs.junit import junit_xml
+    from verify.reports.junit import junit_xml
 
     root = ET.fromstring(junit_xml(t2_results, mode="holds"))
     cases = {c.get("name"): c for c in root.iter("testcase")}
@@ -170,7 +170,7 @@ def _synthetic(t2_results: list[ClaimResult]) -> ClaimResult:
 
 
 def test_published_table_and_numbers(t2_results: list[ClaimResult]) -> None:
-    from verify.proofs.report import audit_markdown
+    from verify.reports.audit import audit_markdown
 
     r = _synthetic(t2_results)
     md = audit_markdown("ws24", [r])
@@ -186,8 +186,8 @@ def test_figures_in_json_text_and_reason(t2_results: list[ClaimResult]) -> None:
     out of the statement's verdict; the unreproduced one becomes a finding."""
     import json
 
-    from verify.proofs.model import run_claim
-    from verify.proofs.render import result_text, to_json, validate
+    from verify.core.model import run_claim
+    from verify.reports.text import result_text, to_json, validate
 
     r = _synthetic(t2_results)
     doc = json.loads(to_json([r], "claim", 0, 0))
@@ -210,7 +210,7 @@ def test_figures_in_json_text_and_reason(t2_results: list[ClaimResult]) -> None:
 
 def test_plots(t2_results: list[ClaimResult], tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from verify.proofs.plots import write_plots
+    from verify.reports.plots import write_plots
 
     files, notes = write_plots([_synthetic(t2_results), t2_results[0]], tmp_path / "figs")
     assert [f.name for f in files] == ["ws24_theorem2_transposed_score_vs_t.png"]
@@ -224,7 +224,7 @@ def test_plot_registry_other_papers(t2_results: list[ClaimResult], tmp_path: Pat
     pytest.importorskip("matplotlib")
     import dataclasses
 
-    from verify.proofs.plots import write_plots
+    from verify.reports.plots import write_plots
 
     def fake(cid: str, numbers: dict) -> ClaimResult:
         c = dataclasses.replace(t2_results[0].claim, id=cid)
@@ -242,7 +242,7 @@ def test_plot_registry_other_papers(t2_results: list[ClaimResult], tmp_path: Pat
 
 
 def test_specs() -> None:
-    from verify.proofs.specs import parse_specs, run_id, split_specs
+    from verify.core.specs import parse_specs, run_id, split_specs
 
     assert split_specs("ws24:theorem2[orientation=transposed,d=64],ws24:eq14") == [
         "ws24:theorem2[orientation=transposed,d=64]", "ws24:eq14"]
@@ -257,7 +257,7 @@ def test_specs() -> None:
 
 
 def test_expectations_file_errors(tmp_path: Path) -> None:
-    from verify.proofs.specs import load_expectations
+    from verify.core.specs import load_expectations
 
     f = tmp_path / "e.txt"
     f.write_text("ws24:theorem2[transposed]: MAYBE\n")

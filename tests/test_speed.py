@@ -201,7 +201,7 @@ def test_a_claims_layers_run_side_by_side_and_the_parent_stays_light():
     without importing torch or sympy there (a torch version object in the evidence once made the
     parent import torch, 1 s, after the work was done).  The output equals the serial run's."""
     code = ("import contextlib, io, json, sys\n"
-            "from verify.proofs.cli import main\n"
+            "from verify.frontends.cli import main\n"
             "outs = []\n"
             "for extra in ([], ['--serial']):\n"
             "    buf = io.StringIO()\n"
@@ -219,8 +219,8 @@ def test_a_claims_layers_run_side_by_side_and_the_parent_stays_light():
 def test_every_run_id_parses_back_to_its_variant():
     """A run id printed by `verify all` (and timed by the benchmark as `verify RUN_ID`) names the same
     variant when pasted back: kvshift24:decode[raw-key,correct,correct] once failed ('correct' twice)."""
-    from verify.proofs import registry
-    from verify.proofs.specs import parse_spec, run_id
+    from verify.core import registry
+    from verify.core.specs import parse_spec, run_id
 
     for claim in registry.all_claims():
         for v in claim.variants:
@@ -241,7 +241,7 @@ def test_a_worker_that_dies_is_retried_once_then_leaves_the_claim_inconclusive(d
     the pool breaks while later layers are still being handed out (a CI run caught that case raising
     BrokenProcessPool from ``submit``)."""
     code = ("import contextlib, io, multiprocessing, os, signal, sys, threading, time\n"
-            "from verify.proofs.cli import main\n"
+            "from verify.frontends.cli import main\n"
             "out, rc = io.StringIO(), []\n"
             "def run():\n"
             "    with contextlib.redirect_stdout(out):\n"
@@ -295,13 +295,13 @@ def test_a_pool_that_breaks_while_work_is_handed_out_leaves_the_rest_inconclusiv
     """Deterministic form of the case above: the pool breaks after the first layer is handed out, so
     ``submit`` raises for the others, and again in the retry.  Those layers become errors (never a
     traceback, never a verdict)."""
-    from verify.proofs import cli
-    from verify.proofs.model import Context
-    from verify.proofs.specs import parse_spec
+    from verify.core.model import Context
+    from verify.core.specs import parse_spec
+    from verify.pipeline import run as pipeline_run
 
     calls = _breaking_submit(monkeypatch, lambda k: k > 1)
     ((claim, params),) = parse_spec("ws24:eq14[as-written]")
-    (res,) = cli._run_planned([(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)
+    (res,) = pipeline_run.execute([(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)
     assert len(calls) == 3 and res.verdict == "INCONCLUSIVE", (calls, res.verdict)  # 2 + one retry that breaks
     lost = {e.layer for e in res.evidence if e.status == "error" and "died" in e.summary}
     assert lost == set(claim.checked_layers(("symbolic", "solver", "numeric"))) - {calls[0]}, lost
@@ -310,14 +310,14 @@ def test_a_pool_that_breaks_while_work_is_handed_out_leaves_the_rest_inconclusiv
 def test_layers_lost_once_are_answered_by_the_retry_with_the_same_result(monkeypatch):
     """One death (the pool breaks at the second hand-out) costs a retry, not the verdict: the result
     equals the in-process run's, layer by layer."""
-    from verify.proofs import cli
-    from verify.proofs.model import Context, run_claim
-    from verify.proofs.specs import parse_spec
+    from verify.core.model import Context, run_claim
+    from verify.core.specs import parse_spec
+    from verify.pipeline import run as pipeline_run
 
     calls = _breaking_submit(monkeypatch, lambda k: k == 2)
     ((claim, params),) = parse_spec("ws24:eq14[as-written]")
     layers = ("symbolic", "solver", "numeric")
-    (res,) = cli._run_planned([(claim, params)], Context(seed=0), layers, 2)
+    (res,) = pipeline_run.execute([(claim, params)], Context(seed=0), layers, 2)
     ref = run_claim(claim, params, Context(seed=0), layers)
     assert len(calls) == 2 + len(set(claim.checked_layers(layers))) - 1, calls
     assert res.verdict == ref.verdict and [(e.layer, e.status, e.summary) for e in res.evidence] == \
@@ -332,9 +332,9 @@ def test_a_task_lost_in_a_breaking_pool_is_not_waited_for(monkeypatch):
     import concurrent.futures.process as cfp
     import threading
 
-    from verify.proofs import cli
-    from verify.proofs.model import Context
-    from verify.proofs.specs import parse_spec
+    from verify.core.model import Context
+    from verify.core.specs import parse_spec
+    from verify.pipeline import run as pipeline_run
 
     real, calls = cfp.ProcessPoolExecutor.submit, []
 
@@ -348,7 +348,7 @@ def test_a_task_lost_in_a_breaking_pool_is_not_waited_for(monkeypatch):
     monkeypatch.setattr(cfp.ProcessPoolExecutor, "submit", submit)
     ((claim, params),) = parse_spec("ws24:eq14[as-written]")
     out: list = []
-    t = threading.Thread(target=lambda: out.append(cli._run_planned(
+    t = threading.Thread(target=lambda: out.append(pipeline_run.execute(
         [(claim, params)], Context(seed=0), ("symbolic", "solver", "numeric"), 2)), daemon=True)
     t.start()
     t.join(60)
@@ -437,7 +437,7 @@ def test_a_ctrl_c_swallowed_by_a_destructor_still_stops_the_run(monkeypatch, cap
     """--serial: a Ctrl-C inside a destructor is not lost; the next solver call raises it, and the
     command ends 'verify: aborted', exit 130 (it used to run on to a verdict)."""
     from verify import interrupts
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
     from verify.solver import common
 
     real, calls = common.solve, []
@@ -456,8 +456,8 @@ def test_a_ctrl_c_swallowed_by_a_destructor_still_stops_the_run(monkeypatch, cap
     err = capsys.readouterr().err
     assert calls and rc == 130 and err.strip().endswith("verify: aborted"), (len(calls), rc, err[-500:])
     assert not interrupts.pressed()  # and the next call (here the API) starts clean
-    from verify.proofs import registry
-    from verify.proofs.model import Context, run_claim
+    from verify.core import registry
+    from verify.core.model import Context, run_claim
 
     claim = registry.get("ws24:eq14")
     assert run_claim(claim, claim.parse_params({}), Context(seed=0), ("symbolic",)).verdict

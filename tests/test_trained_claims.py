@@ -84,7 +84,8 @@ def test_falsifier_gate_is_inconclusive_without_a_head(tmp_path):
 
 
 def test_optimizer_choices_shared_with_the_recipe():
-    from verify.proofs import bietti23, ws24_trained
+    from verify.proofs import bietti23
+    from verify.proofs.ws24 import trained as ws24_trained
 
     assert ws24_trained.OPTIMIZERS == bietti23.OPTIMIZERS == tm.OPTIMIZERS
     cfg = num.falsifier_config("rpe", 8, 8, 130, 2, 2, 2, 0.01, 1, optimizer="adam")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from verify.core import registry
+from verify.core.model import run_claim
 from verify.evidence import Context
-from verify.proofs import registry
-from verify.proofs.model import run_claim
 
 
 def _run(claim_id: str, layers=("symbolic", "solver", "numeric"), **raw):
@@ -34,7 +34,7 @@ def test_a_given_sequence_keeps_the_general_proof_for_the_paper_placement():
 
 
 def test_an_unknown_short_name_suggests_full_ids(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     assert main(["theorm2"]) == 2
     err = capsys.readouterr().err.strip()
@@ -70,7 +70,7 @@ def test_showing_a_hostile_expression_never_computes_it():
 
 
 def test_show_takes_the_run_ids_verify_all_prints(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     assert main(["show", "kvshift24:decode[raw-key,correct,correct]"]) == 0
     assert capsys.readouterr().out.startswith("kvshift24:decode: ")
@@ -82,7 +82,7 @@ def test_junit_without_timings_is_reproducible(tmp_path):
     """--no-timings: the JUnit prose carries no wall times either (they made the file differ run to run)."""
     import re
 
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     paths = [tmp_path / f"j{k}.xml" for k in range(2)]
     for p in paths:
@@ -92,14 +92,14 @@ def test_junit_without_timings_is_reproducible(tmp_path):
 
 
 def test_the_text_header_is_the_run_id_with_its_sizes(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     main(["ws24:theorem2[transposed,d=64]", "--layers", "symbolic", "--quiet", "--brief"])
     assert capsys.readouterr().out.startswith("ws24:theorem2[transposed,d=64]: ")
 
 
 def test_a_claim_command_given_several_specs_says_it_checks_one(capsys):
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     assert main(["ws24:theorem2[transposed],ws24:eq14"]) == 2
     assert "'verify CLAIM' checks one" in capsys.readouterr().err
@@ -110,7 +110,7 @@ def test_refusals_name_the_mistake(capsys):
     (it read ': is a directory', and '--certificates ""' wrote into the working directory); a timeout is
     echoed as typed ('got 0', not 'got 0.0'); a long unknown name gives its own length (it counted the
     quotes of its repr: 5002 for 5000)."""
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     cases = [(["ws24:eq14", "--junit", ""], "--junit needs a file name, got an empty one"),
              (["ws24:eq14", "--junit", "  "], "--junit needs a file name, got an empty one"),

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from verify.core.model import Verdict, _second_way_required, aggregate
 from verify.evidence import Context, Evidence, Layer, Outcome, SolverProvenance, Status, current_settings, using
-from verify.proofs.model import Verdict, _second_way_required, aggregate
 
 
 def test_enums_are_their_strings():
@@ -74,7 +74,7 @@ def test_settings_are_one_frozen_object_made_current_per_check():
 # The whole truth table of aggregate (issue 23, item 6).  Every layer takes every (status, outcome) pair Evidence accepts
 # (derived from the enums, so a new status or layer is covered without editing this test), the solver layer also a
 # 'proved' and an 'inconclusive' carrying a z3/cvc5 disagreement, and the claim is run with and without a fix.  The
-# expected verdict is not re-implemented rule by rule: every verdict whose condition holds (proofs/model.py's module
+# expected verdict is not re-implemented rule by rule: every verdict whose condition holds (src/verify/core/model.py's module
 # docstring) is a candidate, and the documented order INCONSISTENT > INCONCLUSIVE > FAILS > HOLDS WITH FIX > HOLDS
 # picks the first.
 

@@ -17,10 +17,10 @@ from verify.constructions.bilinear import (
     PrevTokenConstruction,
     bilinear,
 )
+from verify.core.model import run_claim
 from verify.evidence import Context
 from verify.numeric import ws24 as num
 from verify.proofs import ws24 as paper
-from verify.proofs.model import run_claim
 from verify.solver import ws24 as sol
 from verify.symbolic import ws24 as sym
 
@@ -128,7 +128,7 @@ class TestClaimVerdicts:
     @pytest.mark.parametrize("claim", [paper.THEOREM2, paper.EQ14], ids=["theorem2", "eq14"])
     @pytest.mark.parametrize("orientation", ["as-written", "transposed", "read-score"])
     def test_known_verdict(self, claim, orientation):
-        from verify.proofs import registry
+        from verify.core import registry
 
         claim = registry.get(claim.id)  # the registered claim: its kernel layer attached
         p = claim.parse_params({"orientation": orientation, **SMALL})

@@ -182,7 +182,7 @@ def results_of(doc: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 def variant_args(run_id: str) -> list[str]:
     """The command-line options that select a run id's variant (``kvshift24:theorem3[as-printed]`` ->
     ``--eq10 as-printed``), from the claim's recorded variants."""
-    from verify.proofs import registry
+    from verify.core import registry
 
     claim = registry.get(run_id.split("[", 1)[0])
     for v in claim.variants:
@@ -194,7 +194,7 @@ def variant_args(run_id: str) -> list[str]:
 
 def run_quick(run_ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
     """Run each quick run id here (in process, seed 0, no timings) and return {run_id: result}."""
-    from verify.proofs.cli import main
+    from verify.frontends.cli import main
 
     out: dict[str, Mapping[str, Any]] = {}
     for rid in sorted(set(run_ids)):

@@ -1,7 +1,7 @@
 """The documented Python API: the functions the command line calls, for use from code and notebooks.
 
 Each function validates its inputs the way the CLI does (raising
-:class:`verify.proofs.model.InputError` with the one-line message the CLI would print) and returns
+:class:`verify.core.model.InputError` with the one-line message the CLI would print) and returns
 plain result objects whose ``to_dict()`` is the JSON the CLI writes.  Heavy modules (sympy, z3,
 torch) are imported on first use only.
 
@@ -19,19 +19,18 @@ torch) are imported on first use only.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 # the names after check_claim are provided lazily by __getattr__ (below)
 __all__ = ["check_claim", "alpha", "realizable", "identifiability", "kvshift_sequence", "decode_check"]  # noqa: F822
 
-#: public name -> the module that implements it (imported on first use)
-_LAZY = {
-    "alpha": "verify.proofs.alpha_api",
-    "realizable": "verify.proofs.alpha_api",
-    "identifiability": "verify.proofs.alpha_api",
-    "kvshift_sequence": "verify.proofs.kvshift24_api",
-    "decode_check": "verify.proofs.kvshift24_api",
+#: public name -> the paper whose ``Paper.api`` provides it (the paper is loaded through the registry on first use)
+_PAPER_API = {
+    "alpha": "pr26",
+    "realizable": "pr26",
+    "identifiability": "pr26",
+    "kvshift_sequence": "kvshift24",
+    "decode_check": "kvshift24",
 }
 
 
@@ -49,15 +48,15 @@ def check_claim(claim: str, *, seed: int = 0, timeout_s: float = 60.0, full: boo
             ``d=64``).
 
     Returns:
-        :class:`verify.proofs.model.ClaimResult` (``.verdict``, ``.reason``, ``.evidence``).
+        :class:`verify.core.model.ClaimResult` (``.verdict``, ``.reason``, ``.evidence``).
 
     Raises:
         InputError: unknown claim or option, bad value, a claim with no check in ``layers``.
     """
+    from verify.core import registry
+    from verify.core.inputs import check_seed, check_timeout
+    from verify.core.model import InputError, run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.inputs import check_seed, check_timeout
-    from verify.proofs.model import InputError, run_claim
 
     claim_obj = registry.resolve(claim, [k for k, v in options.items() if v is not None])
     params = claim_obj.parse_params({k: (None if v is None else str(v)) for k, v in options.items()})
@@ -68,6 +67,8 @@ def check_claim(claim: str, *, seed: int = 0, timeout_s: float = 60.0, full: boo
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _PAPER_API:
+        from verify.core import registry
+
+        return getattr(registry.paper(_PAPER_API[name]).api, name)
     raise AttributeError(f"module 'verify.api' has no attribute {name!r}")

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Mapping
 
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence, engine_versions
-from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 #: the thresholds the statement may name (the variant option's choices)
 THRESHOLDS = ("log(t-1)", "log(t)")

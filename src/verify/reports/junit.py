@@ -1,7 +1,7 @@
 """JUnit XML for claim runs (``--junit FILE`` on ``verify CLAIM``, ``verify all``, ``verify audit``).
 
 One ``<testcase>`` per claim variant: ``classname`` = the paper key, ``name`` = the
-display id (plus non-default sizes, see :func:`verify.proofs.specs.run_id`).
+display id (plus non-default sizes, see :func:`verify.core.specs.run_id`).
 
 What passes depends on the command:
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from verify import __version__
-from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
+from verify.core.model import HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
 
 __all__ = ["junit_tree", "junit_xml", "write_junit"]
 
@@ -56,8 +56,8 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
 
     ``not_checked``: run ids with no check in the requested layers; each becomes a
     ``<skipped>`` testcase (never a failure, never a pass)."""
-    from verify.proofs.render import result_text
-    from verify.proofs.specs import run_id
+    from verify.core.specs import run_id
+    from verify.reports.text import result_text
 
     if mode not in ("holds", "expect"):
         raise ValueError(f"mode {mode!r}")
@@ -132,6 +132,6 @@ def write_junit(path: str | Path, results: Sequence[ClaimResult], **kw) -> None:
     Raises:
         InputError: the file cannot be written.
     """
-    from verify.proofs.inputs import atomic_write_text
+    from verify.core.inputs import atomic_write_text
 
     atomic_write_text(path, junit_xml(results, **kw), "--junit")

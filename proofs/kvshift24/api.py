@@ -17,7 +17,7 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from verify.proofs.model import InputError
+from verify.core.model import InputError
 
 #: largest embeddings file read, bytes
 MAX_EMBEDDINGS_BYTES = 8 * 2**20
@@ -179,7 +179,7 @@ def decode_check(sequence: str = "A B C B", *, prefill: int = 2, cache: str = "r
         **options: other options of the claim (``L``, ``d``, ``Lmax``, ``embeddings``).
 
     Returns:
-        :class:`verify.proofs.model.ClaimResult`; ``.verdict`` is HOLDS when decoding equals the full
+        :class:`verify.core.model.ClaimResult`; ``.verdict`` is HOLDS when decoding equals the full
         pass, FAILS when an input separates them (the witness is in the symbolic evidence).
 
     Raises:

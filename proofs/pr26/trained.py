@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from verify.core.model import Claim, InputError, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Params, param
 
 SOURCE = ("pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026), "
           "the AUC experiment over trained models, stated 'in the controlled single-head regime' (hypotheses S1-S3), "

@@ -12,8 +12,10 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from verify.constructions.bilinear import ORIENTATIONS, InductionKeyConstruction, PrevTokenConstruction
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Paper, Params, param
+from verify.proofs import with_kernel_layer
+from verify.proofs.ws24 import plots
 
 RECONSTRUCTED = ("Model elements and their sources. Score convention query^T W_K key (W_Q the identity): the "
                  "public code of the base model the paper builds on (bietti23, ihead_basic_model.py, Attention.forward "
@@ -304,10 +306,11 @@ PROP4 = Claim(
 CLAIMS.append(PROP4)
 
 
-from verify.proofs.ws24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+from verify.proofs.ws24.trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
 
 CLAIMS += TRAINED_CLAIMS
 
-#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="ws24", title=("Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, "
-                                  "arXiv 2412.11459 v2 (COLM 2025)"), claims=tuple(CLAIMS))
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
+PAPER = with_kernel_layer(Paper(
+    key="ws24", title="Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)",
+    claims=tuple(CLAIMS), plotters={"ws24:theorem2": plots.theorem2_score_vs_t}))

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence, Figure, engine_versions
-from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 #: the toy arms (torch-free copy of verify.numeric.fingerprint.ARMS; a test checks they agree)
 ARMS = ("absolute/free", "absolute/sym", "rope/free", "rope/sym", "rope/imag")
@@ -246,5 +246,5 @@ FINGERPRINT = Claim(
 
 CLAIMS: list[Claim] = [FINGERPRINT]
 
-#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
 PAPER = Paper(key="fp26", title="Fingerprint, Not Blueprint, arXiv 2607.06621", claims=tuple(CLAIMS))

@@ -10,7 +10,7 @@
   the same L0 logits.
 
 ``verify alpha`` and ``verify realizable`` call these functions; ``verify.api`` re-exports them.
-Every function validates its inputs first and raises :class:`verify.proofs.model.InputError` with
+Every function validates its inputs first and raises :class:`verify.core.model.InputError` with
 the one-line message the command line prints (exit 2); no work starts before that.
 
 Source: pr26 (TMLR 2026): alpha_L is the fraction of new query rows i in [L0, L) whose strict causal
@@ -26,14 +26,28 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from verify.core.model import InputError
 from verify.numeric.pr26_sizes import SELECTIONS
-from verify.proofs.model import InputError
 
 #: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
 DEFAULT_MIN_MARGIN = 0.01
 #: ... or when the softmax mass on the target is below this on some new row
 DEFAULT_MIN_MASS = 0.5
 #: exact evaluation (Fractions) when the features are exact and about L^2 r / 2 <= this many products
+#: the fit's limits (also those of the pr26 claims' --lr/--steps/--weight-decay; the engine's defaults: lr 0.07 from
+#: a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term overflows float64 or
+#: the run is hours long
+MAX_BYTES = 4 * 2**30
+MAX_L0 = 2048
+MAX_L = 1 << 20
+#: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults:
+#: lr 0.07 from a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term
+#: overflows float64 or the run is hours long
+MIN_LR = 1e-6
+MAX_LR = 10.0
+MAX_STEPS = 20_000
+MAX_WEIGHT_DECAY = 1.0
+
 MAX_EXACT_WORK = 3_000_000
 #: realizable: largest N (lengths 2..N)
 MAX_REALIZABLE_L = 256
@@ -121,7 +135,7 @@ def _rational(x: Any, flag: str, maximum: Any = None) -> Fraction:
             if not math.isfinite(x):
                 raise ValueError
             return Fraction(x)
-        from verify.proofs.model import Option
+        from verify.core.model import Option
 
         return Option(flag.lstrip("-"), "", None, kind="rational", maximum=maximum).parse(str(x))
     except InputError:
@@ -296,8 +310,7 @@ class AlphaResult:
 
 
 def _validate_sizes(spec: Any, task: Any, L0: int, L: int) -> None:
-    from verify.proofs import pr26_cli as C
-    from verify.proofs.inputs import clip
+    from verify.core.inputs import clip
 
     for name, v in (("--L0", L0), ("--L", L)):
         if isinstance(v, bool) or not isinstance(v, int):
@@ -306,30 +319,29 @@ def _validate_sizes(spec: Any, task: Any, L0: int, L: int) -> None:
         raise InputError(f"--L0 must be >= 2, got {clip(L0)}")
     if L <= L0:
         raise InputError(f"--L {clip(L)} must exceed --L0 {clip(L0)}")
-    if L0 > C.MAX_L0:
-        raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {C.MAX_L0})")
-    if L > C.MAX_L:
-        raise InputError(f"--L {clip(L)} is too large (at most {C.MAX_L})")
+    if L0 > MAX_L0:
+        raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {MAX_L0})")
+    if L > MAX_L:
+        raise InputError(f"--L {clip(L)} is too large (at most {MAX_L})")
     from verify.numeric.pr26_sizes import memory_bytes  # torch-free
 
     need = memory_bytes(spec.family, L0, L)
-    if need > C.MAX_BYTES:
+    if need > MAX_BYTES:
         raise InputError(f"--pe {spec.family.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
-                         f"(limit {C.MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
+                         f"(limit {MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
 
 
 def _validate_fit(seed: int, lr: float | None, steps: int, weight_decay: float, selection: str) -> None:
-    from verify.proofs import pr26_cli as C
-    from verify.proofs.inputs import check_seed, clip
+    from verify.core.inputs import check_seed, clip
 
     check_seed(seed)
-    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and C.MIN_LR <= lr <= C.MAX_LR):
-        raise InputError(f"--lr must be a number in [{C.MIN_LR:g}, {C.MAX_LR:g}], got {clip(lr)}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= C.MAX_STEPS:
-        raise InputError(f"--steps must be an integer in 1..{C.MAX_STEPS}, got {clip(steps)}")
+    if lr is not None and not (isinstance(lr, (int, float)) and math.isfinite(lr) and MIN_LR <= lr <= MAX_LR):
+        raise InputError(f"--lr must be a number in [{MIN_LR:g}, {MAX_LR:g}], got {clip(lr)}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise InputError(f"--steps must be an integer in 1..{MAX_STEPS}, got {clip(steps)}")
     if not (isinstance(weight_decay, (int, float)) and math.isfinite(weight_decay)
-            and 0 <= weight_decay <= C.MAX_WEIGHT_DECAY):
-        raise InputError(f"--weight-decay must be a number in [0, {C.MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
+            and 0 <= weight_decay <= MAX_WEIGHT_DECAY):
+        raise InputError(f"--weight-decay must be a number in [0, {MAX_WEIGHT_DECAY:g}], got {clip(weight_decay)}")
     if selection not in SELECTIONS:
         raise InputError(f"--selection must be {' or '.join(SELECTIONS)}, got {clip(selection)}")
 
@@ -706,7 +718,7 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     Raises:
         InputError: bad input.
     """
-    from verify.proofs.inputs import check_timeout, clip
+    from verify.core.inputs import check_timeout, clip
 
     if isinstance(L, bool) or not isinstance(L, int) or not 2 <= L <= MAX_REALIZABLE_L:
         raise InputError(f"--L must be an integer in 2..{MAX_REALIZABLE_L}, got {clip(L)}")
@@ -769,8 +781,8 @@ def _write_certificates(directory: str | Path, doc: dict, dec: Any) -> list[str]
     import hashlib
     import json
 
-    from verify.proofs.certificates import FORMAT, write_manifest
-    from verify.proofs.inputs import atomic_write_text
+    from verify.core.inputs import atomic_write_text
+    from verify.reports.certificates import FORMAT, write_manifest
     from verify.solver.common import SOLVER_SEED
 
     out = Path(directory)

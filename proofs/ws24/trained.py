@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from verify.core.model import Claim, InputError, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Params, param
 
 #: the optimisers of the two-layer recipes (torch-free copy checked against the numeric module's by a test)
 OPTIMIZERS = ("sgd", "adam")

@@ -29,8 +29,8 @@ import json
 import re
 from pathlib import Path
 
+from verify.core.model import ClaimResult, InputError
 from verify.evidence import to_jsonable
-from verify.proofs.model import ClaimResult, InputError
 from verify.safeio import UnsafeInput, read_regular_file
 
 FORMAT = "verify-certificate/1"
@@ -64,8 +64,8 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[tuple
     Raises:
         InputError: the directory cannot be created (its parent must exist) or a file cannot be written.
     """
-    from verify.proofs.inputs import atomic_write_text
-    from verify.proofs.specs import run_id
+    from verify.core.inputs import atomic_write_text
+    from verify.core.specs import run_id
 
     out = Path(directory)
     try:
@@ -137,7 +137,7 @@ def write_manifest(directory: str | Path, written: list[tuple[Path, str]]) -> Pa
     Returns:
         The manifest path.
     """
-    from verify.proofs.inputs import atomic_write_text
+    from verify.core.inputs import atomic_write_text
 
     d = Path(directory)
     try:
@@ -245,9 +245,9 @@ def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path
         (per-file ``(path, ok, message)`` for files whose encoding does not match or whose
         obligation the claim does not have; messages for obligations with no file).
     """
+    from verify.core import registry
+    from verify.core.model import run_claim
     from verify.evidence import Context
-    from verify.proofs import registry
-    from verify.proofs.model import run_claim
 
     groups: dict[tuple[str, str], list[tuple[Path, dict]]] = {}
     for f in sorted(Path(directory).glob("*.json")):

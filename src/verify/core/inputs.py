@@ -1,7 +1,7 @@
 """Hostile-input guards shared by the CLI and the pytest plugin.
 
 Every option and file a user hands to ``verify`` is checked here *before any work starts*;
-a refusal is one :class:`~verify.proofs.model.InputError` line (the CLI prints it and exits 2).
+a refusal is one :class:`~verify.core.model.InputError` line (the CLI prints it and exits 2).
 The rules, one per input kind:
 
 * ``--timeout SECONDS``: a finite number in [:data:`MIN_TIMEOUT_S`, :data:`MAX_TIMEOUT_S`]
@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from verify.proofs.model import InputError
+from verify.core.model import InputError
 from verify.safeio import UnsafeInput, read_regular_file
 
 MIN_TIMEOUT_S = 0.01

@@ -1,11 +1,13 @@
 """The claim registry: papers as plugins, claims keyed ``paper:name``, loaded lazily per paper.
 
-A paper is a :class:`~verify.proofs.model.Paper` (key, title, claims, plotters).  The built-in
-papers live in ``verify.proofs.<key>`` (each module exports ``PAPER``); third-party packages add
-theirs through the ``verify.papers`` entry-point group, one entry point per paper, named by the
-paper key, whose value is ``module:PAPER`` (the README's "Adding a claim").  The registry imports
-a paper module only when one of its claims is needed, so ``verify list`` stays fast (the layers
-pull in sympy, z3 and torch only when checks run).
+A paper is a :class:`~verify.core.model.Paper` (key, title, claims, plotters, api).  Every paper, the
+built-in ones included, registers through the ``verify.papers`` entry-point group: one entry point per
+paper, named by the paper key, whose value is ``module:PAPER`` (docs/adding-a-claim.md).  The built-in
+papers are the entry points of this distribution (``verify-attention``; its pyproject.toml lists
+``verify.proofs.<key>:PAPER``), shown first in :data:`BUILTIN_ORDER`; third-party packs follow, sorted by
+key, and never shadow a built-in key.  The registry imports a paper only when one of its claims is
+needed, so ``verify list`` of one paper loads that paper only (the layers pull in sympy, z3 and torch
+only when checks run).
 
 Name resolution (the README, "Using it"): a full id ``paper:name`` matches exactly;
 a short name (``theorem2``) matches every claim with that name; a paper key
@@ -15,45 +17,64 @@ the user gave, so ``theorem2 --orientation transposed`` means ``ws24:theorem2``.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib
 import re
 import sys
 from functools import lru_cache
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
-from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Paper
+from verify.core.model import Claim, InputError, Paper
 
-#: the built-in papers: key -> module path; the order is the order of ``verify list``/``verify all``
-BUILTIN: dict[str, str] = {
-    "ws24": "verify.proofs.ws24",
-    "bietti23": "verify.proofs.bietti23",
-    "kvshift24": "verify.proofs.kvshift24",
-    "pr26": "verify.proofs.pr26",
-    "fp26": "verify.proofs.fp26",
-}
-
-#: the entry-point group third-party claim packs register their papers in
+#: the entry-point group every paper registers in (the built-in ones and third-party claim packs)
 ENTRY_POINT_GROUP = "verify.papers"
+#: the distribution whose entry points are the built-in papers
+DISTRIBUTION = "verify-attention"
+#: the built-in papers' order in ``verify list`` and ``verify all`` (a key not registered is left out)
+BUILTIN_ORDER = ("ws24", "bietti23", "kvshift24", "pr26", "fp26")
+
+
+def _dist_name(ep: Any) -> str:
+    dist = getattr(ep, "dist", None)
+    name = getattr(dist, "name", "") or ""
+    return name.lower().replace("_", "-")
 
 
 @lru_cache(maxsize=None)
-def _plugins() -> dict[str, object]:
-    """Third-party papers: entry-point name (the paper key) -> the entry point (not yet loaded)."""
+def _registered() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(built-in, third-party): paper key -> its entry point (not yet loaded).
+
+    Raises:
+        InputError: this distribution registers no paper (it is not installed: ``pip install -e .``).
+    """
     from importlib.metadata import entry_points
 
-    out: dict[str, object] = {}
+    builtin: dict[str, Any] = {}
+    others: dict[str, Any] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in BUILTIN or ep.name in out:
-            continue  # a plugin never shadows a built-in paper or an earlier plugin of the same key
-        out[ep.name] = ep
-    return out
+        if _dist_name(ep) == DISTRIBUTION:
+            builtin.setdefault(ep.name, ep)
+        else:
+            others.setdefault(ep.name, ep)  # the first of two plugins with one key wins
+    if not builtin:
+        raise InputError(f"no built-in paper is registered: the {DISTRIBUTION} distribution's entry points are missing "
+                         "(install it: pip install -e .)")
+    ordered = {k: builtin[k] for k in BUILTIN_ORDER if k in builtin}
+    ordered.update({k: builtin[k] for k in sorted(builtin) if k not in ordered})
+    return ordered, {k: v for k, v in others.items() if k not in builtin}
+
+
+def builtin_keys() -> list[str]:
+    """The built-in papers' keys, in :data:`BUILTIN_ORDER`."""
+    return list(_registered()[0])
+
+
+def _plugins() -> dict[str, Any]:
+    """Third-party papers: entry-point name (the paper key) -> the entry point (not yet loaded)."""
+    return _registered()[1]
 
 
 def paper_keys() -> list[str]:
     """Every paper key: the built-in papers in their order, then plugins sorted by key."""
-    return list(BUILTIN) + sorted(_plugins())
+    return builtin_keys() + sorted(_plugins())
 
 
 @lru_cache(maxsize=None)
@@ -64,19 +85,19 @@ def paper(key: str) -> Paper:
         InputError: unknown paper key, or a plugin that does not load or does not export a
             valid ``Paper`` (the message names the package's entry point).
     """
-    if key in BUILTIN:
-        module = importlib.import_module(BUILTIN[key])
-        obj = with_kernel_layer(module.PAPER)
-    elif key in _plugins():
-        ep = _plugins()[key]
+    builtin, plugins = _registered()[0], _plugins()
+    if key in builtin or key in plugins:
+        ep = builtin.get(key) or plugins[key]
         try:
-            obj = ep.load()  # type: ignore[attr-defined]
+            obj = ep.load()
         except (Exception, SystemExit) as exc:  # a broken plugin is the user's input: one line, exit 2
-            raise InputError(f"the claim pack registering paper {key!r} ({ep.value}) failed to load: "  # type: ignore[attr-defined]
+            if key in builtin:
+                raise
+            raise InputError(f"the claim pack registering paper {key!r} ({ep.value}) failed to load: "
                              f"{type(exc).__name__}: {exc}") from None
         if not isinstance(obj, Paper):
-            raise InputError(f"the entry point for paper {key!r} ({ep.value}) is a {type(obj).__name__}, "  # type: ignore[attr-defined]
-                             "not a verify.proofs.model.Paper")
+            raise InputError(f"the entry point for paper {key!r} ({ep.value}) is a {type(obj).__name__}, "
+                             "not a verify.core.model.Paper")
         if obj.key != key:
             raise InputError(f"the entry point named {key!r} exports paper {obj.key!r}; the names must match")
         _check_texts(obj)
@@ -107,29 +128,6 @@ def _check_texts(p: Paper) -> None:
         for what, text in (("title", c.title), ("source", c.source), ("statement", c.statement), ("paper title", p.title)):
             if isinstance(text, str) and _CONTROL.search(text):
                 raise InputError(f"paper {p.key!r}, claim {c.id!r}: its {what} holds a control character")
-
-
-def with_kernel_layer(p: Paper) -> Paper:
-    """The paper with the kernel layer registered on every claim that the kernel catalog
-    (:mod:`verify.kernel.catalog`) answers: a fourth check beside the claim's own three, reached by
-    the claim id and variant label (reading the catalog imports no Coq and runs nothing)."""
-    from verify.kernel import catalog
-
-    answered = {s.claim for s in catalog.statements()}
-    if not answered & {c.id for c in p.claims}:
-        return p
-    return dataclasses.replace(p, claims=tuple(_kernel_wired(c) if c.id in answered else c for c in p.claims))
-
-
-def _kernel_wired(claim: Claim) -> Claim:
-    def kernel(params: Mapping[str, Any], ctx: Context) -> Evidence:
-        from verify.kernel.check import check
-
-        changed = [o.name for o in claim.options if not o.variant and params.get(o.name) != o.default]
-        return check(claim.id, claim.variant_label(params), changed, ctx)
-
-    kernel.__qualname__ = f"kernel check of {claim.id}"
-    return dataclasses.replace(claim, checks={**claim.checks, "kernel": kernel})
 
 
 def paper_claims(key: str) -> tuple[Claim, ...]:
@@ -164,7 +162,7 @@ def all_claims() -> list[Claim]:
         try:
             out.extend(paper_claims(key))
         except InputError as e:
-            if key in BUILTIN:
+            if key in builtin_keys():
                 raise
             if key not in _reported:
                 _reported.add(key)
@@ -182,7 +180,7 @@ def get(claim_id: str) -> Claim:
     for c in all_claims():
         if c.id == claim_id:
             return c
-    from verify.proofs.inputs import clip
+    from verify.core.inputs import clip
 
     raise InputError(f"unknown claim {clip(claim_id, 40, quote=True)}")
 
@@ -224,7 +222,7 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
             close = [i for n in difflib.get_close_matches(key, list(by_short), n=2, cutoff=0.6) for i in by_short[n]]
             close = close[:4]
         hint = f"did you mean {' or '.join(close)}? " if close else ""
-        from verify.proofs.inputs import clip
+        from verify.core.inputs import clip
 
         raise InputError(f"unknown claim {clip(name, 40, quote=True)}; {hint}known claims: {', '.join(c.id for c in claims)}")
     given = [g for g in given_options]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Paper, Params, param
 
 #: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
 OPTIMIZERS = ("sgd", "adam")
@@ -41,7 +41,7 @@ def _validate(p: Mapping[str, Any]) -> None:
 
 def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import bietti_probes as num
-    from verify.proofs.ws24_trained import lab_cache
+    from verify.proofs.ws24.trained import lab_cache
 
     steps = p["steps"] * (4 if ctx.full else 1)
     command = (f"verify bietti23:probes --d {p['d']} --T {p['T']} --K {p['K']} --batch {p['batch']} --lr {p['lr']:g} "
@@ -101,6 +101,6 @@ PROBES = Claim(
 
 CLAIMS: list[Claim] = [PROBES]
 
-#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
 PAPER = Paper(key="bietti23", title="Bietti et al., Birth of a Transformer: A Memory Viewpoint, arXiv 2306.00802 "
               "(NeurIPS 2023)", claims=tuple(CLAIMS))

@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from verify.proofs.model import VERDICTS, Claim, InputError
+from verify.core.model import VERDICTS, Claim, InputError
 
 __all__ = ["split_specs", "parse_spec", "parse_specs", "run_id", "load_expectations"]
 
@@ -78,7 +78,7 @@ def parse_spec(text: str) -> list[tuple[Claim, Mapping[str, Any]]]:
     Raises:
         InputError: unknown paper or claim, unknown option or label, bad value.
     """
-    from verify.proofs import registry
+    from verify.core import registry
 
     m = _SPEC.match(text.strip())
     if not m:
@@ -135,7 +135,7 @@ def parse_spec(text: str) -> list[tuple[Claim, Mapping[str, Any]]]:
 
 def _resolve(name: str, keyed: list[str], bare: list[str]) -> Claim:
     """registry.resolve, where bare variant labels also disambiguate (``theorem2[transposed]``)."""
-    from verify.proofs import registry
+    from verify.core import registry
 
     try:
         return registry.resolve(name, keyed)
@@ -180,7 +180,7 @@ _TEXT_LINE = re.compile(r"^(?P<spec>\S+?)\s*(?:[:=]\s*|\s+)(?P<verdict>[A-Za-z][
 
 def _check_verdict(v: Any, where: str) -> str:
     if not isinstance(v, str) or v.strip().upper() not in VERDICTS:
-        from verify.proofs.inputs import clip
+        from verify.core.inputs import clip
 
         raise InputError(f"{where}: expected verdict {clip(repr(v))} is not one of: {', '.join(VERDICTS)}")
     return v.strip().upper()
@@ -196,7 +196,7 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, Mapping[str, Any], 
     Raises:
         InputError: unreadable file, bad syntax, unknown claim or verdict.
     """
-    from verify.proofs.inputs import clip, read_input_file
+    from verify.core.inputs import clip, read_input_file
 
     raw = read_input_file(path, "--expect")
     try:

@@ -13,30 +13,27 @@ error; 3 inconclusive (a solver said unknown, a budget ran out, or a layer error
 
 stdout carries only the report (text, Markdown or ``--format json``); progress goes to
 stderr when it is a terminal, and never with ``--quiet``.  Side outputs: ``--junit
-FILE`` (JUnit XML, :mod:`verify.proofs.junit`), ``--plots DIR`` (PNG figures,
-:mod:`verify.proofs.plots`), ``--report FILE.md`` (``audit``, :mod:`verify.proofs.report`),
+FILE`` (JUnit XML, :mod:`verify.reports.junit`), ``--plots DIR`` (PNG figures,
+:mod:`verify.reports.plots`), ``--report FILE.md`` (``audit``, :mod:`verify.reports.audit`),
 ``--expect FILE`` (``all``/``audit``, expectations for your own variants,
-:mod:`verify.proofs.specs`).
+:mod:`verify.core.specs`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import sys
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import click
 
 from verify import __version__, interrupts
-from verify.evidence import LAYERS, Context, Evidence
-from verify.proofs import registry
-from verify.proofs.inputs import (
+from verify.core import registry
+from verify.core.inputs import (
     atomic_write_text,
-    check_cache_dir,
     check_distinct_outputs,
     check_duplicate_flags,
     check_seed,
@@ -46,7 +43,7 @@ from verify.proofs.inputs import (
     probe_output_dir,
     probe_output_file,
 )
-from verify.proofs.model import (
+from verify.core.model import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
     EXIT_OK,
@@ -55,13 +52,19 @@ from verify.proofs.model import (
     Claim,
     ClaimResult,
     InputError,
-    Option,
     figures_tally,
-    finish_claim,
-    run_claim,
-    run_layer,
 )
-from verify.proofs.render import result_text, table_text, to_json
+from verify.evidence import LAYERS
+from verify.pipeline import run
+from verify.pipeline.pool import ignore_further_interrupts
+from verify.pipeline.run import context, jobs, load_expect, require_checks, resolve_variant, run_all, run_one
+from verify.reports.text import result_text, table_text, to_json
+
+SERIAL_HELP = ("run the claim's layers one after another in this process (default: side by side on worker "
+               "processes, one per core, when more than one layer runs); the output does not depend on it")
+JOBS_HELP = ("claim variants run concurrently on this many worker processes (default: the number of cores; "
+             "1 runs in this process); the output does not depend on it")
+
 
 EXIT_HELP = """\b
 Exit codes:
@@ -133,17 +136,10 @@ class _Progress:
             click.echo(f"verify: {message}", err=True)
 
 
-def _context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False,
-             cache_dir: str | None = None) -> Context:
-    """The run's settings, built once from the command line (options checked before any work)."""
-    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress,
-                   cache_dir=check_cache_dir(cache_dir))
-
-
 def _write_certificates(results: Sequence[ClaimResult], directory: str | None, prog: "_Progress") -> None:
     if directory is None:
         return
-    from verify.proofs.certificates import write_certificates, write_manifest
+    from verify.reports.certificates import write_certificates, write_manifest
 
     written = [w for r in results for w in write_certificates(r, directory)]
     write_manifest(directory, written)
@@ -162,7 +158,7 @@ def _preflight(seed: int, timeout: float, junit: str | None, plots: str | None, 
     if junit == "-":
         raise InputError("--junit -: JUnit goes to a file; stdout carries the report")
     if plots is not None:
-        from verify.proofs.plots import require_matplotlib
+        from verify.reports.plots import require_matplotlib
 
         require_matplotlib()
         probe_output_dir(plots, "--plots")
@@ -174,13 +170,13 @@ def _side_outputs(results: Sequence[ClaimResult], *, junit: str | None, plots: s
     """Write the JUnit file and the figures; return the figures written."""
     files: list[Path] = []
     if plots is not None:
-        from verify.proofs.plots import write_plots
+        from verify.reports.plots import write_plots
 
         files, notes = write_plots(results, plots)
         for n in notes:
             prog.note(n)
     if junit is not None:
-        from verify.proofs.junit import write_junit
+        from verify.reports.junit import write_junit
 
         write_junit(junit, results, suite=suite, mode=mode, seed=seed, layers=layers, timings=timings,
                     not_checked=not_checked)
@@ -226,14 +222,6 @@ class ClaimGroup(click.Group):
         return name, cmd, rest
 
 
-def _option(claim: Claim, name: str) -> Option:
-    """The claim's option ``name`` (resolution already checked that the claim takes it)."""
-    opt = claim.option(name)
-    if opt is None:
-        raise InputError(f"{claim.id} takes no option --{name}")
-    return opt
-
-
 def _claim_command(name: str) -> click.Command:
     base = name.split("[", 1)[0].strip().lower()
     claims = [c for c in registry.all_claims() if base in (c.id.lower(), c.name.lower())] or registry.all_claims()
@@ -259,33 +247,14 @@ def _claim_command(name: str) -> click.Command:
                  cache_dir: str | None, **raw: Any) -> None:
         serial = bool(raw.pop("__serial", False))
         raw = {dest.get(k, k): v for k, v in raw.items()}
-        given = [k for k, v in raw.items() if v is not None]
-        if "[" in name:  # a run id as printed by 'verify all' / JUnit: ws24:theorem2[transposed]
-            from verify.proofs.specs import parse_spec, split_specs
-
-            if len(split_specs(name)) > 1:
-                raise InputError(f"{name!r} names several claims; 'verify CLAIM' checks one (use 'verify all --expect "
-                                 "FILE' or the pytest plugin for several)")
-            named = parse_spec(name)
-            if len(named) != 1:
-                raise InputError(f"{name!r} names {len(named)} variants; 'verify CLAIM' checks one "
-                                 "(use 'verify all --expect FILE' or the pytest plugin for several)")
-            claim, spec_params = named[0]
-            picked = {o.name: str(spec_params[o.name]) for o in claim.options if spec_params[o.name] != o.default}
-            clash = [k for k in given if k in picked and str(_option(claim, k).parse(raw[k])) != picked[k]]
-            if clash:
-                raise InputError(f"--{clash[0]} {raw[clash[0]]} contradicts {name!r}")
-            p = claim.parse_params({**picked, **{k: raw[k] for k in given}})
-        else:
-            claim = registry.resolve(name, given)
-            p = claim.parse_params({k: raw[k] for k in given})
+        claim, p = resolve_variant(name, raw)
         lay = parse_layers(layers)
         _preflight(seed, timeout, junit, plots, certificates)
-        _require_checks(claim, lay)
-        n_jobs = 1 if serial else _jobs(CLAIM_JOBS)
+        require_checks(claim, lay)
+        n_jobs = 1 if serial else jobs(run.CLAIM_JOBS)
         prog = _Progress(quiet)
         with prog.running() as progress:
-            (result,) = _run_planned([(claim, p)], _context(seed, timeout, progress, full, cache_dir), lay, n_jobs)
+            result = run_one(claim, p, context(seed, timeout, progress, full, cache_dir), lay, n_jobs)
         code = result.exit_code
         _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
@@ -340,7 +309,7 @@ def list_cmd(fmt: str) -> None:
 def schema_cmd() -> None:
     """Print the JSON-Schema (draft 2020-12) of the ``verify/1`` reports (the file shipped with the
     package, ``verify-1.schema.json``), for validating reports with any JSON-Schema tool."""
-    from verify.proofs.render import schema_text
+    from verify.reports.text import schema_text
 
     click.echo(schema_text(), nl=False)
 
@@ -350,7 +319,7 @@ def schema_cmd() -> None:
 def show_cmd(claim: str) -> None:
     """Show a claim's statement, source, options, expectations and cost."""
     if "[" in claim:  # a run id as 'verify all' prints it: the claim it names
-        from verify.proofs.specs import parse_spec
+        from verify.core.specs import parse_spec
 
         named = parse_spec(claim)
         if len({id(x) for x, _ in named}) != 1:
@@ -394,319 +363,22 @@ def _show_kernel(c: Claim) -> None:
             click.echo(f"      Coq: {text or '(not found in the theory source)'}")
 
 
-def _require_checks(claim: Claim, layers: Sequence[str]) -> None:
-    """``verify CLAIM --layers X`` where the claim has no check in X: refuse before any work."""
-    if not claim.checked_layers(layers):
-        raise InputError(f"{claim.id} has no check in --layers {','.join(layers)}; its layers: "
-                         f"{', '.join(claim.checked_layers())}")
-
-
-@dataclasses.dataclass
-class RunAll:
-    """What ``verify all``/``audit`` ran: the results, the changed verdicts (``"ID: EXPECTED -> GOT"``)
-    and the run ids left out because none of the requested layers has a check for them."""
-
-    results: list[ClaimResult]
-    changes: list[str]
-    not_checked: list[str]
-
-
-def _worker_init(threads: int, parent: int | None = None) -> None:
-    """Each worker process gets its share of the cores for torch (no oversubscription), and
-    leaves without tearing its modules down: a worker exits only after the pool's shutdown,
-    when every result it computed has been written to the result pipe, and the interpreter's
-    teardown of torch, sympy and z3 took about 0.6 s of every ``verify all`` (measured).
-
-    torch is not imported here (1.1-1.4 s): a worker that runs only symbolic and solver layers
-    never pays for it, and torch reads its thread count from ``OMP_NUM_THREADS`` when a layer
-    first imports it."""
-    import atexit
-    import signal
-    import sys
-    import threading
-
-    atexit.register(os._exit, 0)  # exit handlers run last-registered first: the libraries' own ones still run
-    # Ctrl-C reaches the whole process group: the parent handles it (it stops the workers); a worker
-    # interrupted mid-task would leave the pool's queues locked and the parent waiting for ever
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if parent is not None:  # a worker whose parent is gone (killed) leaves instead of waiting on a dead pipe
-        threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
-    os.environ["OMP_NUM_THREADS"] = str(threads)
-    if "torch" in sys.modules:  # a forked worker: torch is already loaded, its pool not yet sized
-        sys.modules["torch"].set_num_threads(threads)
-
-
-def _orphan_watch(parent: int) -> None:
-    import time
-
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(1)
-
-
-def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Context, layer: str,
-                     layers: Sequence[str]) -> list[Any]:
-    """One layer of every listed variant of one claim, in a worker process, in order; returns their
-    (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
-    travel together.  ``ctx`` is the run's settings without the progress callback."""
-    claim = registry.get(claim_id)
-    typed = [claim.params_type.from_options(v) if claim.params_type is not None else v for v in variants]
-    return [run_layer(claim, params, ctx, layer, layers) for params in typed]
-
-
-def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str], None]:
-    """A progress callback that prefixes ``[i/n]``."""
-    return lambda msg: progress(f"[{i}/{n}] {msg}")
-
-
-#: the order a claim's layers are handed to the workers
-SUBMIT_ORDER = ("kernel", "solver", "numeric", "symbolic")
-
-
-def _run_planned(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
-                 jobs: int) -> list[ClaimResult]:
-    """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
-    library's ProcessPoolExecutor, spawn context), one task per (claim, layer) holding all of that
-    claim's planned variants, so that the layers of one long claim run side by side while its
-    variants still share cached work; each claim's evidence is assembled in layer order and its
-    verdict reached here, so results and their order do not depend on ``jobs``.  One variant with
-    several layers (``verify CLAIM``) is spread the same way; a single task runs in this process.
-    Tasks are handed out claim by claim, each claim's layers in :data:`SUBMIT_ORDER`.
-
-    A worker that dies (killed, out of memory, a crash in a library) breaks the whole pool; the
-    tasks it left unanswered run once more on fresh workers, and a task lost twice becomes an
-    error (the claim INCONCLUSIVE, never a verdict).
-
-    Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
-    other claim (a test's stand-in) runs in this process."""
-    base = ctx.progress
-    n = len(planned)
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, (c, _) in enumerate(planned):
-        # a claim's solver and numeric layers go first: they are its long ones, and the symbolic one
-        # (usually short) fills in behind them (the order of work changes no result)
-        for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
-            groups.setdefault((c.id, layer), []).append(i)
-    if jobs <= 1 or len(groups) <= 1 or not all(_registered(c) for c, _ in planned):
-        out = []
-        for i, (c, p) in enumerate(planned, 1):
-            step = ctx if base is None else ctx.replace(progress=_numbered(base, i, n))
-            out.append(run_claim(c, p, step, layers))
-        return out
-    answers = _pool_round(groups, planned, ctx, layers, jobs)
-    lost = {key: groups[key] for key, evs in answers.items() if evs is None}
-    if lost:  # one dead worker breaks the whole pool: the layers it never answered get one more try
-        ctx.note(f"a worker process died: {len(lost)} claim layers rerun on fresh workers")
-        answers.update(_pool_round(lost, planned, ctx, layers, jobs))
-    got: dict[tuple[int, str], Any] = {}
-    for key, idx in groups.items():
-        evs = answers[key]
-        for i, ev in zip(idx, evs if evs is not None else [_lost(key[1]) for _ in idx]):
-            got[(i, key[1])] = ev
-    out = []
-    for i, (c, p) in enumerate(planned):
-        evidence = [got[(i, layer)] if (i, layer) in got else run_layer(c, p, ctx, layer, layers)
-                    for layer in LAYERS]
-        out.append(finish_claim(c, p, evidence))
-    return out
-
-
-def _pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tuple[Claim, Mapping[str, Any]]],
-                ctx: Context, layers: Sequence[str], jobs: int) -> dict[tuple[str, str], list[Any] | None]:
-    """Run each (claim id, layer) task of ``groups`` on a fresh pool of worker processes; return
-    each task's Evidence list, or None for a task lost to a dead worker (killed, out of memory, a
-    crash in a library: the pool then breaks and every task it has not answered is lost)."""
-    import concurrent.futures as cf
-    import multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
-
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=_worker_init, initargs=(threads, os.getpid()))
-    try:
-        # parameters travel as plain dicts of parsed values (a claim's Params class is rebuilt in the worker)
-        futures = {}
-        # the pool starts its workers inside submit (_worker_init then ignores SIGINT in them); a key
-        # pressed meanwhile is raised after the hand-out (deferred), never inside a worker's start,
-        # which would leave that worker outside the pool's list of processes to stop
-        with interrupts.blocked_for_children(), interrupts.deferred():
-            for key, idx in groups.items():
-                try:
-                    futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
-                                               ctx.replace(progress=None), key[1], tuple(layers))
-                except Exception as exc:  # a worker died while the work was handed out: the rest is lost
-                    # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it
-                    # is starting needs: OSError 'handle is closed', ValueError 'bad value(s) in fds_to_keep')
-                    if isinstance(exc, BrokenProcessPool) or getattr(pool, "_broken", False):
-                        break
-                    raise
-        pending, answered = set(futures.values()), 0
-        while pending:
-            finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
-            for _ in finished:
-                answered += 1
-                ctx.note(f"[{answered}/{len(futures)}] claim layers done ({jobs} jobs)")
-            if pending and getattr(pool, "_broken", False):
-                # a worker died: the pool fails what it knew of, but a task handed out while it was
-                # breaking can wait for ever (Python 3.11's pool races its own submit against its
-                # clean-up, and a worker it spawned then is never stopped), so stop waiting here
-                break
-    except BaseException as exc:  # Ctrl-C (or any failure here): stop the workers now, never wait for their work
-        if isinstance(exc, KeyboardInterrupt):
-            _ignore_further_interrupts()
-        _stop_workers(pool)
-        raise
-    broken = bool(getattr(pool, "_broken", False)) or len(futures) < len(groups)
-    if broken:  # its workers are killed, so that the pool's own clean-up (and the exit) never waits on one
-        _stop_workers(pool)
-    answers: dict[tuple[str, str], list[Any] | None] = {}
-    with nullcontext() if broken else pool:  # all answered: the normal shutdown is immediate
-        for key, idx in groups.items():
-            try:
-                if key not in futures or not futures[key].done():  # never handed out, or lost in a broken pool
-                    raise BrokenProcessPool("the pool broke before this task answered")
-                answers[key] = futures[key].result()
-            except BrokenProcessPool:
-                answers[key] = None
-            except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot travel back: visible, never dropped
-                answers[key] = [Evidence(layer=key[1], status="error", summary=f"{type(exc).__name__}: {exc}")
-                                for _ in idx]
-    return answers
-
-
-def _stop_workers(pool: Any) -> None:
-    """Kill a process pool's workers at once and shut it down without waiting for their work (Ctrl-C,
-    or a pool broken by a dead worker)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public way before 3.14
-    for proc in procs:
-        proc.kill()
-    for proc in procs:  # reaped before the run ends: none is still there when verify exits
-        proc.join(5.0)
-    pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _ignore_further_interrupts() -> None:
-    """After the first Ctrl-C the run is stopping: a second one (a terminal's repeated key, or a
-    signal sent to the whole process group) must not cut the cleanup and the one-line message short."""
-    import signal
-
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if signal.getsignal(signal.SIGTERM) is interrupts._on_sigint:  # SIGTERM taken like Ctrl-C (interrupts.watching)
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except ValueError:  # not the main thread (an embedding program's): leave its handling alone
-        pass
-
-
-def _lost(layer: str) -> Evidence:
-    """The evidence of a layer whose worker process died before answering: an error (the claim is
-    INCONCLUSIVE, never passed), saying how to rerun it."""
-    return Evidence(layer=layer, status="error",
-                    summary="the worker process running this layer died before answering, on two tries (killed, out of "
-                            "memory or a crash inside a library); nothing was decided; rerun it alone, in this process, with "
-                            "'verify CLAIM --serial' (or 'verify all --jobs 1')")
-
-
-def _registered(c: Claim) -> bool:
-    try:
-        return registry.get(c.id) is c
-    except InputError:
-        return False
-
-
-def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
-            expectations: Sequence[tuple[Claim, Mapping[str, Any], str]] = (), jobs: int = 1) -> RunAll:
-    """Run every variant of every claim and compare each verdict with its expectation.
-
-    Args:
-        claims: the claims whose recorded variants (``Claim.variants``) are run.
-        ctx: seed, budgets, progress callback (messages are prefixed ``[i/n]``).
-        layers: the layers to run.
-        expectations: ``(claim, params, verdict)`` from ``--expect``: they override the
-            recorded expectation of the same variant; a variant not among the recorded
-            ones is added to the run.
-        jobs: worker processes (1: in this process); the results and their order do not
-            depend on it.
-
-    Returns:
-        A :class:`RunAll`.  A variant none of whose checks is among ``layers`` is not run
-        (:meth:`~verify.proofs.model.Claim.checked_layers`) and appears only in ``not_checked``.
-    """
-    from verify.proofs.specs import run_id
-
-    planned: list[tuple[Claim, Mapping[str, Any]]] = []
-    keys: set[str] = set()
-    for c in claims:
-        for v in c.variants:
-            p = c.parse_params(dict(v))
-            k = run_id(c, p)
-            if k not in keys:
-                keys.add(k)
-                planned.append((c, p))
-    override: dict[str, str] = {}
-    for c, p, verdict in expectations:
-        k = run_id(c, p)
-        override[k] = verdict
-        if k not in keys:
-            keys.add(k)
-            planned.append((c, p))
-    not_checked = [run_id(c, p) for c, p in planned if not c.checked_layers(layers)]
-    planned = [(c, p) for c, p in planned if c.checked_layers(layers)]
-    results: list[ClaimResult] = []
-    changes: list[str] = []
-    for (c, p), r in zip(planned, _run_planned(planned, ctx, layers, jobs)):
-        k = run_id(c, p)
-        r.expected = override.get(k, c.expected.get(c.variant_label(p)))
-        results.append(r)
-        if r.expected is not None and r.expected != r.verdict:
-            changes.append(f"{k}: {r.expected} -> {r.verdict}")
-        elif r.expected is None:
-            changes.append(f"{k}: no expectation recorded (got {r.verdict})")
-    return RunAll(results, changes, not_checked)
-
-
-def _load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], str]]:
-    if path is None:
-        return []
-    from verify.proofs.specs import load_expectations
-
-    return load_expectations(path)
-
-
-#: worker processes of ``verify CLAIM`` (None: one per core).  The test suite sets 1: its in-process
-#: fault injections (monkeypatch) would not reach worker processes.
-CLAIM_JOBS: int | None = None
-
-SERIAL_HELP = ("run the claim's layers one after another in this process (default: side by side on worker "
-               "processes, one per core, when more than one layer runs); the output does not depend on it")
-JOBS_HELP = ("claim variants run concurrently on this many worker processes (default: the number of cores; "
-             "1 runs in this process); the output does not depend on it")
-
-
-def _jobs(value: int | None) -> int:
-    if value is None:
-        return os.cpu_count() or 1
-    if not 1 <= value <= 256:
-        raise InputError(f"--jobs must be between 1 and 256, got {clip(value)}")
-    return value
-
-
 @cli.command("all", epilog=EXIT_HELP)
 @_common
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
-@click.option("--jobs", type=int, default=None, help=JOBS_HELP)
+@click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool, brief: bool,
             junit: str | None, plots: str | None, certificates: str | None, full: bool,
-            cache_dir: str | None, expect_file: str | None, jobs: int | None) -> None:
+            cache_dir: str | None, expect_file: str | None, jobs_opt: int | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = parse_layers(layers)
-    expectations = _load_expect(expect_file)
+    expectations = load_expect(expect_file)
     _preflight(seed, timeout, junit, plots, certificates)
-    n_jobs = _jobs(jobs)
+    n_jobs = run.jobs(jobs_opt)
     claims = [c for c in registry.all_claims() if full or not c.heavy]
     prog = _Progress(quiet)
     with prog.running() as progress:
-        ran = run_all(claims, _context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
+        ran = run_all(claims, context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
     results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
@@ -723,11 +395,11 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
               help="write the Markdown audit here (default: print it on stdout)")
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 @click.option("--timings", is_flag=True, help="include wall times in the Markdown report")
-@click.option("--jobs", type=int, default=None, help=JOBS_HELP)
+@click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
               brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
               cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
-              jobs: int | None) -> None:
+              jobs_opt: int | None) -> None:
     """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
     variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
 
@@ -738,18 +410,18 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     key = paper.strip().lower()
     claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
     lay = parse_layers(layers)
-    expectations = [e for e in _load_expect(expect_file) if e[0].paper == key]
+    expectations = [e for e in load_expect(expect_file) if e[0].paper == key]
     _preflight(seed, timeout, junit, plots, certificates, report)
-    n_jobs = _jobs(jobs)
+    n_jobs = run.jobs(jobs_opt)
     prog = _Progress(quiet)
     with prog.running() as progress:
-        ran = run_all(claims, _context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
+        ran = run_all(claims, context(seed, timeout, progress, full, cache_dir), lay, expectations, n_jobs)
     results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
     figures = _side_outputs(results, junit=junit, plots=plots, mode="expect", suite=f"verify audit {key}",
                             seed=seed, layers=lay, timings=not no_timings, prog=prog, not_checked=ran.not_checked)
-    from verify.proofs.report import audit_markdown
+    from verify.reports.audit import audit_markdown
 
     rel_to = Path(report).resolve().parent if report else Path.cwd()
     figs = [os.path.relpath(f.resolve(), rel_to) for f in figures]
@@ -789,7 +461,7 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
     With --kernel each file that passes is replayed in Coq as well, and is valid only if
     the kernel accepts it too.
     """
-    from verify.proofs.certificates import rebuild_check, recheck_dir
+    from verify.reports.certificates import rebuild_check, recheck_dir
 
     if kernel and shutil.which("coqc") is None:
         from verify.kernel.driver import INSTALL_HINT
@@ -860,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with interrupts.watching():
         code = _main(args)
     if argv is None and code in (130, 143):  # the console script ends now: a second key must not print a
-        _ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
+        ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
     return code
 
 
@@ -874,7 +546,7 @@ def _main(args: list[str]) -> int:
             raise
         code = None
     if code is None or interrupts.pressed():
-        _ignore_further_interrupts()  # while stopping (watching() restores the handler when main returns)
+        ignore_further_interrupts()  # while stopping (watching() restores the handler when main returns)
         click.echo("verify: aborted", err=True)
         return interrupts.exit_code()  # 130 after Ctrl-C, 143 after SIGTERM (taken the same way)
     return code
@@ -903,11 +575,11 @@ def _dispatch(args: list[str]) -> int | None:
     return EXIT_OK
 
 
-__all__ = ["main", "cli", "run_all", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]
+__all__ = ["main", "cli", "audit_cmd", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INCONCLUSIVE", "VERDICT_EXIT"]
 
-from verify.proofs.pr26_cli import alpha_cmd  # noqa: E402
+from verify.frontends.alpha_cli import alpha_cmd  # noqa: E402
 
 cli.add_command(alpha_cmd, "alpha")
-from verify.proofs.pr26_cli import realizable_cmd  # noqa: E402
+from verify.frontends.alpha_cli import realizable_cmd  # noqa: E402
 
 cli.add_command(realizable_cmd, "realizable")

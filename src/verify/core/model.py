@@ -381,8 +381,10 @@ class Paper:
             letters, digits, ``-`` and ``_``.
         title: authors, title, venue and arXiv id, as reports cite it.
         claims: the paper's claims, each id starting with ``key:``.
-        plotters: claim id (or ``key:*``) -> ``(result, out_dir, plt) -> [paths]`` for ``--plots``.
-        note: how the paper's text was read (reachable or not, the version used), for reports.
+        plotters: claim id (or ``key:*``) -> ``(result, out_dir, plt) -> [paths]`` for ``--plots``
+            (:mod:`verify.reports.plots` writes them).
+        api: the paper's Python API beyond its claims (a module whose public functions ``verify.api``
+            re-exports and paper-specific commands call, e.g. pr26's ``alpha``), or None.
 
     Raises:
         ValueError: a bad key or a claim whose id does not start with ``key:``.
@@ -392,7 +394,7 @@ class Paper:
     title: str
     claims: tuple[Claim, ...]
     plotters: Mapping[str, Callable[..., list[Any]]] = field(default_factory=dict)
-    note: str = ""
+    api: Any = None
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", self.key):

@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify import __version__
+from verify.core.model import ClaimResult, Verdict
 from verify.evidence import FIGURE_RULES, Layer, Outcome, Status, to_jsonable
-from verify.proofs.model import ClaimResult, Verdict
 
 SCHEMA = "verify/1"
 
@@ -103,7 +103,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         if not timings:
             d = _zero_timings(d)
         layers[ev.layer] = d
-    from verify.proofs.specs import run_id
+    from verify.core.specs import run_id
 
     doc = to_jsonable({
         "claim": r.claim.id,
@@ -158,7 +158,7 @@ def _status(ev) -> str:
 def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> str:
     """The referee-readable text block for one claim variant (``timings=False``: no wall times).  The
     header is the run id (non-default sizes kept), so it can be pasted back as ``verify RUN_ID``."""
-    from verify.proofs.specs import run_id
+    from verify.core.specs import run_id
 
     lines = [f"{run_id(r.claim, r.params)}: {r.verdict}"]
     lines.append(f"  source:    {r.claim.source}")
@@ -211,7 +211,7 @@ def _flat(w: Any) -> list[tuple[str, Any]]:
 
 def table_text(results: Sequence[ClaimResult], timings: bool = True) -> str:
     """One row per claim variant: run id, verdict, expected, per-layer statuses, figures, time."""
-    from verify.proofs.specs import run_id
+    from verify.core.specs import run_id
 
     ids = [run_id(r.claim, r.params) for r in results]
     w = max([34] + [len(i) for i in ids])  # the claim column fits the longest run id
@@ -286,7 +286,7 @@ _RESULT = {
 }
 #: ``verify/1`` as a JSON-Schema (draft 2020-12) dict, its enums generated from
 #: :class:`~verify.evidence.Status`, :class:`~verify.evidence.Outcome`, :class:`~verify.evidence.Layer`
-#: and :class:`~verify.proofs.model.Verdict`; fields are only ever added.  Shipped as the file
+#: and :class:`~verify.core.model.Verdict`; fields are only ever added.  Shipped as the file
 #: :data:`SCHEMA_FILE` (``verify schema`` prints it) so users can validate with any JSON-Schema tool.
 JSON_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -11,9 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence
 from verify.numeric.pr26_sizes import SELECTIONS
-from verify.proofs.model import Claim, InputError, Paper, Params, param
+from verify.proofs import with_kernel_layer
+from verify.proofs.pr26 import alpha, plots
 
 SOURCE = "pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)"
 RECONSTRUCTED = ("The exact feature maps are reconstructed from a summary of the paper (its full text was not reachable, "
@@ -547,10 +549,11 @@ PROP4 = Claim(
 CLAIMS += [PROP2, PROP3, PROP4]
 
 
-from verify.proofs.pr26_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+from verify.proofs.pr26.trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
 
 CLAIMS += TRAINED_CLAIMS
 
-#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="pr26", title="A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)",
-              claims=tuple(CLAIMS))
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
+PAPER = with_kernel_layer(Paper(
+    key="pr26", title="A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026)",
+    claims=tuple(CLAIMS), plotters={"pr26:*": plots.alpha_vs_L}, api=alpha))

@@ -45,19 +45,10 @@ from typing import Any
 
 import click
 
+from verify.core import registry
+from verify.core.model import InputError
 from verify.numeric.pr26_sizes import SELECTIONS
-from verify.proofs.model import InputError
 
-MAX_BYTES = 4 * 2**30
-MAX_L0 = 2048
-MAX_L = 1 << 20
-#: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults:
-#: lr 0.07 from a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term
-#: overflows float64 or the run is hours long
-MIN_LR = 1e-6
-MAX_LR = 10.0
-MAX_STEPS = 20_000
-MAX_WEIGHT_DECAY = 1.0
 EXIT_INCONCLUSIVE = 3
 
 SCHEMA = "verify-alpha/1"
@@ -66,7 +57,7 @@ SCHEMA = "verify-alpha/1"
 def _inconclusive(fmt: str, pe: str, task: str, L0: int, L: int, seed: int, reason: str, message: str,
                   fit: dict) -> None:
     """Report a run with no head to measure: one line on stderr (JSON on stdout with --format json), exit 3."""
-    from verify.proofs.inputs import clip
+    from verify.core.inputs import clip
 
     if fmt == "json":
         from verify.evidence import to_jsonable
@@ -152,17 +143,17 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
               timeout_s: float, plots: str | None, user_timeout: float) -> None:
     """Measure alpha_L of a positional-only head (fitted at L0, from --W, or fixed) on a task, with its
     margins and the softmax mass on the target (pr26).  See the epilog for exit codes."""
-    from verify.proofs import alpha_api as A
+    A = registry.paper("pr26").api
 
     if require_alpha is not None and not (math.isfinite(require_alpha) and 0 <= require_alpha <= 1):
         raise InputError(f"--require-alpha must be in [0, 1], got {require_alpha}")
     if identifiability:
-        from verify.proofs.inputs import check_timeout
+        from verify.core.inputs import check_timeout
 
         check_timeout(timeout_s)
     plt = None
     if plots is not None:
-        from verify.proofs.plots import require_matplotlib
+        from verify.reports.plots import require_matplotlib
 
         plt = require_matplotlib()
     mm = A.DEFAULT_MIN_MARGIN if min_margin is None else min_margin
@@ -296,8 +287,8 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
 
     import torch
 
+    from verify.core.inputs import atomic_write_bytes
     from verify.numeric import pr26 as num
-    from verify.proofs.inputs import atomic_write_bytes
 
     out = Path(directory)
     try:
@@ -370,7 +361,7 @@ def realizable_cmd(pe_name: str | None, pe_features: str | None, slope: str | No
                    margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str, user_timeout: float) -> None:
     """Decide exactly whether any head with these features realizes the task at every length up to N
     (pr26's realizability; the constraints are linear in the parameter)."""
-    from verify.proofs import alpha_api as A
+    A = registry.paper("pr26").api
 
     res = A.realizable(pe_name, task_name, L, features=pe_features, slope=slope, base=base, frequencies=frequencies,
                        target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s, certificates=certificates,
@@ -425,4 +416,4 @@ def _clip_param(p: object, limit: int = 300) -> str:
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters; all in --format json)"
 
 
-__all__ = ["alpha_cmd", "realizable_cmd", "MIN_LR", "MAX_LR", "MAX_STEPS", "MAX_WEIGHT_DECAY", "EXIT_INCONCLUSIVE"]
+__all__ = ["alpha_cmd", "realizable_cmd", "EXIT_INCONCLUSIVE"]

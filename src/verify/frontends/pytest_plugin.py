@@ -9,7 +9,7 @@ Registered as the ``pytest11`` entry point ``verify_claims``, so installing
     pytest --verify-claims='ws24:theorem2[orientation=transposed]'
     pytest --verify-claims='ws24:theorem2[transposed,d=64,V=8]' --verify-layers=symbolic,solver
 
-The spec syntax is documented in :mod:`verify.proofs.specs`.  Each claim variant is
+The spec syntax is documented in :mod:`verify.core.specs`.  Each claim variant is
 one test item (node id ``verify-claims::<run id>``); it passes when the verdict is
 HOLDS or HOLDS WITH FIX and fails otherwise (FAILS, INCONSISTENT, INCONCLUSIVE),
 showing the verdict, the reason, the witness and the findings.  A bad spec is a usage
@@ -55,8 +55,9 @@ class ClaimItem(pytest.Item):
         self.result: Any = None
 
     def runtest(self) -> None:
+        from verify.core.model import HOLDS, HOLDS_WITH_FIX
         from verify.evidence import Context
-        from verify.proofs.model import HOLDS, HOLDS_WITH_FIX, run_claim
+        from verify.pipeline.run import run_one
 
         cfg = self.config
         layers = _layers(cfg.getoption("verify_layers"))
@@ -64,14 +65,14 @@ class ClaimItem(pytest.Item):
             # the rule of 'verify all': a claim with no check in the requested layers is not run
             pytest.skip(f"{self.claim.id} has no check in --verify-layers {','.join(layers)}")
         ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms)  # type: ignore[attr-defined]
-        self.result = run_claim(self.claim, self.params, ctx, layers)
+        self.result = run_one(self.claim, self.params, ctx, layers)
         self.user_properties.append(("verdict", self.result.verdict))
         if self.result.verdict not in (HOLDS, HOLDS_WITH_FIX):
             raise ClaimFailed(self.result)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, ClaimFailed):
-            from verify.proofs.render import result_text
+            from verify.reports.text import result_text
 
             r = excinfo.value.result
             return (f"claim {r.display_id} does not hold: {r.verdict} ({r.reason})\n\n"
@@ -90,15 +91,15 @@ class ClaimCollector(pytest.Collector):
         self.specs = specs
 
     def collect(self) -> list[pytest.Item]:
-        from verify.proofs.specs import run_id
+        from verify.core.specs import run_id
 
         return [ClaimItem.from_parent(self, name=run_id(c, p), claim=c, params=p) for c, p in self.specs]
 
 
 def _layers(raw: str) -> tuple[str, ...]:
     """``--verify-layers``, parsed by the CLI's own parser; a bad value stops pytest with a usage error."""
-    from verify.proofs.inputs import parse_layers
-    from verify.proofs.model import InputError
+    from verify.core.inputs import parse_layers
+    from verify.core.model import InputError
 
     try:
         return parse_layers(raw, "--verify-layers")
@@ -107,8 +108,8 @@ def _layers(raw: str) -> tuple[str, ...]:
 
 
 def _specs(config: pytest.Config) -> list[tuple[Any, Mapping[str, Any]]]:
-    from verify.proofs.model import InputError
-    from verify.proofs.specs import parse_specs
+    from verify.core.model import InputError
+    from verify.core.specs import parse_specs
 
     out: list[tuple[Any, Mapping[str, Any]]] = []
     try:
@@ -122,8 +123,8 @@ def _specs(config: pytest.Config) -> list[tuple[Any, Mapping[str, Any]]]:
 def pytest_configure(config: pytest.Config) -> None:
     """Validate the options early (usage errors before any collection)."""
     if config.getoption("verify_claims", default=None):
-        from verify.proofs.inputs import check_seed, check_timeout
-        from verify.proofs.model import InputError
+        from verify.core.inputs import check_seed, check_timeout
+        from verify.core.model import InputError
 
         _layers(config.getoption("verify_layers"))
         try:

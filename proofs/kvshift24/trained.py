@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from verify.core.model import Claim, InputError, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.model import Claim, InputError, Params, param
 
 
 @dataclass(frozen=True)

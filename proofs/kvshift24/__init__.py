@@ -15,9 +15,11 @@ from typing import Any, Mapping, Sequence
 
 from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS, input_bytes
 from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
+from verify.core.model import Claim, InputError, Paper, Params, param
 from verify.evidence import Context, Evidence
-from verify.proofs.kvshift24_api import ALIBI_CHOICES
-from verify.proofs.model import Claim, InputError, Paper, Params, param
+from verify.proofs import with_kernel_layer
+from verify.proofs.kvshift24 import api, plots
+from verify.proofs.kvshift24.api import ALIBI_CHOICES
 
 SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero row in front, K^ = a1 K + a2 Shift(K), "
                "V^ = b1 V + b2 Shift(V) (Sec. 2.2, Eqs. 4-5), output = softmax(Q K^T M / sigma) V^ W_O with the causal mask "
@@ -63,7 +65,7 @@ def _t2_validate(p: Mapping[str, Any]) -> None:
     if p.get("embeddings") and not p.get("sequence"):
         raise InputError("--embeddings needs --sequence (the file has one row per distinct symbol of the sequence)")
     if p.get("sequence"):
-        from verify.proofs.kvshift24_api import read_input
+        from verify.proofs.kvshift24.api import read_input
 
         _, X = read_input(p["sequence"], p.get("embeddings", ""))
         if X is not None and p.get("rope", "none") != "none" and len(X[0]) % 2:
@@ -100,13 +102,13 @@ def _user_path(p: Mapping[str, Any]) -> bool:
 
 
 def _pe(p: Mapping[str, Any]):
-    from verify.proofs.kvshift24_api import pe_for
+    from verify.proofs.kvshift24.api import pe_for
 
     return pe_for(p.get("rope", "none"), p.get("alibi", "yes"))
 
 
 def _input(p: Mapping[str, Any]):
-    from verify.proofs.kvshift24_api import read_input
+    from verify.proofs.kvshift24.api import read_input
 
     return read_input(p["sequence"], p.get("embeddings", "")) if p.get("sequence") else (None, None)
 
@@ -535,7 +537,7 @@ class DecodeParams(Params):
 
 
 def _dec_validate(p: Mapping[str, Any]) -> None:
-    from verify.proofs.kvshift24_api import read_input
+    from verify.proofs.kvshift24.api import read_input
 
     if p["sigma"] <= 0:
         raise InputError(f"--sigma must be > 0 (it divides the scores), got {p['sigma']}")
@@ -557,7 +559,7 @@ def _dec_parts(p: Mapping[str, Any]):
 
 
 def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.proofs.kvshift24_api import read_input
+    from verify.proofs.kvshift24.api import read_input
     from verify.symbolic import kvshift24_pe as sym_pe
 
     var, pe, dec = _dec_parts(p)
@@ -566,7 +568,7 @@ def _dec_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _dec_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-    from verify.proofs.kvshift24_api import read_input
+    from verify.proofs.kvshift24.api import read_input
     from verify.solver import kvshift24_decode as sol
 
     var, pe, dec = _dec_parts(p)
@@ -681,10 +683,11 @@ DECODE = Claim(
 CLAIMS: list[Claim] = [THEOREM2, THEOREM1, THEOREM3, DECODE]
 
 
-from verify.proofs.kvshift24_trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
+from verify.proofs.kvshift24.trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (heavy claims about trained models)
 
 CLAIMS += TRAINED_CLAIMS
 
-#: this paper as a plugin (the registry reads it; see :class:`verify.proofs.model.Paper`)
-PAPER = Paper(key="kvshift24", title="Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2",
-              claims=tuple(CLAIMS))
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
+PAPER = with_kernel_layer(Paper(
+    key="kvshift24", title="Xu et al., KV Shifting Attention Enhances Language Modeling, arXiv 2411.19574 v2",
+    claims=tuple(CLAIMS), plotters={"kvshift24:theorem2": plots.theorem2_grid}, api=api))

@@ -17,9 +17,9 @@ import json
 from typing import Any, Sequence
 
 from verify import __version__
+from verify.core.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, Verdict
 from verify.evidence import Layer, Status, to_jsonable
-from verify.proofs.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, Verdict
-from verify.proofs.render import HEAVY_KEYS, is_timing_key, untime
+from verify.reports.text import HEAVY_KEYS, is_timing_key, untime
 
 __all__ = ["audit_markdown", "fmt_value"]
 
@@ -77,7 +77,7 @@ def _untime(text: str, timings: bool) -> str:
 
 
 def _scrub(v: Any, timings: bool) -> Any:
-    """Drop wall-time entries (see :func:`verify.proofs.render.is_timing_key`) from nested values unless ``timings``."""
+    """Drop wall-time entries (see :func:`verify.reports.text.is_timing_key`) from nested values unless ``timings``."""
     if timings:
         return v
     if isinstance(v, dict):
@@ -219,8 +219,8 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
     Returns:
         The report text, ending with a newline.
     """
-    from verify.proofs.registry import paper_title
-    from verify.proofs.specs import run_id
+    from verify.core.registry import paper_title
+    from verify.core.specs import run_id
 
     ref = title or paper_title(paper)
     out = [f"# Referee audit: {ref}", ""]
