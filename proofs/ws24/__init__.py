@@ -127,15 +127,25 @@ def _orientation_checks(cls: Any, symbolic_check: Callable[..., Evidence], solve
     return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
 
 
-def _lazy(module: str, name: str) -> Callable[..., Evidence]:
-    """``module.name``, imported on first call (the layers pull in sympy, z3 or torch)."""
-    def call(*args: Any, **kwargs: Any) -> Evidence:
-        import importlib
+def _symbolic() -> Any:
+    """ws24's symbolic layer, imported on first use (sympy)."""
+    from verify.symbolic import ws24
 
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+    return ws24
 
-    call.__qualname__ = call.__name__ = f"{module}.{name}"
-    return call
+
+def _solver() -> Any:
+    """ws24's solver layer, imported on first use (z3)."""
+    from verify.solver import ws24
+
+    return ws24
+
+
+def _numeric() -> Any:
+    """ws24's numeric layer, imported on first use (torch)."""
+    from verify.numeric import ws24
+
+    return ws24
 
 
 def _probe_lines(evs: Sequence[Evidence], coef: str) -> list[str]:
@@ -205,9 +215,9 @@ THEOREM2 = Claim(
                "r_{-1}^T W^1_K w_E(v) is nonzero (= chi(v)), equal for every v in Q, and independent of the position t."),
     options=(),
     params_type=Theorem2Params,
-    checks=_orientation_checks(PrevTokenConstruction, _lazy("verify.symbolic.ws24", "check_theorem2"),
-                               _lazy("verify.solver.ws24", "check_theorem2_upto"),
-                               _lazy("verify.numeric.ws24", "check_theorem2")),
+    checks=_orientation_checks(PrevTokenConstruction, lambda *a: _symbolic().check_theorem2(*a),
+                               lambda *a: _solver().check_theorem2_upto(*a),
+                               lambda *a, **k: _numeric().check_theorem2(*a, **k)),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,
@@ -249,9 +259,9 @@ EQ14 = Claim(
                "equals psi(z_T) [z_s = z_T]."),
     options=(),
     params_type=Eq14Params,
-    checks=_orientation_checks(InductionKeyConstruction, _lazy("verify.symbolic.ws24", "check_eq14"),
-                               _lazy("verify.solver.ws24", "check_eq14_upto"),
-                               _lazy("verify.numeric.ws24", "check_eq14")),
+    checks=_orientation_checks(InductionKeyConstruction, lambda *a: _symbolic().check_eq14(*a),
+                               lambda *a: _solver().check_eq14_upto(*a),
+                               lambda *a, **k: _numeric().check_eq14(*a, **k)),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,

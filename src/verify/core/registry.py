@@ -172,14 +172,17 @@ def all_claims() -> list[Claim]:
 
 
 def get(claim_id: str) -> Claim:
-    """The claim with this exact ``paper:name`` id.
+    """The claim with this exact ``paper:name`` id; only that paper is loaded (a worker process resolving
+    one claim imports one paper).
 
     Raises:
         InputError: no such claim.
     """
-    for c in all_claims():
-        if c.id == claim_id:
-            return c
+    key = claim_id.split(":", 1)[0]
+    if key in paper_keys():
+        for c in paper_claims(key):
+            if c.id == claim_id:
+                return c
     from verify.core.inputs import clip
 
     raise InputError(f"unknown claim {clip(claim_id, 40, quote=True)}")
@@ -200,7 +203,13 @@ def resolve(name: str, given_options: Iterable[str] = ()) -> Claim:
             candidates and the options that would tell them apart).
     """
     key = name.strip().lower()
-    claims = all_claims()
+    paper_key = key.split(":", 1)[0]
+    if ":" in key and paper_key in paper_keys():  # a full id: its paper alone is loaded
+        claims = list(paper_claims(paper_key))
+        if not any(c.id.lower() == key for c in claims):
+            claims = all_claims()  # unknown: the message lists (and suggests from) every claim
+    else:
+        claims = all_claims()
     if ":" in key:
         candidates = [c for c in claims if c.id.lower() == key]
     else:
