@@ -180,12 +180,6 @@ def _feature_rows(family: Family, n: int, L0: int, seed: int, start: int) -> tor
     return torch.tensor(rows, dtype=DTYPE)
 
 
-def init_param(family: Family, L0: int, seed: int) -> torch.Tensor:
-    """N(0, INIT_STD^2) init of shape ``family.param_shape(L0)`` from an explicit torch.Generator."""
-    g = torch.Generator().manual_seed(int(seed))
-    return torch.randn(family.param_shape(L0), generator=g, dtype=DTYPE) * INIT_STD
-
-
 def full_logits(family: Family, param: torch.Tensor, feats: torch.Tensor, n: int) -> torch.Tensor:
     """The (n, n) positional logit matrix with -inf above the diagonal (causal mask).
 

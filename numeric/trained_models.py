@@ -394,26 +394,9 @@ def orientation_cosines(p: Mapping[str, torch.Tensor]) -> dict[str, list[float]]
             "model_score_mean": model.tolist(), "displayed_score_mean": shown.tolist()}
 
 
-def as_float64(trained: lab.Trained) -> dict[str, torch.Tensor]:
-    """The trained parameters in float64 (evaluation precision)."""
-    return trained.float64()
-
-
-def mean_interval(xs: Sequence[float]) -> tuple[float, float, float]:
-    """Mean and a normal 95% interval over seeds (mean +- 1.96 s / sqrt(n); n = 1 gives a zero-width
-    interval, stated as such by the callers)."""
-    n = len(xs)
-    m = sum(xs) / n
-    if n < 2:
-        return m, m, m
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
-    h = 1.96 * sd / math.sqrt(n)
-    return m, m - h, m + h
-
-
 __all__ = ["BigramSource", "synthetic_source", "text_source", "shipped_corpus", "trigger_batch", "init_two_layer",
            "layer1_scores", "forward", "head_loss", "TwoLayerConfig", "recipe", "train_two_layer", "eval_batch",
-           "prev_token_recall", "wk0_recall", "wk1_recall", "wo1_recall", "orientation_cosines", "mean_interval",
+           "prev_token_recall", "wk0_recall", "wk1_recall", "wo1_recall", "orientation_cosines",
            "PES", "MATRICES", "SIMPLIFIED_TRAINED"]
 
 

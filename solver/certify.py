@@ -429,10 +429,3 @@ def _cvc5_solve(smt2: str, timeout_ms: int, seed: int) -> tuple[str, str]:
     return "unknown", str(r.getUnknownExplanation())
 
 
-def cvc5_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("cvc5")
-    except Exception:  # noqa: BLE001
-        return "unavailable"

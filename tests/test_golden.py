@@ -203,7 +203,7 @@ def test_measured_floats_are_written_at_a_stated_precision():
     rounding-level ones as a bound; other layers' exact constants and every non-float untouched."""
     from fractions import Fraction
 
-    from verify.evidence import Evidence, Figure, fmt_measured
+    from verify.evidence import Evidence, Figure
 
     num = Evidence(layer="numeric", status="consistent", outcome="holds",
                    numbers={"max_abs_error": 1.6653345369377348e-16, "zero": 0.0, "score": 0.9535484040905196,
@@ -217,5 +217,3 @@ def test_measured_floats_are_written_at_a_stated_precision():
                                                               "ratio": 0.30589046923514523})
     assert sol.to_dict()["numbers"] == {"tolerance": 1e-30, "max_deviation": 3.984627384e-37, "ratio": 0.3058904692}
     assert Figure("f", 0.0016, 0.0015734912345678, True).to_dict()["ours"] == 0.001573491235
-    assert fmt_measured(1.8249846606404725e-16) == fmt_measured(1.2166564404269817e-16) == "< 1e-12"
-    assert fmt_measured(0.0355, ".3g") == "0.0355" and fmt_measured(0.0) == "0"

@@ -355,12 +355,6 @@ def at_resolution(obj: Any) -> Any:
     return obj
 
 
-def fmt_measured(x: float, spec: str = ".2g") -> str:
-    """A measured float64 value for a sentence: ``format(x, spec)``, or ``"< 1e-12"`` when it is nonzero and at
-    rounding level (:data:`ROUNDING_LEVEL`), so that a summary quoting it reads the same on every CPU."""
-    return f"< {ROUNDING_LEVEL:g}" if 0 < abs(x) < ROUNDING_LEVEL else format(x, spec)
-
-
 def to_jsonable(obj: Any, drop: frozenset[str] = frozenset(), digits: int | None = None) -> Any:
     """Convert nested values (dataclasses, sympy, Fraction, numpy, torch scalars) to JSON types.
 
