@@ -77,8 +77,7 @@ digits allow 13/108, 13/236, 19/492: one more row, the lower edge i = 82 of the 
 82..87 where the fitted kernel returns to key 0; at 0.1 that row fails and the whole printed row
 is met) and sinusoidal alpha_60 (17/40 against 0.45 = 18/40).  0.1 instead misses sinusoidal
 alpha_128 (38/108 against 0.34 = 37/108), Prop. 2's unconditional rate at L = 30 and its new-winner
-share at both lengths (the learned-absolute head's scale).  (The rule was first stated over seven of these figures, with a Wilson interval
-around the point value; over those seven 0.07 was also the choice.)
+share at both lengths (the learned-absolute head's scale).
 """
 INIT_STD = 0.02
 #: min-norm: a dual value above this certifies ||theta*||^2 / 2 > DUAL_BOUND (weak duality), i.e. no

@@ -238,7 +238,7 @@ def test_cvc5_wall_clock_limit_is_enforced(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# One forged certificate per rule of the checker (issue 23, item 7).  Each forgery breaks one rule and would be accepted
+# One forged certificate per rule of the checker.  Each forgery breaks one rule and would be accepted
 # as a contradiction by a checker without that rule (the systems are feasible, or a product row claims to be what it is
 # not), and each is refused for that rule's reason; VALID shows the same shapes accepted when they are sound.
 

@@ -134,7 +134,7 @@ def test_inconclusive_is_exit_3(capsys, monkeypatch):
     assert rc == 3 and "INCONCLUSIVE" in out
 
 
-# ------------------------------------------------------------------ --expect: the user's file wins (issue 23, item 8)
+# ------------------------------------------------------------------ --expect: the user's file wins
 
 
 def _expect_all(capsys, monkeypatch, tmp_path, text: str, recorded: dict | None = None):

@@ -1,4 +1,4 @@
-"""Issue 23 items 1-5: faults the rest of the suite missed, each fed to the check that exists for it.
+"""Faults the rest of the suite does not inject, each fed to the check that exists for it.
 
 Every test injects its fault by monkeypatch (the shipped code is never edited) and asserts that the
 check refuses it; the un-faulted run is asserted alongside, so each test can fail both ways.
@@ -56,8 +56,8 @@ def test_exact_gap_refuses_an_unconverged_or_forged_certificate():
 
 
 def test_min_norm_wrong_primal_bound_refused(monkeypatch):
-    """Fault (issue 23 item 2): U = ||theta||^2 / (2 s) instead of / (2 s^2).  Unchecked it stopped after 50
-    iterations with a gap of -0.119 (norm 2.17 instead of 2.05); now a negative gap is an error."""
+    """Fault: U = ||theta||^2 / (2 s) instead of / (2 s^2).  Unchecked it stops after 50 iterations with a
+    gap of -0.119 (norm 2.17 instead of 2.05); a negative gap is an error."""
     monkeypatch.setattr(num, "_primal_upper", lambda sq, s: sq / (2 * s))
     with pytest.raises(num.DualityGapError, match=r"gap -1\.18\de-01 < 0 after 50 iterations"):
         num.fit_min_norm(get_family("rope"), get_task("prev"), 20)
@@ -168,8 +168,8 @@ def test_random_expressions_evaluators_agree_or_refused(text):
 
 
 def test_interval_with_float_pi_refused(monkeypatch, capsys):
-    """Fault (issue 23 item 1): the interval evaluator's pi taken as the float math.pi (a point interval that
-    no longer encloses pi).  Unchecked, verify alpha on cos/sin(pi d/7) prev went from alpha 0 (exact ties:
+    """Fault: the interval evaluator's pi taken as the float math.pi (a point interval that does not
+    enclose pi).  Unchecked, verify alpha on cos/sin(pi d/7) prev goes from alpha 0 (exact ties:
     k(1) = k(13)... a tie to the target) to alpha 1, the ties decided as strict."""
     argv = ["alpha", "--pe-features", "cos(pi*d/7), sin(pi*d/7)", "--task", "prev"]
     rc, doc = _alpha_json(capsys, argv)
@@ -260,8 +260,8 @@ def _shifted(delta_in_tau, d, V):
 
 
 def test_ws24_reading_just_outside_tau_fails(monkeypatch):
-    """ws24 Theorem 2 at scale: a reading 0.99 tau from chi holds, 1.01 tau (either side) fails.  Fault
-    (issue 23 item 3): tau = 400 sqrt(...) instead of 4 sqrt(...) changed no verdict; here 1.01 tau holds."""
+    """ws24 Theorem 2 at scale: a reading 0.99 tau from chi holds, 1.01 tau (either side) fails.  Fault:
+    tau = 400 sqrt(...) instead of 4 sqrt(...) changes no verdict of the default run; here 1.01 tau holds."""
     from verify.numeric import ws24
 
     d, V = 512, 4
@@ -281,7 +281,7 @@ def test_ws24_reading_just_outside_tau_fails(monkeypatch):
 def test_decode_value_state_seen_with_b2():
     """kvshift24 decode (KV-shift Eqs. 4-5, V^ = b1 V + b2 Shift(V)): with b2 = 1 the raw-key decode equals the
     full pass at every prefill (variant none: the query's own slot s = t enters, so slot k + 1's value is
-    read at t = k + 1).  Fault (issue 23 item 5): the value state after the prefill holding x_{k-1}
+    read at t = k + 1).  Fault: the value state after the prefill holding x_{k-1}
     instead of x_k -- invisible at Appendix B's b2 = 0, seen here at the first decoded token k + 1."""
     from verify.constructions import kvshift24_pe as kp
 

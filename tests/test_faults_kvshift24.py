@@ -446,7 +446,7 @@ def test_t1_numeric_positive_control_alone_catches_a_broken_second_layer(monkeyp
 
 def test_corrupted_key_no_longer_fails_silently_as_written(monkeypatch):
     """Fault: KVSA's key reads x_s instead of x_{s-1}.  As written the claim FAILS either way; every layer
-    now reports the construction as broken (error) instead of a refutation of the wrong layer."""
+    reports the construction as broken (error), not as a refutation of the wrong layer."""
     layers = _t2_layers()
     none = kc.variant("none")
     assert [_status(layers[k](none)) for k in layers] == ["refuted", "refuted", "consistent (fails)"]
@@ -495,9 +495,9 @@ def test_independent_evaluation_matches_known_closed_forms():
 
 
 def test_value_from_the_wrong_position_is_an_error_not_a_refutation(monkeypatch):
-    """Fault: KVSA's value reads x_{s-1} instead of x_s (b1 and b2 swapped).  Before the independent
-    evaluation the symbolic layer refuted this corrupted construction; now it says the construction
-    is not Eqs. 4-6 (error), so the claim is INCONCLUSIVE rather than a false HOLDS or FAILS."""
+    """Fault: KVSA's value reads x_{s-1} instead of x_s (b1 and b2 swapped).  The symbolic layer's
+    independent evaluation says the construction is not Eqs. 4-6 (error) rather than refuting it,
+    so the claim is INCONCLUSIVE rather than a false HOLDS or FAILS."""
     from verify.core import registry
     from verify.core.model import run_claim
     from verify.evidence import Context

@@ -72,7 +72,7 @@ def test_bad_worker_count_refused():
 
 def test_more_than_ten_cells_matched_by_identity(monkeypatch):
     """Twelve tasks on one Dask cluster come back as [fn(t) for t in tasks] ("grid-10" sorts before "grid-2":
-    an order of key strings would put task 10's result in slot 2).  Fault (issue 23 item 4): the slots taken
+    an order of key strings would put task 10's result in slot 2).  Fault: the slots taken
     from the sorted key strings -> the identity check (each result carries its task's index) refuses."""
     import logging
 

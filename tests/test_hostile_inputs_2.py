@@ -1,4 +1,4 @@
-"""Hostile input on the newer surfaces (issue 23): each input is refused in one line with the
+"""Hostile input on the newer surfaces: each input is refused in one line with the
 documented exit code within 2 s, never a traceback, a vacuous answer or a hang.
 """
 
@@ -192,8 +192,8 @@ def test_tls_scheduler_is_refused_before_work(capsys, claim):
 
 
 def test_an_address_answering_garbage_is_one_line():
-    """A listener that answers garbage (frame headers of 2^64-1) raised out of Client() (here a ValueError,
-    in the issue's run a MemoryError of '3.07 EiB') and was reported as a numeric error; it is
+    """A listener that answers garbage (frame headers of 2^64-1) makes Client() raise (a ValueError here,
+    a MemoryError of '3.07 EiB' elsewhere), which must not pass for a numeric error: it is
     SchedulerUnreachable, one line."""
     import socket
     import threading
@@ -235,8 +235,8 @@ def test_an_address_answering_garbage_is_one_line():
 # ------------------------------------------------------------------ 6. --no-timings is byte-identical
 
 def test_no_timings_zeroes_the_falsifier_training_time():
-    """kvshift24:falsifier's numbers carry each model's train_s; two uncached runs differ there, and
-    --no-timings kept it (the JSON was not byte-identical).  Run twice, render as --no-timings does."""
+    """kvshift24:falsifier's numbers carry each model's train_s; two uncached runs differ there, so
+    --no-timings must zero it for the JSON to be byte-identical.  Run twice, render as --no-timings does."""
     import json
 
     from verify.evidence import to_jsonable
@@ -252,7 +252,7 @@ def test_no_timings_zeroes_the_falsifier_training_time():
 # ------------------------------------------------------------------ 7. SIGTERM is taken like Ctrl-C
 
 def test_sigterm_in_a_watched_run_is_an_interrupt_with_exit_143():
-    """In-process: under interrupts.watching() SIGTERM raises KeyboardInterrupt (was: the default
+    """In-process: under interrupts.watching() SIGTERM raises KeyboardInterrupt (not the default
     action, the process gone at once) and the exit code is 128 + 15."""
     import os
     import signal
@@ -312,7 +312,7 @@ def test_sigterm_stops_a_parallel_run_with_one_line_and_no_stray_workers(cmd):
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_cache_checkpoints_get_0666_less_the_umask(tmp_path, umask, mode):
-    """Checkpoints were written 0600 (mkstemp) while the README says outputs get 0666 less the umask."""
+    """Checkpoints get 0666 less the umask, as the README says of every output (mkstemp alone gives 0600)."""
     import os
     import stat
 

@@ -1,4 +1,4 @@
-"""Hostile certificates against ``verify recheck --kernel``'s Coq replay (kernel/replay.py, issue 24).
+"""Hostile certificates against ``verify recheck --kernel``'s Coq replay (kernel/replay.py).
 
 The replay writes each certificate as a Coq file; everything taken from the file (claim, obligation,
 variable names, numbers) is data and must never change what Coq checks.  A forged case must be refused
@@ -34,8 +34,8 @@ _GENUINE = {"rows": [{"coeffs": {'b"': "0"}, "op": "<=", "rhs": "-1"}], "multipl
 
 
 def test_a_quote_in_a_variable_name_cannot_hide_a_forged_case() -> None:
-    """A '"' in case 0's names opened a Coq string inside its comment that ran to case 1's comment, so
-    case 0's rows and theorem were never compiled and the kernel replay accepted the forgery."""
+    """A '"' in case 0's names must not open a Coq string inside its comment that runs to case 1's comment
+    (case 0's rows and theorem would never be compiled and the kernel replay would accept the forgery)."""
     doc = _doc([_FORGED, _GENUINE])
     text = certificate_text(doc)
     assert '"' not in text  # the generated file has no string literal; a name never brings one

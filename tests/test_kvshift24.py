@@ -410,7 +410,7 @@ def test_all_registered():
 
 
 def test_value_taken_from_the_wrong_position_is_not_proved(monkeypatch):
-    """Fault injection (adversarial review): values x_{s-1} instead of x_s must not be
+    """Fault injection: values x_{s-1} instead of x_s must not be
     excused as a 'value scale' by the symbolic layer."""
     import verify.constructions.kvshift24 as K
     import verify.symbolic.kvshift24 as S

@@ -73,7 +73,7 @@ def test_a_broken_plugin_is_one_line_exit_2(fake_plugins, capsys, setup, message
     setup(fake_plugins(toy="fake_pack:PAPER"))
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         registry.paper("toy")
-    assert main(["audit", "toy"]) == 2  # naming the broken paper is refused; other commands skip it (issue 23)
+    assert main(["audit", "toy"]) == 2  # naming the broken paper is refused; other commands skip it
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message.split(" ")[0] in err[0] and "Traceback" not in err[0]
 

@@ -123,7 +123,7 @@ def test_the_memo_keys_on_the_text_and_the_settings(monkeypatch):
 
 def test_the_same_text_built_in_another_order_is_solved_again(monkeypatch):
     """The same SMT-LIB text with its variables created in another order can get another model from
-    z3 (a review found 55 of 98 such repeats on random linear systems): not a memo hit."""
+    z3 (55 of 98 such repeats on random linear systems): not a memo hit."""
     import z3
 
     common, calls = _counting(monkeypatch)
@@ -198,8 +198,8 @@ def test_relative_rows_read_the_kernel_as_the_index_formula_did():
 
 def test_a_claims_layers_run_side_by_side_and_the_parent_stays_light():
     """`verify CLAIM` runs a claim's layers on worker processes; their evidence reaches the parent
-    without importing torch or sympy there (a torch version object in the evidence once made the
-    parent import torch, 1 s, after the work was done).  The output equals the serial run's."""
+    without importing torch or sympy there (a torch version object in the evidence would make the
+    parent import torch, 1 s, after the work is done).  The output equals the serial run's."""
     code = ("import contextlib, io, json, sys\n"
             "from verify.frontends.cli import main\n"
             "outs = []\n"
@@ -389,8 +389,8 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
     # no worker may be left: they are killed and reaped before verify exits.  Checked for up to 3 s,
-    # not at the instant of exit: under load, a process seen exiting then (about 1 run in 10) was
-    # once caught, unidentified, gone a moment later
+    # not at the instant of exit: under load, a process seen exiting then (about 1 run in 10) can be
+    # caught, unidentified, gone a moment later
     left: list[str] = []
     for _ in range(12):
         left = [x for x in group() if x.split()[0] not in tracker]
@@ -435,7 +435,7 @@ class _InterruptedDestructor:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the swallowed interrupt
 def test_a_ctrl_c_swallowed_by_a_destructor_still_stops_the_run(monkeypatch, capsys):
     """--serial: a Ctrl-C inside a destructor is not lost; the next solver call raises it, and the
-    command ends 'verify: aborted', exit 130 (it used to run on to a verdict)."""
+    command ends 'verify: aborted', exit 130 (not a verdict)."""
     from verify import interrupts
     from verify.frontends.cli import main
     from verify.solver import common

@@ -1,4 +1,4 @@
-"""Every bound a bounded solver check states is derived from the lengths it actually solved (issue 23, item 9).
+"""Every bound a bounded solver check states is derived from the lengths it actually solved.
 
 Each test runs a check, then injects the fault 'the loop stops one length short' (the list of lengths the check
 iterates over loses its last entry) and asserts the stated bound, the summary and ``numbers`` follow the lengths

@@ -1,4 +1,4 @@
-"""Cases a new user hit when trying the README as written (each was wrong before its fix)."""
+"""Cases a new user meets when trying the README as written."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def _run(claim_id: str, layers=("symbolic", "solver", "numeric"), **raw):
 
 def test_theorem2_without_alibi_at_m_0_fails_with_an_explained_witness():
     """At m = 0 the missing ALiBi distance changes nothing (IH's bias is 0 too), so the witness is explained
-    by the boundary terms and the claim FAILS (it was an unexplained-witness error, INCONCLUSIVE)."""
+    by the boundary terms and the claim FAILS (not an unexplained-witness error, INCONCLUSIVE)."""
     r = _run("kvshift24:theorem2", layers=("symbolic",), alibi="no", m=0)
     assert (r.verdict, r.layer("symbolic").status) == ("FAILS", "refuted")
     r = _run("kvshift24:theorem2", layers=("symbolic",), alibi="no", m="1/2")  # m > 0: still refuted
@@ -23,7 +23,7 @@ def test_theorem2_without_alibi_at_m_0_fails_with_an_explained_witness():
 
 def test_a_given_sequence_keeps_the_general_proof_for_the_paper_placement():
     """With the paper's placement (no RoPE) the general proof decides the symbolic layer, and the given
-    input's exact result is reported beside it (a holding variant no longer turns INCONCLUSIVE)."""
+    input's exact result is reported beside it (a holding variant does not turn INCONCLUSIVE)."""
     r = _run("kvshift24:theorem2", fix="mask+scale", sequence="A B C A")
     sym = r.layer("symbolic")
     assert r.verdict == "HOLDS WITH FIX" and sym.status == "proved"

@@ -71,7 +71,7 @@ def test_settings_are_one_frozen_object_made_current_per_check():
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# The whole truth table of aggregate (issue 23, item 6).  Every layer takes every (status, outcome) pair Evidence accepts
+# The whole truth table of aggregate.  Every layer takes every (status, outcome) pair Evidence accepts
 # (derived from the enums, so a new status or layer is covered without editing this test), the solver layer also a
 # 'proved' and an 'inconclusive' carrying a z3/cvc5 disagreement, and the claim is run with and without a fix.  The
 # expected verdict is not re-implemented rule by rule: every verdict whose condition holds (src/verify/core/model.py's module

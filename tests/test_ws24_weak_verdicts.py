@@ -1,4 +1,4 @@
-"""Issue 20 items 2 and 5: ws24:prop3 sees the coefficient it states; ws24:falsifier is a stated one-sided test
+"""ws24:prop3 sees the coefficient it states; ws24:falsifier is a stated one-sided test
 with its power reported; the read-score training half is an exact coefficient.  Each check is fed the fault it
 exists for.  Small sizes only."""
 

@@ -1,6 +1,6 @@
 """A Ctrl-C that cannot be lost (and SIGTERM, taken the same way: exit 143 instead of 130).
 
-An in-process run (``--serial``, or a claim with one layer) used to lose a Ctrl-C in two ways:
+Without it, an in-process run (``--serial``, or a claim with one layer) loses a Ctrl-C in two ways:
 
 - Python ignores an exception raised inside a destructor (it prints "Exception ignored in ..." and
   goes on), and z3's Python objects run ``Z3_dec_ref`` in ``__del__`` all the time;
