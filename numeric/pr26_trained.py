@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -454,6 +455,38 @@ def _escape_split(cells: Sequence[Mapping[str, Any]]) -> tuple[list, list]:
     return inside, [c for c in cells if (c["family"], c["task"]) not in ESCAPE_CELLS]
 
 
+@dataclass(frozen=True)
+class AucResult:
+    """What :func:`check_auc` measured: the grid's cells, how it ran, and the summaries the verdict reads.
+
+    ``s_all`` summarizes every measurement; ``s`` the judged ones (all of them in the paper's regime,
+    those outside :data:`ESCAPE_CELLS` with content in the scores); ``inside`` holds the escape's cells.
+    """
+
+    scores: str
+    content: bool
+    in_scope: bool
+    threshold: float
+    seeds: Sequence[int]
+    lengths: Sequence[int]
+    families: tuple[str, ...]
+    tasks: tuple[str, ...]
+    scheduler: str
+    jobs: int
+    paper_scale: bool
+    cells: list[dict[str, Any]]
+    wall: float
+    s_all: dict[str, Any]
+    s: dict[str, Any]
+    inside: list[Mapping[str, Any]]
+    ablation: dict[str, Any] | None
+
+    @property
+    def content_gap(self) -> dict[tuple[str, str], float]:
+        """The mean content self-match gap per (family, task)."""
+        return {(c["family"], c["task"]): sum(c["content_self_gap"]) / len(c["content_self_gap"]) for c in self.cells}
+
+
 def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = THRESHOLD,
               cache_dir: str | None = None, scheduler: str = "local", jobs: int = 2,
               progress: Any = None, families: Sequence[str] | None = None, tasks: Sequence[str] | None = None,
@@ -481,14 +514,11 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
         ``numbers`` holds ``auc`` (the judged AUC), ``n_measurements``, the counts, ``threshold``,
         ``disagreements``, ``per_cell``, ``scores``; with content also ``auc_all_measurements`` and ``escape``.
     """
-    from verify.evidence import Evidence, Figure, engine_versions
+    from verify.evidence import Evidence, Layer, Status, engine_versions
     from verify.numeric import grid
 
     if scores not in SCORES:
         raise ValueError(f"unknown score regime {scores!r}; valid: {', '.join(SCORES)}")
-    content = CONTENT_IN_SCORES[scores]  # what the model's scores hold (the recipe reads the same table)
-    # how the regime is judged follows the variant, not the model: the paper's regime on every measurement
-    in_scope = scores == "positional"
     engines = engine_versions("torch")
     try:
         import distributed
@@ -497,15 +527,29 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
         engines.update({"sklearn": sklearn.__version__, "distributed": distributed.__version__})
     except ImportError:  # pragma: no cover - both are dependencies
         pass
+    try:
+        result = _measure_auc(seeds, lengths, threshold, cache_dir, scheduler, jobs, progress, families, tasks,
+                              paper_scale, scores, ablation)
+    except grid.SchedulerUnreachable as exc:
+        return Evidence(layer=Layer.NUMERIC, status=Status.INCONCLUSIVE, summary=str(exc), engines=engines)
+    return _describe_auc(result, engines)
+
+
+def _measure_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float, cache_dir: str | None,
+                 scheduler: str, jobs: int, progress: Any, families: Sequence[str] | None,
+                 tasks: Sequence[str] | None, paper_scale: bool, scores: str, ablation: bool) -> AucResult:
+    """Run the grid of :func:`check_auc` and summarize it (raises ``grid.SchedulerUnreachable``)."""
+    from verify.numeric import grid
+
+    content = CONTENT_IN_SCORES[scores]  # what the model's scores hold (the recipe reads the same table)
+    # how the regime is judged follows the variant, not the model: the paper's regime on every measurement
+    in_scope = scores == "positional"
     families = tuple(FAMILIES if families is None else families)
     tasks = tuple(TASKS if tasks is None else tasks)
     specs = cell_specs(seeds, lengths, cache_dir, families, tasks, scores, ablation=ablation and in_scope)
     t0 = time.perf_counter()
-    try:
-        cells = grid.run_grid(run_cell, specs, scheduler=scheduler, n_workers=jobs, progress=progress,
-                              name=f"pr26-auc-{scores}")
-    except grid.SchedulerUnreachable as exc:
-        return Evidence(layer="numeric", status="inconclusive", summary=str(exc), engines=engines)
+    cells = grid.run_grid(run_cell, specs, scheduler=scheduler, n_workers=jobs, progress=progress,
+                          name=f"pr26-auc-{scores}")
     wall = time.perf_counter() - t0
     s_all = summarize(cells, threshold)
     inside, outside = _escape_split(cells)
@@ -517,46 +561,82 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
     if progress is not None:  # cache use goes to stderr only: the JSON is the same on a first and a second run
         progress(f"pr26-auc: {reused}/{len(cells)} cells read from the cache, {rejected} cache file(s) rejected and "
                  f"retrained, training {train_s:.1f} s summed over cells, grid wall {wall:.1f} s")
-    numbers = {k: v for k, v in s.items()}
-    numbers.update({"scores": scores, "content_in_scores": content, "in_paper_scope": in_scope,
-                    "cells": len(cells), "seeds_per_cell": len(seeds), "seeds": list(seeds), "lengths": list(lengths),
-                    "families": list(families), "tasks": list(tasks), "auc_rule": AUC_RULE,
-                    "grid_wall_seconds": round(wall, 3),
+    return AucResult(scores=scores, content=content, in_scope=in_scope, threshold=threshold, seeds=seeds,
+                     lengths=lengths, families=families, tasks=tasks, scheduler=scheduler, jobs=jobs,
+                     paper_scale=paper_scale, cells=cells, wall=wall, s_all=s_all, s=s, inside=inside,
+                     ablation=selection_ablation(cells) if in_scope else None)
+
+
+def _auc_numbers(r: AucResult) -> dict[str, Any]:
+    """``numbers`` of :func:`check_auc`: the judged summary, the settings, the ablation, the escape."""
+    numbers = {k: v for k, v in r.s.items()}
+    numbers.update({"scores": r.scores, "content_in_scores": r.content, "in_paper_scope": r.in_scope,
+                    "cells": len(r.cells), "seeds_per_cell": len(r.seeds), "seeds": list(r.seeds),
+                    "lengths": list(r.lengths), "families": list(r.families), "tasks": list(r.tasks),
+                    "auc_rule": AUC_RULE, "grid_wall_seconds": round(r.wall, 3),
                     "settings": {"L0": L0, "V": VOCAB, "d": DIM, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY,
                                  "batch": BATCH, "init_std": INIT_STD, "n_eval": N_EVAL, "optimizer": "Adam",
                                  "train_dtype": "float32", "eval_dtype": "float64", "recipe": RECIPE_VERSION}})
-    auc = s["auc"]
-    figures = []
-    if in_scope:  # the published AUC is stated for the controlled single-head regime (S1-S3) only
-        figures.append(Figure(figure="headline AUC of alpha_L against trained-model length generalization, in the "
-                                     "controlled single-head regime (S1-S3)",
-                              paper=1.0, ours=auc, reproduced=auc == 1.0,
-                              rule="exact",
-                              note="reproduced only on an exact 1.0 (every generalizing measurement has a larger "
-                                   "alpha_L than every non-generalizing one); the split of the measurements is our "
-                                   "reading"))
-        abl = selection_ablation(cells)
-        if abl is not None:
-            numbers["selection_ablation"] = abl
-        for rule, rule_name in (("ce", "cross-entropy"), ("min-norm", "min-norm")):
-            name = f"selection-rule ablation: rho with {rule_name} selection"
-            printed = ABLATION_PAPER[rule]
-            if abl is None:
-                figures.append(Figure(figure=name, paper=float(printed), ours=None, reproduced=False,
-                                      rule="not computed", note=ABLATION_NOT_COMPUTED))
-                continue
-            ours = abl["rho"][rule]
-            figures.append(Figure(figure=name, paper=float(printed), ours=ours, rule="rounding",
-                                  reproduced=_in_rounding_interval(ours, printed),
-                                  note=f"reproduced when ours is in {printed} +- half a unit of its last digit; "
-                                       f"{ABLATION_READING}; {abl['points']} points"
-                                       + (f", {abl['left_out']} left out" if abl["left_out"] else "")))
-    regime = ("content term in the scores: outside S1-S3" if content else
+    if r.ablation is not None:
+        numbers["selection_ablation"] = r.ablation
+    if r.content:
+        numbers["content_self_gap"] = {f"{f}/{t}": round(v, 4) for (f, t), v in r.content_gap.items()}
+    if not r.in_scope:
+        esc = summarize(r.inside, r.threshold)
+        numbers["auc_all_measurements"] = r.s_all["auc"]
+        numbers["n_all_measurements"] = r.s_all["n_measurements"]
+        numbers["escape"] = {"cells": sorted(f"{f}/{t}" for f, t in ESCAPE_CELLS if f in r.families and t in r.tasks),
+                             "n_measurements": esc["n_measurements"],
+                             "n_generalizing_below_cut": len(_escaped(r)), "disagreements": esc["disagreements"]}
+    return numbers
+
+
+def _escaped(r: AucResult) -> list[Mapping[str, Any]]:
+    """The measurements in the named escape that generalize with alpha_L below the cut."""
+    return [m for c in r.inside for m in c["rows"] if m["accuracy"] == m["accuracy"] and
+            generalizes(m["accuracy"], r.threshold) and m["alpha"] < r.threshold]
+
+
+def _auc_figures(r: AucResult) -> list[Any]:
+    """The published AUC and the selection-rule ablation's two rho, in the paper's regime only."""
+    from verify.evidence import Figure
+
+    if not r.in_scope:  # the published AUC is stated for the controlled single-head regime (S1-S3) only
+        return []
+    auc = r.s["auc"]
+    figures = [Figure(figure="headline AUC of alpha_L against trained-model length generalization, in the "
+                             "controlled single-head regime (S1-S3)",
+                      paper=1.0, ours=auc, reproduced=auc == 1.0,
+                      rule="exact",
+                      note="reproduced only on an exact 1.0 (every generalizing measurement has a larger "
+                           "alpha_L than every non-generalizing one); the split of the measurements is our "
+                           "reading")]
+    abl = r.ablation
+    for rule, rule_name in (("ce", "cross-entropy"), ("min-norm", "min-norm")):
+        name = f"selection-rule ablation: rho with {rule_name} selection"
+        printed = ABLATION_PAPER[rule]
+        if abl is None:
+            figures.append(Figure(figure=name, paper=float(printed), ours=None, reproduced=False,
+                                  rule="not computed", note=ABLATION_NOT_COMPUTED))
+            continue
+        ours = abl["rho"][rule]
+        figures.append(Figure(figure=name, paper=float(printed), ours=ours, rule="rounding",
+                              reproduced=_in_rounding_interval(ours, printed),
+                              note=f"reproduced when ours is in {printed} +- half a unit of its last digit; "
+                                   f"{ABLATION_READING}; {abl['points']} points"
+                                   + (f", {abl['left_out']} left out" if abl["left_out"] else "")))
+    return figures
+
+
+def _auc_details(r: AucResult, numbers: Mapping[str, Any]) -> list[str]:
+    """The report lines of :func:`check_auc`: the grid, the ablation, the escape, the disagreements."""
+    s, s_all, threshold, in_scope = r.s, r.s_all, r.threshold, r.in_scope
+    regime = ("content term in the scores: outside S1-S3" if r.content else
               "positional-only scores, content in the values only: the paper's S1-S3")
-    details = [f"grid: {len(cells)} cells x {len(seeds)} seeds x {len(lengths)} lengths = {s_all['n_measurements']} "
-               f"measurements, scores {scores} ({regime}), "
-               f"on {scheduler} with {jobs} worker(s) ({wall:.1f} s)"]
-    if paper_scale:
+    details = [f"grid: {len(r.cells)} cells x {len(r.seeds)} seeds x {len(r.lengths)} lengths = "
+               f"{s_all['n_measurements']} measurements, scores {r.scores} ({regime}), "
+               f"on {r.scheduler} with {r.jobs} worker(s) ({r.wall:.1f} s)"]
+    if r.paper_scale:
         details.append(f"the paper's count 2625 split as 7 PE families x 5 tasks x 15 seeds x 5 lengths is our reading, "
                        f"not the paper's stated design; the count is not a reproduced figure (this grid: "
                        f"{s_all['n_measurements']})")
@@ -568,49 +648,51 @@ def check_auc(seeds: Sequence[int], lengths: Sequence[int], threshold: float = T
                        f"selection, {rm} with min-norm (published 0.91 vs 0.56); cross-entropy above min-norm, as "
                        f"published: {order}" + (f"; no min-norm head in {', '.join(a['rule_notes'])}" if a["rule_notes"]
                                                    else ""))
-    gap = {(c["family"], c["task"]): sum(c["content_self_gap"]) / len(c["content_self_gap"]) for c in cells}
-    if content:
-        numbers["content_self_gap"] = {f"{f}/{t}": round(v, 4) for (f, t), v in gap.items()}
     if not in_scope:
-        esc = summarize(inside, threshold)
-        escaped = [m for c in inside for m in c["rows"] if m["accuracy"] == m["accuracy"] and
-                   generalizes(m["accuracy"], threshold) and m["alpha"] < threshold]
-        numbers["auc_all_measurements"] = s_all["auc"]
-        numbers["n_all_measurements"] = s_all["n_measurements"]
-        numbers["escape"] = {"cells": sorted(f"{f}/{t}" for f, t in ESCAPE_CELLS if f in families and t in tasks),
-                             "n_measurements": esc["n_measurements"], "n_generalizing_below_cut": len(escaped),
-                             "disagreements": esc["disagreements"]}
-        details.append(f"the paper's named content escape (ALiBi prev, and affine prev by Prop. 1): {len(escaped)} of "
-                       f"{esc['n_measurements']} measurements generalize with alpha_L < {threshold}; AUC over all "
-                       f"{s_all['n_measurements']} measurements {s_all['auc']}, over the "
-                       f"{s['n_measurements']} outside the escape {auc} (judged)")
+        esc = numbers["escape"]
+        details.append(f"the paper's named content escape (ALiBi prev, and affine prev by Prop. 1): "
+                       f"{esc['n_generalizing_below_cut']} of {esc['n_measurements']} measurements generalize with "
+                       f"alpha_L < {threshold}; AUC over all {s_all['n_measurements']} measurements {s_all['auc']}, "
+                       f"over the {s['n_measurements']} outside the escape {s['auc']} (judged)")
     by_cell: dict[tuple[str, str, int], list[dict]] = {}
     for d in s_all["disagreements"]:
         by_cell.setdefault((d["family"], d["task"], d["L"]), []).append(d)
-    n_out = len(s["disagreements"])
     details.append(f"disagreements (alpha_L >= {threshold} vs accuracy_L >= {threshold}): "
                    f"{len(s_all['disagreements'])} measurement(s) in {len(by_cell)} (family, task, L) cell(s)"
-                   + (f", {n_out} outside the named escape" if not in_scope else ""))
+                   + (f", {len(s['disagreements'])} outside the named escape" if not in_scope else ""))
+    gap = r.content_gap
     for (f, t, L), ds in sorted(by_cell.items()):
         a = ", ".join(f"seed {d['seed']}: alpha {d['alpha']:.3f} acc {d['accuracy']:.3f}" for d in ds[:4])
         where = "" if in_scope else (" (the named escape)" if (f, t) in ESCAPE_CELLS else " (outside the named escape)")
         details.append(f"disagree {f}/{t} L = {L}{where}: {len(ds)} seed(s) ({a}{', ...' if len(ds) > 4 else ''})"
-                       + (f"; content self-match gap {gap[(f, t)]:.2f}" if content else ""))
-    judged = "measurements" if in_scope else "measurements outside the named content escape"
+                       + (f"; content self-match gap {gap[(f, t)]:.2f}" if r.content else ""))
+    return details
+
+
+def _describe_auc(r: AucResult, engines: dict[str, str]) -> Any:
+    """The Evidence of :func:`check_auc` from what it measured: the verdict by :data:`AUC_RULE`."""
+    from verify.evidence import Evidence, Layer, Outcome, Status
+
+    numbers = _auc_numbers(r)
+    figures = _auc_figures(r)
+    details = _auc_details(r, numbers)
+    s, auc, threshold = r.s, r.s["auc"], r.threshold
+    judged = "measurements" if r.in_scope else "measurements outside the named content escape"
     if auc is None:
-        return Evidence(layer="numeric", status="inconclusive", numbers=numbers, details=details, engines=engines,
-                        figures=figures, summary=(f"AUC undefined: all {s['n_measurements']} {judged} are on one "
-                                                  f"side of the accuracy threshold {threshold}"))
+        return Evidence(layer=Layer.NUMERIC, status=Status.INCONCLUSIVE, numbers=numbers, details=details,
+                        engines=engines, figures=figures,
+                        summary=(f"AUC undefined: all {s['n_measurements']} {judged} are on one "
+                                 f"side of the accuracy threshold {threshold}"))
     holds = auc >= AUC_RULE
-    summary = (f"scores {scores}: AUC of alpha_L against trained-model length generalization = {auc:.4f} over "
+    summary = (f"scores {r.scores}: AUC of alpha_L against trained-model length generalization = {auc:.4f} over "
                f"{s['n_measurements']} {judged} ({s['n_generalizing']} generalizing at accuracy >= {threshold}, "
                f"{s['n_not_generalizing']} not); rule AUC >= {AUC_RULE}: {'met' if holds else 'not met'}; "
-               f"{n_out} disagreement(s) at the cut alpha_L >= {threshold}")
-    if not in_scope:
+               f"{len(s['disagreements'])} disagreement(s) at the cut alpha_L >= {threshold}")
+    if not r.in_scope:
         summary += (f"; the named escape: {numbers['escape']['n_generalizing_below_cut']} of "
                     f"{numbers['escape']['n_measurements']} generalize with alpha_L below the cut")
-    return Evidence(layer="numeric", status="consistent", outcome="holds" if holds else "fails", summary=summary,
-                    numbers=numbers, details=details, engines=engines, figures=figures,
+    return Evidence(layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
+                    summary=summary, numbers=numbers, details=details, engines=engines, figures=figures,
                     tolerance=f"statement decided by AUC >= {AUC_RULE} (fixed before the grid ran); labels at "
                               f"accuracy >= {threshold} on {N_EVAL} fresh sequences per (seed, L)")
 
