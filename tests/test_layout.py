@@ -1,7 +1,8 @@
 """The import arrows of the layout (docs/architecture.md), checked on the source of every module:
 
 * the four layers (``verify.symbolic``, ``verify.solver``, ``verify.numeric``, ``verify.kernel``), the constructions
-  (``verify.constructions``) and the shared modules (``verify.evidence``, ``verify.safeio``, ``verify.interrupts``)
+  (``verify.constructions``) and the shared modules (``verify.evidence``, ``verify.safeio``, ``verify.interrupts``,
+  ``verify.faults``)
   import neither the papers (``verify.proofs``) nor the machinery (``verify.core``, ``verify.pipeline``,
   ``verify.reports``, ``verify.frontends``, ``verify.api``): those sit on top of them;
 * a layer never imports another layer: each checks a construction in its own arithmetic, so a defect in
@@ -29,7 +30,7 @@ FOLDERS = {"verify.symbolic": ROOT / "symbolic", "verify.solver": ROOT / "solver
            "verify.frontends": SRC / "frontends"}
 LAYERS = ("verify.symbolic", "verify.solver", "verify.numeric", "verify.kernel")
 MACHINERY = ("verify.core", "verify.pipeline", "verify.reports", "verify.frontends", "verify.api")
-SHARED = (SRC / "evidence.py", SRC / "safeio.py", SRC / "interrupts.py")
+SHARED = (SRC / "evidence.py", SRC / "safeio.py", SRC / "interrupts.py", SRC / "faults.py")
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
+from verify.faults import seam
+
 ORIENTATIONS = ("as-written", "transposed", "read-score")
 """The variants of the orientation question (ws24 Eq. 13 / Eq. 14):
 
@@ -211,6 +213,7 @@ class PrevTokenConstruction:
         return cls(V=V, chi=_ramp(V, pattern), orientation=orientation)
 
     @staticmethod
+    @seam("ws24.PrevTokenConstruction.term")
     def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
         """The k-th term of W^1_K: chi(k) w_E(k) r_{-1}^T (as written) or its transpose.
 
@@ -240,16 +243,19 @@ class PrevTokenConstruction:
             return bilinear(wE(v), self.W, R_PREV, gram)
         return bilinear(R_PREV, self.W, wE(v), gram)
 
+    @seam("ws24.PrevTokenConstruction.model_score")
     def model_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
         """w_E(v)^T W^1_K r_{-1}: the model's own score query^T W_K key at s = t-1
         (the key-side part r_{s-t} of w_E(z_s) + r_{s-t}), whatever the variant."""
         return bilinear(wE(v), self.W, R_PREV, gram)
 
     @staticmethod
+    @seam("ws24.PrevTokenConstruction.rel_offset")
     def rel_offset(t: Any, s: Any) -> Any:
         """The relative index of the RPE key vector r_{s-t} (query position t, key s)."""
         return s - t
 
+    @seam("ws24.PrevTokenConstruction.layer1_score")
     def layer1_score(self, t: Any, s: Any, z_t: Any, z_s: Any, gram: Callable[[Vec, Vec], Any]) -> Any:
         """The model's layer-1 score w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}) of key s for query t.
 
@@ -336,6 +342,7 @@ class InductionKeyConstruction:
         """w_E(z_T)^T W^2_K Phi_1 w_E(z_s): the model's query^T W_K key."""
         return bilinear(wE(T_tok), self.W, phi_wE(s_tok), gram)
 
+    @seam("ws24.InductionKeyConstruction.target")
     def target(self, s_tok: int, T_tok: int) -> Fraction:
         """psi(z_T) [z_s = z_T]."""
         return self.psi[T_tok - 1] if s_tok == T_tok else Fraction(0)

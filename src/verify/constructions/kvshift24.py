@@ -36,6 +36,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Sequence
 
+from verify.faults import seam
+
 #: ``--fix`` choices of kvshift24:theorem2
 FIXES = ("none", "mask", "mask+scale")
 
@@ -138,6 +140,7 @@ def ih_term(s: Any, L: Any) -> Term:
     return Term(s=s, key=((1, s - 1),), value=((1, s),), dist=L - s)
 
 
+@seam("kvshift24.kvsa_term")
 def kvsa_term(s: Any, L: Any, a1: Any, a2: Any, b1: Any, b2: Any) -> Term:
     """KVSA's summand at s: key a1 x_s + a2 x_{s-1}, value b1 x_s + b2 x_{s-1}, dist L - s.
 
@@ -227,6 +230,7 @@ def evaluate(
     return evaluate_weighted(terms, [exp(lg) for lg in logits(terms, dot_query, sigma, m, zero)], zero)
 
 
+@seam("kvshift24.evaluate_weighted")
 def evaluate_weighted(terms: Sequence[Term], weights: Sequence[Any], zero: Any = 0) -> dict[int, Any]:
     """Like :func:`evaluate` but with the exponentials given (one per term, positive).
 
@@ -245,6 +249,7 @@ def evaluate_weighted(terms: Sequence[Term], weights: Sequence[Any], zero: Any =
     return out
 
 
+@seam("kvshift24.logits")
 def logits(terms: Sequence[Term], dot_query: Callable[[int], Any], sigma: Any, m: Any, zero: Any = 0) -> list[Any]:
     """The exponents l_t = <x_L, k_t>/sigma - m dist_t of a term table (caller's arithmetic)."""
     out = []
@@ -277,6 +282,7 @@ def token_dot(x: Sequence[str]) -> Callable[[int], int]:
 # ----------------------------------------------------------------- exact exp enclosures
 
 
+@seam("kvshift24.exp_enclosure")
 def exp_enclosure(q: Fraction, digits: int = 30) -> tuple[Fraction, Fraction]:
     """Rational lo <= exp(q) <= hi, rigorous (Taylor series with a remainder bound).
 
@@ -692,6 +698,7 @@ def t1_masks(name: str) -> T1Masks:
     return T1_VARIANTS[name]
 
 
+@seam("kvshift24.t1_layer1_weights")
 def t1_layer1_weights(s: int, r: Any, masks: T1Masks, one: Any = 1) -> dict[int, Any]:
     """Layer 1's softmax weights at position s (1-indexed) as ``{tau: weight}``.
 

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
+from verify.faults import seam
+
 #: the 16 standard frequencies theta_k = 10000^(-k/16), k = 0..15 (sinusoidal, RoPE)
 N_FREQ = 16
 TRIG_DENOM_BITS = 40  # FractionArith rounds sin/cos to the nearest multiple of 2^-40
@@ -316,6 +318,7 @@ def get_family(name: str) -> Family:
 # ----------------------------------------------------------------------------- tasks
 
 
+@seam("pe.ceil_half")
 def ceil_half(L: Any) -> Any:
     """ceil(L / 2) for ints and for sympy expressions (via floor division)."""
     return -((-L) // 2)
@@ -378,6 +381,7 @@ def task_names() -> list[str]:
     return list(TASKS) + ["skip-K (K >= 1, e.g. skip-3)"]
 
 
+@seam("pe.get_task")
 def get_task(name: str) -> Task:
     """The task called ``name`` (``prev``, ``skip-K``, ``attend-first``, ``copy``, ``reverse``).
 
@@ -393,6 +397,11 @@ def get_task(name: str) -> Task:
 
 
 # ----------------------------------------------------------------------------- exact evaluation
+
+
+def feature_rows(family: Family, n: int, L0: int, ar: Any) -> list[list]:
+    """Phi (absolute: positions 0..n-1) or Psi (relative: offsets 0..n-1), as lists."""
+    return [family.features(m, L0, ar) for m in range(n)]
 
 
 def logit(family: Family, param: Any, i: int, j: int, L0: int, ar: Any, feats: Sequence[Sequence] | None = None) -> Any:
@@ -417,6 +426,7 @@ def logit(family: Family, param: Any, i: int, j: int, L0: int, ar: Any, feats: S
     return total
 
 
+@seam("pe.attends")
 def attends(margin: Any) -> Any:
     """The one rule every layer uses to decide a row: it attends to its target iff margin > 0.
 
@@ -460,6 +470,6 @@ def exact_row_margin(family: Family, task: Task, param: Any, i: int, L: int, L0:
 
 
 __all__ = ["Family", "Task", "FAMILIES", "TASKS", "QUADRATIC", "get_family", "get_task", "task_names",
-           "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin",
+           "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin", "feature_rows",
            "attends", "target_in_window",
            "N_FREQ", "TRIG_DENOM_BITS"]
