@@ -372,9 +372,9 @@ RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet
 class Paper:
     """One paper's claims, as a plugin: what a paper module (or a third-party package) exports.
 
-    The registry finds the built-in papers in ``verify.proofs`` and third-party ones through the
-    ``verify.papers`` entry-point group (the entry point's value is ``module:PAPER``); the README's
-    "Adding a claim" section is the guide.
+    Every paper, the built-in ones (``verify.proofs.<key>``) and third-party ones alike, registers
+    through the ``verify.papers`` entry-point group (the entry point's value is ``module:PAPER``);
+    docs/adding-a-claim.md is the guide.
 
     Attributes:
         key: the paper key used in claim ids (``kvshift24`` in ``kvshift24:theorem2``): lower-case

@@ -1,4 +1,4 @@
-"""An example claim pack for ``verify`` (the README's "Adding a claim").
+"""An example claim pack for ``verify`` (the guide: docs/adding-a-claim.md).
 
 The claim, in the notation of softmax attention over ``t`` visible keys: with score ``g`` on the
 previous token and ``0`` on the other ``t - 1`` keys, the attention weight on the previous token is
