@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import z3
 
 from verify import interrupts
-from verify.solver.common import seeded_solver, solve
+from verify.solver.common import SolverAnswer, seeded_solver, solve
 from verify.solver.recheck import check_certificate, encoding_hash
 
 
@@ -353,7 +353,7 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
     ``unknown`` instead of a hang.
 
     Returns:
-        ``(answer, reason)`` with answer ``"sat"``, ``"unsat"`` or ``"unknown"``
+        ``(answer, reason)`` with answer a :class:`~verify.solver.common.SolverAnswer`
         (``"unavailable"`` when the cvc5 package is missing).
     """
     import multiprocessing as mp
@@ -374,9 +374,9 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
     try:
         if receiver.poll(limit):
             return receiver.recv()
-        return "unknown", f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
+        return SolverAnswer.UNKNOWN, f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
     except EOFError:
-        return "unknown", "cvc5 exited without an answer"
+        return SolverAnswer.UNKNOWN, "cvc5 exited without an answer"
     finally:
         if proc.is_alive():
             proc.kill()
@@ -392,7 +392,7 @@ def _cvc5_child(smt2: str, timeout_ms: int, seed: int, out) -> None:  # pragma: 
     try:
         out.send(_cvc5_solve(smt2, timeout_ms, seed))
     except Exception as e:  # noqa: BLE001
-        out.send(("unknown", f"cvc5 error: {type(e).__name__}: {str(e)[:120]}"))
+        out.send((SolverAnswer.UNKNOWN, f"cvc5 error: {type(e).__name__}: {str(e)[:120]}"))
     finally:
         out.close()
 
@@ -423,9 +423,9 @@ def _cvc5_solve(smt2: str, timeout_ms: int, seed: int) -> tuple[str, str]:
         cmd.invoke(slv, sm)
     r = slv.checkSat()
     if r.isSat():
-        return "sat", ""
+        return SolverAnswer.SAT, ""
     if r.isUnsat():
-        return "unsat", ""
-    return "unknown", str(r.getUnknownExplanation())
+        return SolverAnswer.UNSAT, ""
+    return SolverAnswer.UNKNOWN, str(r.getUnknownExplanation())
 
 

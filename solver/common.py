@@ -20,10 +20,23 @@ from typing import Any, Callable, Sequence
 import z3
 
 from verify import interrupts
-from verify.evidence import Evidence, SolverProvenance, current_settings
+from verify.evidence import Evidence, Layer, SolverProvenance, Status, _StrEnum, current_settings
 
 #: the fixed seed every solver call uses (determinism: fixed z3/cvc5 seeds)
 SOLVER_SEED = 0
+
+
+class SolverAnswer(_StrEnum):
+    """A solver's answer to one obligation, in the order answer counts are reported.  A string enum:
+    it compares, hashes and serialises as ``"unsat"``, ``"sat"`` or ``"unknown"``."""
+
+    UNSAT = "unsat"
+    SAT = "sat"
+    UNKNOWN = "unknown"
+
+    def __repr__(self) -> str:
+        # answers travel in Evidence numbers and witnesses, whose dicts and lists reports print as text
+        return repr(self.value)
 
 
 @dataclass
@@ -32,7 +45,7 @@ class ObligationResult:
 
     Attributes:
         name: the obligation, in words (e.g. ``"|S(v) - chi(v)| > A(eps) at v = 3"``).
-        answer: ``"unsat"``, ``"sat"`` or ``"unknown"``.
+        answer: the solver's :class:`SolverAnswer`.
         reason: z3's reason for ``unknown`` (timeout, incomplete, ...), else ''.
         model: for ``sat``, variable name -> exact Fraction value.
         seconds: wall time of the check in this run (0.0 when the answer was reused: see ``_ANSWERED``).
@@ -43,13 +56,13 @@ class ObligationResult:
     """
 
     name: str
-    answer: str
+    answer: SolverAnswer
     reason: str = ""
     model: dict[str, Fraction] = field(default_factory=dict)
     seconds: float = 0.0
     smt2_text: str | None = None
     n_constraints: int = 0
-    second_answer: str = ""
+    second_answer: SolverAnswer | str = ""  # cvc5's answer, "" when cvc5 did not run
     second_reason: str = ""
     disagreement: str = ""
     certificate: dict | None = None
@@ -193,7 +206,7 @@ def check(
         _ANSWERED.move_to_end(key)
         return dataclasses.replace(copy.deepcopy(hit), name=name, seconds=0.0, certify_seconds=0.0)
     res = _check_built(name, ctx, s, text, constraints, timeout_ms, seed, policy, certify, rows, sat_rechecked)
-    if res.answer != "unknown" and order is not None:  # an unknown (a budget ran out) is asked again
+    if res.answer != SolverAnswer.UNKNOWN and order is not None:  # an unknown (a budget ran out) is asked again
         _ANSWERED[key] = copy.deepcopy(res)
         while len(_ANSWERED) > _ANSWERED_MAX:
             _ANSWERED.popitem(last=False)
@@ -244,7 +257,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
     t0 = time.perf_counter()
     ans = solve(s)
     secs = time.perf_counter() - t0
-    res = ObligationResult(name=name, answer=str(ans), seconds=round(secs, 4), n_constraints=len(constraints))
+    res = ObligationResult(name=name, answer=SolverAnswer(str(ans)), seconds=round(secs, 4), n_constraints=len(constraints))
     if ans == z3.sat:
         m = s.model()
         for d in m.decls():
@@ -266,7 +279,7 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
             names = {str(c) for c in s2.unsat_core()}
             core = [i for i in range(len(constraints)) if f"__row{i}" in names]
     t1 = time.perf_counter()
-    if res.answer == "unsat" and certify:
+    if res.answer == SolverAnswer.UNSAT and certify:
         from verify.solver.certify import NonLinear, farkas_certificate
 
         try:
@@ -279,14 +292,14 @@ def _check_built(name: str, ctx: z3.Context, s: z3.Solver, smt2: str, constraint
             else:  # no multipliers within the budget: no certificate, not a failed one
                 res.certificate_note = f"none ({cert.get('check', 'no multipliers found')})"
     certified = bool(res.certificate and res.certificate.get("checked"))
-    sat_second_way = sat_rechecked and res.answer == "sat"
+    sat_second_way = sat_rechecked and res.answer == SolverAnswer.SAT
     if policy == "always" or (policy == "auto" and not certified and not sat_second_way):
         from verify.solver.certify import cvc5_opinion
 
         budget = min(timeout_ms, SECOND_OPINION_CERTIFIED_MS if certified else SECOND_OPINION_MS)
         res.smt2_text = smt2
         res.second_answer, res.second_reason = cvc5_opinion(res.smt2_text, budget, seed)
-        if {res.answer, res.second_answer} == {"sat", "unsat"}:
+        if {res.answer, res.second_answer} == {SolverAnswer.SAT, SolverAnswer.UNSAT}:
             res.disagreement = f"z3 says {res.answer}, cvc5 says {res.second_answer}"
     elif certified:
         res.second_reason = "not run: the UNSAT carries a Farkas certificate re-checked without a solver"
@@ -304,24 +317,24 @@ def provenance(results: Sequence[ObligationResult]) -> SolverProvenance:
     """How a set of obligations was answered: the typed slot :attr:`Evidence.solver` the verdict
     logic reads (UNSAT re-checked by a Farkas certificate or confirmed by cvc5, or from z3 alone;
     z3/cvc5 contradictions; certificates that failed their exact re-check)."""
-    unsat = [r for r in results if r.answer == "unsat"]
+    unsat = [r for r in results if r.answer == SolverAnswer.UNSAT]
     return SolverProvenance(
         solvers=["z3", "cvc5"] if any(r.second_answer for r in results) else ["z3"],
         obligations=len(results),
         farkas_rechecked=[r.name for r in unsat if _certified(r)],
-        cvc5_confirmed=[r.name for r in unsat if not _certified(r) and r.second_answer == "unsat"],
-        z3_only=[r.name for r in unsat if not _certified(r) and r.second_answer != "unsat"],
+        cvc5_confirmed=[r.name for r in unsat if not _certified(r) and r.second_answer == SolverAnswer.UNSAT],
+        z3_only=[r.name for r in unsat if not _certified(r) and r.second_answer != SolverAnswer.UNSAT],
         disagreements=[r.name for r in results if r.disagreement],
         farkas_failed=[r.name for r in unsat if r.certificate is not None and not r.certificate.get("checked")],
         cvc5_agrees=sum(r.second_answer == r.answer for r in results),
-        cvc5_unknown=sum(r.second_answer == "unknown" for r in results))
+        cvc5_unknown=sum(r.second_answer == SolverAnswer.UNKNOWN for r in results))
 
 
 def provenance_numbers(prov: SolverProvenance, results: Sequence[ObligationResult] = ()) -> dict[str, Any]:
     """The display form of a provenance for ``Evidence.numbers`` (``solvers``, ``second_way``,
     ``cvc5_agrees``, ``cvc5_unknown``, ``solvers_disagree``, ``farkas_rechecked``, ``farkas_failed``,
     ``unsat_without_certificate``, ``certify_seconds``)."""
-    unsat = [r for r in results if r.answer == "unsat"]
+    unsat = [r for r in results if r.answer == SolverAnswer.UNSAT]
     return {
         "solvers": list(prov.solvers),
         "second_way": {"farkas": len(prov.farkas_rechecked), "cvc5_unsat": len(prov.cvc5_confirmed),
@@ -361,23 +374,23 @@ def solver_evidence(results: Sequence[ObligationResult], *, proved: str, refuted
     prov = provenance(results)
     numbers = dict(base.pop("numbers", {}) or {})
     numbers.update(provenance_numbers(prov, results))
-    base = {"layer": "solver", **base, "numbers": numbers, "solver": prov}
+    base = {"layer": Layer.SOLVER, **base, "numbers": numbers, "solver": prov}
     problems = list(problems)
     if prov.farkas_failed:
         problems.insert(0, f"a Farkas certificate failed its exact re-check: {prov.farkas_failed[0]}")
     if problems:
-        return Evidence(status="error", summary="; ".join(problems), **base)
+        return Evidence(status=Status.ERROR, summary="; ".join(problems), **base)
     if refuted is not None:
-        return Evidence(status="refuted", summary=refuted[0], witness=refuted[1], **base)
-    unknown = [r for r in results if r.answer == "unknown"]
+        return Evidence(status=Status.REFUTED, summary=refuted[0], witness=refuted[1], **base)
+    unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
     if unknown:
-        return Evidence(status="inconclusive", summary=(f"{len(unknown)} obligation(s) unknown: {unknown[0].name}: "
-                                                        f"{unknown[0].reason}"), **base)
+        return Evidence(status=Status.INCONCLUSIVE, summary=(f"{len(unknown)} obligation(s) unknown: {unknown[0].name}: "
+                                                             f"{unknown[0].reason}"), **base)
     if prov.z3_only:
-        return Evidence(status="inconclusive", summary=(
+        return Evidence(status=Status.INCONCLUSIVE, summary=(
             f"UNSAT from z3 only on {len(prov.z3_only)} obligation(s): no Farkas certificate re-checked without a "
             f"solver and no UNSAT from cvc5, e.g. {prov.z3_only[0]!r}"), **base)
-    return Evidence(status="proved", summary=proved, **base)
+    return Evidence(status=Status.PROVED, summary=proved, **base)
 
 
 def rval(ctx: z3.Context, x: Fraction | int) -> z3.ArithRef:

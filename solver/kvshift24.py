@@ -53,9 +53,10 @@ from verify.constructions.kvshift24 import (
     witness_text,
 )
 from verify.constructions.kvshift24 import variant as variant_named
-from verify.evidence import Evidence, Status, engine_versions
+from verify.evidence import Evidence, Layer, Status, engine_versions
 from verify.solver.common import (
     ObligationResult,
+    SolverAnswer,
     check,
     fresh_solver,
     provenance,
@@ -122,7 +123,7 @@ def _equality_obligation(L: int, var: Variant, m: Fraction, sigma: Fraction, tim
 
 def _explain_notes(r: ObligationResult) -> ObligationResult:
     """Reword the generic certificate notes for the exp stand-in ex (what they mean here)."""
-    if r.answer == "sat" and "model value of ex" in r.reason:
+    if r.answer == SolverAnswer.SAT and "model value of ex" in r.reason:
         r.reason = ("the model interprets ex, the positive stand-in for exp, as a function table, not a number; "
                     "the token witness below is certified separately")
     if r.certificate_note.startswith("none (encoding beyond degree 2") and "ex" in r.certificate_note:
@@ -247,7 +248,7 @@ def _certify(x, var, m, sigma, gap, tok, kv, ih, timeout_ms) -> tuple[dict | Non
     """
     delta = Fraction(math.floor(gap * 10**4), 10**4) or gap
     r = _witness_obligation(x, var, m, sigma, delta, timeout_ms)
-    if r.answer != "unsat":
+    if r.answer != SolverAnswer.UNSAT:
         return None, r, f"z3 {r.answer}"
     # the UNSAT is about the gap only if the boxes themselves have a model (positive control)
     if not _box_nonempty(ref.token_vectors(x), (kvsa_terms(len(x), var, sigma), ih_terms(len(x))), m, sigma,
@@ -295,7 +296,7 @@ def find_witness(var: Variant, m: Fraction, sigma: Fraction, timeout_ms: int, ma
                 if gap <= 0:
                     r = _witness_obligation(x, var, m, sigma, None, timeout_ms)
                     obligations.append(r)
-                    skipped.append(f"{name}: {'equal (proved)' if r.answer == 'unsat' else 'not separated'}")
+                    skipped.append(f"{name}: {'equal (proved)' if r.answer == SolverAnswer.UNSAT else 'not separated'}")
                     continue
                 scale_only_here = beyond_scale and _gap(x, unscaled, m, sigma)[0] <= 0
                 if scale_only_here and scale_w is not None:
@@ -349,7 +350,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     xc = ref.cross_check_t2(_solver_evaluate_many, var, m, sigma, XCHECK_TOL) if not bad_exp else None
     control = _equality_obligation(3, variant_named("mask+scale"), m, sigma, timeout_ms)
     problems = (bad_exp + (xc["problems"] if xc else [])
-                + ([] if control.answer == "unsat" else
+                + ([] if control.answer == SolverAnswer.UNSAT else
                    [f"positive control: KVSA[mask+scale] = IH at L = 3 was not proved (z3 {control.answer})"]))
     engines = engine_versions("z3", "cvc5")
     if problems:
@@ -366,10 +367,10 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         r = _equality_obligation(L, var, m, sigma, timeout_ms)
         eq.append(r)
         lengths.append(L)
-        if r.answer == "sat":
+        if r.answer == SolverAnswer.SAT:
             first_sat = L
             break
-        if r.answer == "unknown":
+        if r.answer == SolverAnswer.UNKNOWN:
             break
     cert: dict[str, Any] = {"equality": [r.summary() for r in eq]}
     numbers: dict[str, Any] = {"Lmax": Lmax, "lengths_checked": span(lengths),
@@ -385,8 +386,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     if first_sat is None:
         # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive;
         # the bound is the lengths 3..hi solved UNSAT, and fewer lengths than asked is inconclusive, never 'proved'
-        hi = decided_through(3, [L for L, r in zip(lengths, eq) if r.answer == "unsat"])
-        unknown = [L for L, r in zip(lengths, eq) if r.answer == "unknown"]
+        hi = decided_through(3, [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNSAT])
+        unknown = [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNKNOWN]
         short = ("" if unknown or hi >= Lmax else
                  f"L = {span([L for L in range(3, Lmax + 1) if L not in lengths])} not checked (L <= {Lmax} asked)")
         bound = (f"every L in {span(range(3, hi + 1))}, every input (arbitrary vectors), any positive function ex(t) in "
@@ -409,13 +410,13 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     if w is None:
         # the term structure differs (a SAT equality obligation) but no token input was certified: undecided,
         # which the shared cascade has no case for (no obligation is unknown), so it is written here
-        unk = [r for r in obs if r.answer == "unknown"]
+        unk = [r for r in obs if r.answer == SolverAnswer.UNKNOWN]
         prov = provenance(eq)
         numbers.update(provenance_numbers(prov, eq))
         v_top = max((V for _, V in searched), default=0)
         l_top = decided_through(3, [L for L, _ in searched if all((L, v) in searched for v in range(1, v_top + 1))])
         sizes = f"L <= {l_top}, vocabulary <= {v_top}" if l_top >= 3 else "no complete (L, vocabulary) searched"
-        return Evidence(layer="solver", status="inconclusive", bound=sizes, engines=engines,
+        return Evidence(layer=Layer.SOLVER, status=Status.INCONCLUSIVE, bound=sizes, engines=engines,
                         certificate=cert, numbers=numbers, solver=prov,
                         summary=f"the term structure differs at L = {first_sat} but no certified token witness ({sizes})"
                                 + (f" ({len(unk)} unknown)" if unk else ""))

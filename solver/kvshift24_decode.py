@@ -48,9 +48,10 @@ from verify.constructions import kvshift24_pe as pe_mod
 from verify.constructions.kvshift24 import Variant, canonical_sequences
 from verify.constructions.kvshift24_pe import PE, Decode, Query, plane_exponent, symbols_in_order
 from verify.constructions.kvshift24_reference import exp_enclosure_sane
-from verify.evidence import Evidence, Status, current_settings, engine_versions
+from verify.evidence import Evidence, Layer, Status, current_settings, engine_versions
 from verify.solver.common import (
     ObligationResult,
+    SolverAnswer,
     check,
     fresh_solver,
     provenance,
@@ -142,11 +143,11 @@ def _equality_obligation(k: int, Lmax: int, var: Variant, pe: PE, dec: Decode, m
     # second way than cvc5's 'sat' (which can take its whole budget on this nonlinear encoding); an UNSAT
     # answer is solved again under the run's settings, so cvc5 confirms it
     r = check(name, build, timeout_ms, second_opinion=False, certify=False)
-    if r.answer == "sat" and current_settings().second_opinion != "always":
+    if r.answer == SolverAnswer.SAT and current_settings().second_opinion != "always":
         r.second_reason = "not run: the SAT model is re-evaluated exactly in Fractions instead"
     else:
         r = check(name, build, timeout_ms)
-    if r.answer == "sat" and "model value of ex" in r.reason:
+    if r.answer == SolverAnswer.SAT and "model value of ex" in r.reason:
         r.reason = "the model interprets ex, the positive stand-in for exp, as a table; re-checked below"
     if r.certificate_note.startswith("none (encoding beyond degree 2"):
         r.certificate_note = "none: no Farkas certificate, the encoding uses ex, an uninterpreted stand-in for exp"
@@ -377,10 +378,10 @@ def certify_input(x: Sequence[str], k: int, var: Variant, pe: PE, dec: Decode, m
         return None, [], "the Fraction enclosures do not separate decoding from the full pass"
     delta = _round_down(gap)
     boxes = _witness_obligation(pairs, x, lg, None, timeout_ms)
-    if boxes.answer != "sat":
+    if boxes.answer != SolverAnswer.SAT:
         return None, [boxes], f"the weight boxes have no model (z3 {boxes.answer}): an UNSAT would be vacuous"
     r = _witness_obligation(pairs, x, lg, delta, timeout_ms)
-    if r.answer != "unsat":
+    if r.answer != SolverAnswer.UNSAT:
         return None, [boxes, r], f"z3 {r.answer} on 'within {delta}'"
     # exact re-check outside z3 (the Fraction interval evaluation above, repeated on a fresh cache)
     again = _gap(pairs, x, _Logits(x, sigma, m, cos_box or cos_enclosure))
@@ -446,7 +447,7 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     # positive control: the raw-key cache with correct offsets must be proved equal (prefill 2 or 1)
     k0 = min(2, Lmax - 1)
     control = _equality_obligation(k0, min(Lmax, 5), var, pe, Decode(k0), m, sigma, timeout_ms)
-    if control.answer != "unsat":
+    if control.answer != SolverAnswer.UNSAT:
         problems.append(f"positive control: the raw-key cache with correct offsets (prefill {k0}) was not proved equal "
                         f"to the full pass (z3 {control.answer})")
     eq: list[ObligationResult] = []
@@ -456,8 +457,8 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
         r = _equality_obligation(k, Lmax, var, pe, dec, m, sigma, timeout_ms)
         eq.append(r)
         prefills.append(k)
-        if r.answer != "unsat":
-            first_sat = k if r.answer == "sat" else None
+        if r.answer != SolverAnswer.UNSAT:
+            first_sat = k if r.answer == SolverAnswer.SAT else None
             break
     numbers: dict[str, Any] = {"Lmax": Lmax, "prefills_checked": len(prefills), "equality_answers": [r.answer for r in eq],
                                "m": str(m), "sigma": str(sigma),
@@ -472,8 +473,8 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     if problems or first_sat is None:
         # prefills 1..hi-1 solved UNSAT, each over t <= Lmax, cover every L <= hi (a decoded query at t depends on
         # x_1..x_t only); fewer prefills than Lmax asks is inconclusive, never 'proved'
-        hi = min(Lmax, decided_through(1, [k for k, r in zip(prefills, eq) if r.answer == "unsat"]) + 1)
-        unsettled = [k for k, r in zip(prefills, eq) if r.answer != "unsat"]
+        hi = min(Lmax, decided_through(1, [k for k, r in zip(prefills, eq) if r.answer == SolverAnswer.UNSAT]) + 1)
+        unsettled = [k for k, r in zip(prefills, eq) if r.answer != SolverAnswer.UNSAT]
         short = ("" if unsettled or hi >= Lmax else
                  f"prefills k = {span([k for k in range(1, Lmax) if k not in prefills])} not checked (L <= {Lmax} asked)")
         bound = (f"every L <= {hi}, every prefill 1..L-1, every input, any positive function ex(t) in place of exp(t)"
@@ -523,7 +524,7 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     numbers["inputs_tried_before"] = tried
     prov = provenance(results)
     numbers.update(provenance_numbers(prov, results))
-    return Evidence(layer="solver", status="inconclusive", engines=engines, certificate=cert, numbers=numbers,
+    return Evidence(layer=Layer.SOLVER, status=Status.INCONCLUSIVE, engines=engines, certificate=cert, numbers=numbers,
                     details=details, solver=prov,
                     bound=(f"token inputs up to L = {max(L for L, _ in tried_sizes)}, vocabulary <= "
                            f"{max(V for _, V in tried_sizes)}" if tried_sizes else "no token input tried"),

@@ -38,7 +38,7 @@ import z3
 from verify.constructions import pe
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
 from verify.evidence import Evidence, Status, engine_versions
-from verify.solver.common import ObligationResult, check, solver_evidence
+from verify.solver.common import ObligationResult, SolverAnswer, check, solver_evidence
 
 #: the margin every realization obligation demands.  The constraints are homogeneous in the parameter,
 #: so "margin >= 1" is the strict argmax (scale the parameter); "margin >= 0" would admit ties (the zero
@@ -230,7 +230,7 @@ def _used(results: Sequence[ObligationResult], n0: int) -> list[dict]:
 
 def _prop1_argument(results: Sequence[ObligationResult], carried: dict[int, int], reached: int) -> str:
     """How the lengths 3..reached were decided, in one line (solved per length, or carried by inclusion)."""
-    solved = [int(r.name.split("n = ")[1].split(" ")[0]) for r in results if r.answer == "unsat"]
+    solved = [int(r.name.split("n = ")[1].split(" ")[0]) for r in results if r.answer == SolverAnswer.UNSAT]
     if not carried:
         return f"one solve per length, n = {_ranges(solved) or 'none'}"
     parts = []
@@ -297,9 +297,9 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
         res = prop1_obligation(family, n, timeout_ms)
         results.append(res)
         total += res.seconds
-        if res.answer == "unknown":
+        if res.answer == SolverAnswer.UNKNOWN:
             break
-        if res.answer == "sat":
+        if res.answer == SolverAnswer.SAT:
             W = _shape(family, n, _theta_from_model(res.model, family.dim(n) ** 2))
             ok, mg = recheck_exact(family, get_task("prev"), W, n, n)
             witness = {"n": n, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg),
@@ -315,16 +315,16 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     ctl = prop1_obligation(control, nc, timeout_ms)
     ctl_ok = False
     ctl_w: dict[str, Any] | None = None
-    if ctl.answer == "sat":
+    if ctl.answer == SolverAnswer.SAT:
         W = _shape(control, nc, _theta_from_model(ctl.model, control.dim(nc) ** 2))
         ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
         ctl_w = {"n": nc, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg)}
     cert = {"obligations": [_record(r) for r in results],
             "control": {"name": ctl.name, "answer": ctl.answer, "seconds": ctl.seconds, "witness": ctl_w,
                         "witness_rechecked_exact": ctl_ok}}
-    solved = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    solved = {a: sum(r.answer == a for r in results) for a in SolverAnswer}
     # per length: a solved obligation's answer, or UNSAT carried by a certificate's rows (inclusion)
-    counts = {**solved, "unsat": solved["unsat"] + len(carried)}
+    counts = {**solved, SolverAnswer.UNSAT: solved[SolverAnswer.UNSAT] + len(carried)}
     argument = _prop1_argument(results, carried, reached)
     cert["inclusion"] = [{"certified_at": n0, "rows_used": len(_used(results, n0)),
                           "lengths": _ranges([n for n, m in carried.items() if m == n0])}
@@ -340,7 +340,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
                  + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok and ctl_w else "")])
     # the claim-specific cascade: an exactly re-checked witness refutes; a witness that fails its re-check, or
     # (when every obligation was answered) a control that is not SAT, is an error; the rest is solver_evidence's
-    unknown = [r for r in results if r.answer == "unknown"]
+    unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
     refuted = None
     problems: list[str] = []
     if witness is not None and witness["recheck_ok"]:
@@ -372,7 +372,7 @@ class T2Obligation:
     L0: int
     L: int
     peak: int | None  # condition (ii): strict unique global maximiser at delta* = peak (< L0); None = no condition
-    expect: str       # "unsat" or "sat"
+    expect: SolverAnswer  # what the statement needs: UNSAT or SAT
 
 
 def t2_rows(task: Task, L0: int, L: int, family: Family, window: int) -> list[tuple[Fraction, ...]]:
@@ -409,7 +409,7 @@ def t2_obligation(ob: T2Obligation, family: Family, timeout_ms: int,
     name = f"{family.name} kernel realizes {ob.task} at L0 = {ob.L0} and L = {ob.L}{cond}"
     res = lp_obligation(name, rows, family.dim(window), timeout_ms, sat_rechecked=True)  # re-checked below
     wit = None
-    if res.answer == "sat":
+    if res.answer == SolverAnswer.SAT:
         k = _theta_from_model(res.model, family.dim(window))
         ok0, m0 = recheck_exact(family, task, k, ob.L0, window)
         ok1, m1 = recheck_exact(family, task, k, ob.L, window)
@@ -441,7 +441,7 @@ def reverse_control(L0: int, L: int, timeout_ms: int) -> dict[str, Any]:
     res = lp_obligation(name, rows, dim, timeout_ms, sat_rechecked=True)  # re-checked below
     out = {"name": name, "answer": res.answer, "seconds": res.seconds, "recheck_ok": False,
            "min_margin_L0": None, "min_margin_L": None}
-    if res.answer == "sat":
+    if res.answer == SolverAnswer.SAT:
         W = _shape(fam, L, _theta_from_model(res.model, dim))
         ok0, m0 = recheck_exact(fam, task, W, L0, L)
         ok1, m1 = recheck_exact(fam, task, W, L, L)
@@ -456,11 +456,11 @@ def default_t2_obligations(K: int, lengths: Sequence[tuple[int, int]]) -> list[T
     for L0, L in lengths:
         for task in ("copy", "reverse"):
             for peak in range(L0):
-                obs.append(T2Obligation(task, L0, L, peak, "unsat"))
-        obs.append(T2Obligation("copy", L0, L, None, "sat"))
-        obs.append(T2Obligation("prev", L0, L, 1, "sat"))
+                obs.append(T2Obligation(task, L0, L, peak, SolverAnswer.UNSAT))
+        obs.append(T2Obligation("copy", L0, L, None, SolverAnswer.SAT))
+        obs.append(T2Obligation("prev", L0, L, 1, SolverAnswer.SAT))
         if K < L0:
-            obs.append(T2Obligation(f"skip-{K}", L0, L, K, "sat"))
+            obs.append(T2Obligation(f"skip-{K}", L0, L, K, SolverAnswer.SAT))
     return obs
 
 
@@ -495,8 +495,8 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     vacuous: list[str] = []
     rows_cache: dict = {}  # realization rows per (family, task, L0, L), shared by the peaks' obligations
     for ob in obs:
-        if not unique_max and ob.expect == "unsat":
-            ob = T2Obligation(ob.task, ob.L0, ob.L, None, "unsat")
+        if not unique_max and ob.expect == SolverAnswer.UNSAT:
+            ob = T2Obligation(ob.task, ob.L0, ob.L, None, SolverAnswer.UNSAT)
             if any(o.task == ob.task and o.L0 == ob.L0 and o.peak is None for o in rows_out):
                 continue
         res, wit = t2_obligation(ob, family, timeout_ms, rows_cache)
@@ -504,14 +504,14 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
         rows_out.append(ob)
         if wit is not None:
             witnesses.append(wit)
-        if ob.expect == "unsat" and res.answer == "sat" and wit and wit["recheck_ok"] and refuting is None:
+        if ob.expect == SolverAnswer.UNSAT and res.answer == SolverAnswer.SAT and wit and wit["recheck_ok"] and refuting is None:
             refuting = wit
-        if ob.expect == "sat" and res.answer == "unsat":
+        if ob.expect == SolverAnswer.SAT and res.answer == SolverAnswer.UNSAT:
             vacuous.append(res.name)
     info: list[dict[str, Any]] = []
     for fam in extra_families:
         for L0, L in lengths:
-            res, wit = t2_obligation(T2Obligation("prev", L0, L, None, "sat"), fam, timeout_ms)
+            res, wit = t2_obligation(T2Obligation("prev", L0, L, None, SolverAnswer.SAT), fam, timeout_ms)
             info.append({"name": res.name, "answer": res.answer, "seconds": res.seconds, "witness": wit})
     # positive control of the reverse encoding: the same constraint rows with one-hot absolute features
     # (every position < L trained) are SAT at both lengths of the first pair, so reverse's UNSAT is about
@@ -520,15 +520,15 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     # reverse without the condition (informational): unrealizable by any relative kernel?
     rev_free: list[dict[str, Any]] = []
     for L0, L in lengths:
-        res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, "unsat"), family, timeout_ms, rows_cache)
+        res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, SolverAnswer.UNSAT), family, timeout_ms, rows_cache)
         rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
     cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
             "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free,
             "reverse_control": rev_ctl}
-    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    counts = {a: sum(r.answer == a for r in results) for a in SolverAnswer}
     # the pairs the statement may name: copy and reverse solved under (ii) at every peak delta* < L0 (from the
     # obligations actually run, against the requirement written here, not against default_t2_obligations)
-    ran = {(o.task, o.L0, o.L, o.peak) for o, r in zip(rows_out, results) if r.answer != "unknown"}
+    ran = {(o.task, o.L0, o.L, o.peak) for o, r in zip(rows_out, results) if r.answer != SolverAnswer.UNKNOWN}
     covered = [(L0, L) for L0, L in lengths
                if all((t, L0, L, pk) in ran for t in ("copy", "reverse") for pk in (range(L0) if unique_max else [None]))]
     missing = [(L0, L) for L0, L in lengths if (L0, L) not in covered]
@@ -545,10 +545,10 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
             cond = [r.answer for r, o in sub if o.task == task and o.peak is not None]
             if cond:
                 details.append(f"{task} at L0 = {L0}, L = {L} under (ii), every delta* < {L0}: "
-                               f"{'UNSAT' if all(a == 'unsat' for a in cond) else ', '.join(sorted(set(cond))).upper()} "
+                               f"{'UNSAT' if all(a == SolverAnswer.UNSAT for a in cond) else ', '.join(sorted(set(cond))).upper()} "
                                f"({len(cond)} obligations)")
         for r, o in sub:
-            if o.peak is None or o.expect == "sat":
+            if o.peak is None or o.expect == SolverAnswer.SAT:
                 details.append(f"{r.name}: {r.answer.upper()}")
     details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in rev_free + info]
     details.append(f"positive control: {rev_ctl['name']}: {rev_ctl['answer'].upper()}"
@@ -562,7 +562,7 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     # the claim-specific cascade: an exactly re-checked kernel on an expected-UNSAT obligation refutes; when every
     # obligation was answered, an expected-SAT obligation that is UNSAT, a failed positive control or a witness
     # that does not re-check is an error; the rest is solver_evidence's
-    unknown = [r for r in results if r.answer == "unknown"]
+    unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
     refuted = None
     problems: list[str] = []
     if refuting is not None:

@@ -25,10 +25,11 @@ import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
+from verify.solver.common import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
 
 #: cost cap of the exact rank (rows x cols x min(rows, cols) Fraction operations); above it, numpy's SVD rank
@@ -174,11 +175,7 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
     t0 = time.perf_counter()
     r = family.dim(window)
     dim = r if family.kind == "relative" else r * r
-    extra: list[tuple[tuple, Fraction]] = []
-    if fixed is not None:
-        for a, v in enumerate(fixed):
-            e = tuple(Fraction(int(b == a)) for b in range(dim))
-            extra += [(e, Fraction(v)), (tuple(-x for x in e), -Fraction(v))]
+    extra = _pinned_rows(fixed, dim)
     cache: dict = {}
     solved: dict[int, Any] = {}
 
@@ -194,75 +191,104 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
     dec = Decision([])
     lengths = list(range(min_L, N + 1))
     res_N, _ = solve(N)
-    if res_N.answer == "sat":
-        first_bad = None
-    elif res_N.answer == "unsat":
-        lo, hi = min_L, N  # invariant: hi infeasible; find the smallest infeasible length
-        if solve(lo)[0].answer == "unsat":
-            hi = lo
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            ans = solve(mid)[0].answer
-            if ans == "unsat":
-                hi = mid
-            elif ans == "sat":
-                lo = mid
-            else:
-                break
-        first_bad = hi
-    else:
-        first_bad = -1
+    first_bad = _first_infeasible(solve, res_N.answer, min_L, N)
     for res, _rows in solved.values():
         dec.obligations.append(res.summary() if callable(getattr(res, "summary", None)) else {"name": res.name})
-    if first_bad == -1 or any(solved[k][0].answer not in ("sat", "unsat") for k in solved):
+    if first_bad == -1 or any(solved[k][0].answer not in (SolverAnswer.SAT, SolverAnswer.UNSAT) for k in solved):
         for ell in lengths:
             dec.answers.append(LengthAnswer(ell, None, note=f"solver: {res_N.answer} ({res_N.reason})"))
         dec.seconds = time.perf_counter() - t0
         return dec
     good = lengths if first_bad is None else [ell for ell in lengths if ell < first_bad]
     if good:
-        top = max(good)
-        res, _ = solve(top)
-        if res.answer != "sat" or res.reason:
+        res, _ = solve(max(good))
+        if res.answer != SolverAnswer.SAT or res.reason:
             for ell in lengths:
-                dec.answers.append(LengthAnswer(ell, None, note=f"no exact model at {top} ({res.reason})"))
+                dec.answers.append(LengthAnswer(ell, None, note=f"no exact model at {max(good)} ({res.reason})"))
             dec.seconds = time.perf_counter() - t0
             return dec
-        theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
-        param = _shape(family, window, theta)
-        margins = _recheck_all(family, task, param, good, window, margin)
-        ok_all = all(m is None or (m >= margin and bool(pe.attends(m))) for m in margins.values())
-        fixed_ok = fixed is None or [Fraction(x) for x in theta] == [Fraction(x) for x in fixed]
-        dec.witnesses["W1"] = {"found_at_length": top, "param": _strings(param), "shape": list(
-            family.param_shape(window)), "rechecked_exact": ok_all and fixed_ok,
-            "min_margin_by_length": {str(k): (None if v is None else str(v)) for k, v in margins.items()}}
-        for ell in good:
-            m = margins[ell]
-            okl = (m is None or (m >= margin and bool(pe.attends(m)))) and fixed_ok
-            dec.answers.append(LengthAnswer(ell, True if okl else None, witness="W1", min_margin=m,
-                                            note="" if okl else "the solver's parameter failed the exact re-check"))
+        _cite_witness(dec, res, family, task, good, window, margin, dim, fixed)
     if first_bad is not None:
-        res, rows = solve(first_bad)
-        cert = res.certificate
-        if cert is None or not cert.get("checked"):
-            for ell in lengths:
-                if ell >= first_bad:
-                    dec.answers.append(LengthAnswer(ell, None, note="solver: unsat without a checked Farkas certificate "
-                                                    f"({res.certificate_note or (cert or {}).get('check', '')})"))
-        else:
-            used = used_rows(cert)
-            dec.certificates["C1"] = {"length": first_bad, "obligation": res.name, "certificate": cert,
-                                      "rows_used": len(used)}
-            for ell in lengths:
-                if ell < first_bad:
-                    continue
-                # the certificate's rows must be constraints of this length too (exact membership)
-                inside = rows_present(used, cumulative_rows(family, task, ell, window, cache), margin, dim, extra)
-                dec.answers.append(LengthAnswer(ell, False if inside else None, certificate="C1",
-                                                note="" if inside else "certificate rows not found at this length"))
+        res, _rows = solve(first_bad)
+        _cite_certificate(dec, res, first_bad, lengths, lambda used, ell: rows_present(
+            used, cumulative_rows(family, task, ell, window, cache), margin, dim, extra))
     dec.answers.sort(key=lambda a: a.L)
     dec.seconds = time.perf_counter() - t0
     return dec
+
+
+def _pinned_rows(fixed: Sequence[Fraction] | None, dim: int) -> list[tuple[tuple, Fraction]]:
+    """The equality rows (as two inequalities each) that pin the parameter to ``fixed``; none when not given."""
+    extra: list[tuple[tuple, Fraction]] = []
+    if fixed is not None:
+        for a, v in enumerate(fixed):
+            e = tuple(Fraction(int(b == a)) for b in range(dim))
+            extra += [(e, Fraction(v)), (tuple(-x for x in e), -Fraction(v))]
+    return extra
+
+
+def _first_infeasible(solve: Callable[[int], Any], answer_N: SolverAnswer, min_L: int, N: int) -> int | None:
+    """The first length whose system is infeasible, by bisection on min_L..N (the answers are monotone in
+    the length): None when the system at N is feasible, -1 when the solver did not decide at N."""
+    if answer_N == SolverAnswer.SAT:
+        return None
+    if answer_N != SolverAnswer.UNSAT:
+        return -1
+    lo, hi = min_L, N  # invariant: hi infeasible; find the smallest infeasible length
+    if solve(lo)[0].answer == SolverAnswer.UNSAT:
+        hi = lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        ans = solve(mid)[0].answer
+        if ans == SolverAnswer.UNSAT:
+            hi = mid
+        elif ans == SolverAnswer.SAT:
+            lo = mid
+        else:
+            break
+    return hi
+
+
+def _cite_witness(dec: Decision, res: Any, family: Family, task: Task, good: Sequence[int], window: int,
+                  margin: Fraction, dim: int, fixed: Sequence[Fraction] | None) -> None:
+    """Record the parameter the solver found at the longest feasible length as witness W1, re-checked
+    exactly at every length in ``good``, and the answer it gives each of those lengths."""
+    theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
+    param = _shape(family, window, theta)
+    margins = _recheck_all(family, task, param, good, window, margin)
+    ok_all = all(m is None or (m >= margin and bool(pe.attends(m))) for m in margins.values())
+    fixed_ok = fixed is None or [Fraction(x) for x in theta] == [Fraction(x) for x in fixed]
+    dec.witnesses["W1"] = {"found_at_length": max(good), "param": _strings(param), "shape": list(
+        family.param_shape(window)), "rechecked_exact": ok_all and fixed_ok,
+        "min_margin_by_length": {str(k): (None if v is None else str(v)) for k, v in margins.items()}}
+    for ell in good:
+        m = margins[ell]
+        okl = (m is None or (m >= margin and bool(pe.attends(m)))) and fixed_ok
+        dec.answers.append(LengthAnswer(ell, True if okl else None, witness="W1", min_margin=m,
+                                        note="" if okl else "the solver's parameter failed the exact re-check"))
+
+
+def _cite_certificate(dec: Decision, res: Any, first_bad: int, lengths: Sequence[int],
+                      present: Callable[[list[dict], int], bool]) -> None:
+    """Record the Farkas certificate found at the first infeasible length as C1 and the answer it gives
+    every length from there on (``present(used, ell)``: the rows it uses are constraints of length ell too)."""
+    cert = res.certificate
+    if cert is None or not cert.get("checked"):
+        for ell in lengths:
+            if ell >= first_bad:
+                dec.answers.append(LengthAnswer(ell, None, note="solver: unsat without a checked Farkas certificate "
+                                                f"({res.certificate_note or (cert or {}).get('check', '')})"))
+        return
+    used = used_rows(cert)
+    dec.certificates["C1"] = {"length": first_bad, "obligation": res.name, "certificate": cert,
+                              "rows_used": len(used)}
+    for ell in lengths:
+        if ell < first_bad:
+            continue
+        # the certificate's rows must be constraints of this length too (exact membership)
+        inside = present(used, ell)
+        dec.answers.append(LengthAnswer(ell, False if inside else None, certificate="C1",
+                                        note="" if inside else "certificate rows not found at this length"))
 
 
 _THETA = re.compile(r"^theta_(0|[1-9][0-9]*)$")
@@ -360,45 +386,94 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
         dict with ``min`` / ``max`` (alpha values or None when unknown), ``how``, the re-checked
         witnesses, ``attainable`` (alpha values, or None when not enumerated) and ``new_rows``.
     """
-    import z3
-
-    from verify.solver.common import SOLVER_SEED, solve, to_fraction
-
     t0 = time.perf_counter()
     r = family.dim(window)
-    dim = r if family.kind == "relative" else r * r
-    eq_rows = logit_rows(family, L0, window)
     new_rows = [i for i in task.rows(L) if i >= L0]
-    per_row = {i: realize_rows(family, task, L, window, rows=[i]) for i in new_rows}
-    theta0 = [Fraction(x) for x in theta0]
+    prob = _AlphaProblem(family, task, L, window, dim=r if family.kind == "relative" else r * r,
+                         eq_rows=logit_rows(family, L0, window), new_rows=new_rows,
+                         per_row={i: realize_rows(family, task, L, window, rows=[i]) for i in new_rows},
+                         theta0=[Fraction(x) for x in theta0], timeout_ms=timeout_ms)
+    n = len(new_rows)
+    out: dict[str, Any] = {"new_rows": n, "how": "solver bound: z3 Optimize (exact linear real arithmetic with one "
+                           "Boolean per new row); each attaining parameter re-checked in fractions.Fraction; "
+                           "optimality is z3's answer", "witnesses": {}}
+    for goal in ("min", "max"):
+        ans, th = prob.run(goal)
+        if th is None:
+            out[goal] = None
+            out["witnesses"][goal] = {"answer": ans}
+            continue
+        same, npass = prob.exact_eval(th)
+        out[goal] = npass / n if n else None
+        out["witnesses"][goal] = {"param": _strings(_shape(family, window, th)), "same_L0_logits_exact": same,
+                                  "passed_rows_exact": npass}
+    if 0 < n <= enumerate_max:
+        out["attainable"] = prob.attainable()
+        out["attainable_how"] = ("exact enumeration: for each count c = 0..n a z3 check of 'exactly c new rows pass', "
+                                 "the model re-checked in Fractions")
+    else:
+        out["attainable"] = None
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    return out
 
-    def build(ctx: z3.Context, s: Any) -> tuple[list, list]:
-        th = [z3.Real(f"theta_{a}", ctx) for a in range(dim)]
+
+@dataclass
+class _AlphaProblem:
+    """The optimisation :func:`alpha_range` solves: theta with the masked L0 logits of theta0 (``eq_rows``),
+    and for each new row the margin rows (``per_row``) that decide whether it passes."""
+
+    family: Family
+    task: Task
+    L: int
+    window: int
+    dim: int
+    eq_rows: list[tuple[Fraction, ...]]
+    new_rows: list[int]
+    per_row: dict[int, list]
+    theta0: list[Fraction]
+    timeout_ms: int
+    ar: FractionArith = field(default_factory=lambda: FractionArith(0))
+    feats: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.feats = [self.family.features(m, self.window, self.ar) for m in range(self.L)]
+
+    def build(self, ctx: Any, s: Any) -> tuple[list, list]:
+        """Declare theta in ``ctx``, assert the L0 logits on ``s``; return theta and each new row's pass condition."""
+        import z3
+
+        th = [z3.Real(f"theta_{a}", ctx) for a in range(self.dim)]
 
         def lin(c: Sequence[Fraction]) -> Any:
             terms = [z3.RealVal(f"{Fraction(x).numerator}/{Fraction(x).denominator}", ctx) * th[a]
                      for a, x in enumerate(c) if x != 0]
             return z3.Sum(terms) if terms else z3.RealVal(0, ctx)
 
-        for c in eq_rows:
-            v = sum((Fraction(x) * y for x, y in zip(c, theta0)), Fraction(0))
+        for c in self.eq_rows:
+            v = sum((Fraction(x) * y for x, y in zip(c, self.theta0)), Fraction(0))
             s.add(lin(c) == z3.RealVal(f"{v.numerator}/{v.denominator}", ctx))
         passes = []
-        for i in new_rows:
-            conds = [lin(d) > 0 for d in per_row[i]]
+        for i in self.new_rows:
+            conds = [lin(d) > 0 for d in self.per_row[i]]
             passes.append(z3.And(conds) if conds else z3.BoolVal(True, ctx))
         return th, passes
 
-    def run(goal: str, count: int | None = None) -> tuple[str, list[Fraction] | None]:
+    def run(self, goal: str, count: int | None = None) -> tuple[SolverAnswer, list[Fraction] | None]:
+        """Minimise (``"min"``) or maximise (``"max"``) the number of passing new rows, or (``"count"``) ask
+        for exactly ``count`` of them; the answer and, when SAT, the exact parameter."""
+        import z3
+
+        from verify.solver.common import SOLVER_SEED, solve, to_fraction
+
         ctx = z3.Context()
         if goal == "count":
             s = z3.Solver(ctx=ctx)
         else:
             s = z3.Optimize(ctx=ctx)
-        s.set("timeout", int(timeout_ms))
+        s.set("timeout", int(self.timeout_ms))
         if goal == "count":
             s.set("random_seed", SOLVER_SEED)
-        th, passes = build(ctx, s)
+        th, passes = self.build(ctx, s)
         total = z3.Sum([z3.If(p, z3.IntVal(1, ctx), z3.IntVal(0, ctx)) for p in passes]) if passes else z3.IntVal(0, ctx)
         if goal == "max":
             s.maximize(total)
@@ -408,59 +483,38 @@ def alpha_range(family: Family, task: Task, L0: int, L: int, window: int, theta0
             s.add(total == count)
         ans = solve(s)
         if ans != z3.sat:
-            return str(ans), None
+            return SolverAnswer(str(ans)), None
         m = s.model()
         try:
-            return "sat", [to_fraction(m.eval(x, model_completion=True)) for x in th]
+            return SolverAnswer.SAT, [to_fraction(m.eval(x, model_completion=True)) for x in th]
         except ValueError:
-            return "unknown", None
+            return SolverAnswer.UNKNOWN, None
 
-    ar = FractionArith(0)
-    feats = [family.features(m, window, ar) for m in range(L)]
-
-    def exact_eval(theta: Sequence[Fraction]) -> tuple[bool, int]:
+    def exact_eval(self, theta: Sequence[Fraction]) -> tuple[bool, int]:
+        """In Fractions: does ``theta`` give the L0 logits of theta0, and how many new rows pass?"""
         same = all(sum((x * y for x, y in zip(c, theta)), Fraction(0)) ==
-                   sum((x * y for x, y in zip(c, theta0)), Fraction(0)) for c in eq_rows)
-        param = _shape(family, window, theta)
+                   sum((x * y for x, y in zip(c, self.theta0)), Fraction(0)) for c in self.eq_rows)
+        param = _shape(self.family, self.window, theta)
         npass = 0
-        for i in new_rows:
-            mg = pe.exact_row_margin(family, task, param, i, L, window, ar, feats)
+        for i in self.new_rows:
+            mg = pe.exact_row_margin(self.family, self.task, param, i, self.L, self.window, self.ar, self.feats)
             npass += bool(mg is None or pe.attends(mg))
         return same, npass
 
-    n = len(new_rows)
-    out: dict[str, Any] = {"new_rows": n, "how": "solver bound: z3 Optimize (exact linear real arithmetic with one "
-                           "Boolean per new row); each attaining parameter re-checked in fractions.Fraction; "
-                           "optimality is z3's answer", "witnesses": {}}
-    for goal in ("min", "max"):
-        ans, th = run(goal)
-        if th is None:
-            out[goal] = None
-            out["witnesses"][goal] = {"answer": ans}
-            continue
-        same, npass = exact_eval(th)
-        out[goal] = npass / n if n else None
-        out["witnesses"][goal] = {"param": _strings(_shape(family, window, th)), "same_L0_logits_exact": same,
-                                  "passed_rows_exact": npass}
-    if 0 < n <= enumerate_max:
+    def attainable(self) -> list[float] | None:
+        """Every alpha value some parameter attains (one check per count 0..n, each model re-checked); None
+        when some count's check was unknown (no list is claimed then)."""
+        n = len(self.new_rows)
         att: list[float] = []
-        complete = True  # False when some count's check was unknown: no list is claimed then
         for c in range(n + 1):
-            ans, th = run("count", c)
+            ans, th = self.run("count", c)
             if th is not None:
-                same, npass = exact_eval(th)
+                same, npass = self.exact_eval(th)
                 if same and npass == c:
                     att.append(c / n)
-            elif ans == "unknown":
-                complete = False
-                break
-        out["attainable"] = att if complete else None
-        out["attainable_how"] = ("exact enumeration: for each count c = 0..n a z3 check of 'exactly c new rows pass', "
-                                 "the model re-checked in Fractions")
-    else:
-        out["attainable"] = None
-    out["seconds"] = round(time.perf_counter() - t0, 3)
-    return out
+            elif ans == SolverAnswer.UNKNOWN:
+                return None
+        return att
 
 
 __all__ = ["decide_lengths", "Decision", "LengthAnswer", "alpha_range", "exact_rank", "matrix_rank", "logit_rows",

@@ -210,7 +210,7 @@ def recheck_file(path: Path, data: bytes | None = None) -> tuple[bool, str]:
         return False, f"a certificate file holds a JSON object, not {type(doc).__name__}"
     if doc.get("format") not in (None, "verify-certificate/1"):
         return False, f"unknown certificate format {doc.get('format')!r}"
-    if doc.get("answer") not in (None, "unsat"):
+    if doc.get("answer") not in (None, "unsat"):  # the JSON text of SolverAnswer.UNSAT; this checker imports no solver
         return False, f"a certificate file must record an UNSAT answer, not {doc.get('answer')!r}"
     try:
         cert = doc["certificate"]

@@ -55,8 +55,8 @@ from verify.constructions.bilinear import (
     show,
     wE,
 )
-from verify.evidence import Evidence, SolverProvenance, current_settings, engine_versions
-from verify.solver.common import ObligationResult, check, provenance_numbers, rval, solver_evidence
+from verify.evidence import Evidence, Layer, SolverProvenance, Status, current_settings, engine_versions
+from verify.solver.common import ObligationResult, SolverAnswer, check, provenance_numbers, rval, solver_evidence
 
 EPS = sp.Symbol("eps", nonnegative=True)
 
@@ -175,7 +175,7 @@ def _check_rows(
         if self_check and not label.endswith("model score"):  # the encoding self-check once per score function
             r1 = _bound_obligation(label, score, s0, B, eps, timeout_ms)
             results.append(r1)
-            if r1.answer == "sat":
+            if r1.answer == SolverAnswer.SAT:
                 problems.append(f"the triangle bound failed at {label} (encoding bug)")
 
         def statement(ctx: z3.Context, score=score, target=target, A=A):
@@ -190,11 +190,11 @@ def _check_rows(
 
         r2 = check(f"|S - target| > A(eps) or sign(S) != sign(target) at {label}", statement, timeout_ms)
         results.append(r2)
-        if r2.answer == "sat" and witness is None:
+        if r2.answer == SolverAnswer.SAT and witness is None:
             witness = _recheck_witness(label, score, target, A, eps, family, r2)
             if witness is None:
                 # the relaxation admits a violation but no real family was exhibited
-                r2.answer, r2.reason = "unknown", "SAT only in the Gram relaxation (witness Gram matrix not PSD)"
+                r2.answer, r2.reason = SolverAnswer.UNKNOWN, "SAT only in the Gram relaxation (witness Gram matrix not PSD)"
     return results, witness, problems, vacuous
 
 
@@ -270,14 +270,14 @@ def _separation(score_aw, score_tr, B_aw, B_tr, eps: Fraction, timeout_ms,
         # cvc5 can take seconds on this nonlinear system and would only repeat the answer)
         policy = None if current_settings().second_opinion == "always" else "never"  # an explicit 'always' still runs cvc5
         res = check(f"S_as-written >= S_transposed at eps = {thr} (tightness)", tight, timeout_ms, second_opinion=policy)
-        if res.answer == "sat":
+        if res.answer == SolverAnswer.SAT:
             mg = ModelGram(res.model)
             inside = all(abs(x) <= thr_q for x in res.model.values()) and not res.reason
             if inside and score_aw(mg) >= score_tr(mg):
                 if not res.second_answer:
                     res.second_reason = "not run: the SAT model re-checked exactly in fractions.Fraction"
             else:
-                res.answer, res.reason = "unknown", "the SAT model did not re-check exactly in fractions.Fraction"
+                res.answer, res.reason = SolverAnswer.UNKNOWN, "the SAT model did not re-check exactly in fractions.Fraction"
         out.append(res)
     return thr, out, info
 
@@ -286,7 +286,7 @@ def _proved_reading_bound(results: Sequence[ObligationResult], label: str, orien
     """Which separation bound the variant's own (bound) obligation at token 1 already proved:
     its reading is the as-written display for ``as-written`` and the repaired reading
     (transposed display, or query^T W_K key) otherwise."""
-    done = any(r.name == f"|S - S_0| > B(eps) at {label}" and r.answer == "unsat" for r in results)
+    done = any(r.name == f"|S - S_0| > B(eps) at {label}" and r.answer == SolverAnswer.UNSAT for r in results)
     return frozenset({"as-written" if orientation == "as-written" else "repaired"} if done else ())
 
 
@@ -296,7 +296,7 @@ def _evidence(kind: str, results: list[ObligationResult], witness: dict[str, Any
     """The solver evidence of ``kind`` (theorem2 or eq14) through :func:`verify.solver.common.solver_evidence`:
     a triangle-bound obligation that is SAT, a separation below the threshold that is not UNSAT, or bounds that
     do not separate are encoding problems (an error) unless an obligation is unknown (inconclusive)."""
-    counts = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    counts = {a: sum(r.answer == a for r in results) for a in SolverAnswer}
     numbers = {"obligations": len(results), "answers": counts, "eps": str(eps),
                "separation_threshold_eps": str(thr) if thr is not None else "none",
                "solver_seconds": round(sum(r.seconds for r in results + sep_results), 3)}
@@ -316,10 +316,10 @@ def _evidence(kind: str, results: list[ObligationResult], witness: dict[str, Any
                           "orientation; choose eps < eps*")
     problems = list(problems)
     everything = list(results) + list(sep_results)
-    if not any(r.answer == "unknown" for r in everything):  # an unknown obligation is inconclusive, not an encoding bug
-        if not all(r.answer == "unsat" for r in results if r.name.startswith("|S - S_0|")):
+    if not any(r.answer == SolverAnswer.UNKNOWN for r in everything):  # an unknown obligation is inconclusive, not an encoding bug
+        if not all(r.answer == SolverAnswer.UNSAT for r in results if r.name.startswith("|S - S_0|")):
             problems.append("a triangle-bound obligation was SAT")
-        if not all(r.answer == "unsat" for r in sep_results if "tightness" not in r.name):
+        if not all(r.answer == SolverAnswer.UNSAT for r in sep_results if "tightness" not in r.name):
             problems.append("separation below the threshold was not UNSAT (encoding bug)")
         if sep_info and not sep_info["holds"]:
             problems.append(f"below eps* = {thr} the triangle bounds do not separate the scores at eps = {eps}: as-written "
@@ -339,7 +339,7 @@ REL_TOL = Fraction(1, 2)
 
 def _exact_refutation(summary: str, witness: dict[str, Any]) -> Evidence:
     """A refutation decided in exact arithmetic without a solver call (said so in the evidence)."""
-    return Evidence(layer="solver", status="refuted", witness=witness, engines={},
+    return Evidence(layer=Layer.SOLVER, status=Status.REFUTED, witness=witness, engines={},
                     numbers={"decided_by": "fractions.Fraction on the orthonormal family (no solver call)"},
                     summary=summary + " (decided in exact arithmetic; no solver call)")
 
@@ -368,7 +368,7 @@ def _probe(rows, family: Sequence[Vec], eps: Fraction, timeout_ms: int, coeffs: 
                                "construction could leave its allowance, so the probe would not isolate index faults")
             return [], None, info
     results, witness, _problems, _vacuous = _check_rows(rows, family, eps, timeout_ms, self_check=False)
-    info["answers"] = {a: sum(r.answer == a for r in results) for a in ("unsat", "sat", "unknown")}
+    info["answers"] = {a: sum(r.answer == a for r in results) for a in SolverAnswer}
     return results, witness, info
 
 

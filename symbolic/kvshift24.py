@@ -62,7 +62,7 @@ from verify.constructions.kvshift24 import (
     witness_text,
 )
 from verify.constructions.kvshift24 import t1_masks as t1_masks_named
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Status, engine_versions
 
 M = sp.Symbol("m", nonnegative=True)
 SIGMA = sp.Symbol("sigma", positive=True)
@@ -515,29 +515,29 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
         f"(g(i) = <x_L, x_i>, the query's product with key x_i; x(i) = x_i; dist = the ALiBi distance L - s)",
         ref.summary_line(xc, "IH and KVSA values (this variant, the repaired one, a numerator != normaliser table)"),
     ]
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers, details=details)
     numbers["decomposition_matches_tables"] = dec["tables_ok"]
     if not xc["ok"]:
-        return Evidence(status="error", summary=(f"the symbolic evaluation of the construction disagrees with an "
-                                                 f"independent evaluation of Definition 1 / Eqs. 4-6 on fixed inputs "
-                                                 f"({len(xc['problems'])} values); first: {xc['problems'][0]}"), **base)
+        return Evidence(status=Status.ERROR, summary=(f"the symbolic evaluation of the construction disagrees with an "
+                                                      f"independent evaluation of Definition 1 / Eqs. 4-6 on fixed inputs "
+                                                      f"({len(xc['problems'])} values); first: {xc['problems'][0]}"), **base)
     if dec["other_variants_failed"]:
-        return Evidence(status="error", summary=(f"the four-piece decomposition does not describe the term tables of "
-                                                 f"{', '.join(dec['other_variants_failed'])}"), **base)
+        return Evidence(status=Status.ERROR, summary=(f"the four-piece decomposition does not describe the term tables of "
+                                                      f"{', '.join(dec['other_variants_failed'])}"), **base)
     # summands: same key and ALiBi distance; values equal, or equal up to the scalar b1 when
     # b1 = 1 at this sigma (a value taken from another position is never excused)
     term_ok = (tw["key_equal"] and tw["dist_equal"] and tw["value_equal_up_to_scale"]
                and (tw["value_equal"] or sigma == 1 or facts["b1"] == "1"))
     if not nonzero and term_ok and dec["tables_ok"]:
-        return Evidence(status="proved", bound=(f"every L >= 3 and every input (symbolic index s, symbolic L), sigma = {sigma}; "
-                                                f"the pieces checked against the term tables for L = "
-                                                f"{DECOMPOSITION_LS.start}..{DECOMPOSITION_LS.stop - 1}"),
+        return Evidence(status=Status.PROVED, bound=(f"every L >= 3 and every input (symbolic index s, symbolic L), sigma = {sigma}; "
+                                                     f"the pieces checked against the term tables for L = "
+                                                     f"{DECOMPOSITION_LS.start}..{DECOMPOSITION_LS.stop - 1}"),
                         summary=(f"KVSA[{var.name}] = IH exactly for every L and input at sigma = {sigma}: no boundary "
                                  f"term, same normaliser, value scale 1, summands equal term by term for symbolic s"), **base)
     first = smallest_witness(var, Fraction(m), Fraction(sigma))
     if first is None:
         why = f"nonzero pieces {nonzero}" if nonzero else "the summand check or the table check failed"
-        return Evidence(status="error", summary=f"{why} but no concrete witness up to L = 5", **base)
+        return Evidence(status=Status.ERROR, summary=f"{why} but no concrete witness up to L = 5", **base)
     w, scale_w = first, None
     if not facts["masked"] and scale_only(first["KVSA"], first["IH"], sigma):
         # the smallest input shows only b1 = 1/sigma; headline the smallest one that shows the boundary terms
@@ -548,8 +548,8 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
                    for p in _witness_problems(ww, var, Fraction(m), Fraction(sigma), dec, nonzero, facts, tw)]
     numbers["witness_explained"] = not unexplained
     if unexplained:
-        return Evidence(status="error", summary=(f"a witness was found but the layer cannot explain it: "
-                                                 f"{'; '.join(unexplained[:3])}"), **base)
+        return Evidence(status=Status.ERROR, summary=(f"a witness was found but the layer cannot explain it: "
+                                                      f"{'; '.join(unexplained[:3])}"), **base)
     text, bt = headline(w, var, m, sigma)
     witness = _witness_record(w, m, sigma)
     if bt:
@@ -571,7 +571,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     elif not term_ok:
         summary += "; the summands differ from IH's term by term"
     summary += "]"
-    return Evidence(status="refuted", witness=witness,
+    return Evidence(status=Status.REFUTED, witness=witness,
                     bound=("smallest input in (L, vocabulary) order, L <= 5"
                            + ("; the headline one is the smallest on which the difference persists with b1 = 1 "
                               "(value scale removed)" if scale_w else "")),
@@ -719,7 +719,7 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
         problems = xc["problems"] + ([] if all(control.values()) else
                                      [f"positive control: the as-displayed table at p -> infinity is not IH's at L = "
                                       f"{[L for L, ok in control.items() if not ok]}"])
-        return Evidence(status="error", layer="symbolic", engines=engine_versions("sympy"),
+        return Evidence(status=Status.ERROR, layer=Layer.SYMBOLIC, engines=engine_versions("sympy"),
                         numbers={"masks": masks.name, "independent_evaluation": xc | {"problems": xc["problems"][:5]}},
                         details=[ref.summary_line(xc, "two-layer outputs and IH")],
                         summary=(f"[{masks.name}] the symbolic evaluation fails its own checks ({len(problems)}); "
@@ -745,12 +745,12 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
     ]
     details.append(ref.summary_line(xc, f"two-layer outputs (both readings, p = {ref.T1_REF_P}, r = exp(-p) exact) and IH"))
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers, details=details)
     if mass["closed_form_all"] and mass["limits_zero"] and mass["symbolic_s_identity"] and all(tables.values()) \
             and ub["finite"]:
         details.append(f"closing bound: |TF - IH|_inf <= {sstr(ub['bound'])} (B bounds |x_i|_inf, xL1 = |x_L|_1); "
                        f"bound / r -> {sstr(ub['bound_over_r_at_p_inf'])} as r -> 0, so O(e^-p) with no L in it")
-        return Evidence(status="proved",
+        return Evidence(status=Status.PROVED,
                         bound=(f"layer-1 weights checked against the closed form for s = 2..10 and delta_s <= e^-p for a "
                                f"symbolic s; layer-2 table at p -> infinity checked for L = {T1_TABLE_LS.start}.."
                                f"{T1_TABLE_LS.stop - 1}; the softmax step (weights move by a factor in "
@@ -765,7 +765,7 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
                                  f"no L in it"), **base)
     w = t1_limit_witness(masks, Fraction(m), Fraction(sigma))
     if w is None:
-        return Evidence(status="error", summary=f"[{masks.name}] the exact facts do not close and no token input up "
+        return Evidence(status=Status.ERROR, summary=f"[{masks.name}] the exact facts do not close and no token input up "
                                                 f"to L = 5 separates the p -> infinity limit from IH", **base)
     # a known witness with a known value: the limit against the independent two layers at p = 100
     # (e^-100 < 1e-43, far below the tolerance) and IH against the independent IH
@@ -776,8 +776,8 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
            for lab, mine, r in (("TF limit", w["TF_limit"][t], rt[j]), ("IH", w["IH"][t], ri[j]))
            if ref._dev(sp.N(mine, 45), r) > XCHECK_TOL]
     if off:
-        return Evidence(status="error", summary=(f"[{masks.name}] the p -> infinity witness disagrees with the "
-                                                 f"independent evaluation at p = {T1_LIMIT_P}: {', '.join(off)}"), **base)
+        return Evidence(status=Status.ERROR, summary=(f"[{masks.name}] the p -> infinity witness disagrees with the "
+                                                      f"independent evaluation at p = {T1_LIMIT_P}: {', '.join(off)}"), **base)
     text = (f"x = ({', '.join(w['x'])}), m = {m}, sigma = {sigma}: as p -> infinity TF -> {fmt_vector(w['TF_limit'])} "
             f"while IH = {fmt_vector(w['IH'])} (apart by at least {float(w['gap']):.4f} on {', '.join(w['apart_on'])})")
     witness = {"x": f"({', '.join(w['x'])})", "L": w["L"], "m": str(m), "sigma": str(sigma),
@@ -786,5 +786,5 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
                "apart_by_at_least": str(outward(w["gap"], w["gap"])[0]), "apart_on": w["apart_on"],
                "rechecked_in": "fractions.Fraction interval enclosures of exp (enclosures disjoint)"}
     details.append("p -> infinity witness: " + text)
-    return Evidence(status="refuted", witness=witness, bound="smallest token input in (L, vocabulary) order, L <= 5",
+    return Evidence(status=Status.REFUTED, witness=witness, bound="smallest token input in (L, vocabulary) order, L <= 5",
                     summary=f"[{masks.name}] {text}: the sup error stays bounded away from 0 for every p", **base)

@@ -22,7 +22,7 @@ from verify.constructions import kvshift24_pe as pe_mod
 from verify.constructions.kvshift24 import Variant, canonical_sequences, ih_terms, join_signed, kvsa_terms
 from verify.constructions.kvshift24 import evaluate as tt_evaluate
 from verify.constructions.kvshift24_pe import PE, Decode, decode, first_mismatch, full_forward, symbols_in_order
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Status, engine_versions
 
 #: sign rule of an exact difference (see the module docstring)
 DIGITS = 60
@@ -193,24 +193,24 @@ def check_theorem2_input(x: Sequence[str] | None, var: Variant, m: Fraction, sig
     """
     numbers: dict[str, Any] = {"m": str(m), "sigma": str(sigma), "rope": pe.rope,
                                "alibi_placement": pe.alibi_placement if pe.alibi else "no ALiBi", "rule": RULE}
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers)
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers)
     details = []
     if x is not None:
         r = theorem2_on_input(x, var, m, sigma, pe, X)
         numbers["sequence"] = r
         details.append(f"on the given input ({r['input_class']}): {r['text']}")
         if r["table_check"] is False:
-            return Evidence(status="error", summary=("the slot-list evaluation of KVSA disagrees with the Theorem 2 term "
-                                                     "table on the given input"), details=details, **base)
+            return Evidence(status=Status.ERROR, summary=("the slot-list evaluation of KVSA disagrees with the Theorem 2 term "
+                                                          "table on the given input"), details=details, **base)
         if r["nonzero"]:
-            return Evidence(status="refuted", witness={"input": r["x"], "input_class": r["input_class"],
-                                                       "max_abs_difference": r["max_abs_difference"],
-                                                       "IH": r["IH"], "KVSA": r["KVSA"], "difference": r["difference"]},
+            return Evidence(status=Status.REFUTED, witness={"input": r["x"], "input_class": r["input_class"],
+                                                            "max_abs_difference": r["max_abs_difference"],
+                                                            "IH": r["IH"], "KVSA": r["KVSA"], "difference": r["difference"]},
                             bound="the given input (exact)", summary=f"{r['text']} ({r['input_class']}; {RULE})",
                             details=details + ["the given input replaced the witness search in this layer"], **base)
     s = theorem2_search(var, m, sigma, pe)
     if s is None:
-        return Evidence(status="inconclusive", bound="L <= 5, vocabulary <= 3",
+        return Evidence(status=Status.INCONCLUSIVE, bound="L <= 5, vocabulary <= 3",
                         summary=("no sequence up to L = 5 distinguishes KVSA from IH under this placement"
                                  + ("; the given input does not either" if x is not None else "")
                                  + "; equality for every input is proved only by the default (no RoPE) path"),
@@ -218,10 +218,10 @@ def check_theorem2_input(x: Sequence[str] | None, var: Variant, m: Fraction, sig
     f, w = s["first"], s["largest"]
     numbers["largest_difference_searched"] = {"x": w["x"], "max_abs_difference": w["max_abs_difference"]}
     lead = "the given input gives KVSA = IH exactly; the tool's witness: " if x is not None else ""
-    return Evidence(status="refuted", witness={"input": f["x"], "input_class": f["input_class"],
-                                               "max_abs_difference": f["max_abs_difference"],
-                                               "largest_over_search": w["max_abs_difference"], "largest_at": w["x"],
-                                               "IH": f["IH"], "KVSA": f["KVSA"], "difference": f["difference"]},
+    return Evidence(status=Status.REFUTED, witness={"input": f["x"], "input_class": f["input_class"],
+                                                    "max_abs_difference": f["max_abs_difference"],
+                                                    "largest_over_search": w["max_abs_difference"], "largest_at": w["x"],
+                                                    "IH": f["IH"], "KVSA": f["KVSA"], "difference": f["difference"]},
                     bound=f"smallest input, {s['searched']}",
                     summary=(f"{lead}{f['text']}; largest |KVSA - IH| over {s['searched']}: "
                              f"{w['max_abs_difference']:.4g} at ({', '.join(w['x'])}) ({RULE})"),
@@ -320,15 +320,15 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     if r["full_equals_ih"] is not None:
         details.append(f"full forward pass at the last position {'equals' if r['full_equals_ih'] else 'differs from'} "
                        f"IH = {r['IH']} exactly")
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details)
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers, details=details)
     if not ctl["equal"]:
-        return Evidence(status="error", summary=("positive control failed: the raw-key cache with correct offsets does "
-                                                 f"not reproduce the full pass ({ctl['first']})"), **base)
+        return Evidence(status=Status.ERROR, summary=("positive control failed: the raw-key cache with correct offsets does "
+                                                      f"not reproduce the full pass ({ctl['first']})"), **base)
     if st["equal"]:
         if r["nonzero"]:
-            return Evidence(status="error", summary="slot lists agree but the exact outputs on the given input differ",
+            return Evidence(status=Status.ERROR, summary="slot lists agree but the exact outputs on the given input differ",
                             **base)
-        return Evidence(status="proved", bound=f"every L in 3..{Lmax}, every prefill, every input; any positive exp",
+        return Evidence(status=Status.PROVED, bound=f"every L in 3..{Lmax}, every prefill, every input; any positive exp",
                         summary=(f"decoded slot lists equal the full pass's for every L <= {Lmax} and prefill "
                                  f"({st['checked']} cases); on ({', '.join(x)}) the outputs agree exactly"), **base)
     w = r if r["nonzero"] else None
@@ -346,12 +346,12 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
                 break
     struct_txt = f"slots differ first at L = {f['L']}, prefill {f['prefill']}, t = {f['t']}: {f['slots']}"
     if w is None:
-        return Evidence(status="inconclusive", summary=(f"{struct_txt}; no token input of that length (vocabulary <= 3) "
-                                                        "shows a nonzero difference"), **base)
+        return Evidence(status=Status.INCONCLUSIVE, summary=(f"{struct_txt}; no token input of that length (vocabulary <= 3) "
+                                                             "shows a nonzero difference"), **base)
     row = next(rr for rr in w["rows"] if rr["nonzero"])
     given = w is r
     numbers["witness_is_given_input"] = given
-    return Evidence(status="refuted", bound="exact, on the witness input",
+    return Evidence(status=Status.REFUTED, bound="exact, on the witness input",
                     witness={"input": w["x"], "prefill": w["prefill"], "t": row["t"], "full": row.get("full"),
                              "decoded": row.get("decoded"), "difference": row.get("difference"),
                              "max_abs_difference": row["max_abs_difference"]},

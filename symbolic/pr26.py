@@ -42,7 +42,7 @@ from typing import Any, Sequence
 import sympy as sp
 
 from verify.constructions.pe import FAMILIES, N_FREQ, Family, get_task
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Status, engine_versions
 
 
 class SympyArith:
@@ -145,14 +145,14 @@ def check_prop1(families: Sequence[Family], control: Family | None = None) -> Ev
     d2c = key_curvature(fc, ic, jc)
     numbers[f"control {control.name}: d^2 logit / dj^2"] = str(d2c)
     if d2c == 0:
-        return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.ERROR, engines=engine_versions("sympy"), numbers=numbers,
                         summary=(f"positive control failed: the affinity test finds the {control.name} row "
                                  f"({control.description}) affine, so it cannot tell affine rows from others"))
     # the shipped families are bilinear (as curved in i as in j): the test must also tell the key from the
     # query, so a row affine in i but quadratic in j is not affine, and one quadratic in i but affine in j is
     for row, affine in ((ic + jc ** 2, False), (ic ** 2 + jc, True)):
         if (key_curvature(row, ic, jc) == 0) != affine:
-            return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
+            return Evidence(layer=Layer.SYMBOLIC, status=Status.ERROR, engines=engine_versions("sympy"), numbers=numbers,
                             summary=(f"positive control failed: the affinity test calls the row {row} "
                                      f"{'affine' if not affine else 'not affine'} in the key j: it differentiates in "
                                      "the wrong variable"))
@@ -162,18 +162,18 @@ def check_prop1(families: Sequence[Family], control: Family | None = None) -> Ev
         numbers[f"{fam.name}: logit(i, j)"] = str(f)
         numbers[f"{fam.name}: d^2 logit / dj^2"] = str(d2)
         if d2 != 0:
-            return Evidence(layer="symbolic", status="inconclusive", engines=engine_versions("sympy"), numbers=numbers,
+            return Evidence(layer=Layer.SYMBOLIC, status=Status.INCONCLUSIVE, engines=engine_versions("sympy"), numbers=numbers,
                             summary=(f"the {fam.name} logit row is not affine in j (d^2/dj^2 = {d2}): the endpoint "
                                      "argument of Prop. 1 does not apply"), details=details)
         comb = sp.simplify(f - ((i - j) / i * f.subs(j, 0) + j / i * f.subs(j, i)))
         numbers[f"{fam.name}: f(j) - ((i-j)/i f(0) + (j/i) f(i))"] = str(comb)
         if comb != 0:
-            return Evidence(layer="symbolic", status="error", engines=engine_versions("sympy"), numbers=numbers,
+            return Evidence(layer=Layer.SYMBOLIC, status=Status.ERROR, engines=engine_versions("sympy"), numbers=numbers,
                             summary=f"convex-combination identity failed for {fam.name}: {comb}")
         vals, ft, tm = tie_row(fam)
         numbers[f"{fam.name}: best interior margin (constant row {vals})"] = str(tm)
         if bool(pe.attends(tm)):
-            return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"), numbers=numbers,
+            return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"), numbers=numbers,
                             details=details, witness={"family": fam.name, "parameters": vals, "row": str(ft),
                                                       "prev_margin": str(tm)},
                             summary=(f"{fam.name}: the constant row {ft} (parameters {vals}) has prev margin {tm}, "
@@ -183,7 +183,7 @@ def check_prop1(families: Sequence[Family], control: Family | None = None) -> Ev
                        "which fails")
     details.append(f"positive control {control.description}: d^2 logit / dj^2 = {d2c} != 0 (the test sees "
                    "non-affine rows)")
-    return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy"), numbers=numbers, details=details,
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy"), numbers=numbers, details=details,
                     bound="every n >= 3, every W (symbolic i, j, W)",
                     summary=("every logit row is affine in j, so f(j) is a convex combination of f(0) and f(i) with positive "
                              "weights: an interior key (in particular i - 1 on rows i >= 2, 0-indexed) at best ties an "
@@ -253,14 +253,14 @@ def check_theorem2(K: int = 3) -> Evidence:
     ok = (an["prev"]["kind"] == "constant" and an[f"skip-{K}"]["kind"] == "constant"
           and an["copy"]["failing_fraction_limit"] == 1 and an["reverse"]["failing_fraction_limit"] == 1)
     numbers = {t: {k: str(v) for k, v in a.items()} for t, a in an.items()}
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers, details=details,
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers, details=details,
                 bound="every L, every relative kernel with a strict unique global maximiser delta* (symbolic L, i, delta*)")
     if ok:
-        return Evidence(status="proved", summary=(
+        return Evidence(status=Status.PROVED, summary=(
             f"deep rows attend to delta*: prev and skip-{K} have constant target offsets (1, {K}), realized at every L by "
             "a kernel peaked there; copy's offset ceil(L/2) grows with L and reverse's 2i - L + 1 varies with i, so the "
             "fraction of failing rows tends to 1"), **base)
-    return Evidence(status="refuted", summary="the deep-row classification does not give the stated dichotomy", **base)
+    return Evidence(status=Status.REFUTED, summary="the deep-row classification does not give the stated dichotomy", **base)
 
 
 def margin_identity(families: Sequence[Family], tasks: Sequence[Any], L0: int = 5, L: int = 9, seed: int = 0,
@@ -337,7 +337,7 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
     lhs = (E.T * sp.Matrix(Phi) * sp.Matrix(W) * sp.Matrix(Phi).T * E)
     rhs = (E.T * sp.Matrix(Phi)) * sp.Matrix(W) * (E.T * sp.Matrix(Phi)).T
     if sp.simplify(lhs - rhs) != sp.zeros(4, 4):
-        return Evidence(layer="symbolic", status="error", summary="matrix identity failed (sympy)")
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.ERROR, summary="matrix identity failed (sympy)")
     del n_sym, r
     for fam in fams:
         for L0 in L0s:
@@ -348,7 +348,7 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
                 for p in range(L0):
                     diff = [sp.simplify(a - b) for a, b in zip(rows_L[p], rows_L0[p])]
                     if any(x != 0 for x in diff):
-                        return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"),
+                        return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
                                         summary=f"{fam.name}: feature of position {p} differs between L = {L} and L0 = {L0}",
                                         witness={"family": fam.name, "position": p, "L0": L0, "L": L})
         L0 = 3
@@ -367,7 +367,7 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
                 P0 = sp.Matrix(L0, L0, lambda a, b: k[a - b] if a >= b else 0)
             blk = sp.simplify(PL[:L0, :L0] - P0)
             if blk != sp.zeros(L0, L0):
-                return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"),
+                return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
                                 summary=f"{fam.name}: block differs: {blk}")
             details.append(f"{fam.name}: P_{max(Ls)}(W)[:3, :3] - P_3(W) = 0 with symbolic W (r = {rr})")
         else:
@@ -378,7 +378,7 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
     numbers = {"families": [f.name for f in fams], "L0": list(L0s), "L": list(Ls), "margin_identity": mi}
     if mi["mismatches"]:
         w = mi["mismatches"][0]
-        return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy"), numbers=numbers,
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"), numbers=numbers,
                         details=details, witness=w,
                         summary=(f"{w['family']}/{w['task']}: at L = {w['L']} the exact margin is {w['margin_at_L']} "
                                  f"against min(g0, gL) = {w['min(g0, gL)']}, and old rows "
@@ -387,7 +387,7 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
     details.append(f"margin part, exactly (fractions): {mi['checked']} random integer parameters over "
                    f"{', '.join(mi['families'])} x {', '.join(mi['tasks'])} at L0 = {mi['L0']}, L = {mi['L']}: margin "
                    "at L = min(g0, gL) and every old row keeps its margin")
-    return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy"), details=details,
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy"), details=details,
                     numbers=numbers,
                     bound=(f"block identity: L0 in {list(L0s)}, L in {list(Ls)}, every W (symbolic); margin identity: "
                            f"{mi['checked']} exact random integer parameters (rational families), L0 = {mi['L0']}, "

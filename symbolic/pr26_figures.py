@@ -35,7 +35,7 @@ from typing import Any
 import sympy as sp
 
 from verify.constructions.pe import N_FREQ, ceil_half
-from verify.evidence import Evidence, Figure, engine_versions, rounding_interval
+from verify.evidence import Evidence, Figure, Layer, Status, engine_versions, rounding_interval
 
 #: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
 PAPER_K = 15
@@ -162,14 +162,14 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
                    "arithmetic (strictly inside (c - 1/2, c + 1/2))", rule="exact"),
         ]
     if ok:
-        return Evidence(layer="symbolic", status="proved", engines=engine_versions("sympy", "mpmath"),
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy", "mpmath"),
                         summary=(f"interval arithmetic ({dps} digits): delta -> sin(delta theta_min) on 0..{L - 1} has the "
                                  f"strict unique maximiser {c} = ceil(L/2) (gap to the runner-up >= "
                                  f"{res['min_certified_gap']['lower_bound']:.3e}); hence alpha_{L} = 1 on copy"),
                         numbers=res, details=details, bound=f"integers 0..{L - 1}", figures=figures,
                         certificate={"method": "mpmath.iv outward-rounded enclosures", "steps": details[:4]})
     witness = res["violation"] or {"nearest_integer_to_x_star": res["nearest_integer_to_x_star"]}
-    return Evidence(layer="symbolic", status="refuted", engines=engine_versions("sympy", "mpmath"),
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy", "mpmath"),
                     summary=(f"the claimed maximiser {c} is not the strict unique maximiser on 0..{L - 1}: "
                              f"the nearest integer to pi/(2 theta_min) is {res['nearest_integer_to_x_star']}"
                              + ("" if c == copy_offset else f"; ceil(L/2) = {copy_offset}")),
@@ -201,7 +201,7 @@ def check_prop4_clamped_tie(L0: int = 20, L: int = 64) -> Evidence:
     fig = Figure("Prop. 4: clamped absolute on prev, margin", 0, 0 if tie else "nonzero", bool(tie),
                  "rule: logit(i, i-1) - logit(i, i) is identically 0 for a symbolic W (exact), so the margin is 0 at best",
                  rule="exact")
-    return Evidence(layer="symbolic", status="proved" if ok else "refuted", engines=engine_versions("sympy"),
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED if ok else Status.REFUTED, engines=engine_versions("sympy"),
                     figures=[fig],
                     summary=(f"clamped absolute: phi(i) = phi(i-1) for every i in [{L0}, {L}) and logit(i, i-1) - "
                              f"logit(i, i) = 0 for a symbolic W: prev's margin is <= 0 on every new row for every W, "

@@ -35,7 +35,7 @@ from verify.constructions.bilinear import (
     bilinear,
     show,
 )
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Status, engine_versions
 
 
 class OrthonormalGram:
@@ -191,7 +191,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
         "chi": [str(c) for c in con.chi],
     }
     reading = "w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"), numbers=numbers,
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers,
                 bound=f"closed form for every V >= v; concrete construction at V = {con.V}; position t symbolic")
     details = [
         f"closed form (every V): {reading} = {forms['displayed']}  (the variant's reading of the association)",
@@ -204,7 +204,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
                            recheck=lambda v: con.displayed_score(v, frac_gram))
     if bad is None and len(set(scores)) > 1:
         v2 = next(v for v in range(2, con.V + 1) if scores[v - 1] != scores[0])
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"the scores are not equal across Q: v = 1 gives {scores[0]}, v = {v2} gives {scores[v2 - 1]}"),
             witness={"clause": "equal for every v in Q", "v": [1, v2],
                      "displayed_score": [str(con.displayed_score(1, frac_gram)), str(con.displayed_score(v2, frac_gram))],
@@ -213,7 +213,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
         bad = (1, scores[0], con.target(1), con.displayed_score(1, frac_gram))
     if bad is not None:
         v, got, want, exact = bad
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"{reading} = {forms['displayed']} in closed form; at v = {v} the score is {got} "
             f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
             witness={"clause": "the association equals chi(v)", "v": v, "displayed_score": str(exact),
@@ -226,7 +226,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
         bad = (1, model[0], con.target(1), con.model_score(1, frac_gram))
     if bad is not None:
         v, got, want, exact = bad
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"the variant's reading gives chi(v), but the model's own score w_E(v)^T W^1_K r_{{-1}} = {forms['model']} "
             f"in closed form: at v = {v} it is {got} where the previous-token head needs chi({v}) = {want}"),
             witness={"clause": "the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "v": v,
@@ -235,7 +235,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
     # (c) the score at (t, t-1) as a function of the position t
     if t in profile.free_symbols or sp.simplify(profile - _sym_rat(con.target(1))) != 0:
         vals = {tt: sp.simplify(profile.subs(t, tt)) for tt in (2, 3, 4, 5)}
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"the model's layer-1 score at (t, t-1) is {profile} as a function of t "
             f"(t = 2..5: {', '.join(str(x) for x in vals.values())}), not the constant chi(1) = {con.target(1)}"),
             witness={"clause": "independent of the position t", "v": 1, "z_(t-1)": u,
@@ -246,7 +246,7 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
     probe = _theorem2_probe(con, gram, frac_gram, base, details)
     if probe is not None:
         return probe
-    return Evidence(status="proved", summary=(
+    return Evidence(status=Status.PROVED, summary=(
         f"{reading} = w_E(v)^T W^1_K r_{{-1}} = chi(v) exactly (orthonormal family), for every V; all {con.V} "
         f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {profile} for symbolic t; "
         f"with distinct coefficients chi(k) = (-1)^(k+1) k the same identities hold token by token"),
@@ -290,7 +290,7 @@ def _theorem2_probe(con: PrevTokenConstruction, gram, frac_gram, base: dict, det
                            "rechecked_in": "fractions.Fraction" if exact is not None else "sympy"}
                 if exact is None:
                     witness["z_(t-1)"] = u
-                return Evidence(status="refuted", summary=(
+                return Evidence(status=Status.REFUTED, summary=(
                     f"with distinct coefficients {chi_txt} (V = {probe.V}) the {_LABEL[key]} at v = {v} is "
                     f"{got} where chi({v}) = {want}: the identity does not hold token by token"),
                     witness=witness, details=details, **base)
@@ -335,7 +335,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
     details = [f"closed form, case {c}: {reading} = {e}" for c, e in general.items()]
     details += [f"closed form, case {c}: w_E(T)^T W^2_K Phi_1 w_E(s) = {e}  (the model's query^T W_K key)"
                 for c, e in gmodel.items()]
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"),
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"),
                 numbers={"displayed_score": {c: str(e) for c, e in general.items()},
                          "model_score": {c: str(e) for c, e in gmodel.items()},
                          "psi": [str(p) for p in con.psi]},
@@ -348,7 +348,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
                con.displayed_score(v, v, frac_gram))
     if bad is not None:
         (s, T), got, want, exact = bad
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"{reading} at s = T = {T}: closed form {general['s = T']}; the score is {got} "
             f"where the statement needs psi({T})[s = T] = {want if want != 0 else 'psi(T) != 0'}"),
             witness={"clause": READING_CLAUSE, "z_s": s, "z_T": T,
@@ -359,7 +359,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
         bad = ((1, 1), sp.sympify(con.model_score(1, 1, gram)), con.target(1, 1), con.model_score(1, 1, frac_gram))
     if bad is not None:
         (s, T), got, want, exact = bad
-        return Evidence(status="refuted", summary=(
+        return Evidence(status=Status.REFUTED, summary=(
             f"the variant's reading gives psi(T)[s = T], but the model's own score w_E(T)^T W^2_K Phi_1 w_E(s) at "
             f"s = T = {T} is {got} (closed form {gmodel['s = T']}) where the induction head needs psi({T}) = {want}"),
             witness={"clause": MODEL_CLAUSE,
@@ -376,14 +376,14 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
         bad = _first_violation(prow, recheck=functools.partial(_recheck_pair, fn, frac_gram))
         if bad is not None:
             (s, T), got, want, exact = bad
-            return Evidence(status="refuted", summary=(
+            return Evidence(status=Status.REFUTED, summary=(
                 f"with distinct coefficients psi(k) = (-1)^(k+1) k (V = {probe.V}) the {_LABEL[kind]} at "
                 f"z_s = {s}, z_T = {T} is {got} where psi({T})[z_s = z_T] = {want}: the identity does not hold pair by pair"),
                 witness={"clause": (READING_CLAUSE if kind == "displayed_score" else MODEL_CLAUSE)
                                    + " (index probe, psi(k) = (-1)^(k+1) k)",
                          "z_s": s, "z_T": T, kind: str(exact), "psi(z_T)[z_s = z_T]": str(want),
                          "probe_psi": [str(p) for p in probe.psi], "rechecked_in": "fractions.Fraction"}, **base)
-    return Evidence(status="proved", summary=(
+    return Evidence(status=Status.PROVED, summary=(
         f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V; "
         f"with distinct coefficients psi(k) = (-1)^(k+1) k the same identity holds pair by pair"), **base)
 
@@ -427,11 +427,11 @@ def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence
     claimed = claimed or (lambda tt: sp.E / (tt + sp.E - 1))
     weight = prev_token_weight(t, sp.exp)
     diff = sp.simplify(weight - claimed(t))
-    base: dict[str, Any] = dict(layer="symbolic", engines=engine_versions("sympy"),
+    base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"),
                 numbers={"softmax_weight": str(sp.simplify(weight)), "claimed": str(claimed(t)), "difference": str(diff)})
     if diff == 0:
         shown = str(sp.simplify(weight)).replace("E", "e")
-        return Evidence(status="proved", summary=f"softmax weight on the previous key = {shown} = e/(t + e - 1) for every t >= 1",
+        return Evidence(status=Status.PROVED, summary=f"softmax weight on the previous key = {shown} = e/(t + e - 1) for every t >= 1",
                         bound="every t >= 1 (symbolic)", **base)
     import mpmath
 
@@ -440,9 +440,9 @@ def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence
         w = mpmath.e / (mpmath.e + tt - 1)
         c = mpmath.mpf(sp.N(claimed(sp.Integer(tt)), 60))
         if abs(w - c) > mpmath.mpf(10) ** -40:
-            return Evidence(status="refuted", summary=(f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form "
-                                                       f"gives {mpmath.nstr(c, 12)}"),
+            return Evidence(status=Status.REFUTED, summary=(f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form "
+                                                            f"gives {mpmath.nstr(c, 12)}"),
                             witness={"t": tt, "softmax_weight": mpmath.nstr(w, 20), "claimed": mpmath.nstr(c, 20),
                                      "rechecked_in": "mpmath, 50 digits"}, **base)
-    return Evidence(status="inconclusive", summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them",
-                    **base)
+    return Evidence(status=Status.INCONCLUSIVE,
+                    summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them", **base)

@@ -26,7 +26,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from verify.core.model import InputError
+from verify.core.model import InconclusiveError, InputError
 from verify.numeric.pr26_sizes import SELECTIONS
 
 #: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
@@ -61,7 +61,7 @@ SCHEMA = "verify-alpha/1"
 REALIZABLE_SCHEMA = "verify-realizable/1"
 
 
-class Inconclusive(Exception):
+class Inconclusive(InconclusiveError):
     """No head to measure (a diverged fit, an uncertified min-norm head) or a solver that did not answer."""
 
     def __init__(self, reason: str, message: str, fit: dict | None = None) -> None:
@@ -783,7 +783,7 @@ def _write_certificates(directory: str | Path, doc: dict, dec: Any) -> list[str]
 
     from verify.core.inputs import atomic_write_text
     from verify.reports.certificates import FORMAT, write_manifest
-    from verify.solver.common import SOLVER_SEED
+    from verify.solver.common import SOLVER_SEED, SolverAnswer
 
     out = Path(directory)
     try:
@@ -797,7 +797,7 @@ def _write_certificates(directory: str | Path, doc: dict, dec: Any) -> list[str]
     for k, c in dec.certificates.items():
         cert = c["certificate"]
         body = {"format": FORMAT, "claim": "realizable", "variant": "", "run_id": rid, "params": params,
-                "obligation": c["obligation"], "answer": "unsat", "solvers": {"z3": _z3_version()},
+                "obligation": c["obligation"], "answer": SolverAnswer.UNSAT, "solvers": {"z3": _z3_version()},
                 "cvc5_answer": "not run: the answer carries a Farkas certificate", "seed": SOLVER_SEED,
                 "encoding_sha256": cert["encoding_sha256"], "certificate": {"kind": cert["kind"], "cases": cert["cases"]}}
         path = out / f"{stem}__{k}.json"
