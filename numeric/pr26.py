@@ -41,7 +41,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
@@ -735,25 +735,66 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     n = int(rows_t.max()) + 1
     feats = feature_matrix(family, n, L0, seed)
     param = param.to(DTYPE)
-    if family.kind == "absolute":
-        K = feats @ param.T  # row j: W phi(j)   -> logit(i, j) = phi(i) . (W phi(j))
-    else:
-        kern = feats @ param
-        # logit(i, j) = k(max(i - j, 0)) = h[n - 1 - i + j] for h = (k(n-1), ..., k(1), k(0), k(0), ..., k(0)):
-        # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
-        windows = torch.cat([kern.flip(0), kern[:1].expand(n - 1)]).unfold(0, n, 1)
+    logits = _FloatLogits(family, feats, param, n)
     E = logit_error_bound(family, param, feats)
+    fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    passed = pe.attends(fp.margin)
+    exact_n = interval_n = unresolved = 0
+    if fp.todo or fp.rel_ties:
+        rc_ = _recheck_for(family, param, L0, seed)
+        with _interval_precision(rc_.exact):
+            _mark_offset_ties(rc_, logits, E, fp)
+            exact_n, interval_n, unresolved = _recheck_rows(rc_, task, L, rows_t, fp, passed)
+    return RowEval(rows_t, fp.margin, fp.argmax, passed, target_tied=fp.tied, exact_rechecked=exact_n,
+                   interval_rechecked=interval_n, unresolved=unresolved, error_bound=E)
+
+
+class _FloatLogits:
+    """float64 logits of one head over positions 0..n-1, one chunk of query rows at a time."""
+
+    K: torch.Tensor     # absolute heads: row j is W phi(j)
+    kern: torch.Tensor  # relative heads: k(o) = psi(o) . w for offsets o = 0..n-1
+
+    def __init__(self, family: Family, feats: torch.Tensor, param: torch.Tensor, n: int) -> None:
+        self.absolute, self.feats, self.n = family.kind == "absolute", feats, n
+        self.cols = torch.arange(n)
+        if self.absolute:
+            self.K = feats @ param.T  # logit(i, j) = phi(i) . (W phi(j))
+        else:
+            self.kern = feats @ param
+            # logit(i, j) = k(max(i - j, 0)) = h[n - 1 - i + j] for h = (k(n-1), ..., k(1), k(0), k(0), ..., k(0)):
+            # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
+            self.windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
+
+    def rows(self, rc: torch.Tensor) -> torch.Tensor:
+        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor)."""
+        if self.absolute:
+            P = self.feats[rc] @ self.K.T
+        else:
+            P = self.windows[self.n - 1 - rc]  # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
+        P.masked_fill_(self.cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
+        return P
+
+
+@dataclass
+class _FloatPass:
+    """The float64 stage of :func:`evaluate_rows`: per-row margin, argmax and tie, and the rows to re-decide."""
+
+    margin: torch.Tensor
+    argmax: torch.Tensor
+    tied: torch.Tensor
+    todo: list[tuple[int, torch.Tensor, bool]]  # (row index, candidate keys closest first, near tie)
+    rel_ties: list[tuple[int, int, int]]         # relative heads: (row index, row i, target offset)
+
+
+def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
+                 chunk: int, exact_ties: bool) -> _FloatPass:
+    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide."""
     margins, argmaxes, ties = [], [], []
-    todo: list[tuple[int, torch.Tensor, bool]] = []  # (row index, candidate keys, near tie)
-    rel_ties: list[tuple[int, int, int]] = []         # relative heads: (row index, row i, target offset)
-    cols = torch.arange(n)
+    fp = _FloatPass(torch.zeros(0), torch.zeros(0), torch.zeros(0), [], [])
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
-        if family.kind == "absolute":
-            P = feats[rc] @ K.T
-        else:
-            P = windows[n - 1 - rc]  # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
-        P.masked_fill_(cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
+        P = logits.rows(rc)
         tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
         argmaxes.append(P.argmax(dim=1))
@@ -761,106 +802,136 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         m = lt - other.max(dim=1).values
         margins.append(m)
         if exact_ties:
-            near = m.abs() <= 4 * E                        # rows whose sign float64 cannot certify
             ties.append(torch.zeros(len(rc), dtype=torch.bool))
-            # a key can tie the target only on a row whose margin is <= 2 E (every other key is lower by more
-            # otherwise), so the tie candidates are looked for on those rows alone
-            low = (m <= 4 * E).nonzero().flatten()
-            if len(low) and family.kind == "relative":
-                # relative heads: whether a key ties the target depends only on the target offset o and the
-                # visible offsets 0..i, so tie partners are found once per offset (below), not per row
-                offs = (rc[low] - tgt[low]).tolist()
-                for n_, k in enumerate(low.tolist()):
-                    if bool(near[k]):
-                        cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
-                        cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
-                        todo.append((s + k, cand, True))
-                    elif family.rational:
-                        rel_ties.append((s + k, int(rc[k]), offs[n_]))
-            elif len(low):
-                close = (other[low] - lt[low, None]).abs() <= 2 * E  # keys that may tie the target exactly
-                for n_, k in enumerate(low.tolist()):
-                    if bool(near[k]):
-                        cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
-                    elif family.rational and bool(close[n_].any()):
-                        cand = close[n_].nonzero().flatten()
-                    else:
-                        continue
-                    # closest keys first: an exact tie is found after one or two exact logits
-                    cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
-                    todo.append((s + k, cand, bool(near[k])))
+            _collect_rechecks(family, s, rc, tgt, lt, other, m, E, fp)
         else:
             ties.append((other == lt[:, None]).any(dim=1))
-    margin = torch.cat(margins)
-    argmax = torch.cat(argmaxes)
-    tied = torch.cat(ties)
-    passed = pe.attends(margin)
-    exact_n = interval_n = unresolved = 0
-    if todo or rel_ties:
-        rc_ = _recheck_for(family, param, L0, seed)
-        if not rc_.exact:
-            import mpmath
+    fp.margin, fp.argmax, fp.tied = torch.cat(margins), torch.cat(argmaxes), torch.cat(ties)
+    return fp
 
-            old_dps = mpmath.iv.dps
-            mpmath.iv.dps = INTERVAL_DPS
-        try:
-            partners: dict[int, int | None] = {}  # target offset -> the smallest other offset with exactly its kernel value
-            for idx, i, o in rel_ties:
-                if o not in partners:  # the smallest other offset whose kernel value equals k(o) exactly
-                    close_o = ((kern - kern[o]).abs() <= 2 * E).nonzero().flatten().tolist()
-                    ko = rc_.logit(o, 0)
-                    partners[o] = next((d for d in close_o if d != o and rc_.sign(ko - rc_.logit(d, 0)) == 0), None)
-                partner = partners[o]
-                if partner is not None and partner <= i:
-                    tied[idx] = True
-            for n_done, (idx, cand, near_row) in enumerate(todo):
-                i = int(rows_t[idx])
-                if n_done >= MAX_RECHECK_ROWS:
-                    if near_row:
-                        passed[idx] = False
-                        unresolved += 1
-                    continue
-                t = pe.target_in_window(task, i, L)
-                lt_x = rc_.logit(i, t)
-                gaps = []
-                seen = set()
-                for j in cand.tolist():
-                    c = rc_.key_class(j)
-                    if c in seen:  # same exact logit as a key already compared
-                        continue
-                    seen.add(c)
-                    g = lt_x - rc_.logit(i, j)
-                    gaps.append((j, g))
-                    if rc_.sign(g) == 0:
-                        tied[idx] = True
-                        if not near_row:
-                            break
-                if not near_row:
-                    continue
-                # decided margin: the smallest gap (its sign certified, or 0 = a tie to the resolution)
-                signs = [rc_.sign(g) for _, g in gaps]
-                if any(sg < 0 for sg in signs):
-                    worst = min((g for (_, g), sg in zip(gaps, signs) if sg < 0),
-                                key=lambda g: g if rc_.exact else g.mid)
-                    dec = rc_.value(worst)
-                    argmax[idx] = min((j for (j, g), sg in zip(gaps, signs) if sg < 0 and
-                                       (g == worst if rc_.exact else g.mid == worst.mid)))
-                elif any(sg == 0 for sg in signs):
-                    dec = Fraction(0)
-                else:
-                    dec = min((rc_.value(g) for _, g in gaps), default=Fraction(0))
-                    argmax[idx] = t
-                passed[idx] = bool(pe.attends(dec))
-                margin[idx] = float(dec)
-                if rc_.exact:
-                    exact_n += 1
-                else:
-                    interval_n += 1
-        finally:
-            if not rc_.exact:
-                mpmath.iv.dps = old_dps
-    return RowEval(rows_t, margin, argmax, passed, target_tied=tied, exact_rechecked=exact_n, interval_rechecked=interval_n,
-                   unresolved=unresolved, error_bound=E)
+
+def _collect_rechecks(family: Family, s: int, rc: torch.Tensor, tgt: torch.Tensor, lt: torch.Tensor,
+                      other: torch.Tensor, m: torch.Tensor, E: float, fp: _FloatPass) -> None:
+    """Add to ``fp`` the rows of one chunk (starting at row index ``s``) that need an exact or interval look."""
+    near = m.abs() <= 4 * E                        # rows whose sign float64 cannot certify
+    # a key can tie the target only on a row whose margin is <= 2 E (every other key is lower by more
+    # otherwise), so the tie candidates are looked for on those rows alone
+    low = (m <= 4 * E).nonzero().flatten()
+    if len(low) and family.kind == "relative":
+        # relative heads: whether a key ties the target depends only on the target offset o and the
+        # visible offsets 0..i, so tie partners are found once per offset (_mark_offset_ties), not per row
+        offs = (rc[low] - tgt[low]).tolist()
+        for n_, k in enumerate(low.tolist()):
+            if bool(near[k]):
+                cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
+                cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
+                fp.todo.append((s + k, cand, True))
+            elif family.rational:
+                fp.rel_ties.append((s + k, int(rc[k]), offs[n_]))
+    elif len(low):
+        close = (other[low] - lt[low, None]).abs() <= 2 * E  # keys that may tie the target exactly
+        for n_, k in enumerate(low.tolist()):
+            if bool(near[k]):
+                cand = (other[k] >= lt[k] - 8 * E).nonzero().flatten()
+            elif family.rational and bool(close[n_].any()):
+                cand = close[n_].nonzero().flatten()
+            else:
+                continue
+            # closest keys first: an exact tie is found after one or two exact logits
+            cand = cand[(other[k][cand] - lt[k]).abs().argsort(stable=True)]
+            fp.todo.append((s + k, cand, bool(near[k])))
+
+
+@contextlib.contextmanager
+def _interval_precision(exact: bool) -> Iterator[None]:
+    """mpmath's interval precision at :data:`INTERVAL_DPS` for an interval re-check (nothing when exact)."""
+    if exact:
+        yield
+        return
+    import mpmath
+
+    old_dps = mpmath.iv.dps
+    mpmath.iv.dps = INTERVAL_DPS
+    try:
+        yield
+    finally:
+        mpmath.iv.dps = old_dps
+
+
+def _mark_offset_ties(rc_: _Recheck, logits: _FloatLogits, E: float, fp: _FloatPass) -> None:
+    """Relative heads: mark the rows whose target offset ties a visible other offset exactly."""
+    partners: dict[int, int | None] = {}  # target offset -> the smallest other offset with exactly its kernel value
+    for idx, i, o in fp.rel_ties:
+        if o not in partners:  # the smallest other offset whose kernel value equals k(o) exactly
+            close_o = ((logits.kern - logits.kern[o]).abs() <= 2 * E).nonzero().flatten().tolist()
+            ko = rc_.logit(o, 0)
+            partners[o] = next((d for d in close_o if d != o and rc_.sign(ko - rc_.logit(d, 0)) == 0), None)
+        partner = partners[o]
+        if partner is not None and partner <= i:
+            fp.tied[idx] = True
+
+
+def _recheck_rows(rc_: _Recheck, task: Task, L: int, rows_t: torch.Tensor, fp: _FloatPass,
+                  passed: torch.Tensor) -> tuple[int, int, int]:
+    """Re-decide the rows in ``fp.todo`` exactly or by intervals, in place; ``(exact, interval, unresolved)`` counts."""
+    exact_n = interval_n = unresolved = 0
+    for n_done, (idx, cand, near_row) in enumerate(fp.todo):
+        if n_done >= MAX_RECHECK_ROWS:
+            if near_row:
+                passed[idx] = False
+                unresolved += 1
+            continue
+        i = int(rows_t[idx])
+        t = pe.target_in_window(task, i, L)
+        tie, dec, best = _decide_row(rc_, i, t, cand.tolist(), near_row)
+        if tie:
+            fp.tied[idx] = True
+        if dec is None:
+            continue
+        if best is not None:
+            fp.argmax[idx] = best
+        passed[idx] = bool(pe.attends(dec))
+        fp.margin[idx] = float(dec)
+        if rc_.exact:
+            exact_n += 1
+        else:
+            interval_n += 1
+    return exact_n, interval_n, unresolved
+
+
+def _decide_row(rc_: _Recheck, i: int, t: int, cand: list[int], near_row: bool) -> tuple[bool, Any, int | None]:
+    """``(tied, margin, argmax)`` of row i against the candidate keys, exactly or by intervals.
+
+    ``tied``: a key has the target's logit (to the resolution).  For a near-tie row, ``margin`` is the
+    decided margin (the smallest gap, its sign certified, or 0 for a tie) and ``argmax`` the winning key
+    where it is known (None: unchanged); for any other row both are None (only the tie is looked for).
+    """
+    lt_x = rc_.logit(i, t)
+    gaps = []
+    seen = set()
+    tied = False
+    for j in cand:
+        c = rc_.key_class(j)
+        if c in seen:  # same exact logit as a key already compared
+            continue
+        seen.add(c)
+        g = lt_x - rc_.logit(i, j)
+        gaps.append((j, g))
+        if rc_.sign(g) == 0:
+            tied = True
+            if not near_row:
+                break
+    if not near_row:
+        return tied, None, None
+    signs = [rc_.sign(g) for _, g in gaps]
+    if any(sg < 0 for sg in signs):
+        worst = min((g for (_, g), sg in zip(gaps, signs) if sg < 0), key=lambda g: g if rc_.exact else g.mid)
+        best = min((j for (j, g), sg in zip(gaps, signs) if sg < 0 and
+                    (g == worst if rc_.exact else g.mid == worst.mid)))
+        return tied, rc_.value(worst), best
+    if any(sg == 0 for sg in signs):
+        return tied, Fraction(0), None
+    return tied, min((rc_.value(g) for _, g in gaps), default=Fraction(0)), t
 
 
 def _exact_param(param: torch.Tensor) -> Any:
