@@ -341,6 +341,44 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         lengths solved stop short of Lmax).  The stated bound and summary name the lengths
         actually solved (``numbers["lengths_checked"]``), never ``Lmax`` itself.
     """
+    return describe_theorem2(decide_theorem2(var, m, sigma, Lmax, timeout_ms))
+
+
+@dataclasses.dataclass
+class Theorem2Decision:
+    """What the solver decided for kvshift24 Theorem 2 at one (variant, m, sigma): the values the
+    verdict depends on.
+
+    Attributes:
+        control: the positive control (KVSA[mask+scale] = IH at L = 3; it must be UNSAT).
+        xc: the independent evaluation's cross-check (None when the exp enclosure failed its own check).
+        problems: defects of the machinery itself; any makes the layer an error.
+        eq: the equality obligations solved, one per length in ``lengths``.
+        first_sat: the first length whose equality obligation is SAT (the term structure differs), else None.
+        witness: the certified token witness (``find_witness``), None when none was found or searched.
+        search: the witness search's obligations; ``searched``: its (L, vocabulary) pairs.
+        known: disagreements of the witness with the independent evaluation.
+    """
+
+    var: Variant
+    m: Fraction
+    sigma: Fraction
+    Lmax: int
+    control: ObligationResult
+    xc: dict | None
+    problems: list[str]
+    eq: list[ObligationResult] = dataclasses.field(default_factory=list)
+    lengths: list[int] = dataclasses.field(default_factory=list)
+    first_sat: int | None = None
+    witness: dict | None = None
+    search: list[ObligationResult] = dataclasses.field(default_factory=list)
+    searched: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    known: list[str] = dataclasses.field(default_factory=list)
+
+
+def decide_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int, timeout_ms: int) -> Theorem2Decision:
+    """Run the machinery checks, the equality obligations for L = 3..Lmax (stopping at the first SAT or
+    unknown) and, after a SAT, the witness search (:func:`check_theorem2` describes the result)."""
     from verify.constructions.kvshift24 import exp_enclosure
 
     # checks of the machinery itself, before any verdict: the exp enclosure against mpmath's interval exp,
@@ -352,28 +390,43 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     problems = (bad_exp + (xc["problems"] if xc else [])
                 + ([] if control.answer == SolverAnswer.UNSAT else
                    [f"positive control: KVSA[mask+scale] = IH at L = 3 was not proved (z3 {control.answer})"]))
-    engines = engine_versions("z3", "cvc5")
+    d = Theorem2Decision(var, m, sigma, Lmax, control, xc, problems)
     if problems:
-        return solver_evidence(
-            [control], proved="", engines=engines,
-            problems=[f"the solver's evaluation of the construction fails its own checks ({len(problems)}); "
-                      f"first: {problems[0]}"],
-            numbers={"machinery_problems": problems[:5], "m": str(m), "sigma": str(sigma)},
-            details=[ref.summary_line(xc, "IH and KVSA values in the witness encoding")] if xc else [])
-    eq = []
-    lengths: list[int] = []  # the lengths actually solved, in order: every stated bound comes from these
-    first_sat = None
+        return d
     for L in equality_lengths(Lmax):
         r = _equality_obligation(L, var, m, sigma, timeout_ms)
-        eq.append(r)
-        lengths.append(L)
+        d.eq.append(r)
+        d.lengths.append(L)
         if r.answer == SolverAnswer.SAT:
-            first_sat = L
+            d.first_sat = L
             break
         if r.answer == SolverAnswer.UNKNOWN:
             break
+    if d.first_sat is None:
+        return d
+    d.witness, d.search = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked, searched=d.searched)
+    w = d.witness
+    if w is not None:
+        d.known = [p for ww in (w, w.get("value_scale_witness")) if ww is not None
+                   for p in _known_value(ww, var, m, sigma)]
+    return d
+
+
+def describe_theorem2(d: Theorem2Decision) -> Evidence:
+    """The solver Evidence for a :class:`Theorem2Decision`: error (machinery), proved or inconclusive
+    (every length UNSAT, or fewer lengths than asked), inconclusive (no certified witness), refuted."""
+    engines = engine_versions("z3", "cvc5")
+    m, sigma = d.m, d.sigma
+    if d.problems:
+        return solver_evidence(
+            [d.control], proved="", engines=engines,
+            problems=[f"the solver's evaluation of the construction fails its own checks ({len(d.problems)}); "
+                      f"first: {d.problems[0]}"],
+            numbers={"machinery_problems": d.problems[:5], "m": str(m), "sigma": str(sigma)},
+            details=[ref.summary_line(d.xc, "IH and KVSA values in the witness encoding")] if d.xc else [])
+    eq = d.eq
     cert: dict[str, Any] = {"equality": [r.summary() for r in eq]}
-    numbers: dict[str, Any] = {"Lmax": Lmax, "lengths_checked": span(lengths),
+    numbers: dict[str, Any] = {"Lmax": d.Lmax, "lengths_checked": span(d.lengths),
                                "equality_answers": [r.answer for r in eq], "m": str(m), "sigma": str(sigma),
                                "solver_seconds": round(sum(r.seconds for r in eq), 3),
                                "exp_encoding": "equality: ex(t), an uninterpreted positive function standing for "
@@ -381,50 +434,67 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
                                                "enclosure of exp and ordered like the exponents"}
     # the provenance keys sit here in the display order; solver_evidence refreshes them in place
     numbers.update(provenance_numbers(provenance(eq), eq))
-    assert xc is not None  # (no problems: the cross-check ran)
-    numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
-    if first_sat is None:
-        # every L <= Lmax UNSAT -> proved (UNSAT confirmed a second way, else inconclusive); an unknown -> inconclusive;
-        # the bound is the lengths 3..hi solved UNSAT, and fewer lengths than asked is inconclusive, never 'proved'
-        hi = decided_through(3, [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNSAT])
-        unknown = [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNKNOWN]
-        short = ("" if unknown or hi >= Lmax else
-                 f"L = {span([L for L in range(3, Lmax + 1) if L not in lengths])} not checked (L <= {Lmax} asked)")
-        bound = (f"every L in {span(range(3, hi + 1))}, every input (arbitrary vectors), any positive function ex(t) in "
-                 f"place of exp(t)" + (f"; {short}" if short else "") if not unknown else
-                 f"UNSAT at L = {span(range(3, hi + 1))}, unknown at L = {unknown[0]}, L <= {Lmax} asked")
-        ev = solver_evidence(
-            eq, engines=engines, certificate=cert, numbers=numbers, bound=bound,
-            proved=(f"UNSAT for every L <= {hi}: KVSA[{var.name}] and IH have equal coefficients on every position "
-                    f"(sigma = {sigma}, m = {m}); no witness up to the bound"),
-            details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
-            + [ref.summary_line(xc, "IH and KVSA values in the witness encoding")])
-        if ev.status == "proved" and short:
-            ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
-                                     summary=f"UNSAT for every L <= {hi} only: {short}")
-        return ev
-    searched: list[tuple[int, int]] = []
-    w, obs = find_witness(var, m, sigma, timeout_ms, beyond_scale=not var.masked, searched=searched)
-    cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in obs]
-    numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in obs), 3)
-    if w is None:
-        # the term structure differs (a SAT equality obligation) but no token input was certified: undecided,
-        # which the shared cascade has no case for (no obligation is unknown), so it is written here
-        unk = [r for r in obs if r.answer == SolverAnswer.UNKNOWN]
-        prov = provenance(eq)
-        numbers.update(provenance_numbers(prov, eq))
-        v_top = max((V for _, V in searched), default=0)
-        l_top = decided_through(3, [L for L, _ in searched if all((L, v) in searched for v in range(1, v_top + 1))])
-        sizes = f"L <= {l_top}, vocabulary <= {v_top}" if l_top >= 3 else "no complete (L, vocabulary) searched"
-        return Evidence(layer=Layer.SOLVER, status=Status.INCONCLUSIVE, bound=sizes, engines=engines,
-                        certificate=cert, numbers=numbers, solver=prov,
-                        summary=f"the term structure differs at L = {first_sat} but no certified token witness ({sizes})"
-                                + (f" ({len(unk)} unknown)" if unk else ""))
-    known = [p for ww in (w, w.get("value_scale_witness")) if ww is not None for p in _known_value(ww, var, m, sigma)]
-    if known:
+    assert d.xc is not None  # (no problems: the cross-check ran)
+    numbers["independent_evaluation"] = {k: v for k, v in d.xc.items() if k != "problems"}
+    if d.first_sat is None:
+        return _theorem2_equal(d, engines, cert, numbers)
+    cert["witness_search"] = [{"name": r.name, "answer": r.answer, "seconds": r.seconds} for r in d.search]
+    numbers["solver_seconds"] = round(numbers["solver_seconds"] + sum(r.seconds for r in d.search), 3)
+    if d.witness is None:
+        return _theorem2_undecided(d, engines, cert, numbers)
+    if d.known:
         return solver_evidence(eq, proved="", engines=engines, certificate=cert, numbers=numbers,
                                problems=[f"the certified witness disagrees with the independent evaluation: "
-                                         f"{'; '.join(known[:3])}"])
+                                         f"{'; '.join(d.known[:3])}"])
+    return _theorem2_refuted(d, engines, cert, numbers)
+
+
+def _theorem2_equal(d: Theorem2Decision, engines: dict, cert: dict, numbers: dict) -> Evidence:
+    """Every length solved was UNSAT or one was unknown: proved up to the lengths solved (UNSAT confirmed a
+    second way, else inconclusive); the bound is the lengths 3..hi solved UNSAT, and fewer lengths than
+    asked is inconclusive, never 'proved'."""
+    eq, lengths, Lmax = d.eq, d.lengths, d.Lmax
+    assert d.xc is not None
+    hi = decided_through(3, [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNSAT])
+    unknown = [L for L, r in zip(lengths, eq) if r.answer == SolverAnswer.UNKNOWN]
+    short = ("" if unknown or hi >= Lmax else
+             f"L = {span([L for L in range(3, Lmax + 1) if L not in lengths])} not checked (L <= {Lmax} asked)")
+    bound = (f"every L in {span(range(3, hi + 1))}, every input (arbitrary vectors), any positive function ex(t) in "
+             f"place of exp(t)" + (f"; {short}" if short else "") if not unknown else
+             f"UNSAT at L = {span(range(3, hi + 1))}, unknown at L = {unknown[0]}, L <= {Lmax} asked")
+    ev = solver_evidence(
+        eq, engines=engines, certificate=cert, numbers=numbers, bound=bound,
+        proved=(f"UNSAT for every L <= {hi}: KVSA[{d.var.name}] and IH have equal coefficients on every position "
+                f"(sigma = {d.sigma}, m = {d.m}); no witness up to the bound"),
+        details=[f"{r.name}: {r.answer.upper()} ({r.seconds:.2f} s)" for r in eq]
+        + [ref.summary_line(d.xc, "IH and KVSA values in the witness encoding")])
+    if ev.status == Status.PROVED and short:
+        ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
+                                 summary=f"UNSAT for every L <= {hi} only: {short}")
+    return ev
+
+
+def _theorem2_undecided(d: Theorem2Decision, engines: dict, cert: dict, numbers: dict) -> Evidence:
+    """The term structure differs (a SAT equality obligation) but no token input was certified: undecided,
+    which the shared cascade has no case for (no obligation is unknown), so it is written here."""
+    unk = [r for r in d.search if r.answer == SolverAnswer.UNKNOWN]
+    prov = provenance(d.eq)
+    numbers.update(provenance_numbers(prov, d.eq))
+    searched = d.searched
+    v_top = max((V for _, V in searched), default=0)
+    l_top = decided_through(3, [L for L, _ in searched if all((L, v) in searched for v in range(1, v_top + 1))])
+    sizes = f"L <= {l_top}, vocabulary <= {v_top}" if l_top >= 3 else "no complete (L, vocabulary) searched"
+    return Evidence(layer=Layer.SOLVER, status=Status.INCONCLUSIVE, bound=sizes, engines=engines,
+                    certificate=cert, numbers=numbers, solver=prov,
+                    summary=f"the term structure differs at L = {d.first_sat} but no certified token witness ({sizes})"
+                            + (f" ({len(unk)} unknown)" if unk else ""))
+
+
+def _theorem2_refuted(d: Theorem2Decision, engines: dict, cert: dict, numbers: dict) -> Evidence:
+    """A token witness certified by z3 (UNSAT of 'within delta') and re-checked in Fraction enclosures
+    (_certify): refuted, with the value-scale witness when there is one."""
+    w, var, m, sigma = d.witness, d.var, d.m, d.sigma
+    assert w is not None and d.xc is not None
     text, bt = witness_text(w["x"], w["KVSA"], w["IH"], var, m, sigma)
     witness = _record(w, m, sigma)
     if bt:
@@ -434,9 +504,9 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
     cert_txt = (f"|KVSA - IH| >= {w['delta']} on {w['token']} (z3 UNSAT of 'within {w['delta']}', "
                 f"re-checked in Fractions)")
     summary = f"{text}; {cert_txt}"
-    details = ([f"{r.name}: {r.answer.upper()}" for r in eq] + [f"headline witness: {text}; {cert_txt}"]
-               + [ref.summary_line(xc, "IH and KVSA values in the witness encoding"),
-                  f"positive control: KVSA[mask+scale] = IH at L = 3: {control.answer.upper()}"])
+    details = ([f"{r.name}: {r.answer.upper()}" for r in d.eq] + [f"headline witness: {text}; {cert_txt}"]
+               + [ref.summary_line(d.xc, "IH and KVSA values in the witness encoding"),
+                  f"positive control: KVSA[mask+scale] = IH at L = 3: {d.control.answer.upper()}"])
     sw = w.get("value_scale_witness")
     if sw is not None:
         stext, _ = witness_text(sw["x"], sw["KVSA"], sw["IH"], var, m, sigma)
@@ -446,10 +516,9 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, Lmax: int = 12, t
         details.append(f"value-scale witness (certified the same way): {stext}; |KVSA - IH| >= {sw['delta']} "
                        f"on {sw['token']}")
     details.append(f"smaller inputs: {'; '.join(w['smaller_candidates']) or 'none'}")
-    # the witness was certified by z3 (UNSAT of 'within delta') and re-checked in Fraction enclosures (_certify)
-    return solver_evidence(eq, proved="", refuted=(summary, witness), engines=engines, certificate=cert,
+    return solver_evidence(d.eq, proved="", refuted=(summary, witness), engines=engines, certificate=cert,
                            numbers=numbers, details=details,
-                           bound=(f"smallest (L, vocabulary); structure differs from L = {first_sat}"
+                           bound=(f"smallest (L, vocabulary); structure differs from L = {d.first_sat}"
                                   + ("; the headline input is the smallest whose difference persists with b1 = 1 "
                                      "(value scale removed)" if sw is not None else "")))
 
