@@ -35,7 +35,7 @@ Obligations, all in fresh z3 contexts (see :func:`verify.solver.common.check`):
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -441,7 +441,50 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     """
     if Lmax < 2:
         raise ValueError(f"Lmax must be >= 2, got {Lmax}")
-    engines = engine_versions("z3", "cvc5")
+    return describe_decode(decide_decode(x, var, m, sigma, pe, dec, Lmax, timeout_ms))
+
+
+@dataclass
+class DecodeDecision:
+    """What the solver decided for the decode-consistency claim: the values the verdict depends on.
+
+    Attributes:
+        k0, control: the positive control's prefill and obligation (raw-key cache, correct offsets).
+        problems: failed enclosure checks and a failed control; any makes the layer an error.
+        eq, prefills: the equality obligations solved, one per prefill, stopping at the first not UNSAT.
+        first_sat: the first prefill whose obligation is SAT (the slot lists differ), else None.
+        exact: z3's model at ``first_sat`` re-evaluated in Fractions (None when it shows no difference).
+        witness: the first token input with a certified gap, or None; ``witness_prefill`` its prefill.
+        witness_obs: the witness search's obligations (None when no candidate was tried).
+        tried: the candidates without a certified gap, with why; ``tried_sizes``: (L, vocabulary) of every
+            candidate.
+    """
+
+    x: Sequence[str]
+    var: Variant
+    m: Fraction
+    sigma: Fraction
+    pe: PE
+    dec: Decode
+    Lmax: int
+    k0: int
+    control: ObligationResult
+    problems: list[str]
+    eq: list[ObligationResult] = field(default_factory=list)
+    prefills: list[int] = field(default_factory=list)
+    first_sat: int | None = None
+    exact: dict | None = None
+    witness: dict | None = None
+    witness_prefill: int = 0
+    witness_obs: list[ObligationResult] | None = None
+    tried: list[str] = field(default_factory=list)
+    tried_sizes: list[tuple[int, int]] = field(default_factory=list)
+
+
+def decide_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, pe: PE, dec: Decode, Lmax: int,
+                  timeout_ms: int) -> DecodeDecision:
+    """Run the enclosure checks, the positive control, the equality obligation per prefill and, after a
+    SAT, the model re-check and the token witness search (:func:`check_decode` describes the result)."""
     # the enclosures every witness rests on, against mpmath's interval exp and math.cos, before any verdict
     problems = exp_enclosure_sane(kc.exp_enclosure) + _cos_enclosure_sane()
     # positive control: the raw-key cache with correct offsets must be proved equal (prefill 2 or 1)
@@ -450,83 +493,107 @@ def check_decode(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction, p
     if control.answer != SolverAnswer.UNSAT:
         problems.append(f"positive control: the raw-key cache with correct offsets (prefill {k0}) was not proved equal "
                         f"to the full pass (z3 {control.answer})")
-    eq: list[ObligationResult] = []
-    prefills: list[int] = []  # the prefills actually solved, in order: every stated bound comes from these
-    first_sat = None
+    d = DecodeDecision(x, var, m, sigma, pe, dec, Lmax, k0, control, problems)
     for k in prefill_lengths(Lmax):
         r = _equality_obligation(k, Lmax, var, pe, dec, m, sigma, timeout_ms)
-        eq.append(r)
-        prefills.append(k)
+        d.eq.append(r)
+        d.prefills.append(k)
         if r.answer != SolverAnswer.UNSAT:
-            first_sat = k if r.answer == SolverAnswer.SAT else None
+            d.first_sat = k if r.answer == SolverAnswer.SAT else None
             break
-    numbers: dict[str, Any] = {"Lmax": Lmax, "prefills_checked": len(prefills), "equality_answers": [r.answer for r in eq],
-                               "m": str(m), "sigma": str(sigma),
-                               "solver_seconds": round(sum(r.seconds for r in eq), 3),
-                               "exp_encoding": ("equality: ex(t), an uninterpreted positive function standing for "
-                                                "exp(t), ALiBi distances relative to the query's smallest; witness: "
-                                                "one unknown per distinct logit inside a rational enclosure of exp")}
-    cert: dict[str, Any] = {"control": control.summary(), "equality": [r.summary() for r in eq]}
-    details = [f"{r.name}: {r.answer.upper()}" for r in eq] + [
-        f"positive control (raw-key, correct offsets, prefill {k0}, L <= {min(Lmax, 5)}): {control.answer.upper()}"]
-    results = [control] + eq
-    if problems or first_sat is None:
-        # prefills 1..hi-1 solved UNSAT, each over t <= Lmax, cover every L <= hi (a decoded query at t depends on
-        # x_1..x_t only); fewer prefills than Lmax asks is inconclusive, never 'proved'
-        hi = min(Lmax, decided_through(1, [k for k, r in zip(prefills, eq) if r.answer == SolverAnswer.UNSAT]) + 1)
-        unsettled = [k for k, r in zip(prefills, eq) if r.answer != SolverAnswer.UNSAT]
-        short = ("" if unsettled or hi >= Lmax else
-                 f"prefills k = {span([k for k in range(1, Lmax) if k not in prefills])} not checked (L <= {Lmax} asked)")
-        bound = (f"every L <= {hi}, every prefill 1..L-1, every input, any positive function ex(t) in place of exp(t)"
-                 + (f"; {short}" if short else "") if not unsettled else
-                 f"UNSAT at prefills k = {span(range(1, hi))}, {eq[len(prefills) - 1].answer} at k = {unsettled[0]}, "
-                 f"L <= {Lmax} asked")
-        ev = solver_evidence(
-            results, engines=engines, certificate=cert, numbers=numbers, details=details, problems=problems,
-            bound=bound,
-            proved=(f"UNSAT for every prefill k < {hi}: decoding with cache {dec.cache}, RoPE offset "
-                    f"{dec.rope_offset}, ALiBi distance {dec.alibi_distance} has the full pass's coefficients at "
-                    f"every position t <= {hi} (free inputs, any positive stand-in for exp)"))
-        if ev.status == "proved" and short:
-            ev = replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=f"UNSAT for every prefill k < {hi} only: {short}")
-        return ev
-    exact = recheck_model(first_sat, Lmax, var, pe, dec, m, sigma, timeout_ms)
-    if exact is None:
-        return solver_evidence(results, proved="", engines=engines, certificate=cert, numbers=numbers, details=details,
-                               problems=[f"prefill {first_sat}: z3's model does not show a difference when re-evaluated "
-                                         f"in Fractions"])
-    numbers["model_recheck"] = {"prefill": first_sat, **exact}
-    details.append(f"z3 model re-evaluated in Fractions (prefill {first_sat}, t = {exact['t']}): coefficient of "
-                   f"x_{exact['position']} is {exact['full']} in the full pass, {exact['decoded']} decoded")
+    if problems or d.first_sat is None:
+        return d
+    first_sat = d.first_sat
+    d.exact = recheck_model(first_sat, Lmax, var, pe, dec, m, sigma, timeout_ms)
+    if d.exact is None:
+        return d
     # a token input with a certified gap: the given one first, then the smallest with that prefill
     cands: list[tuple[tuple[str, ...], int]] = [(tuple(x), dec.prefill)] if dec.prefill < len(x) else []
     cands += [(xx, first_sat) for L in range(first_sat + 1, min(Lmax, WITNESS_MAX_L) + 1) for V in range(1, 4)
               for xx in canonical_sequences(L, V) if (xx, first_sat) not in cands]
-    tried_sizes = [(len(xx), len(set(xx))) for xx, _ in cands]  # every candidate is tried before the inconclusive end
-    tried = []
+    d.tried_sizes = [(len(xx), len(set(xx))) for xx, _ in cands]  # every candidate is tried before the inconclusive end
     for xx, k in cands:
         w, obs, why = certify_input(xx, k, var, pe, dec, m, sigma, timeout_ms)
-        # (kept out of the provenance: the witness rests on its Fraction re-check, cvc5 is not asked)
-        cert.setdefault("witness", []).extend(o.summary() for o in obs)
+        d.witness_obs = (d.witness_obs or []) + list(obs)
         if w is None:
-            tried.append(f"({', '.join(xx)}), prefill {k}: {why}")
+            d.tried.append(f"({', '.join(xx)}), prefill {k}: {why}")
             continue
         w["is_given_input"] = (tuple(xx), k) == (tuple(x), dec.prefill)
-        numbers["inputs_tried_before"] = tried
-        summary = (f"{w['input']}, prefill {k}: at t = {w['t']} the coefficient of {w['symbol']} is {w['full']:.6g} in "
-                   f"the full pass and {w['decoded']:.6g} decoded, apart by >= {w['apart_by_at_least']} (z3 UNSAT of "
-                   f"'within {w['apart_by_at_least']}', re-checked in Fractions); structure differs from prefill "
-                   f"{first_sat}")
+        d.witness, d.witness_prefill = w, k
+        break
+    return d
+
+
+def describe_decode(d: DecodeDecision) -> Evidence:
+    """The solver Evidence for a :class:`DecodeDecision`: proved or inconclusive (every prefill solved UNSAT,
+    or fewer than asked), error (a failed check, a model that does not re-check), refuted (a token input with
+    a certified gap) or inconclusive (no such input)."""
+    engines = engine_versions("z3", "cvc5")
+    eq, Lmax, first_sat = d.eq, d.Lmax, d.first_sat
+    numbers: dict[str, Any] = {"Lmax": Lmax, "prefills_checked": len(d.prefills),
+                               "equality_answers": [r.answer for r in eq], "m": str(d.m), "sigma": str(d.sigma),
+                               "solver_seconds": round(sum(r.seconds for r in eq), 3),
+                               "exp_encoding": ("equality: ex(t), an uninterpreted positive function standing for "
+                                                "exp(t), ALiBi distances relative to the query's smallest; witness: "
+                                                "one unknown per distinct logit inside a rational enclosure of exp")}
+    cert: dict[str, Any] = {"control": d.control.summary(), "equality": [r.summary() for r in eq]}
+    details = [f"{r.name}: {r.answer.upper()}" for r in eq] + [
+        f"positive control (raw-key, correct offsets, prefill {d.k0}, L <= {min(Lmax, 5)}): {d.control.answer.upper()}"]
+    results = [d.control] + eq
+    if d.problems or first_sat is None:
+        return _decode_equal(d, engines, cert, numbers, details)
+    if d.exact is None:
+        return solver_evidence(results, proved="", engines=engines, certificate=cert, numbers=numbers, details=details,
+                               problems=[f"prefill {first_sat}: z3's model does not show a difference when re-evaluated "
+                                         f"in Fractions"])
+    exact = d.exact
+    numbers["model_recheck"] = {"prefill": first_sat, **exact}
+    details.append(f"z3 model re-evaluated in Fractions (prefill {first_sat}, t = {exact['t']}): coefficient of "
+                   f"x_{exact['position']} is {exact['full']} in the full pass, {exact['decoded']} decoded")
+    if d.witness_obs is not None:
+        # (kept out of the provenance: the witness rests on its Fraction re-check, cvc5 is not asked)
+        cert["witness"] = [o.summary() for o in d.witness_obs]
+    numbers["inputs_tried_before"] = d.tried
+    w = d.witness
+    if w is not None:
+        summary = (f"{w['input']}, prefill {d.witness_prefill}: at t = {w['t']} the coefficient of {w['symbol']} is "
+                   f"{w['full']:.6g} in the full pass and {w['decoded']:.6g} decoded, apart by >= "
+                   f"{w['apart_by_at_least']} (z3 UNSAT of 'within {w['apart_by_at_least']}', re-checked in Fractions); "
+                   f"structure differs from prefill {first_sat}")
         details.append(f"witness: {summary}")
         return solver_evidence(results, proved="", refuted=(summary, w), engines=engines, certificate=cert,
                                numbers=numbers, details=details,
                                bound=f"exact, on the witness input; structure checked for L <= {Lmax}")
-    numbers["inputs_tried_before"] = tried
     prov = provenance(results)
     numbers.update(provenance_numbers(prov, results))
+    sizes = d.tried_sizes
     return Evidence(layer=Layer.SOLVER, status=Status.INCONCLUSIVE, engines=engines, certificate=cert, numbers=numbers,
                     details=details, solver=prov,
-                    bound=(f"token inputs up to L = {max(L for L, _ in tried_sizes)}, vocabulary <= "
-                           f"{max(V for _, V in tried_sizes)}" if tried_sizes else "no token input tried"),
+                    bound=(f"token inputs up to L = {max(L for L, _ in sizes)}, vocabulary <= "
+                           f"{max(V for _, V in sizes)}" if sizes else "no token input tried"),
                     summary=(f"the slot lists differ from prefill {first_sat} (z3 SAT, model re-checked in Fractions) "
                              f"but no token input (vocabulary <= 3) has a certified gap"))
+
+
+def _decode_equal(d: DecodeDecision, engines: dict, cert: dict, numbers: dict, details: list[str]) -> Evidence:
+    """No SAT prefill, or a failed check: prefills 1..hi-1 solved UNSAT, each over t <= Lmax, cover every
+    L <= hi (a decoded query at t depends on x_1..x_t only); fewer prefills than Lmax asks is
+    inconclusive, never 'proved'."""
+    eq, prefills, Lmax, dec = d.eq, d.prefills, d.Lmax, d.dec
+    hi = min(Lmax, decided_through(1, [k for k, r in zip(prefills, eq) if r.answer == SolverAnswer.UNSAT]) + 1)
+    unsettled = [k for k, r in zip(prefills, eq) if r.answer != SolverAnswer.UNSAT]
+    short = ("" if unsettled or hi >= Lmax else
+             f"prefills k = {span([k for k in range(1, Lmax) if k not in prefills])} not checked (L <= {Lmax} asked)")
+    bound = (f"every L <= {hi}, every prefill 1..L-1, every input, any positive function ex(t) in place of exp(t)"
+             + (f"; {short}" if short else "") if not unsettled else
+             f"UNSAT at prefills k = {span(range(1, hi))}, {eq[len(prefills) - 1].answer} at k = {unsettled[0]}, "
+             f"L <= {Lmax} asked")
+    ev = solver_evidence(
+        [d.control] + eq, engines=engines, certificate=cert, numbers=numbers, details=details, problems=d.problems,
+        bound=bound,
+        proved=(f"UNSAT for every prefill k < {hi}: decoding with cache {dec.cache}, RoPE offset "
+                f"{dec.rope_offset}, ALiBi distance {dec.alibi_distance} has the full pass's coefficients at "
+                f"every position t <= {hi} (free inputs, any positive stand-in for exp)"))
+    if ev.status == Status.PROVED and short:
+        ev = replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=f"UNSAT for every prefill k < {hi} only: {short}")
+    return ev
