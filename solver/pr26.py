@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
@@ -274,51 +274,92 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
         the family realizes prev at some n), inconclusive (unknown / budget), or error
         (the control is not SAT: the encoding would be vacuous).
     """
-    results: list[ObligationResult] = []
-    witness = None
-    total = 0.0
-    decided: list[int] = []  # the lengths decided UNSAT (solved or carried): the stated bound comes from these
-    carried: dict[int, int] = {}  # length -> the length whose certificate refutes it by inclusion
+    return describe_prop1(decide_prop1(family, N, timeout_ms, control, budget_s))
+
+
+@dataclass
+class Prop1Decision:
+    """What the solver decided for pr26 Prop. 1: the values the verdict depends on.
+
+    Attributes:
+        results: the obligations solved (lengths not carried by inclusion), in order.
+        witness: a SAT witness W with its exact re-check, or None.
+        decided: the lengths decided UNSAT (solved or carried): the stated bound comes from these.
+        carried: length -> the length whose certificate refutes it by inclusion.
+        total, t_incl: solver and inclusion seconds; out_of_budget: the loop stopped at ``budget_s``.
+        nc, ctl: the control's length and obligation; ctl_ok, ctl_w: its witness and exact re-check.
+    """
+
+    family: Family
+    control: Family
+    N: int
+    results: list[ObligationResult] = field(default_factory=list)
+    witness: dict | None = None
+    decided: list[int] = field(default_factory=list)
+    carried: dict[int, int] = field(default_factory=dict)
+    total: float = 0.0
+    t_incl: float = 0.0
+    out_of_budget: bool = False
+    nc: int = 0
+    ctl: ObligationResult | None = None
+    ctl_ok: bool = False
+    ctl_w: dict[str, Any] | None = None
+
+    @property
+    def reached(self) -> int:
+        """The largest n with every length 3..n decided UNSAT."""
+        reached = 2
+        while reached + 1 in self.decided:
+            reached += 1
+        return reached
+
+
+def decide_prop1(family: Family, N: int, timeout_ms: int, control: Family, budget_s: float | None) -> Prop1Decision:
+    """Decide each length 3..N (solved, or carried by inclusion) and run the control (:func:`check_prop1`)."""
+    d = Prop1Decision(family, control, N)
     cert_at: tuple[int, dict] | None = None  # the last checked certificate (length, certificate)
-    t_incl = 0.0
-    out_of_budget = False
     for n in prop1_lengths(N):
-        if budget_s is not None and total + t_incl > budget_s:
-            out_of_budget = True
+        if budget_s is not None and d.total + d.t_incl > budget_s:
+            d.out_of_budget = True
             break
         if cert_at is not None:
             t0 = time.perf_counter()
             inside = prop1_inclusion(family, cert_at[1], cert_at[0], n)
-            t_incl += time.perf_counter() - t0
+            d.t_incl += time.perf_counter() - t0
             if inside:
-                carried[n] = cert_at[0]
-                decided.append(n)
+                d.carried[n] = cert_at[0]
+                d.decided.append(n)
                 continue
         res = prop1_obligation(family, n, timeout_ms)
-        results.append(res)
-        total += res.seconds
+        d.results.append(res)
+        d.total += res.seconds
         if res.answer == SolverAnswer.UNKNOWN:
             break
         if res.answer == SolverAnswer.SAT:
             W = _shape(family, n, _theta_from_model(res.model, family.dim(n) ** 2))
             ok, mg = recheck_exact(family, get_task("prev"), W, n, n)
-            witness = {"n": n, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg),
-                       "rechecked_in": "fractions.Fraction", "recheck_ok": ok}
+            d.witness = {"n": n, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg),
+                         "rechecked_in": "fractions.Fraction", "recheck_ok": ok}
             break
         cert_at = (n, res.certificate) if res.certificate and res.certificate.get("checked") else None
-        decided.append(n)
-    reached = 2  # the largest n with every length 3..n decided UNSAT
-    while reached + 1 in decided:
-        reached += 1
+        d.decided.append(n)
     # control: the same encoding with quadratic features is SAT
-    nc = min(max(N, 3), 16)
-    ctl = prop1_obligation(control, nc, timeout_ms)
-    ctl_ok = False
-    ctl_w: dict[str, Any] | None = None
+    d.nc = nc = min(max(N, 3), 16)
+    d.ctl = ctl = prop1_obligation(control, nc, timeout_ms)
     if ctl.answer == SolverAnswer.SAT:
         W = _shape(control, nc, _theta_from_model(ctl.model, control.dim(nc) ** 2))
-        ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
-        ctl_w = {"n": nc, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg)}
+        d.ctl_ok, mg = recheck_exact(control, get_task("prev"), W, nc, nc)
+        d.ctl_w = {"n": nc, "W": [[str(x) for x in row] for row in W], "min_margin_exact": str(mg)}
+    return d
+
+
+def describe_prop1(d: Prop1Decision) -> Evidence:
+    """The solver Evidence for a :class:`Prop1Decision` (the claim-specific cascade: an exactly re-checked
+    witness refutes; a witness that fails its re-check, or, when every obligation was answered, a control
+    that is not SAT, is an error; the rest is :func:`solver_evidence`'s)."""
+    results, carried, ctl, ctl_w, ctl_ok, nc = d.results, d.carried, d.ctl, d.ctl_w, d.ctl_ok, d.nc
+    assert ctl is not None
+    reached, N, family, control, witness = d.reached, d.N, d.family, d.control, d.witness
     cert = {"obligations": [_record(r) for r in results],
             "control": {"name": ctl.name, "answer": ctl.answer, "seconds": ctl.seconds, "witness": ctl_w,
                         "witness_rechecked_exact": ctl_ok}}
@@ -330,7 +371,7 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
                           "lengths": _ranges([n for n, m in carried.items() if m == n0])}
                          for n0 in sorted(set(carried.values()))]
     numbers = {"N": N, "n_reached": reached, "answers": counts, "solved": solved, "by_inclusion": len(carried),
-               "argument": argument, "solver_seconds": round(total, 3), "inclusion_seconds": round(t_incl, 3),
+               "argument": argument, "solver_seconds": round(d.total, 3), "inclusion_seconds": round(d.t_incl, 3),
                "control_answer": ctl.answer, "control_witness_ok": ctl_ok,
                "max_constraints": max((r.n_constraints for r in results), default=0)}
     base: dict[str, Any] = dict(
@@ -338,8 +379,6 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
         bound=f"n = 3..{reached} (every W in Q^(r x r); margin >= 1 is equivalent to strict argmax by scaling)",
         details=[f"control {control.description}, n = {nc}: {ctl.answer.upper()}"
                  + (f", witness re-checked exactly (min margin {ctl_w['min_margin_exact']})" if ctl_ok and ctl_w else "")])
-    # the claim-specific cascade: an exactly re-checked witness refutes; a witness that fails its re-check, or
-    # (when every obligation was answered) a control that is not SAT, is an error; the rest is solver_evidence's
     unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
     refuted = None
     problems: list[str] = []
@@ -354,10 +393,10 @@ def check_prop1(family: Family, N: int, timeout_ms: int = 20_000, control: Famil
     ev = solver_evidence(results + [ctl], refuted=refuted, problems=problems, proved=(
         f"UNSAT for every n = 3..{reached}: no W realizes prev with phi(i) = [1, i] (margin >= 1, equivalently strict). "
         f"{argument[0].upper() + argument[1:]}. Control [1, i, i^2] at n = {nc} is SAT with an exactly re-checked witness"), **base)
-    if ev.status == "proved" and reached < N:  # the lengths past `reached` are not decided: never 'proved' up to N
+    if ev.status == Status.PROVED and reached < N:  # the lengths past `reached` are not decided: never 'proved' up to N
         ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None,
-                                 summary=(f"budget reached at n = {reached} < N = {N}" if out_of_budget else
-                                          f"n = {_ranges([n for n in range(3, N + 1) if n not in decided])} not checked (N = {N} asked)"))
+                                 summary=(f"budget reached at n = {reached} < N = {N}" if d.out_of_budget else
+                                          f"n = {_ranges([n for n in range(3, N + 1) if n not in d.decided])} not checked (N = {N} asked)"))
     return ev
 
 
