@@ -34,22 +34,23 @@ from __future__ import annotations
 import math
 import time
 import tracemalloc
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
 import torch
 
 from verify.constructions.pe import N_FREQ, Family, FloatArith, get_family, get_task, learned_feature, rand_block
-from verify.evidence import Figure, rounding_interval
+from verify.evidence import Figure, Outcome, Status, rounding_interval
 from verify.numeric import pr26 as eng
 
 DTYPE = torch.float64
 
 
 def _ev(**kw):
-    from verify.evidence import Evidence, engine_versions
+    from verify.evidence import Evidence, Layer, engine_versions
 
-    return Evidence(layer="numeric", engines=engine_versions("torch"), **kw)
+    return Evidence(layer=Layer.NUMERIC, engines=engine_versions("torch"), **kw)
 
 
 def _dec(q: Fraction | float) -> str:
@@ -310,7 +311,7 @@ def check_prop2(Ls: Sequence[int] = (30, 60), L0: int = 20, trials: int = 8000, 
             f"lr {x['lr']}: conditional {x['conditional']}, unconditional {x['unconditional']}, winner new "
             f"{x['winner_new']}" for x in sens))
     settings = eng.fit(get_family("learned-absolute"), get_task("prev"), L0, seed, **(fit_kw or {})).settings
-    return _ev(status="consistent", outcome="fails" if bad else "holds", seed=seed, figures=figures,
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.FAILS if bad else Outcome.HOLDS, seed=seed, figures=figures,
                numbers={"runs": res, "problems": bad, "fit_settings": settings, "lr_sensitivity": sens},
                tolerance=("1/(k-1) must lie in the 97.5% Wilson interval of the conditional hit rate at each L "
                           "(Bonferroni over the lengths: family-wise 95%); 95% intervals reported"),
@@ -478,7 +479,7 @@ def check_prop3(L_big: int = 17665, L0: int = 20, Ls: Sequence[int] = (60, 128, 
         except eng.MinNormError as e:
             mn = {"error": str(e)}
             details.append(f"min-norm selection: {e}")
-    return _ev(status="consistent", outcome="holds" if ok_big and ok_sel else "fails", seed=seed, figures=figures,
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.HOLDS if ok_big and ok_sel else Outcome.FAILS, seed=seed, figures=figures,
                numbers={"min_norm": mn, "alpha_big": big, "fitted_prev": {str(L): {"alpha": t.alpha, "passed": t.passed_rows,
                                                                    "rows": t.new_rows, "gL": t.gL}
                                                           for L, t in fitted.items()},
@@ -585,6 +586,43 @@ def clamped_tie_control(L0: int, Ls: Sequence[int], seed: int = 0) -> dict:
 
 @eng.single_threaded
 @eng.with_feature_cache
+@dataclass
+class Prop4Result:
+    """What :func:`check_prop4` measured: the fitted heads' alpha_L table and the controls beside it."""
+
+    L0: int
+    Ls: Sequence[int]
+    K: int
+    seed: int
+    cells: list[tuple[str, str]]
+    fits: dict[str, Any]                # "family/task" -> the L0 fit
+    transfers: dict[str, dict]          # "family/task" -> L -> eng.transfer
+    table: dict[str, dict]              # "family/task" -> alpha, passed, rows, gL, target_tied, first_failing
+    tie: dict                           # clamped_tie_control
+    sens: list                          # fit_sensitivity of RoPE attend-first
+    extrap: list                        # eng.first_failing_length of the relative cells
+    min_norm: dict                      # "family/task" -> alpha_L of the min-norm head (or why none)
+    min_norm_asked: bool
+
+    @property
+    def in_table(self) -> list[int]:
+        return [L for L in self.Ls if L in PROP4_TABLE_LENGTHS]
+
+    @property
+    def beyond(self) -> list[int]:
+        return [L for L in self.Ls if L not in PROP4_TABLE_LENGTHS]
+
+    @property
+    def rel(self) -> tuple[str, ...]:
+        """The relative cells with an interior peak, on prev and skip-K."""
+        return ("rope/prev", f"rope/skip-{self.K}", "free-relative/prev", f"free-relative/skip-{self.K}")
+
+    @property
+    def rope_af(self) -> list[float]:
+        """RoPE attend-first alpha_L at every L."""
+        return [self.table["rope/attend-first"]["alpha"][L] for L in self.Ls]
+
+
 def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 3, seed: int = 0,
                 sens_seeds: Sequence[int] = (0,), sens_lrs: Sequence[float] = eng.LR_GRID,
                 fit_kw: dict | None = None, horizon: int = 1024, min_norm: bool = False):
@@ -603,6 +641,12 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
     ``min_norm``: also report alpha_L of the min-norm heads at the table lengths (a finding; ALiBi prev is
     skipped: not realizable at L0, Prop. 1).
     """
+    return _describe_prop4(_measure_prop4(L0, Ls, K, seed, sens_seeds, sens_lrs, fit_kw, horizon, min_norm))
+
+
+def _measure_prop4(L0: int, Ls: Sequence[int], K: int, seed: int, sens_seeds: Sequence[int],
+                   sens_lrs: Sequence[float], fit_kw: dict | None, horizon: int, min_norm: bool) -> Prop4Result:
+    """Fit every cell of the table at L0, transfer to each L, and run the controls of :func:`check_prop4`."""
     cells = [("rope", "prev"), ("rope", f"skip-{K}"), ("free-relative", "prev"), ("free-relative", f"skip-{K}"),
              ("alibi", "prev"), ("clamped-absolute", "attend-first"), ("clamped-absolute", "prev"),
              ("free-relative", "attend-first"), ("rope", "attend-first")]
@@ -620,66 +664,97 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
             "gL": {L: t.gL for L, t in trs.items()}, "target_tied": {L: t.new_rows_target_tied for L, t in trs.items()},
             "first_failing": trs[Ls[-1]].failing[:1]}
     in_table = [L for L in Ls if L in PROP4_TABLE_LENGTHS]
-    beyond = [L for L in Ls if L not in PROP4_TABLE_LENGTHS]
-    rel = ("rope/prev", f"rope/skip-{K}", "free-relative/prev", f"free-relative/skip-{K}")
+    tie = clamped_tie_control(L0, [L for L in in_table if L <= 128] or in_table[:1])
+    sens = fit_sensitivity(get_family("rope"), "attend-first", L0, tuple(ROPE_AF_PUBLISHED), sens_seeds,
+                           sens_lrs, fit_kw) if sens_lrs else []
+    r = Prop4Result(L0=L0, Ls=Ls, K=K, seed=seed, cells=cells, fits=fits, transfers=trs_all, table=table, tie=tie,
+                    sens=sens, extrap=[], min_norm={}, min_norm_asked=min_norm)
+    r.extrap = [eng.first_failing_length(fits[c], max(horizon, max(Ls))) for c in r.rel]
+    if min_norm:
+        for fname, tname in cells:
+            if fname == "alibi":
+                continue
+            try:
+                fm = eng.fit(get_family(fname), get_task(tname), L0, seed, selection="min-norm")
+                r.min_norm[f"{fname}/{tname}"] = {L: round(eng.transfer(fm, L).alpha, 4) for L in in_table}
+            except eng.MinNormError as e:
+                r.min_norm[f"{fname}/{tname}"] = str(e)
+    return r
+
+
+def _prop4_problems(r: Prop4Result) -> list[str]:
+    """Where the table departs from Prop. 4's statement (empty: the statement holds)."""
+    table, in_table = r.table, r.in_table
     bad = []
-    for c in rel:
+    for c in r.rel:
         if any(table[c]["alpha"][L] != 1 for L in in_table):
             bad.append(f"{c}: {table[c]['alpha']} (expected 1 at L = {in_table})")
     ca, cp = table["clamped-absolute/attend-first"], table["clamped-absolute/prev"]
     if any(a != 1 for a in ca["alpha"].values()):
         bad.append(f"clamped/attend-first: {ca['alpha']}")
-    if any(a != 0 for a in cp["alpha"].values()) or any(cp["target_tied"][L] != cp["rows"][L] for L in Ls):
+    if any(a != 0 for a in cp["alpha"].values()) or any(cp["target_tied"][L] != cp["rows"][L] for L in r.Ls):
         bad.append(f"clamped/prev: {cp['alpha']}, tied {cp['target_tied']}")
     if any(a != 0 for a in table["free-relative/attend-first"]["alpha"].values()):
         bad.append(f"free-relative/attend-first: {table['free-relative/attend-first']['alpha']}")
-    tie = clamped_tie_control(L0, [L for L in in_table if L <= 128] or in_table[:1])
-    bad += tie["problems"]
-    ra = [table["rope/attend-first"]["alpha"][L] for L in Ls]
+    bad += r.tie["problems"]
+    ra = r.rope_af
     if any(b > a for a, b in zip(ra, ra[1:])) or not ra[-1] < ra[0]:
         bad.append(f"rope/attend-first does not decay: {ra}")
-    sens = fit_sensitivity(get_family("rope"), "attend-first", L0, tuple(ROPE_AF_PUBLISHED), sens_seeds,
-                           sens_lrs, fit_kw) if sens_lrs else []
-    extrap = [eng.first_failing_length(fits[c], max(horizon, max(Ls))) for c in rel]
-    fail = cp["first_failing"][0] if cp["first_failing"] else None
-    figures = []
-    if in_table and L0 == 20:
-        def cell(figure: str, printed: str | int, cells: Sequence[str], fn: Any, extra: str = "") -> Figure:
-            """A table cell over cells x table lengths: every (cell, L) must meet the rule; the extreme is shown."""
-            vals = [(Fraction(table[c]["passed"][L], table[c]["rows"][L]), f"{c} at L = {L}") for c in cells
-                    for L in in_table]
-            ext = fn(vals, key=lambda x: x[0])
-            if isinstance(printed, int):
-                ok = all(v == printed for v, _ in vals)
-                return Figure(figure, float(printed), round(float(ext[0]), 4), ok,
-                              f"rule: exact equality alpha_L = {printed} at every table length L = {in_table} ("
-                              f"{'lowest' if fn is min else 'highest'}: {ext[1]}, {_dec(ext[0])})" + extra, rule="exact")
-            v, lo, hi = rounding_interval(printed)
-            ok = all(lo <= x <= hi for x, _ in vals)
-            return Figure(figure, float(v), round(float(ext[0]), 4), ok,
-                          f"rule: ours inside the rounding interval of the printed {printed}, [{_dec(lo)}, {_dec(hi)}], "
-                          f"at every table length L = {in_table} ({'lowest' if fn is min else 'highest'}: {ext[1]}, "
-                          f"{_dec(ext[0])})" + extra, rule="rounding")
+    return bad
 
-        fail_txt = f"; in our fit another key (j = {fail['argmax']}) wins by {-fail['margin']:.2f}" if fail else ""
-        figures += [
-            cell(f"Prop. 4: relative (RoPE, free relative) on prev, skip-{K}", 1, rel, min),
-            cell("Prop. 4: clamped absolute on attend-first", "1.00", ["clamped-absolute/attend-first"], min),
-            cell("Prop. 4: clamped absolute on prev", "0.00", ["clamped-absolute/prev"], max, fail_txt),
-            cell("Prop. 4: relative (free relative) on attend-first", "0.00", ["free-relative/attend-first"], max),
-        ]
-        notes = {L: _band(sens, L, ROPE_AF_PUBLISHED[L]) for L in ROPE_AF_PUBLISHED if L in in_table} if sens else {}
-        figures += rope_af_figures({L: t for L, t in trs_all["rope/attend-first"].items() if L in PROP4_TABLE_LENGTHS},
-                                   notes)
-    details = [f"{c}: alpha_L = {d['alpha']}" for c, d in table.items()]
+
+def _table_cell(r: Prop4Result, figure: str, printed: str | int, cells: Sequence[str], fn: Any,
+                extra: str = "") -> Figure:
+    """A table cell over cells x table lengths: every (cell, L) must meet the rule; the extreme is shown."""
+    in_table = r.in_table
+    vals = [(Fraction(r.table[c]["passed"][L], r.table[c]["rows"][L]), f"{c} at L = {L}") for c in cells
+            for L in in_table]
+    ext = fn(vals, key=lambda x: x[0])
+    if isinstance(printed, int):
+        ok = all(v == printed for v, _ in vals)
+        return Figure(figure, float(printed), round(float(ext[0]), 4), ok,
+                      f"rule: exact equality alpha_L = {printed} at every table length L = {in_table} ("
+                      f"{'lowest' if fn is min else 'highest'}: {ext[1]}, {_dec(ext[0])})" + extra, rule="exact")
+    v, lo, hi = rounding_interval(printed)
+    ok = all(lo <= x <= hi for x, _ in vals)
+    return Figure(figure, float(v), round(float(ext[0]), 4), ok,
+                  f"rule: ours inside the rounding interval of the printed {printed}, [{_dec(lo)}, {_dec(hi)}], "
+                  f"at every table length L = {in_table} ({'lowest' if fn is min else 'highest'}: {ext[1]}, "
+                  f"{_dec(ext[0])})" + extra, rule="rounding")
+
+
+def _prop4_figures(r: Prop4Result) -> list[Figure]:
+    """The printed table cells of Prop. 4 against ours (at the paper's L0 = 20 and table lengths only)."""
+    in_table, sens = r.in_table, r.sens
+    if not (in_table and r.L0 == 20):
+        return []
+    ff = r.table["clamped-absolute/prev"]["first_failing"]
+    fail = ff[0] if ff else None
+    fail_txt = f"; in our fit another key (j = {fail['argmax']}) wins by {-fail['margin']:.2f}" if fail else ""
+    figures = [
+        _table_cell(r, f"Prop. 4: relative (RoPE, free relative) on prev, skip-{r.K}", 1, r.rel, min),
+        _table_cell(r, "Prop. 4: clamped absolute on attend-first", "1.00", ["clamped-absolute/attend-first"], min),
+        _table_cell(r, "Prop. 4: clamped absolute on prev", "0.00", ["clamped-absolute/prev"], max, fail_txt),
+        _table_cell(r, "Prop. 4: relative (free relative) on attend-first", "0.00", ["free-relative/attend-first"], max),
+    ]
+    notes = {L: _band(sens, L, ROPE_AF_PUBLISHED[L]) for L in ROPE_AF_PUBLISHED if L in in_table} if sens else {}
+    figures += rope_af_figures({L: t for L, t in r.transfers["rope/attend-first"].items() if L in PROP4_TABLE_LENGTHS},
+                               notes)
+    return figures
+
+
+def _prop4_details(r: Prop4Result) -> list[str]:
+    """The report lines of :func:`check_prop4`: the table, the tie control, the findings beyond the table."""
+    tie, sens, beyond = r.tie, r.sens, r.beyond
+    details = [f"{c}: alpha_L = {d['alpha']}" for c, d in r.table.items()]
     details.append(f"tie control: {tie['head']}: " + "; ".join(
-        f"L = {L}: alpha {r['alpha']}, margin {r['min_margin']}..{r['max_margin']} (exact), {r['tied']}/{r['rows']} rows "
-        "tied" for L, r in tie["per_L"].items()) + " (the best a clamped head can do on prev: a tie, which fails)")
-    details.append("fit: " + _settings_text(fits["rope/prev"].settings) + f", seed {seed}")
+        f"L = {L}: alpha {t['alpha']}, margin {t['min_margin']}..{t['max_margin']} (exact), {t['tied']}/{t['rows']} rows "
+        "tied" for L, t in tie["per_L"].items()) + " (the best a clamped head can do on prev: a tie, which fails)")
+    details.append("fit: " + _settings_text(r.fits["rope/prev"].settings) + f", seed {r.seed}")
     if beyond:
         details += [f"beyond the paper's table (finding, not judged): {c} alpha_L at L = {beyond}: "
-                    f"{[table[c]['alpha'][L] for L in beyond]}" for c in rel]
-    for ff in extrap:
+                    f"{[r.table[c]['alpha'][L] for L in beyond]}" for c in r.rel]
+    for ff in r.extrap:
         if ff["first_failing_length"] is not None:
             details.append(f"finding: the fitted {ff['family']} head on {ff['task']} first fails at L = "
                            f"{ff['first_failing_length']} (row {ff['failing_row_paper']} attends to key "
@@ -689,33 +764,35 @@ def check_prop4(L0: int = 20, Ls: Sequence[int] = PROP4_TABLE_LENGTHS, K: int = 
             details.append(f"fitted {ff['family']} head on {ff['task']}: alpha_L = 1 up to L = {ff['horizon']}")
     if sens:
         details.append("RoPE attend-first sensitivity: " + "; ".join(
-            f"lr {r['lr']} seed {r['seed']}: {r['alpha']}" for r in sens))
+            f"lr {s['lr']} seed {s['seed']}: {s['alpha']}" for s in sens))
         every = rope_af_every_printed(sens)
         details.append("RoPE attend-first, the whole printed row (0.80, 0.40, 0.20, 0.12, 0.055, 0.039) inside its "
                        f"rounding intervals: at (lr, seed) {every or 'none of the grid'}; counted by the same rule (new "
                        "rows i in [L0, L), strict argmax at key 0, ties fail), so a difference is the fit's, not the "
                        "count's")
-    mn: dict = {}
-    if min_norm:
-        for fname, tname in cells:
-            if fname == "alibi":
-                continue
-            try:
-                fm = eng.fit(get_family(fname), get_task(tname), L0, seed, selection="min-norm")
-                mn[f"{fname}/{tname}"] = {L: round(eng.transfer(fm, L).alpha, 4) for L in in_table}
-            except eng.MinNormError as e:
-                mn[f"{fname}/{tname}"] = str(e)
-        details.append("min-norm selection (finding), alpha_L at L = %s: " % in_table
-                       + "; ".join(f"{c} {v}" for c, v in mn.items()))
-    return _ev(status="consistent", outcome="fails" if bad else "holds", seed=seed, figures=figures,
-               numbers={"min_norm": mn, "L0": L0, "L": list(Ls), "table_lengths": in_table, "beyond_table": beyond, "table": table,
-                        "problems": bad, "sensitivity": sens, "fitted_extrapolation": extrap,
-                        "tie_control": {k: v for k, v in tie.items() if k != "problems"},
-                        "fit_settings": fits["rope/prev"].settings},
+    if r.min_norm_asked:
+        details.append("min-norm selection (finding), alpha_L at L = %s: " % r.in_table
+                       + "; ".join(f"{c} {v}" for c, v in r.min_norm.items()))
+    return details
+
+
+def _describe_prop4(r: Prop4Result):
+    """The Evidence of :func:`check_prop4` from what it measured."""
+    table, in_table, beyond, rel, ra = r.table, r.in_table, r.beyond, r.rel, r.rope_af
+    ca, cp = table["clamped-absolute/attend-first"], table["clamped-absolute/prev"]
+    bad = _prop4_problems(r)
+    figures = _prop4_figures(r)
+    details = _prop4_details(r)
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.FAILS if bad else Outcome.HOLDS, seed=r.seed, figures=figures,
+               numbers={"min_norm": r.min_norm, "L0": r.L0, "L": list(r.Ls), "table_lengths": in_table,
+                        "beyond_table": beyond, "table": table,
+                        "problems": bad, "sensitivity": r.sens, "fitted_extrapolation": r.extrap,
+                        "tie_control": {k: v for k, v in r.tie.items() if k != "problems"},
+                        "fit_settings": r.fits["rope/prev"].settings},
                tolerance="alpha_L exact counts of rows (strict argmax, a tie fails; rows within the stated float64 "
                          "rounding bound of a tie re-decided exactly for rational families, by interval arithmetic for "
                          "trigonometric ones); 'decays' = non-increasing in L and lower at the largest L",
-               summary=(f"L0 = {L0}, table L = {in_table}: relative prev/skip-{K} alpha = "
+               summary=(f"L0 = {r.L0}, table L = {in_table}: relative prev/skip-{r.K} alpha = "
                         f"{min(table[c]['alpha'][L] for c in rel for L in in_table) if in_table else '-'}; clamped "
                         f"attend-first {min(ca['alpha'].values())}, prev {max(cp['alpha'].values())} (target tied on "
                         f"every new row); free relative attend-first "
