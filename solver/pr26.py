@@ -525,61 +525,130 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
     """
     from verify.constructions.pe import FAMILIES
 
-    family = family or FAMILIES["free-relative"]
-    obs = default_t2_obligations(K, lengths)
-    results: list[ObligationResult] = []
-    rows_out: list[T2Obligation] = []
-    witnesses: list[dict[str, Any]] = []
+    return describe_theorem2(decide_theorem2(lengths, K, timeout_ms, family or FAMILIES["free-relative"], unique_max,
+                                             extra_families))
+
+
+@dataclass
+class Theorem2Decision:
+    """What the solver decided for pr26 Theorem 2: the values the verdict depends on.
+
+    Attributes:
+        results, rows_out: the obligations solved and the :class:`T2Obligation` each one encodes.
+        witnesses: the SAT witnesses with their exact re-checks; refuting: the first re-checked kernel on an
+            expected-UNSAT obligation, or None; vacuous: expected-SAT obligations answered UNSAT.
+        info: the extra families' prev obligations (informational).
+        rev_ctl: the reverse encoding's positive control; rev_free: reverse without condition (ii).
+    """
+
+    lengths: Sequence[tuple[int, int]]
+    K: int
+    unique_max: bool
+    results: list[ObligationResult] = field(default_factory=list)
+    rows_out: list[T2Obligation] = field(default_factory=list)
+    witnesses: list[dict[str, Any]] = field(default_factory=list)
     refuting: dict[str, Any] | None = None
-    vacuous: list[str] = []
+    vacuous: list[str] = field(default_factory=list)
+    info: list[dict[str, Any]] = field(default_factory=list)
+    rev_ctl: dict[str, Any] = field(default_factory=dict)
+    rev_free: list[dict[str, Any]] = field(default_factory=list)
+
+    def covered(self) -> list[tuple[int, int]]:
+        """The pairs the statement may name: copy and reverse solved under (ii) at every peak delta* < L0 (from
+        the obligations actually run, against the requirement written here, not against default_t2_obligations)."""
+        ran = {(o.task, o.L0, o.L, o.peak) for o, r in zip(self.rows_out, self.results)
+               if r.answer != SolverAnswer.UNKNOWN}
+        return [(L0, L) for L0, L in self.lengths
+                if all((t, L0, L, pk) in ran for t in ("copy", "reverse")
+                       for pk in (range(L0) if self.unique_max else [None]))]
+
+
+def decide_theorem2(lengths: Sequence[tuple[int, int]], K: int, timeout_ms: int, family: Family, unique_max: bool,
+                    extra_families: Sequence[Family]) -> Theorem2Decision:
+    """Solve the Theorem 2 obligations, the extra families' prev obligations, the reverse control and reverse
+    without condition (ii) (:func:`check_theorem2` describes the result)."""
+    d = Theorem2Decision(lengths, K, unique_max)
     rows_cache: dict = {}  # realization rows per (family, task, L0, L), shared by the peaks' obligations
-    for ob in obs:
+    for ob in default_t2_obligations(K, lengths):
         if not unique_max and ob.expect == SolverAnswer.UNSAT:
             ob = T2Obligation(ob.task, ob.L0, ob.L, None, SolverAnswer.UNSAT)
-            if any(o.task == ob.task and o.L0 == ob.L0 and o.peak is None for o in rows_out):
+            if any(o.task == ob.task and o.L0 == ob.L0 and o.peak is None for o in d.rows_out):
                 continue
         res, wit = t2_obligation(ob, family, timeout_ms, rows_cache)
-        results.append(res)
-        rows_out.append(ob)
+        d.results.append(res)
+        d.rows_out.append(ob)
         if wit is not None:
-            witnesses.append(wit)
-        if ob.expect == SolverAnswer.UNSAT and res.answer == SolverAnswer.SAT and wit and wit["recheck_ok"] and refuting is None:
-            refuting = wit
+            d.witnesses.append(wit)
+        if (ob.expect == SolverAnswer.UNSAT and res.answer == SolverAnswer.SAT and wit and wit["recheck_ok"]
+                and d.refuting is None):
+            d.refuting = wit
         if ob.expect == SolverAnswer.SAT and res.answer == SolverAnswer.UNSAT:
-            vacuous.append(res.name)
-    info: list[dict[str, Any]] = []
+            d.vacuous.append(res.name)
     for fam in extra_families:
         for L0, L in lengths:
             res, wit = t2_obligation(T2Obligation("prev", L0, L, None, SolverAnswer.SAT), fam, timeout_ms)
-            info.append({"name": res.name, "answer": res.answer, "seconds": res.seconds, "witness": wit})
+            d.info.append({"name": res.name, "answer": res.answer, "seconds": res.seconds, "witness": wit})
     # positive control of the reverse encoding: the same constraint rows with one-hot absolute features
     # (every position < L trained) are SAT at both lengths of the first pair, so reverse's UNSAT is about
     # relative kernels, not a vacuous or mis-indexed encoding (the witness W is re-checked exactly)
-    rev_ctl = reverse_control(lengths[0][0], lengths[0][1], timeout_ms)
+    d.rev_ctl = reverse_control(lengths[0][0], lengths[0][1], timeout_ms)
     # reverse without the condition (informational): unrealizable by any relative kernel?
-    rev_free: list[dict[str, Any]] = []
     for L0, L in lengths:
         res, _ = t2_obligation(T2Obligation("reverse", L0, L, None, SolverAnswer.UNSAT), family, timeout_ms, rows_cache)
-        rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
+        d.rev_free.append({"name": res.name, "answer": res.answer, "seconds": res.seconds})
+    return d
+
+
+def describe_theorem2(d: Theorem2Decision) -> Evidence:
+    """The solver Evidence for a :class:`Theorem2Decision` (the claim-specific cascade: an exactly re-checked
+    kernel on an expected-UNSAT obligation refutes; when every obligation was answered, an expected-SAT
+    obligation that is UNSAT, a failed positive control or a witness that does not re-check is an error;
+    the rest is :func:`solver_evidence`'s)."""
+    results, rows_out, lengths, rev_ctl, rev_free, info = d.results, d.rows_out, d.lengths, d.rev_ctl, d.rev_free, d.info
     cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
-            "witnesses": witnesses, "families": info, "reverse_without_condition": rev_free,
+            "witnesses": d.witnesses, "families": info, "reverse_without_condition": rev_free,
             "reverse_control": rev_ctl}
     counts = {a: sum(r.answer == a for r in results) for a in SolverAnswer}
-    # the pairs the statement may name: copy and reverse solved under (ii) at every peak delta* < L0 (from the
-    # obligations actually run, against the requirement written here, not against default_t2_obligations)
-    ran = {(o.task, o.L0, o.L, o.peak) for o, r in zip(rows_out, results) if r.answer != SolverAnswer.UNKNOWN}
-    covered = [(L0, L) for L0, L in lengths
-               if all((t, L0, L, pk) in ran for t in ("copy", "reverse") for pk in (range(L0) if unique_max else [None]))]
+    covered = d.covered()
     missing = [(L0, L) for L0, L in lengths if (L0, L) not in covered]
-    numbers = {"lengths": [list(x) for x in lengths], "lengths_checked": [list(x) for x in covered], "K": K,
+    numbers = {"lengths": [list(x) for x in lengths], "lengths_checked": [list(x) for x in covered], "K": d.K,
                "answers": counts, "obligations": len(results),
                "solver_seconds": round(sum(r.seconds for r in results), 3),
                "reverse_without_condition": [x["answer"] for x in rev_free],
                "reverse_control": {"answer": rev_ctl["answer"], "witness_rechecked_exact": rev_ctl["recheck_ok"]},
                "family_prev": {x["name"]: x["answer"] for x in info}}
+    base: dict[str, Any] = dict(
+        engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=_theorem2_details(d),
+        bound=(f"(L0, L) in {covered}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
+               "(ii) = strict unique global maximiser delta* < L0"
+               + (f"; (L0, L) = {missing} not checked" if missing else "")))
+    unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
+    refuted = None
+    problems: list[str] = []
+    if d.refuting is not None:
+        refuted = (f"SAT: {d.refuting['obligation']} (re-checked exactly, margins {d.refuting['min_margin_L0']}, "
+                   f"{d.refuting['min_margin_L']})", d.refuting)
+    elif not unknown:
+        problems = _theorem2_problems(d)
+        if not problems:  # the copy kernel without (ii), shown with the proof
+            base["witness"] = next((w for w in d.witnesses if "copy" in w["obligation"]), None)
+    ev = solver_evidence(results, refuted=refuted, problems=problems, proved=(
+        f"UNSAT: no relative kernel with a strict unique global maximiser in the trained window realizes copy or reverse "
+        f"at both lengths of {covered}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{d.K} SAT"),
+        **base)
+    if ev.status == Status.PROVED and missing:  # a pair asked for but not solved at every peak
+        ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=(
+            f"copy and reverse under (ii) solved at every peak for (L0, L) in {covered} only; "
+            f"{missing} asked but not checked"))
+    return ev
+
+
+def _theorem2_details(d: Theorem2Decision) -> list[str]:
+    """One line per (task, length pair) under (ii), per obligation without it, per informational obligation,
+    and the positive control."""
     details = []
-    for L0, L in lengths:
-        sub = [(r, o) for r, o in zip(results, rows_out) if o.L0 == L0]
+    for L0, L in d.lengths:
+        sub = [(r, o) for r, o in zip(d.results, d.rows_out) if o.L0 == L0]
         for task in ("copy", "reverse"):
             cond = [r.answer for r, o in sub if o.task == task and o.peak is not None]
             if cond:
@@ -589,45 +658,29 @@ def check_theorem2(lengths: Sequence[tuple[int, int]] = ((8, 16), (10, 24)), K: 
         for r, o in sub:
             if o.peak is None or o.expect == SolverAnswer.SAT:
                 details.append(f"{r.name}: {r.answer.upper()}")
-    details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in rev_free + info]
+    details += [f"{x['name']}: {x['answer'].upper()} (informational)" for x in d.rev_free + d.info]
+    rev_ctl = d.rev_ctl
     details.append(f"positive control: {rev_ctl['name']}: {rev_ctl['answer'].upper()}"
                    + (f", witness re-checked exactly (min margins {rev_ctl['min_margin_L0']}, {rev_ctl['min_margin_L']})"
                       if rev_ctl["recheck_ok"] else ""))
-    base: dict[str, Any] = dict(
-        engines=engine_versions("z3", "cvc5"), numbers=numbers, certificate=cert, details=details,
-        bound=(f"(L0, L) in {covered}; every kernel k: {{0..L-1}} -> Q; margin >= 1 (equivalently strict); "
-               "(ii) = strict unique global maximiser delta* < L0"
-               + (f"; (L0, L) = {missing} not checked" if missing else "")))
-    # the claim-specific cascade: an exactly re-checked kernel on an expected-UNSAT obligation refutes; when every
-    # obligation was answered, an expected-SAT obligation that is UNSAT, a failed positive control or a witness
-    # that does not re-check is an error; the rest is solver_evidence's
-    unknown = [r for r in results if r.answer == SolverAnswer.UNKNOWN]
-    refuted = None
+    return details
+
+
+def _theorem2_problems(d: Theorem2Decision) -> list[str]:
+    """The defects that make the layer an error once every obligation was answered: an expected-SAT obligation
+    that is UNSAT, a failed positive control, a witness that does not re-check."""
     problems: list[str] = []
-    if refuting is not None:
-        refuted = (f"SAT: {refuting['obligation']} (re-checked exactly, margins {refuting['min_margin_L0']}, "
-                   f"{refuting['min_margin_L']})", refuting)
-    elif not unknown:
-        if vacuous:
-            problems.append(f"expected SAT but UNSAT (encoding too strong): {vacuous[0]}")
-        if not rev_ctl["recheck_ok"]:
-            problems.append(f"positive control failed: {rev_ctl['name']} answered {rev_ctl['answer'].upper()} without an "
-                            "exactly re-checked witness, so reverse's UNSAT may come from the encoding, not from relative "
-                            "kernels")
-        bad_w = [w for w in witnesses if not w["recheck_ok"]]
-        if bad_w:
-            problems.append(f"witness failed the exact re-check: {bad_w[0]['obligation']}")
-        if not problems:  # the copy kernel without (ii), shown with the proof
-            base["witness"] = next((w for w in witnesses if "copy" in w["obligation"]), None)
-    ev = solver_evidence(results, refuted=refuted, problems=problems, proved=(
-        f"UNSAT: no relative kernel with a strict unique global maximiser in the trained window realizes copy or reverse "
-        f"at both lengths of {covered}; without (ii) copy is SAT (witness re-checked exactly); prev and skip-{K} SAT"),
-        **base)
-    if ev.status == "proved" and missing:  # a pair asked for but not solved at every peak
-        ev = dataclasses.replace(ev, status=Status.INCONCLUSIVE, outcome=None, summary=(
-            f"copy and reverse under (ii) solved at every peak for (L0, L) in {covered} only; "
-            f"{missing} asked but not checked"))
-    return ev
+    if d.vacuous:
+        problems.append(f"expected SAT but UNSAT (encoding too strong): {d.vacuous[0]}")
+    rev_ctl = d.rev_ctl
+    if not rev_ctl["recheck_ok"]:
+        problems.append(f"positive control failed: {rev_ctl['name']} answered {rev_ctl['answer'].upper()} without an "
+                        "exactly re-checked witness, so reverse's UNSAT may come from the encoding, not from relative "
+                        "kernels")
+    bad_w = [w for w in d.witnesses if not w["recheck_ok"]]
+    if bad_w:
+        problems.append(f"witness failed the exact re-check: {bad_w[0]['obligation']}")
+    return problems
 
 
 __all__ = ["realize_rows", "lp_obligation", "recheck_exact", "recheck_float_true", "prop1_obligation",
