@@ -244,10 +244,15 @@ class SolverProvenance:
 class Evidence:
     """The result of one layer's check of one claim variant.
 
+    The constructor takes each of ``layer``, ``status`` and ``outcome`` as the enum or as its string
+    value (``status="proved"`` and ``status=Status.PROVED`` build the same Evidence, so a claim pack
+    written with strings keeps working); the fields always hold the enums, and every reader compares
+    them with the enum members.
+
     Attributes:
-        layer: one of ``LAYERS``.
-        status: one of ``STATUSES``.
-        outcome: ``"holds"``, ``"fails"`` or ``None`` (for inconclusive/error/skipped).
+        layer: the layer (:class:`Layer`).
+        status: what kind of evidence it is (:class:`Status`).
+        outcome: which way it points (:class:`Outcome`), or ``None`` (for inconclusive/error/skipped).
         summary: one human sentence, in the paper's notation.
         numbers: measured values (JSON-serialisable after :func:`to_jsonable`).
         witness: a counterexample or satisfying assignment in the paper's notation, or None.
@@ -265,9 +270,9 @@ class Evidence:
             INCONSISTENT).  Shown through ``numbers``; not repeated in the JSON.
     """
 
-    layer: str
-    status: str
-    outcome: str | None = None
+    layer: Layer
+    status: Status
+    outcome: Outcome | None = None
     summary: str = ""
     numbers: dict[str, Any] = field(default_factory=dict)
     witness: Any = None
@@ -281,28 +286,31 @@ class Evidence:
     figures: list[Figure] = field(default_factory=list)
     solver: SolverProvenance | None = None
 
-    def __post_init__(self) -> None:
-        if self.layer not in LAYERS:
-            raise ValueError(f"unknown layer {self.layer!r}; expected one of {LAYERS}")
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown status {self.status!r}; expected one of {STATUSES}")
-        self.layer = Layer(self.layer)
-        self.status = Status(self.status)
-        if self.outcome is not None and self.outcome in OUTCOMES:
-            self.outcome = Outcome(self.outcome)
-        if self.status == "proved" and self.outcome not in (None, "holds"):
-            raise ValueError("a 'proved' result supports the statement (outcome 'holds')")
-        if self.status == "refuted" and self.outcome not in (None, "fails"):
-            raise ValueError("a 'refuted' result contradicts the statement (outcome 'fails')")
-        if self.status == "proved":
-            self.outcome = Outcome.HOLDS
-        elif self.status == "refuted":
-            self.outcome = Outcome.FAILS
-        elif self.status == "consistent":
-            if self.outcome not in OUTCOMES:
-                raise ValueError("a 'consistent' result must say which outcome it agrees with")
-        else:
-            self.outcome = None
+    def __init__(self, layer: Layer | str, status: Status | str, outcome: Outcome | str | None = None,
+                 summary: str = "", numbers: dict[str, Any] | None = None, witness: Any = None,
+                 certificate: Any = None, tolerance: str | None = None, bound: str | None = None,
+                 engines: dict[str, str] | None = None, seed: int | None = None, wall_time_s: float = 0.0,
+                 details: list[str] | None = None, figures: list[Figure] | None = None,
+                 solver: SolverProvenance | None = None) -> None:
+        if layer not in LAYERS:
+            raise ValueError(f"unknown layer {layer!r}; expected one of {LAYERS}")
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}; expected one of {STATUSES}")
+        self.layer = Layer(layer)
+        self.status = Status(status)
+        self.outcome = _outcome(self.status, outcome)
+        self.summary = summary
+        self.numbers = {} if numbers is None else numbers
+        self.witness = witness
+        self.certificate = certificate
+        self.tolerance = tolerance
+        self.bound = bound
+        self.engines = {} if engines is None else engines
+        self.seed = seed
+        self.wall_time_s = wall_time_s
+        self.details = [] if details is None else details
+        self.figures = [] if figures is None else figures
+        self.solver = solver
 
     def to_dict(self, drop: frozenset[str] = frozenset()) -> dict[str, Any]:
         """A JSON-ready dict (sympy numbers and Fractions become strings/floats); the typed
@@ -320,6 +328,29 @@ class Evidence:
                 if k in d:
                     d[k] = at_resolution(d[k])
         return d
+
+
+def _outcome(status: Status, outcome: Outcome | str | None) -> Outcome | None:
+    """The outcome an Evidence of ``status`` carries: ``proved`` implies holds and ``refuted`` fails,
+    ``consistent`` must state one, the statuses that decide nothing carry none.
+
+    Raises:
+        ValueError: an outcome that contradicts the status, or a ``consistent`` result without one.
+    """
+    given = Outcome(outcome) if outcome is not None and outcome in OUTCOMES else outcome
+    if status == Status.PROVED and given not in (None, Outcome.HOLDS):
+        raise ValueError("a 'proved' result supports the statement (outcome 'holds')")
+    if status == Status.REFUTED and given not in (None, Outcome.FAILS):
+        raise ValueError("a 'refuted' result contradicts the statement (outcome 'fails')")
+    if status == Status.PROVED:
+        return Outcome.HOLDS
+    if status == Status.REFUTED:
+        return Outcome.FAILS
+    if status == Status.CONSISTENT:
+        if not isinstance(given, Outcome):
+            raise ValueError("a 'consistent' result must say which outcome it agrees with")
+        return given
+    return None
 
 
 #: significant digits of a measured float in the JSON (:meth:`Evidence.to_dict`, :meth:`Figure.to_dict`).  float64
@@ -402,7 +433,7 @@ def to_jsonable(obj: Any, drop: frozenset[str] = frozenset(), digits: int | None
     return str(obj)
 
 
-def timed(layer: str, fn: Callable[[], Evidence]) -> Evidence:
+def timed(layer: Layer | str, fn: Callable[[], Evidence]) -> Evidence:
     """Run ``fn`` and return its Evidence with ``wall_time_s`` set.
 
     An exception inside ``fn`` becomes an ``error`` Evidence carrying the exception
@@ -412,9 +443,16 @@ def timed(layer: str, fn: Callable[[], Evidence]) -> Evidence:
     try:
         ev = fn()
     except Exception as exc:  # noqa: BLE001 - converted into visible evidence
-        ev = Evidence(layer=layer, status="error", summary=f"{type(exc).__name__}: {exc}")
+        ev = Evidence(layer=layer, status=Status.ERROR, summary=f"{type(exc).__name__}: {exc}")
     ev.wall_time_s = round(time.perf_counter() - t0, 4)
     return ev
+
+
+#: the size profiles (:attr:`Context.profile`): the default sizes, and the paper-scale ones of ``--full``
+PROFILES = ("quick", "full")
+#: the per-obligation solver budget, seconds, of every front end (the CLI's ``--timeout``, the pytest plugin's
+#: ``--verify-timeout``, :func:`verify.api.check_claim`'s ``timeout_s``)
+DEFAULT_TIMEOUT_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -424,8 +462,11 @@ class Context:
 
     Attributes:
         seed: the master seed; every random choice derives from it explicitly.
-        full: the size profile: False = the default quick sizes, True = the paper-scale ``--full`` sizes.
-        timeout_ms: per-obligation solver budget in milliseconds.
+        profile: the size profile, one of :data:`PROFILES`: ``"quick"`` (the default sizes) or ``"full"`` (the
+            paper-scale sizes of ``--full``).  Each size that differs between them is declared once with both
+            values: on the claim option (``param(..., full=...)``) or in its paper's :class:`Sized` table, and
+            ``verify show CLAIM`` lists both.
+        timeout_ms: per-obligation solver budget in milliseconds (default :data:`DEFAULT_TIMEOUT_S`).
         certify: solver layer: derive a Farkas certificate for every linear UNSAT and re-check it in
             exact rationals (on by default; off only to measure its cost).
         second_opinion: solver layer: when cvc5 re-solves an obligation: ``"auto"`` (every obligation
@@ -433,24 +474,40 @@ class Context:
         cache_dir: checkpoint cache of the trained-model claims (None: the user cache directory,
             ``$XDG_CACHE_HOME/verify/lab`` or ``~/.cache/verify/lab``).
         progress: optional callback ``progress(message)`` for long work (stderr).
+        claim_jobs: worker processes of ``verify CLAIM`` (None: one per core).  The test suite makes 1 the
+            default (``using(Context(claim_jobs=1))``): its in-process fault injections would not reach workers.
 
     Raises:
-        ValueError: an unknown ``second_opinion`` policy or a non-positive budget.
+        ValueError: an unknown profile or ``second_opinion`` policy, a non-positive budget or job count.
     """
 
     seed: int = 0
-    full: bool = False
-    timeout_ms: int = 20_000
+    profile: str = "quick"
+    timeout_ms: int = round(DEFAULT_TIMEOUT_S * 1000)
     certify: bool = True
     second_opinion: str = "auto"
     cache_dir: str | None = None
     progress: Callable[[str], None] | None = field(default=None, compare=False)
+    claim_jobs: int | None = None
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        if self.claim_jobs is not None and self.claim_jobs < 1:
+            raise ValueError(f"claim_jobs must be >= 1, got {self.claim_jobs}")
         if self.second_opinion not in SECOND_OPINION_POLICIES:
             raise ValueError(f"second_opinion must be one of {SECOND_OPINION_POLICIES}, got {self.second_opinion!r}")
         if self.timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {self.timeout_ms}")
+
+    @property
+    def full(self) -> bool:
+        """True under the paper-scale profile (``--full``)."""
+        return self.profile == "full"
+
+    def size(self, declared: "Sized") -> Any:
+        """A declared size's value under this run's profile."""
+        return declared.at(self.profile)
 
     def note(self, message: str) -> None:
         if self.progress is not None:
@@ -463,6 +520,34 @@ class Context:
 
 #: cvc5 second-opinion policies (:attr:`Context.second_opinion`)
 SECOND_OPINION_POLICIES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A work size that is not a claim option (a sample count, a list of lengths, an extra pass on or off),
+    declared once with its value under each profile of :data:`PROFILES`.  A paper keeps its sizes in one
+    table; a claim's typed parameters name theirs (``Params.sizes``), so ``verify show CLAIM`` lists both values.
+
+    Attributes:
+        quick: the value under the default profile.
+        full: the value under ``--full``.
+        help: one line: what the size counts.
+    """
+
+    quick: Any
+    full: Any
+    help: str = ""
+
+    def at(self, profile: str) -> Any:
+        """The value under ``profile``.
+
+        Raises:
+            ValueError: a profile not in :data:`PROFILES`.
+        """
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        return self.full if profile == "full" else self.quick
+
 
 _DEFAULT_SETTINGS = Context()
 _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("verify_settings", default=None)

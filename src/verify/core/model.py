@@ -4,19 +4,23 @@ The core objects.  A :class:`Claim` is one published statement
 (``paper:name``) with its source, its statement as written, its options (variants such
 as ``--orientation``) and one check per layer.  Running a claim variant yields one
 :class:`~verify.evidence.Evidence` per layer; :func:`aggregate` turns them into a
-verdict with an explicit order (INCONSISTENT is always an error and shown first):
+verdict.  Verdicts are ordered, the worst first (:attr:`Verdict.rank`; INCONSISTENT is always
+an error and shown first):
 
     INCONSISTENT > INCONCLUSIVE > FAILS > HOLDS WITH FIX > HOLDS
 
-(a layer that did not finish outranks a failure: a claim is never reported FAILS on the
-layers that happened to finish while another layer is unknown). Rules, applied in order:
-1. two solvers that contradict each other on an obligation (``Evidence.solver.disagreements``),
-   or two layers whose outcomes disagree (one says holds, another fails) -> INCONSISTENT;
-2. any layer ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not
-   finish is never dropped, so a claim cannot pass on the layers that happened to run);
-3. no layer ran at all -> INCONCLUSIVE;
-4. every outcome ``fails`` -> FAILS;
-5. every outcome ``holds`` -> HOLDS, or HOLDS WITH FIX when the variant is a repair.
+and the claim's verdict is the maximum (the worst) of what each layer that ran says, as
+CrossHair reports the worst of its message kinds (a layer that did not finish outranks a
+failure: a claim is never reported FAILS on the layers that happened to finish while another
+layer is unknown).  What one layer says (skipped layers say nothing):
+1. two solvers that contradict each other on an obligation (``Evidence.solver.disagreements``)
+   -> INCONSISTENT;
+2. ``error`` or ``inconclusive`` -> INCONCLUSIVE (a layer that did not finish is never dropped,
+   so a claim cannot pass on the layers that happened to run);
+3. outcome ``fails`` -> FAILS;
+4. outcome ``holds`` -> HOLDS, or HOLDS WITH FIX when the variant is a repair.
+Two layers whose outcomes disagree (one says holds, another fails) add INCONSISTENT; when no
+layer ran the verdict is INCONCLUSIVE (the maximum of nothing).
 """
 
 from __future__ import annotations
@@ -27,15 +31,20 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from verify import interrupts
-from verify.evidence import LAYERS, Context, Evidence, Figure, Status, _StrEnum, timed, using
+from verify.evidence import LAYERS, PROFILES, Context, Evidence, Figure, Layer, Outcome, Sized, Status, _StrEnum, timed, using
 
 
 class Verdict(_StrEnum):
-    """A claim variant's verdict, in the order of the module docstring (the first outranks the rest
-    when layers are aggregated and is listed first in reports)."""
+    """A claim variant's verdict, declared in the order reports list them (the worst first).
+
+    Verdicts are ordered by :attr:`rank`, the worse the greater (``HOLDS < HOLDS WITH FIX < FAILS <
+    INCONCLUSIVE < INCONSISTENT``): :func:`aggregate` reports the maximum over a claim's layers.
+    The comparisons read a plain string that names a verdict as that verdict; equality and hashing
+    stay those of the string value.
+    """
 
     INCONSISTENT = "INCONSISTENT"
     INCONCLUSIVE = "INCONCLUSIVE"
@@ -52,6 +61,41 @@ class Verdict(_StrEnum):
     def exit_code(self) -> int:
         """The exit code of ``verify CLAIM`` for this verdict (the README's exit-code table)."""
         return _VERDICT_EXIT[self.value]
+
+    @property
+    def rank(self) -> int:
+        """0 for HOLDS up to 4 for INCONSISTENT: the greater, the worse (the module docstring's order)."""
+        return _VERDICT_RANK[self.value]
+
+    @classmethod
+    def parse(cls, value: object, where: str) -> "Verdict":
+        """``value`` as a Verdict (a Verdict or its exact string value).
+
+        Raises:
+            ValueError: anything else, naming ``where`` and the valid verdicts.
+        """
+        if isinstance(value, str) and value in VERDICTS:
+            return cls(value)
+        raise ValueError(f"{where}: {value!r} is not a verdict; valid: {', '.join(VERDICTS)}")
+
+    def _rank_of(self, other: object) -> int | None:
+        return _VERDICT_RANK.get(other) if isinstance(other, str) else None
+
+    def __lt__(self, other: object) -> bool:
+        r = self._rank_of(other)
+        return NotImplemented if r is None else self.rank < r
+
+    def __le__(self, other: object) -> bool:
+        r = self._rank_of(other)
+        return NotImplemented if r is None else self.rank <= r
+
+    def __gt__(self, other: object) -> bool:
+        r = self._rank_of(other)
+        return NotImplemented if r is None else self.rank > r
+
+    def __ge__(self, other: object) -> bool:
+        r = self._rank_of(other)
+        return NotImplemented if r is None else self.rank >= r
 
 
 _VERDICT_MEANING = {
@@ -71,13 +115,25 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 _VERDICT_EXIT = {"HOLDS": EXIT_OK, "HOLDS WITH FIX": EXIT_OK, "FAILS": EXIT_FAIL, "INCONSISTENT": EXIT_FAIL,
                  "INCONCLUSIVE": EXIT_INCONCLUSIVE}
 VERDICT_EXIT: dict[str, int] = {v.value: v.exit_code for v in Verdict}
+#: the order :func:`aggregate` takes the maximum in: the greater, the worse
+_VERDICT_RANK = {"HOLDS": 0, "HOLDS WITH FIX": 1, "FAILS": 2, "INCONCLUSIVE": 3, "INCONSISTENT": 4}
 
 
-class InputError(ValueError):
+class VerifyError(Exception):
+    """The root of the errors this package raises on purpose; the CLI maps each kind to its exit
+    code in one place (:data:`verify.frontends.cli.ERROR_EXIT`)."""
+
+
+class InputError(VerifyError, ValueError):
     """Bad user input (unknown claim, bad option value, sizes that cannot fit).
 
     The CLI prints the message as one line and exits 2 before any work starts.
     """
+
+
+class InconclusiveError(VerifyError):
+    """A computation could not reach an answer (a diverged fit, a solver that did not answer): not a
+    pass and not a failure.  The CLI exits 3, as for an INCONCLUSIVE verdict."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +153,8 @@ class Option:
         minimum, maximum: inclusive bounds for numeric kinds (None = unbounded).
         variant: True when the option selects a variant of the statement (e.g. the
             orientation or the fix); such options label results and expectations.
+        full: the option's value under the ``full`` profile (``--full``): a value that replaces the
+            one given, or :class:`Times` (the value given, scaled); None: the same under every profile.
     """
 
     name: str
@@ -107,10 +165,19 @@ class Option:
     minimum: Any = None
     maximum: Any = None
     variant: bool = False
+    full: Any = None
 
     @property
     def flag(self) -> str:
         return "--" + self.name
+
+    def at(self, value: Any, profile: str) -> Any:
+        """The value the checks use under ``profile`` when the option holds ``value``."""
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        if profile == "quick" or self.full is None:
+            return value
+        return self.full.scale(value) if isinstance(self.full, Times) else self.full
 
     def parse(self, raw: Any) -> Any:
         """Parse and range-check a raw command-line value.
@@ -178,17 +245,33 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _RATIONAL_OPT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?|[+-]?[0-9]{1,18}/[0-9]{1,18}")
 
 
+@dataclass(frozen=True)
+class Times:
+    """An option's ``full`` value that scales the value given (``param(400, ..., full=Times(4))``: 400 steps by
+    default, 1600 under ``--full``, and ``--steps 250 --full`` runs 1000)."""
+
+    factor: int
+
+    def scale(self, value: Any) -> Any:
+        return value * self.factor
+
+    def __str__(self) -> str:
+        return f"{self.factor}x the value given"
+
+
 def param(default: Any, help: str, *, kind: str = "choice", choices: Sequence[str] = (),
-          minimum: Any = None, maximum: Any = None, variant: bool = False, name: str | None = None) -> Any:
+          minimum: Any = None, maximum: Any = None, variant: bool = False, name: str | None = None,
+          full: Any = None) -> Any:
     """A field of a claim's typed parameters (:class:`Params`) that is also a command-line option.
 
     The field's name becomes the flag (``--NAME``) unless ``name`` gives another one (for flags
     that are not identifiers, such as ``weight-decay``); the mapping view and the JSON use the
     option name.  The other arguments are those of :class:`Option`.  Use it as ``fix: str = param("none", "KVSA variant", choices=VARIANTS,
-    variant=True)``; keep ``choices`` shared with the construction that reads the value.
+    variant=True)``; keep ``choices`` shared with the construction that reads the value.  ``full`` declares
+    the value under ``--full`` (:attr:`Option.full`); the checks read it with :meth:`Params.profiled`.
     """
     meta = {"option": dict(help=help, kind=kind, choices=tuple(choices), minimum=minimum, maximum=maximum,
-                           variant=variant), "name": name}
+                           variant=variant, full=full), "name": name}
     return field(default=default, metadata=meta)
 
 
@@ -201,7 +284,12 @@ class Params(Mapping[str, Any]):
     for code written against plain dicts, as a read-only mapping (``p["sigma"]``,
     ``p.get("alibi")``, ``dict(p)``).  :meth:`options` generates the claim's command-line
     options from the fields, so a claim declares each option once.
+
+    ``sizes`` names the claim's work sizes that are not options (entries of its paper's table of
+    :class:`~verify.evidence.Sized`, read under the run's profile with ``ctx.size``); ``verify show`` lists them.
     """
+
+    sizes: ClassVar[Mapping[str, Sized]] = {}
 
     @classmethod
     def options(cls) -> tuple["Option", ...]:
@@ -239,6 +327,14 @@ class Params(Mapping[str, Any]):
     def _names(cls) -> tuple[str, ...]:
         return tuple(cls._fields_by_name())
 
+    def profiled(self, name: str, ctx: Context) -> Any:
+        """Option ``name``'s value under the run's profile: the value given, or under ``--full`` the option's
+        declared ``full`` value (:attr:`Option.full`)."""
+        opt = next((o for o in self.options() if o.name == name), None)
+        if opt is None:
+            raise KeyError(name)
+        return opt.at(self[name], ctx.profile)
+
 
 #: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance (or a
 #: mapping for claims declared with options)
@@ -257,7 +353,9 @@ class Claim:
         options: the claim's options.
         checks: layer name -> check function ``(params, ctx) -> Evidence``.
         variants: the variants ``verify all`` runs, as dicts of variant-option values.
-        expected: variant label -> expected verdict (the catalog's known answer).
+        expected: variant label -> expected verdict (the catalog's known answer); a verdict may be
+            given as its string value, and is stored as the :class:`Verdict`
+            (:meth:`expected_verdict` reads it).
         fix: ``params -> description`` of the repair a variant applies, or None when the
             variant is the statement as written.
         validate: ``params -> None``; raises InputError for inconsistent or too large sizes.
@@ -278,7 +376,7 @@ class Claim:
     options: tuple[Option, ...]
     checks: Mapping[str, LayerCheck]
     variants: tuple[Mapping[str, Any], ...] = ({},)
-    expected: Mapping[str, str] = field(default_factory=dict)
+    expected: Mapping[str, Verdict | str] = field(default_factory=dict)
     fix: Callable[[Any], str | None] = lambda p: None
     validate: Callable[[Any], None] = lambda p: None
     repair: str = ""
@@ -294,6 +392,32 @@ class Claim:
             if self.options and tuple(self.options) != generated:  # (a dataclasses.replace copy passes them back)
                 raise TypeError(f"{self.id}: give options or params_type, not both")
             object.__setattr__(self, "options", generated)
+        object.__setattr__(self, "expected", self._checked_expected())
+
+    def _checked_expected(self) -> dict[str, Verdict]:
+        """``expected`` with each value a :class:`Verdict` and each key a variant label this claim can
+        produce (checked when every variant option is a choice whose values hold no comma).
+
+        Raises:
+            ValueError: a value that is not a verdict, or a label no variant of this claim has.
+        """
+        out = {}
+        for label, verdict in self.expected.items():
+            out[label] = Verdict.parse(verdict, f"claim {self.id}: expected[{label!r}]")
+        variant_opts = [o for o in self.options if o.variant]
+        if all(o.kind == "choice" and not any("," in c for c in o.choices) for o in variant_opts):
+            for label in out:
+                parts = label.split(",") if variant_opts else [] if label == "" else [label]
+                if len(parts) != len(variant_opts) or any(p not in o.choices for p, o in zip(parts, variant_opts)):
+                    shape = ",".join(o.name.upper() for o in variant_opts) or "'' (the claim has no variant option)"
+                    raise ValueError(f"claim {self.id}: expected[{label!r}] names no variant of this claim "
+                                     f"(labels are {shape})")
+        return out
+
+    def expected_verdict(self, label: str) -> Verdict | None:
+        """The recorded expectation of the variant labelled ``label`` (None: none recorded)."""
+        v = self.expected.get(label)
+        return None if v is None else Verdict(v)
 
     @property
     def paper(self) -> str:
@@ -418,12 +542,17 @@ class ClaimResult:
 
     claim: Claim
     params: dict[str, Any]
-    verdict: str
+    verdict: Verdict
     reason: str
     evidence: list[Evidence]
     fix: str | None
-    expected: str | None = None
+    expected: Verdict | None = None
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.verdict = Verdict.parse(self.verdict, f"{self.claim.id}: verdict")
+        if self.expected is not None:
+            self.expected = Verdict.parse(self.expected, f"{self.claim.id}: expected")
 
     @property
     def variant(self) -> str:
@@ -435,10 +564,10 @@ class ClaimResult:
 
     @property
     def exit_code(self) -> int:
-        return VERDICT_EXIT[self.verdict]
+        return self.verdict.exit_code
 
     @property
-    def figures(self) -> list[tuple[str, Figure]]:
+    def figures(self) -> list[tuple[Layer, Figure]]:
         """The published figures set against ours, as ``(layer, Figure)``."""
         return figure_rows(self.evidence)
 
@@ -448,14 +577,14 @@ class ClaimResult:
         k, n = figures_tally(self.evidence)
         return f"{k}/{n}" if n else None
 
-    def layer(self, name: str) -> Evidence | None:
+    def layer(self, name: Layer | str) -> Evidence | None:
         for ev in self.evidence:
             if ev.layer == name:
                 return ev
         return None
 
 
-def figure_rows(evidence: Sequence[Evidence]) -> list[tuple[str, Figure]]:
+def figure_rows(evidence: Sequence[Evidence]) -> list[tuple[Layer, Figure]]:
     """Every published figure the layers set against ours, as ``(layer, Figure)`` in layer order."""
     return [(ev.layer, f) for ev in evidence for f in ev.figures]
 
@@ -481,7 +610,7 @@ def _second_way_required(ev: Evidence) -> Evidence:
     to 'inconclusive': z3 alone is not enough for 'proved' (the README's verdict rules).
     :func:`verify.solver.common.solver_evidence` applies the rule where the evidence is built;
     this re-applies it to every solver result from its typed provenance, so no claim can skip it."""
-    if ev.layer != "solver" or ev.status != "proved":
+    if ev.layer != Layer.SOLVER or ev.status != Status.PROVED:
         return ev
     if ev.solver is None:  # built by hand, not by verify.solver.common.solver_evidence: no way to tell
         ev.status, ev.outcome = Status.INCONCLUSIVE, None
@@ -499,35 +628,48 @@ def _disagreements(ev: Evidence) -> list[str]:
     return list(ev.solver.disagreements) if ev.solver is not None else []
 
 
+def layer_verdict(ev: Evidence, fix: str | None) -> Verdict:
+    """What one layer that ran says about the claim variant (rules 1-4 of the module docstring)."""
+    if _disagreements(ev):
+        return INCONSISTENT
+    if not ev.status.finished:
+        return INCONCLUSIVE
+    if ev.outcome == Outcome.FAILS:
+        return FAILS
+    return HOLDS_WITH_FIX if fix else HOLDS
+
+
 def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, str]:
-    """The claim verdict and a one-line reason from per-layer evidence (rules above)."""
-    ran = [e for e in evidence if e.status != "skipped"]
-    split = [f"{e.layer}: {', '.join(_disagreements(e)[:2])}" for e in ran if _disagreements(e)]
-    if split:
-        return INCONSISTENT, "solvers disagree (z3 vs cvc5) on " + "; ".join(split)
-    holds = [e.layer for e in ran if e.outcome == "holds"]
-    fails = [e.layer for e in ran if e.outcome == "fails"]
-    if holds and fails:
-        return INCONSISTENT, f"layers disagree: {', '.join(holds)} say holds, {', '.join(fails)} say fails"
-    unfinished = [f"{e.layer} {e.status}" for e in ran if e.status in ("error", "inconclusive")]
-    if unfinished:
-        return INCONCLUSIVE, "not every layer finished: " + ", ".join(unfinished)
-    if not ran:
-        return INCONCLUSIVE, "no layer ran"
-    kernel = [e for e in ran if e.layer == "kernel" and e.status in ("proved", "refuted")]
+    """The claim verdict and a one-line reason from per-layer evidence: the maximum of
+    :func:`layer_verdict` over the layers that ran, INCONSISTENT when two layers' outcomes
+    disagree, INCONCLUSIVE when none ran (the module docstring)."""
+    ran = [e for e in evidence if e.status != Status.SKIPPED]
+    holds = [e.layer for e in ran if e.outcome == Outcome.HOLDS]
+    fails = [e.layer for e in ran if e.outcome == Outcome.FAILS]
+    says = [layer_verdict(e, fix) for e in ran] + ([INCONSISTENT] if holds and fails else [])
+    verdict = max(says, default=INCONCLUSIVE)
+    if verdict == INCONSISTENT:
+        split = [f"{e.layer}: {', '.join(_disagreements(e)[:2])}" for e in ran if _disagreements(e)]
+        if split:
+            return verdict, "solvers disagree (z3 vs cvc5) on " + "; ".join(split)
+        return verdict, f"layers disagree: {', '.join(holds)} say holds, {', '.join(fails)} say fails"
+    if verdict == INCONCLUSIVE:
+        unfinished = [f"{e.layer} {e.status}" for e in ran if not e.status.finished]
+        return verdict, ("not every layer finished: " + ", ".join(unfinished)) if unfinished else "no layer ran"
+    kernel = [e for e in ran if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)]
     checked = "; kernel-checked in Coq for every size" if kernel else ""
-    if fails:
-        return FAILS, "every layer that ran finds the statement false: " + ", ".join(fails) + checked
-    if fix:
-        return HOLDS_WITH_FIX, f"holds with fix: {fix}" + checked
-    return HOLDS, "every layer that ran supports the statement: " + ", ".join(holds) + checked
+    if verdict == FAILS:
+        return verdict, "every layer that ran finds the statement false: " + ", ".join(fails) + checked
+    if verdict == HOLDS_WITH_FIX:
+        return verdict, f"holds with fix: {fix}" + checked
+    return verdict, "every layer that ran supports the statement: " + ", ".join(holds) + checked
 
 
 @contextmanager
 def _fixed_threads(layer: str) -> Iterator[None]:
     """The numeric layer always runs torch on one thread: float reductions then do not depend on
     the machine's core count or on ``--jobs``, so the same inputs give the same JSON everywhere."""
-    if layer != "numeric":
+    if layer != Layer.NUMERIC:
         yield
         return
     with interrupts.deferred():  # torch's import cannot be interrupted half-way (it aborts the process)
@@ -552,9 +694,9 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
     """
     check = claim.checks.get(layer)
     if check is None:
-        return Evidence(layer=layer, status="skipped", summary="this claim has no check in this layer")
+        return Evidence(layer=layer, status=Status.SKIPPED, summary="this claim has no check in this layer")
     if layer not in layers:
-        return Evidence(layer=layer, status="skipped", summary="not requested (--layers)")
+        return Evidence(layer=layer, status=Status.SKIPPED, summary="not requested (--layers)")
     interrupts.check()  # a Ctrl-C swallowed inside a destructor (z3's, torch's) stops the run here
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
     with _fixed_threads(layer), using(ctx):
@@ -574,7 +716,7 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
     expected = None
     if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
         # the recorded expectation applies to the variant at its default sizes only
-        expected = claim.expected.get(claim.variant_label(params))
+        expected = claim.expected_verdict(claim.variant_label(params))
     notes = claim.explain(params, evidence) if claim.explain else []
     notes += _unreproduced(evidence)
     return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)

@@ -20,16 +20,20 @@ from typing import Any, Callable, Mapping, Sequence
 
 from verify.core import registry
 from verify.core.inputs import check_cache_dir, check_seed, check_timeout, clip
-from verify.core.model import Claim, ClaimResult, InputError, finish_claim, run_claim, run_layer
-from verify.evidence import LAYERS, Context
-from verify.pipeline.pool import pool_round
+from verify.core.model import Claim, ClaimResult, InputError, Verdict, finish_claim, run_claim, run_layer
+from verify.evidence import LAYERS, Context, Layer, current_settings
+from verify.pipeline.pool import lost, pool_round
 
 
 def context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False,
              cache_dir: str | None = None) -> Context:
-    """The run's settings, built once from the command line (options checked before any work)."""
-    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress,
-                   cache_dir=check_cache_dir(cache_dir))
+    """The run's settings, built once from the command line (options checked before any work).  The settings
+    the command line does not set (``claim_jobs``, ``certify``, ``second_opinion``) are the current defaults
+    (:func:`verify.evidence.current_settings`: :class:`Context`'s own, or those of an enclosing ``using`` block,
+    as the test suite sets ``claim_jobs=1``)."""
+    return current_settings().replace(seed=check_seed(seed), profile="full" if full else "quick",
+                                      timeout_ms=check_timeout(timeout), progress=progress,
+                                      cache_dir=check_cache_dir(cache_dir))
 
 
 def resolve_variant(name: str, raw: Mapping[str, Any]) -> tuple[Claim, Mapping[str, Any]]:
@@ -98,7 +102,7 @@ def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str]
 
 
 #: the order a claim's layers are handed to the workers
-SUBMIT_ORDER = ("kernel", "solver", "numeric", "symbolic")
+SUBMIT_ORDER = (Layer.KERNEL, Layer.SOLVER, Layer.NUMERIC, Layer.SYMBOLIC)
 
 
 def execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
@@ -132,10 +136,10 @@ def execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, la
             out.append(run_claim(c, p, step, layers))
         return out
     answers = pool_round(groups, planned, ctx, layers, jobs)
-    lost = {key: groups[key] for key, evs in answers.items() if evs is None}
-    if lost:  # one dead worker breaks the whole pool: the layers it never answered get one more try
-        ctx.note(f"a worker process died: {len(lost)} claim layers rerun on fresh workers")
-        answers.update(pool_round(lost, planned, ctx, layers, jobs))
+    unanswered = {key: groups[key] for key, evs in answers.items() if evs is None}
+    if unanswered:  # one dead worker breaks the whole pool: the layers it never answered get one more try
+        ctx.note(f"a worker process died: {len(unanswered)} claim layers rerun on fresh workers")
+        answers.update(pool_round(unanswered, planned, ctx, layers, jobs))
     got: dict[tuple[int, str], Any] = {}
     for key, idx in groups.items():
         evs = answers[key]
@@ -157,7 +161,7 @@ def _registered(c: Claim) -> bool:
 
 
 def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
-            expectations: Sequence[tuple[Claim, Mapping[str, Any], str]] = (), jobs: int = 1) -> RunAll:
+            expectations: Sequence[tuple[Claim, Mapping[str, Any], Verdict]] = (), jobs: int = 1) -> RunAll:
     """Run every variant of every claim and compare each verdict with its expectation.
 
     Args:
@@ -185,7 +189,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
             if k not in keys:
                 keys.add(k)
                 planned.append((c, p))
-    override: dict[str, str] = {}
+    override: dict[str, Verdict] = {}
     for c, p, verdict in expectations:
         k = run_id(c, p)
         override[k] = verdict
@@ -198,7 +202,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
     changes: list[str] = []
     for (c, p), r in zip(planned, execute(planned, ctx, layers, jobs)):
         k = run_id(c, p)
-        r.expected = override.get(k, c.expected.get(c.variant_label(p)))
+        r.expected = override.get(k, c.expected_verdict(c.variant_label(p)))
         results.append(r)
         if r.expected is not None and r.expected != r.verdict:
             changes.append(f"{k}: {r.expected} -> {r.verdict}")
@@ -207,17 +211,13 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
     return RunAll(results, changes, not_checked)
 
 
-def load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], str]]:
+def load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], Verdict]]:
     if path is None:
         return []
     from verify.core.specs import load_expectations
 
     return load_expectations(path)
 
-
-#: worker processes of ``verify CLAIM`` (None: one per core).  The test suite sets 1: its in-process
-#: fault injections (monkeypatch) would not reach worker processes.
-CLAIM_JOBS: int | None = None
 
 def jobs(value: int | None) -> int:
     if value is None:
