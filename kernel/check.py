@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, Layer, Status
 from verify.kernel import catalog
 from verify.kernel.driver import INSTALL_HINT, Build, KernelUnavailable, cached_build
 from verify.kernel.spec import KernelStatement
@@ -56,17 +56,17 @@ def evidence_from_build(build: Build, statements: Sequence[KernelStatement]) -> 
                      "assumptions": list(fact.assumptions), "sha256": build.sources.get(theory, "")})
     engines = {"coq": build.coq_version}
     if problems:
-        return Evidence(layer="kernel", status="error", summary="kernel check not accepted: " + "; ".join(problems),
+        return Evidence(layer=Layer.KERNEL, status=Status.ERROR, summary="kernel check not accepted: " + "; ".join(problems),
                         engines=engines, details=problems)
     refuting = [r for r in rows if r["role"] == "refutes"]
-    status = "refuted" if refuting else "proved"
+    status = Status.REFUTED if refuting else Status.PROVED
     shown = refuting[0] if refuting else rows[0]
     names = ", ".join(r["theorem"] for r in rows)
     verb = "kernel-checked counterexample" if refuting else "kernel-checked theorem"
     summary = f"{verb} (Coq {build.coq_version}, coqchk passed): {shown['reading']}"
     certificate = {"coq_version": build.coq_version, "theorems": rows, "coqchk": "passed",
                    "trusted_base": "Coq's kernel, the standard library's axioms listed under each theorem"}
-    return Evidence(layer="kernel", status=status, summary=summary, certificate=certificate, engines=engines,
+    return Evidence(layer=Layer.KERNEL, status=status, summary=summary, certificate=certificate, engines=engines,
                     bound="every size the theorem quantifies over",
                     details=[f"{r['theorem']} ({r['role']}): {r['statement']}" for r in rows],
                     numbers={"theorems": names})
@@ -78,16 +78,16 @@ def check(claim_id: str, variant: str, changed_options: Sequence[str], ctx: Cont
     their defaults."""
     statements = statements_for(claim_id, variant)
     if not statements:
-        return Evidence(layer="kernel", status="skipped", summary="no kernel statement for this variant")
+        return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED, summary="no kernel statement for this variant")
     uncovered = uncovered_options(statements, changed_options)
     if uncovered:
-        return Evidence(layer="kernel", status="skipped",
+        return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED,
                         summary=f"the kernel theorems do not quantify over {', '.join('--' + o for o in uncovered)}; "
                                 "they answer the variant at its default values of these options")
     try:
         build = cached_build(catalog.statements(), cache_dir=cache_dir, progress=ctx.progress)
     except KernelUnavailable:
-        return Evidence(layer="kernel", status="skipped", summary=INSTALL_HINT)
+        return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED, summary=INSTALL_HINT)
     return evidence_from_build(build, statements)
 
 

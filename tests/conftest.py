@@ -28,11 +28,10 @@ def _fresh_certificate_memo():
 
 
 @pytest.fixture(autouse=True)
-def _claims_in_this_process():
+def _claims_in_this_process(monkeypatch):
     """``verify CLAIM`` runs a claim's layers on worker processes by default; a test's monkeypatched
     fault lives in this process, so claim commands run here (tests of the concurrent path run it in a
-    subprocess, or through ``verify all --jobs 2``): the run's default settings carry ``claim_jobs=1``."""
-    from verify.evidence import Context, using
+    subprocess, or through ``verify all --jobs 2``)."""
+    from verify.pipeline import run
 
-    with using(Context(claim_jobs=1)):
-        yield
+    monkeypatch.setattr(run, "CLAIM_JOBS", 1)

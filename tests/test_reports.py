@@ -296,3 +296,20 @@ def test_plugin_inactive_without_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x():\n    assert True\n")
     res = pytester.runpytest("-p", "no:cacheprovider")
     res.assert_outcomes(passed=1)
+
+
+def test_no_timings_reads_the_typed_wall_time(t2_results: list[ClaimResult]) -> None:
+    """--no-timings zeroes the typed Evidence.wall_time_s by its field, the free-form dicts' timing keys by
+    their name and the prose's time notes by the pattern; every other value is kept."""
+    from verify.reports.text import result_dict, result_text, table_text
+
+    r = t2_results[0]
+    ev = Evidence(layer="numeric", status="consistent", outcome="holds", summary="agrees (0.25 s)",
+                  numbers={"solver_seconds": 2.5, "n": 3}, wall_time_s=1.5, details=["ran (12 ms)"])
+    r = ClaimResult(r.claim, r.params, r.verdict, r.reason, [ev], r.fix, r.expected, r.notes)
+    d = result_dict(r, timings=False)["layers"]["numeric"]
+    assert (d["wall_time_s"], d["numbers"], d["summary"], d["details"]) == (0.0, {"solver_seconds": 0.0, "n": 3},
+                                                                             "agrees", ["ran"])
+    assert result_dict(r, timings=True)["layers"]["numeric"]["wall_time_s"] == 1.5
+    assert "1.50 s" in result_text(r) and "1.50 s" not in result_text(r, timings=False)
+    assert table_text([r]).splitlines()[-1].endswith("1.5s") and "1.5s" not in table_text([r], timings=False)

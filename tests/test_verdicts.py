@@ -166,3 +166,116 @@ def test_named_cases_of_the_table():
     assert aggregate([kern, refuted], None)[0] is Verdict.INCONSISTENT
     assert aggregate([Evidence(layer="kernel", status="skipped"), refuted], "fix")[0] is Verdict.FAILS
     assert aggregate([Evidence(layer=x, status="skipped") for x in ("symbolic", "kernel")], None)[0] is Verdict.INCONCLUSIVE
+
+
+def test_verdicts_are_ordered_worst_last():
+    """The documented order is a rank; the aggregation's verdict is the maximum of what each layer says."""
+    from verify.core.model import layer_verdict
+
+    assert sorted(Verdict) == [Verdict.HOLDS, Verdict.HOLDS_WITH_FIX, Verdict.FAILS, Verdict.INCONCLUSIVE,
+                               Verdict.INCONSISTENT] == _ORDER[::-1]
+    assert [v.rank for v in _ORDER] == [4, 3, 2, 1, 0]
+    assert max([Verdict.HOLDS, Verdict.INCONCLUSIVE, Verdict.FAILS]) is Verdict.INCONCLUSIVE
+    assert Verdict.FAILS > "HOLDS WITH FIX" and "INCONSISTENT" > Verdict.INCONCLUSIVE  # a verdict's string reads as it
+    for evidence, fix in _table():
+        ran = [e for e in evidence if e.status is not Status.SKIPPED]
+        split = {e.outcome for e in ran} >= {Outcome.HOLDS, Outcome.FAILS}
+        says = [layer_verdict(e, fix) for e in ran] + [Verdict.INCONSISTENT] * split
+        assert aggregate(evidence, fix)[0] is max(says, default=Verdict.INCONCLUSIVE)
+
+
+def test_evidence_fields_hold_the_enums():
+    for status in Status:
+        for outcome in (None, *Outcome, "holds", "fails"):
+            try:
+                ev = Evidence(layer="numeric", status=status.value, outcome=outcome)
+            except ValueError:
+                continue
+            assert type(ev.layer) is Layer and type(ev.status) is Status
+            assert ev.outcome is None or type(ev.outcome) is Outcome
+    with pytest.raises(ValueError, match="unknown status"):
+        Evidence(layer="numeric", status="prooved")
+    with pytest.raises(ValueError, match="must say which outcome"):
+        Evidence(layer="numeric", status="consistent", outcome="hold")
+
+
+def _claim(**kw):
+    from verify.core.model import Claim, Option
+
+    opts = (Option("orientation", "which way", "as-written", choices=("as-written", "transposed"), variant=True),
+            Option("d", "width", 4, kind="int", minimum=1))
+    return Claim(id="demo:thm", title="t", source="s", statement="x", options=opts, checks={}, **kw)
+
+
+def test_expected_verdicts_are_checked_when_the_claim_is_built():
+    c = _claim(expected={"as-written": "FAILS", "transposed": Verdict.HOLDS})
+    assert c.expected == {"as-written": Verdict.FAILS, "transposed": Verdict.HOLDS}
+    assert type(c.expected["as-written"]) is Verdict and c.expected_verdict("as-written") is Verdict.FAILS
+    assert c.expected_verdict("nowhere") is None
+    with pytest.raises(ValueError, match=r"claim demo:thm: expected\['as-written'\]: 'HOLD' is not a verdict"):
+        _claim(expected={"as-written": "HOLD"})
+    with pytest.raises(ValueError, match=r"claim demo:thm: expected\['sideways'\] names no variant"):
+        _claim(expected={"sideways": "HOLDS"})
+    with pytest.raises(ValueError, match=r"expected\[''\] names no variant"):
+        _claim(expected={"": "HOLDS"})
+    from verify.core import registry
+
+    for claim in registry.all_claims():  # every registered expectation is a Verdict of a variant the claim has
+        assert all(type(v) is Verdict for v in claim.expected.values()), claim.id
+
+
+def test_claim_result_verdict_is_a_verdict():
+    from verify.core.model import ClaimResult
+
+    c = _claim()
+    r = ClaimResult(c, {"orientation": "as-written", "d": 4}, "FAILS", "r", [], None, expected="HOLDS")
+    assert r.verdict is Verdict.FAILS and r.expected is Verdict.HOLDS and r.exit_code == 1
+    with pytest.raises(ValueError, match="demo:thm: verdict: 'FAIL' is not a verdict"):
+        ClaimResult(c, {}, "FAIL", "r", [], None)
+
+
+def test_no_status_or_layer_string_literal_where_the_enum_is_meant():
+    """src/, kernel/ and proofs/ build Evidence with the enums (Status.PROVED, Layer.KERNEL), never their strings."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    while not (root / "pyproject.toml").exists():
+        root = root.parent
+    # (a docstring quoting one in ``...`` is not code)
+    literal = re.compile(r"(?<!`)\b(?:status|layer|outcome)\s*=\s*[\"'](?:%s)[\"']"
+                         % "|".join([*(s.value for s in Status), *(x.value for x in Layer), *(o.value for o in Outcome)]))
+    found = [f"{p.relative_to(root)}:{n}: {line.strip()}"
+             for folder in ("src", "kernel", "proofs") for p in sorted((root / folder).rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if literal.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_one_error_root_mapped_to_exit_codes_in_one_place(monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]):
+    from verify.core.model import InconclusiveError, InputError, VerifyError
+    from verify.frontends import cli
+    from verify.proofs.pr26.alpha import Inconclusive
+
+    assert issubclass(InputError, VerifyError) and issubclass(InputError, ValueError)
+    assert issubclass(Inconclusive, InconclusiveError) and issubclass(InconclusiveError, VerifyError)
+    assert cli.error_exit_code(InputError("x")) == 2 and cli.error_exit_code(Inconclusive("r", "m")) == 3
+
+    class Unmapped(VerifyError):
+        pass
+
+    assert cli.error_exit_code(Unmapped("x")) is None
+
+    def raising(exc):
+        def fn(*a, **k):
+            raise exc
+        return fn
+
+    monkeypatch.setattr(cli.cli, "main", raising(Inconclusive("fit diverged", "no alpha measured")))
+    assert cli.main(["list"]) == 3
+    assert capsys.readouterr().err == "verify: error: no alpha measured\n"
+    monkeypatch.setattr(cli.cli, "main", raising(InputError("bad --d")))
+    assert cli.main(["list"]) == 2
+    monkeypatch.setattr(cli.cli, "main", raising(Unmapped("a defect")))
+    with pytest.raises(Unmapped):
+        cli.main(["list"])

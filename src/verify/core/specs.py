@@ -35,7 +35,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from verify.core.model import VERDICTS, Claim, InputError
+from verify.core.model import VERDICTS, Claim, InputError, Verdict
 
 __all__ = ["split_specs", "parse_spec", "parse_specs", "run_id", "load_expectations"]
 
@@ -178,15 +178,15 @@ def run_id(claim: Claim, params: Mapping[str, Any]) -> str:
 _TEXT_LINE = re.compile(r"^(?P<spec>\S+?)\s*(?:[:=]\s*|\s+)(?P<verdict>[A-Za-z][A-Za-z ]*?)\s*$")
 
 
-def _check_verdict(v: Any, where: str) -> str:
+def _check_verdict(v: Any, where: str) -> Verdict:
     if not isinstance(v, str) or v.strip().upper() not in VERDICTS:
         from verify.core.inputs import clip
 
         raise InputError(f"{where}: expected verdict {clip(repr(v))} is not one of: {', '.join(VERDICTS)}")
-    return v.strip().upper()
+    return Verdict(v.strip().upper())
 
 
-def load_expectations(path: str | Path) -> list[tuple[Claim, Mapping[str, Any], str]]:
+def load_expectations(path: str | Path) -> list[tuple[Claim, Mapping[str, Any], Verdict]]:
     """Read an expectations file (JSON or text; see the module docstring).
 
     Returns:
@@ -240,7 +240,7 @@ def load_expectations(path: str | Path) -> list[tuple[Claim, Mapping[str, Any], 
             if not m:
                 raise InputError(f"{clip(path)}:{n}: expected 'CLAIM: VERDICT', got {clip(line)!r}")
             pairs.append((m.group("spec"), m.group("verdict"), f"{clip(path)}:{n}"))
-    out: list[tuple[Claim, Mapping[str, Any], str]] = []
+    out: list[tuple[Claim, Mapping[str, Any], Verdict]] = []
     first: dict[str, str] = {}
     for spec, verdict, where in pairs:
         v = _check_verdict(verdict, where)

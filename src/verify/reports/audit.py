@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 from verify import __version__
 from verify.core.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult, Verdict
-from verify.evidence import Layer, Status, to_jsonable
+from verify.evidence import LAYERS, Evidence, Layer, Outcome, Status, to_jsonable
 from verify.reports.text import HEAVY_KEYS, is_timing_key, untime
 
 __all__ = ["audit_markdown", "fmt_value"]
@@ -58,9 +58,9 @@ def fmt_value(v: Any, _depth: int = 0) -> str:
     return str(v)
 
 
-def _status_word(ev: Any) -> str:
-    if ev.status == "consistent":
-        return f"consistent with {'the statement' if ev.outcome == 'holds' else 'its failure'} (numeric)"
+def _status_word(ev: Evidence) -> str:
+    if ev.status == Status.CONSISTENT:
+        return f"consistent with {'the statement' if ev.outcome == Outcome.HOLDS else 'its failure'} (numeric)"
     return ev.status
 
 
@@ -142,10 +142,10 @@ def _kernel_statements(claim_id: str) -> list[str]:
     return lines
 
 
-def _layer_section(ev: Any, timings: bool) -> list[str]:
-    title = LAYER_NAMES.get(ev.layer, ev.layer)
+def _layer_section(ev: Evidence, timings: bool) -> list[str]:
+    title = LAYER_NAMES[ev.layer]
     lines = [f"#### {title}: {_status_word(ev)}", ""]
-    if ev.status == "skipped":
+    if ev.status == Status.SKIPPED:
         lines += [f"Not run: {ev.summary or 'skipped'}.", ""]
         return lines
     if ev.summary:
@@ -200,7 +200,7 @@ def _param_list(r: ClaimResult) -> str:
 
 
 def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence[str] = (), *,
-                   seed: int = 0, layers: Sequence[str] = ("symbolic", "solver", "numeric", "kernel"),
+                   seed: int = 0, layers: Sequence[str] = LAYERS,
                    timings: bool = False, title: str | None = None, plots: Sequence[str] = (),
                    not_checked: Sequence[str] = ()) -> str:
     """The Markdown referee report for one paper.
@@ -245,8 +245,8 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         if r.expected and r.expected != r.verdict:
             exp += " (changed)"
         out.append(f"| {_cell(r.claim.id)} | {_cell(r.variant or '-')} | **{r.verdict}** | {_cell(exp)} | "
-                   f"{_cell(st.get('symbolic', '-'))} | {_cell(st.get('solver', '-'))} | {_cell(st.get('numeric', '-'))} | "
-                   f"{_cell(st.get('kernel', '-'))} | {r.figures_reproduced or '-'} |")
+                   f"{_cell(st.get(Layer.SYMBOLIC, '-'))} | {_cell(st.get(Layer.SOLVER, '-'))} | {_cell(st.get(Layer.NUMERIC, '-'))} | "
+                   f"{_cell(st.get(Layer.KERNEL, '-'))} | {r.figures_reproduced or '-'} |")
     out.append("")
     if changes:
         out += ["Verdicts that differ from their recorded expectations:", ""]

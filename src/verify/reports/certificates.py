@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 from verify.core.model import ClaimResult, InputError
-from verify.evidence import to_jsonable
+from verify.evidence import Layer, to_jsonable
 from verify.safeio import UnsafeInput, read_regular_file
 
 FORMAT = "verify-certificate/1"
@@ -72,7 +72,7 @@ def write_certificates(result: ClaimResult, directory: str | Path) -> list[tuple
         out.mkdir(exist_ok=True)
     except OSError as e:
         raise InputError(f"--certificates {directory}: cannot create the directory ({e.strerror})") from None
-    ev = result.layer("solver")
+    ev = result.layer(Layer.SOLVER)
     if ev is None or not isinstance(ev.certificate, dict):
         return []
     written = []
@@ -274,8 +274,8 @@ def rebuild_check(directory: str | Path, seed: int = 0) -> tuple[list[tuple[Path
                    if claim_id not in {c.id for c in registry.all_claims()} else str(e))
             bad += [(f, False, f"cannot tie to a claim's encoding: {why}") for f, _ in files]
             continue
-        result = run_claim(claim, params, Context(seed=seed), layers=("solver",))
-        ev = result.layer("solver")
+        result = run_claim(claim, params, Context(seed=seed), layers=(Layer.SOLVER,))
+        ev = result.layer(Layer.SOLVER)
         expected = {ob["name"]: ob["farkas_certificate"]["encoding_sha256"]
                     for ob in _obligations(ev.certificate if ev else None)
                     if ob.get("farkas_certificate") and ob["farkas_certificate"].get("cases")}

@@ -25,6 +25,7 @@ from typing import Sequence
 
 from verify import __version__
 from verify.core.model import HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, ClaimResult
+from verify.evidence import Status
 
 __all__ = ["junit_tree", "junit_xml", "write_junit"]
 
@@ -80,7 +81,7 @@ def junit_tree(results: Sequence[ClaimResult], *, suite: str = "verify", mode: s
                  ("figures_reproduced", r.figures_reproduced or "")]
         engines: dict[str, str] = {}
         for ev in r.evidence:
-            items.append((f"layer.{ev.layer}", ev.status if ev.status != "consistent" else f"consistent ({ev.outcome})"))
+            items.append((f"layer.{ev.layer}", ev.status if ev.status != Status.CONSISTENT else f"consistent ({ev.outcome})"))
             if ev.seed is not None:
                 items.append((f"seed.{ev.layer}", str(ev.seed)))
             engines.update(ev.engines)

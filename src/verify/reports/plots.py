@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from verify.core.model import ClaimResult, InputError
+from verify.evidence import Layer, Status
 
 __all__ = ["Plotter", "write_plots", "require_matplotlib", "numbers", "save", "stem"]
 
@@ -55,7 +56,7 @@ def stem(r: ClaimResult) -> str:
     return re.sub(r"[^A-Za-z0-9._+=-]+", "_", run_id(r.claim, r.params)).strip("_")
 
 
-def numbers(r: ClaimResult, layer: str = "numeric") -> dict[str, Any]:
+def numbers(r: ClaimResult, layer: Layer | str = Layer.NUMERIC) -> dict[str, Any]:
     ev = r.layer(layer)
     return ev.numbers if ev is not None and isinstance(ev.numbers, dict) else {}
 
@@ -105,8 +106,8 @@ def write_plots(results: Sequence[ClaimResult], out_dir: str | Path) -> tuple[li
             continue
         made = fn(r, d, plt)
         if not made:
-            num = r.layer("numeric")
-            if num is None or num.status in ("skipped", "error"):
+            num = r.layer(Layer.NUMERIC)
+            if num is None or num.status in (Status.SKIPPED, Status.ERROR):
                 notes.append(f"{r.display_id}: no figure (the numbers it plots were not measured; run the numeric layer)")
             else:
                 notes.append(f"{r.display_id}: no figure for this claim (its numeric evidence has no series to plot)")

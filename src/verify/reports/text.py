@@ -35,7 +35,10 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
 
 ``wall_time_s`` (and solver ``seconds`` / ``solver_seconds``) are the only fields that vary between runs with the same inputs;
 ``--no-timings`` sets them to 0 and removes wall-time notes such as "(0.01 s)" from the prose, so the JSON is
-byte-identical across runs.
+byte-identical across runs.  The layer's wall time is the typed field :attr:`Evidence.wall_time_s`, read
+as such; the key-name rule (:func:`is_timing_key`) and the prose pattern (:data:`TIME_NOTE`) are only for
+what has no typed field: the measured values inside a layer's free-form ``numbers``/``certificate`` and the
+sentences a layer writes.
 
 Published figures are first-class (:class:`verify.evidence.Figure` on each layer's evidence):
 they appear once per result under ``figures`` (with the layer that computed them) and are
@@ -56,15 +59,17 @@ from typing import Any, Sequence
 
 from verify import __version__
 from verify.core.model import ClaimResult, Verdict
-from verify.evidence import FIGURE_RULES, Layer, Outcome, Status, to_jsonable
+from verify.evidence import FIGURE_RULES, Evidence, Layer, Outcome, Status, to_jsonable
 
 SCHEMA = "verify/1"
 
 
 def is_timing_key(key: str) -> bool:
-    """Keys that hold wall-clock measurements (``wall_time_s``, ``seconds``, ``solver_seconds``,
-    ``certify_seconds``, a trained model's ``train_s`` and ``eval_s``, ...): ``--no-timings`` writes them as 0
-    and the audit leaves them out."""
+    """Keys of a layer's free-form dicts (``numbers``, ``certificate``, ``witness``) that hold wall-clock
+    measurements (``seconds``, ``solver_seconds``, ``certify_seconds``, a trained model's ``train_s`` and
+    ``eval_s``, ...): ``--no-timings`` writes them as 0 and the audit leaves them out.  Those dicts have no
+    typed timing field, so the key's name is the convention; the layer's own wall time is the typed
+    :attr:`Evidence.wall_time_s`."""
     k = key.lower()
     return k.endswith("seconds") or k.endswith("_time_s") or k in ("wall_time", "time_s", "elapsed_s", "train_s", "eval_s")
 
@@ -74,12 +79,15 @@ TIME_NOTE = re.compile(r"\s*\(\s*\d+(?:\.\d+)?\s*(?:s|sec|seconds|ms)\s*\)")
 
 
 def untime(text: str) -> str:
-    """``text`` without its wall-time notes (for reproducible output)."""
+    """``text`` without its wall-time notes (for reproducible output).  Only for user-visible prose (a
+    layer's summary and details, a reason, a finding) that quotes a time in a sentence; nothing reads a
+    time back out of prose, and a wall time with a typed field is read from that field."""
     return TIME_NOTE.sub("", text)
 
 
 def _zero_timings(obj: Any) -> Any:
-    """Timing fields written as 0 and wall-time notes removed from prose (``--no-timings``)."""
+    """Timing entries of free-form dicts written as 0 (:func:`is_timing_key`) and wall-time notes removed
+    from prose (:func:`untime`), for ``--no-timings``."""
     if isinstance(obj, dict):
         return {k: (0.0 if is_timing_key(str(k)) else _zero_timings(v)) for k, v in obj.items()}
     if isinstance(obj, list):
@@ -101,7 +109,8 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         d.pop("layer")
         d.pop("figures", None)  # reported once, at the result level
         if not timings:
-            d = _zero_timings(d)
+            # the typed wall time by its field; prose and the free-form dicts by their conventions
+            d = {k: (0.0 if k == "wall_time_s" else _zero_timings(v)) for k, v in d.items()}
         layers[ev.layer] = d
     from verify.core.specs import run_id
 
@@ -149,8 +158,8 @@ def to_json(results: Sequence[ClaimResult], command: str, seed: int, exit_code: 
     return json.dumps(doc, indent=2, sort_keys=False)
 
 
-def _status(ev) -> str:
-    if ev.status == "consistent":
+def _status(ev: Evidence) -> str:
+    if ev.status == Status.CONSISTENT:
         return f"consistent ({ev.outcome})"
     return ev.status
 
@@ -169,9 +178,9 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines.append(f"  variant:   {r.variant} (the statement as written)")
     lines.append("  evidence:")
     for ev in r.evidence:
-        t = f"{ev.wall_time_s:.2f} s" if ev.status != "skipped" and timings else ""
+        t = f"{ev.wall_time_s:.2f} s" if ev.status != Status.SKIPPED and timings else ""
         lines.append(f"    {ev.layer:<9} {_status(ev):<20} {t:>8}  {ev.summary if timings else untime(ev.summary)}")
-        if verbose and ev.status != "skipped":
+        if verbose and ev.status != Status.SKIPPED:
             if ev.bound:
                 lines.append(f"              bound: {ev.bound}")
             if ev.tolerance:
@@ -190,7 +199,7 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines.append(f"  published figures (reproduced {r.figures_reproduced}):")
         lines += [f"    {'yes' if f.reproduced else 'NO ':<4}{f.figure}: paper {_fmt(f.paper)}, ours {_fmt(f.ours)}"
                   + (f" ({f.note})" if verbose and f.note else "") for _, f in r.figures]
-    if r.claim.repair and (r.verdict == "HOLDS WITH FIX" or (r.verdict == "FAILS" and not r.fix)):
+    if r.claim.repair and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix)):
         lines.append(f"  repair:    {r.claim.repair}")
     if verbose and r.claim.caveats:
         lines.append("  caveats:")
@@ -222,8 +231,8 @@ def table_text(results: Sequence[ClaimResult], timings: bool = True) -> str:
         st = {ev.layer: _status(ev) for ev in r.evidence}
         total = sum(ev.wall_time_s for ev in r.evidence)
         mark = "" if r.expected in (None, r.verdict) else "  <- changed"
-        rows.append(f"{rid:<{w}} {r.verdict:<15} {r.expected or '-':<15} {st.get('symbolic', '-'):<12} "
-                    f"{st.get('solver', '-'):<12} {st.get('numeric', '-'):<18} {st.get('kernel', '-'):<9} "
+        rows.append(f"{rid:<{w}} {r.verdict:<15} {r.expected or '-':<15} {st.get(Layer.SYMBOLIC, '-'):<12} "
+                    f"{st.get(Layer.SOLVER, '-'):<12} {st.get(Layer.NUMERIC, '-'):<18} {st.get(Layer.KERNEL, '-'):<9} "
                     f"{r.figures_reproduced or '-':>7} "
                     + (f"{total:>6.1f}s" if timings else f"{'-':>7}") + mark)
     return "\n".join(rows)
