@@ -22,7 +22,7 @@ import torch
 
 from verify.constructions.kvshift24 import Variant
 from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
 #: correct cache reorders no reduction that matters at this size; a bug moves outputs by far more
@@ -231,16 +231,16 @@ def check_decode(var: Variant, pe: PE, dec: Decode, sigma: Fraction, m: Fraction
                f"deviation from float64 in that dtype (a correct cache reorders the same operations)")
     lows = "; ".join(f"{n}: correct cache {v['correct_cache']:.2g}, this policy {v['this_policy']:.2g}, tolerance "
                      f"{v['tolerance']:.2g}" for n, v in low.items())
-    base: dict[str, Any] = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers, tolerance=tol_txt,
+    base: dict[str, Any] = dict(layer=Layer.NUMERIC, engines=engine_versions("torch"), seed=seed, numbers=numbers, tolerance=tol_txt,
                 details=[f"reduced precision (relative max deviation from the float64 full pass): {lows}"])
     head = f"L = {L}, d = {X.shape[-1]}, B = {X.shape[0]}, prefill {k}: max |decoded - full| / max |full| = {dev:.3g}"
     if dev <= TOL64:
-        return Evidence(status="consistent", outcome="holds", summary=f"{head} (float64, <= {TOL64:g}); {lows}", **base)
+        return Evidence(status=Status.CONSISTENT, outcome=Outcome.HOLDS, summary=f"{head} (float64, <= {TOL64:g}); {lows}", **base)
     if dev >= SEPARATION * max(floor, 1e-300) and dev > TOL64:
         # floating point agrees with FAILS; only an exact re-check may say refuted
-        return Evidence(status="consistent", outcome="fails", summary=f"{head} (float64; correct cache {floor:.2g}); {lows}",
+        return Evidence(status=Status.CONSISTENT, outcome=Outcome.FAILS, summary=f"{head} (float64; correct cache {floor:.2g}); {lows}",
                         **base)
-    return Evidence(status="inconclusive", summary=f"{head}: above {TOL64:g} but not {SEPARATION} x the correct "
+    return Evidence(status=Status.INCONCLUSIVE, summary=f"{head}: above {TOL64:g} but not {SEPARATION} x the correct "
                                                    f"cache's {floor:.2g}", **base)
 
 
@@ -256,16 +256,16 @@ def check_theorem2_pe(var: Variant, pe: PE, sigma: Fraction, m: Fraction, L: int
     dev = float((kv - ih).abs().max()) / scale
     numbers = {"L": X.shape[-2], "d": X.shape[-1], "B": X.shape[0], "max_rel_abs_difference": dev,
                "rope": pe.rope, "alibi_placement": pe.alibi_placement}
-    base: dict[str, Any] = dict(layer="numeric", engines=engine_versions("torch"), seed=seed, numbers=numbers,
+    base: dict[str, Any] = dict(layer=Layer.NUMERIC, engines=engine_versions("torch"), seed=seed, numbers=numbers,
                 tolerance="float64; equal below 1e-9 relative, different above 1e-6 relative")
     head = (f"L = {X.shape[-2]}, d = {X.shape[-1]}, rope {pe.rope}, ALiBi {pe.alibi_placement if pe.alibi else 'off'}: "
             f"max |KVSA - IH| / max |IH| = {dev:.4g}")
     if dev < 1e-9:
-        return Evidence(status="consistent", outcome="holds", summary=head, **base)
+        return Evidence(status=Status.CONSISTENT, outcome=Outcome.HOLDS, summary=head, **base)
     if dev > 1e-6:
-        return Evidence(status="consistent", outcome="fails", summary=head, witness={"max_rel_abs_difference": dev},
+        return Evidence(status=Status.CONSISTENT, outcome=Outcome.FAILS, summary=head, witness={"max_rel_abs_difference": dev},
                         **base)
-    return Evidence(status="inconclusive", summary=head + " (between the two tolerances)", **base)
+    return Evidence(status=Status.INCONCLUSIVE, summary=head + " (between the two tolerances)", **base)
 
 
 def rows_tensor(X: Sequence[Sequence[float]]) -> torch.Tensor:
