@@ -21,6 +21,7 @@ is then evaluated exactly and compared with the statement.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -171,35 +172,77 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
         fractions.Fraction) otherwise.  Numbers carry ``displayed_score`` and
         ``model_score`` (closed forms) for every variant.
     """
-    forms = theorem2_closed_forms()[con.orientation]
-    gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
-    scores = [sp.sympify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)]
-    model = [sp.sympify(con.model_score(v, gram)) for v in range(1, con.V + 1)]
-    frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
-    u = 2 if con.V >= 2 else 1
-    profile = position_profile(con, 1, u, gram)
-    t = sp.Symbol("t", integer=True)
+    f = theorem2_facts(con, family_gram)
     numbers = {
-        "displayed_score": str(forms["displayed"]),
-        "model_score": str(forms["model"]),
-        "closed_form_displayed": str(forms["displayed"]),
-        "closed_form_model": str(forms["model"]),
-        "displayed_scores": [str(s) for s in scores],
-        "model_scores": [str(s) for s in model],
-        "layer1_score_at_(t,t-1)": str(profile),
-        "t_in_layer1_score": t in profile.free_symbols,
+        "displayed_score": str(f.forms["displayed"]),
+        "model_score": str(f.forms["model"]),
+        "closed_form_displayed": str(f.forms["displayed"]),
+        "closed_form_model": str(f.forms["model"]),
+        "displayed_scores": [str(s) for s in f.scores],
+        "model_scores": [str(s) for s in f.model],
+        "layer1_score_at_(t,t-1)": str(f.profile),
+        "t_in_layer1_score": f.t in f.profile.free_symbols,
         "chi": [str(c) for c in con.chi],
     }
-    reading = "w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
     base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers,
-                bound=f"closed form for every V >= v; concrete construction at V = {con.V}; position t symbolic")
+                                bound=f"closed form for every V >= v; concrete construction at V = {con.V}; position t symbolic")
     details = [
-        f"closed form (every V): {reading} = {forms['displayed']}  (the variant's reading of the association)",
-        f"closed form (every V): w_E(v)^T W^1_K r_{{-1}} = {forms['model']}  (the model's query^T W_K key)",
-        f"layer-1 score at (t, t-1), v = 1, z_{{t-1}} = {u}, symbolic t: {profile}",
+        f"closed form (every V): {f.reading} = {f.forms['displayed']}  (the variant's reading of the association)",
+        f"closed form (every V): w_E(v)^T W^1_K r_{{-1}} = {f.forms['model']}  (the model's query^T W_K key)",
+        f"layer-1 score at (t, t-1), v = 1, z_{{t-1}} = {f.u}, symbolic t: {f.profile}",
     ]
-    chi_v = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
-    # (a) the variant's reading
+    for clause in (_theorem2_reading, _theorem2_model, _theorem2_position):
+        ev = clause(f, base, details)
+        if ev is not None:
+            return ev
+    # (d) the same identities with distinct coefficients: a wrong row must change a number
+    probe = _theorem2_probe(con, f.gram, f.frac_gram, base, details)
+    if probe is not None:
+        return probe
+    return Evidence(status=Status.PROVED, summary=(
+        f"{f.reading} = w_E(v)^T W^1_K r_{{-1}} = chi(v) exactly (orthonormal family), for every V; all {con.V} "
+        f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {f.profile} for symbolic t; "
+        f"with distinct coefficients chi(k) = (-1)^(k+1) k the same identities hold token by token"),
+        details=details, **base)
+
+
+@dataclass
+class Theorem2Facts:
+    """The exact values ws24 Theorem 2's clauses are decided on: the closed forms (every V), the concrete
+    scores v = 1..V under the variant's reading and the model's own, and the layer-1 score at (t, t-1) for
+    symbolic t (v = 1, z_{t-1} = u)."""
+
+    con: PrevTokenConstruction
+    forms: dict[str, Any]
+    gram: Any
+    frac_gram: Callable[[Vec, Vec], Fraction] | Any
+    scores: list[Any]
+    model: list[Any]
+    u: int
+    profile: Any
+    t: Any
+    reading: str
+
+
+def theorem2_facts(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec], Fraction] | None) -> Theorem2Facts:
+    """The closed forms, the concrete scores and the position profile of ``con`` (:func:`check_theorem2`)."""
+    gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
+    u = 2 if con.V >= 2 else 1
+    return Theorem2Facts(
+        con, theorem2_closed_forms()[con.orientation], gram,
+        FractionOrthonormalGram() if family_gram is None else family_gram,
+        scores=[sp.sympify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)],
+        model=[sp.sympify(con.model_score(v, gram)) for v in range(1, con.V + 1)],
+        u=u, profile=position_profile(con, 1, u, gram), t=sp.Symbol("t", integer=True),
+        reading="w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)")
+
+
+_CHI_V = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
+
+
+def _theorem2_reading(f: Theorem2Facts, base: dict, details: list[str]) -> Evidence | None:
+    """Clause (a): the variant's reading equals chi(v), nonzero and equal for every v in Q; refuted, else None."""
+    con, scores, frac_gram = f.con, f.scores, f.frac_gram
     bad = _first_violation([(v, scores[v - 1], con.target(v)) for v in range(1, con.V + 1)],
                            recheck=lambda v: con.displayed_score(v, frac_gram))
     if bad is None and len(set(scores)) > 1:
@@ -209,47 +252,49 @@ def check_theorem2(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
             witness={"clause": "equal for every v in Q", "v": [1, v2],
                      "displayed_score": [str(con.displayed_score(1, frac_gram)), str(con.displayed_score(v2, frac_gram))],
                      "rechecked_in": "fractions.Fraction"}, details=details, **base)
-    if bad is None and sp.simplify(forms["displayed"] - chi_v) != 0:
+    if bad is None and sp.simplify(f.forms["displayed"] - _CHI_V) != 0:
         bad = (1, scores[0], con.target(1), con.displayed_score(1, frac_gram))
-    if bad is not None:
-        v, got, want, exact = bad
-        return Evidence(status=Status.REFUTED, summary=(
-            f"{reading} = {forms['displayed']} in closed form; at v = {v} the score is {got} "
-            f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
-            witness={"clause": "the association equals chi(v)", "v": v, "displayed_score": str(exact),
-                     "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
-            details=details, **base)
-    # (b) the model's own score: the previous-token head must still work
+    if bad is None:
+        return None
+    v, got, want, exact = bad
+    return Evidence(status=Status.REFUTED, summary=(
+        f"{f.reading} = {f.forms['displayed']} in closed form; at v = {v} the score is {got} "
+        f"where the statement needs chi({v}) = {want} (nonzero, equal across Q)"),
+        witness={"clause": "the association equals chi(v)", "v": v, "displayed_score": str(exact),
+                 "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
+        details=details, **base)
+
+
+def _theorem2_model(f: Theorem2Facts, base: dict, details: list[str]) -> Evidence | None:
+    """Clause (b): the model's own score equals chi(v), so the previous-token head still works; refuted, else None."""
+    con, model, frac_gram = f.con, f.model, f.frac_gram
     bad = _first_violation([(v, model[v - 1], con.target(v)) for v in range(1, con.V + 1)],
                            recheck=lambda v: con.model_score(v, frac_gram))
-    if bad is None and sp.simplify(forms["model"] - chi_v) != 0:
+    if bad is None and sp.simplify(f.forms["model"] - _CHI_V) != 0:
         bad = (1, model[0], con.target(1), con.model_score(1, frac_gram))
-    if bad is not None:
-        v, got, want, exact = bad
-        return Evidence(status=Status.REFUTED, summary=(
-            f"the variant's reading gives chi(v), but the model's own score w_E(v)^T W^1_K r_{{-1}} = {forms['model']} "
-            f"in closed form: at v = {v} it is {got} where the previous-token head needs chi({v}) = {want}"),
-            witness={"clause": "the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "v": v,
-                     "model_score": str(exact), "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
-            details=details, **base)
-    # (c) the score at (t, t-1) as a function of the position t
-    if t in profile.free_symbols or sp.simplify(profile - _sym_rat(con.target(1))) != 0:
-        vals = {tt: sp.simplify(profile.subs(t, tt)) for tt in (2, 3, 4, 5)}
-        return Evidence(status=Status.REFUTED, summary=(
-            f"the model's layer-1 score at (t, t-1) is {profile} as a function of t "
-            f"(t = 2..5: {', '.join(str(x) for x in vals.values())}), not the constant chi(1) = {con.target(1)}"),
-            witness={"clause": "independent of the position t", "v": 1, "z_(t-1)": u,
-                     "score_at_t": {str(k): str(x) for k, x in vals.items()}, "chi(v)": str(con.target(1)),
-                     "rechecked_in": "sympy substitution at t = 2..5"},
-            details=details, **base)
-    # (d) the same identities with distinct coefficients: a wrong row must change a number
-    probe = _theorem2_probe(con, gram, frac_gram, base, details)
-    if probe is not None:
-        return probe
-    return Evidence(status=Status.PROVED, summary=(
-        f"{reading} = w_E(v)^T W^1_K r_{{-1}} = chi(v) exactly (orthonormal family), for every V; all {con.V} "
-        f"concrete scores equal chi(v) != 0, and the model's layer-1 score at (t, t-1) is {profile} for symbolic t; "
-        f"with distinct coefficients chi(k) = (-1)^(k+1) k the same identities hold token by token"),
+    if bad is None:
+        return None
+    v, got, want, exact = bad
+    return Evidence(status=Status.REFUTED, summary=(
+        f"the variant's reading gives chi(v), but the model's own score w_E(v)^T W^1_K r_{{-1}} = {f.forms['model']} "
+        f"in closed form: at v = {v} it is {got} where the previous-token head needs chi({v}) = {want}"),
+        witness={"clause": "the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "v": v,
+                 "model_score": str(exact), "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
+        details=details, **base)
+
+
+def _theorem2_position(f: Theorem2Facts, base: dict, details: list[str]) -> Evidence | None:
+    """Clause (c): the layer-1 score at (t, t-1) has no t in it and equals chi(1); refuted, else None."""
+    con, profile, t = f.con, f.profile, f.t
+    if t not in profile.free_symbols and sp.simplify(profile - _sym_rat(con.target(1))) == 0:
+        return None
+    vals = {tt: sp.simplify(profile.subs(t, tt)) for tt in (2, 3, 4, 5)}
+    return Evidence(status=Status.REFUTED, summary=(
+        f"the model's layer-1 score at (t, t-1) is {profile} as a function of t "
+        f"(t = 2..5: {', '.join(str(x) for x in vals.values())}), not the constant chi(1) = {con.target(1)}"),
+        witness={"clause": "independent of the position t", "v": 1, "z_(t-1)": f.u,
+                 "score_at_t": {str(k): str(x) for k, x in vals.items()}, "chi(v)": str(con.target(1)),
+                 "rechecked_in": "sympy substitution at t = 2..5"},
         details=details, **base)
 
 
