@@ -47,6 +47,7 @@ import torch
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
+from verify.evidence import Outcome, Status
 from verify.numeric.pr26_sizes import SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
@@ -1085,9 +1086,9 @@ __all__ = ["fit", "transfer", "alpha", "evaluate_rows", "feature_matrix", "full_
 
 
 def _ev(**kw):
-    from verify.evidence import Evidence, engine_versions
+    from verify.evidence import Evidence, Layer, engine_versions
 
-    return Evidence(layer="numeric", engines=engine_versions("torch"), **kw)
+    return Evidence(layer=Layer.NUMERIC, engines=engine_versions("torch"), **kw)
 
 
 def flat_row_controls(family: Family, rows: Sequence[int] = tuple(range(3, 41)),
@@ -1160,10 +1161,10 @@ def check_prop1(family: Family, n: int = 256, seed: int = 0, samples: int = 2000
     tol = ("a row's argmax counts as strict when it beats the runner-up by > 1e-9 x the row's max |logit| (float64); "
            "prev rows decided by the engine (margin > 0, near ties re-decided exactly)")
     if ctl["random_interior_strict_argmax_rows"] == 0:
-        return _ev(status="error", numbers=res, seed=seed, tolerance=tol, details=details,
+        return _ev(status=Status.ERROR, numbers=res, seed=seed, tolerance=tol, details=details,
                    summary=(f"positive control failed: {control.description} shows no strict interior argmax in 64 "
                             "random W, so the search cannot see the maxima Prop. 1 excludes"))
-    return _ev(status="consistent", outcome="holds" if holds else "fails", numbers=res, seed=seed, tolerance=tol,
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS, numbers=res, seed=seed, tolerance=tol,
                summary=(f"{samples} random W at n = {n} ({res['random_rows_checked']} rows) and prev-fitted W at n = "
                         f"{list(opt_lengths)}: {interior} rows with a strict interior argmax, {passed} prev rows (i >= 2) "
                         "right" + (f" (including {flat['heads']} near-flat rows, where float64 alone would pass "
@@ -1386,6 +1387,38 @@ def theorem2_controls(L0: int, Ls: Sequence[int], K: int, seed: int = 0, min_fai
     return {"two_peak": two, "copy_control": cc, "reverse_control": rc, "problems": problems}
 
 
+@dataclass
+class Theorem2Result:
+    """What :func:`check_theorem2` measured: the constructed and fitted kernels' laws, the fitted heads'
+    alpha_L table and first failing lengths, the controls, and the problems found along the way."""
+
+    L0: int
+    Ls: Sequence[int]
+    K: int
+    seed: int
+    min_fail: float
+    horizon: int
+    constructed: dict[str, dict]           # "family: w = psi(d)" -> check_kernel_law
+    table: dict[str, dict[str, list]]      # family -> task -> alpha_L of the fitted head at each L
+    fitted: dict[str, dict]                # "family fitted on task" -> hypothesis lengths, delta*, or why no head
+    extrap: list[dict]                     # first_failing_length of the length-stable fitted heads
+    settings: Any                          # the fit settings (None: no head was fitted)
+    controls: dict                         # theorem2_controls
+    problems: list[str]
+
+    @property
+    def judged(self) -> int:
+        """The (kernel, L) pairs whose hypothesis was verified (and so were judged)."""
+        return sum(len(r["hypothesis_lengths"]) for r in list(self.constructed.values()) + list(self.fitted.values()))
+
+    @property
+    def skipped(self) -> dict[str, list[int]]:
+        """Fitted head -> the lengths where its hypothesis does not hold (not judged)."""
+        skipped = {k: [L for L in self.Ls if L not in v["hypothesis_lengths"]] for k, v in self.fitted.items()
+                   if "not_selected" not in v}
+        return {k: v for k, v in skipped.items() if v}
+
+
 @single_threaded
 @with_feature_cache
 def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] = (64, 128, 256), K: int = 3,
@@ -1407,9 +1440,21 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
     """
     from verify.constructions.pe import get_task
 
-    fit_kw = dict(fit_kw or {})
     tasks = [get_task(t) for t in ("copy", "reverse", "prev", f"skip-{K}")]
     problems: list[str] = []
+    constructed = _theorem2_constructed(families, L0, Ls, K, tasks, seed, min_fail, problems)
+    table, fitted, extrap, settings = _theorem2_fitted(families, L0, Ls, tasks, seed, min_fail, horizon,
+                                                      dict(fit_kw or {}), problems)
+    controls = theorem2_controls(L0, Ls, K, seed, min_fail)
+    problems += controls["problems"]
+    return _describe_theorem2(Theorem2Result(
+        L0=L0, Ls=Ls, K=K, seed=seed, min_fail=min_fail, horizon=horizon, constructed=constructed, table=table,
+        fitted=fitted, extrap=extrap, settings=settings, controls=controls, problems=problems))
+
+
+def _theorem2_constructed(families: Sequence[Family], L0: int, Ls: Sequence[int], K: int, tasks: Sequence[Task],
+                          seed: int, min_fail: float, problems: list[str]) -> dict[str, dict]:
+    """The kernel law of the constructed kernels psi(1), psi(K) (appending what departs to ``problems``)."""
     constructed: dict[str, dict] = {}
     for fam in families:
         if fam.name not in INTERIOR_PEAK:
@@ -1425,6 +1470,13 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
                 elif rec["alpha"][tname] != 1:
                     problems.append(f"{key}: {tname} alpha_{L} = {rec['alpha'][tname]} (expected 1)")
             problems += [f"{key}: {p}" for p in res["problems"]]
+    return constructed
+
+
+def _theorem2_fitted(families: Sequence[Family], L0: int, Ls: Sequence[int], tasks: Sequence[Task], seed: int,
+                     min_fail: float, horizon: int, fit_kw: dict[str, Any],
+                     problems: list[str]) -> tuple[dict[str, dict[str, list]], dict[str, dict], list[dict], Any]:
+    """Fit every (family, task) at L0: ``(table, fitted, extrap, settings)`` (appending what departs to ``problems``)."""
     table: dict[str, dict[str, list]] = {}
     fitted: dict[str, dict] = {}
     extrap: list[dict] = []
@@ -1452,28 +1504,29 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
                 brk, fl = ff["hypothesis_break_offset"], ff["first_failing_length"]
                 if fl is not None and (brk is None or fl - 1 < brk):
                     problems.append(f"{key}: fails at length {fl} while its peak is still unique (break {brk})")
-    controls = theorem2_controls(L0, Ls, K, seed, min_fail)
-    problems += controls["problems"]
-    judged = sum(len(r["hypothesis_lengths"]) for r in list(constructed.values()) + list(fitted.values()))
-    skipped = {k: [L for L in Ls if L not in v["hypothesis_lengths"]] for k, v in fitted.items()
-               if "not_selected" not in v}
-    skipped = {k: v for k, v in skipped.items() if v}
-    details = [f"{f}: " + "; ".join(f"{t} alpha_L = {v}" for t, v in d.items()) + " (fitted heads)" for f, d in table.items()]
-    details += [f"{k}: hypothesis verified at L = {v['hypothesis_lengths']}" for k, v in constructed.items()]
+    return table, fitted, extrap, settings
+
+
+def _theorem2_details(r: Theorem2Result) -> list[str]:
+    """The report lines of :func:`check_theorem2`: the fitted table, the hypotheses, the controls, the findings."""
+    K, skipped = r.K, r.skipped
+    details = [f"{f}: " + "; ".join(f"{t} alpha_L = {v}" for t, v in d.items()) + " (fitted heads)"
+               for f, d in r.table.items()]
+    details += [f"{k}: hypothesis verified at L = {v['hypothesis_lengths']}" for k, v in r.constructed.items()]
     if skipped:
         details.append("fitted heads whose global peak is not unique (hypothesis not met; not judged) at: "
                        + "; ".join(f"{k} L = {v}" for k, v in skipped.items()))
-    details += [f"{k}: no head selected ({v['not_selected']})" for k, v in fitted.items() if "not_selected" in v]
-    cc, rc, tp = controls["copy_control"], controls["reverse_control"], controls["two_peak"]
+    details += [f"{k}: no head selected ({v['not_selected']})" for k, v in r.fitted.items() if "not_selected" in v]
+    cc, rc, tp = r.controls["copy_control"], r.controls["reverse_control"], r.controls["two_peak"]
     details.append(f"positive controls: {cc['kernel']} realizes copy at the odd length L = {cc['L']} (alpha "
                    f"{cc['alpha']}) and fails elsewhere (alpha {cc['alpha_elsewhere']}); {rc['head']} realizes reverse "
                    f"at L = {rc['L']} (alpha {rc['alpha']})")
     if tp["per_L"]:
         details.append(f"tie control: {tp['kernel']}: hypothesis rejected at every L "
-                       f"({not any(r['hypothesis'] for r in tp['per_L'].values())}); prev and skip-{K} alpha_L = "
-                       + ", ".join(f"{r['prev']['alpha']}/{r[f'skip-{K}']['alpha']} at L = {L} ({r['prev']['tied']} "
-                                   "rows tied)" for L, r in tp["per_L"].items() if "prev" in r) + " (an exact tie fails)")
-    for ff in extrap:
+                       f"({not any(t['hypothesis'] for t in tp['per_L'].values())}); prev and skip-{K} alpha_L = "
+                       + ", ".join(f"{t['prev']['alpha']}/{t[f'skip-{K}']['alpha']} at L = {L} ({t['prev']['tied']} "
+                                   "rows tied)" for L, t in tp["per_L"].items() if "prev" in t) + " (an exact tie fails)")
+    for ff in r.extrap:
         if ff["first_failing_length"] is not None:
             details.append(f"finding: the {ff['family']} head fitted on {ff['task']} first fails at L = "
                            f"{ff['first_failing_length']} (row {ff['failing_row_paper']} attends to key "
@@ -1482,18 +1535,26 @@ def check_theorem2(families: Sequence[Family], L0: int = 20, Ls: Sequence[int] =
                            f"{ff['hypothesis_break_offset']} (selection, not existence)")
         else:
             details.append(f"{ff['family']} head fitted on {ff['task']}: alpha_L = 1 up to L = {ff['horizon']}")
-    return _ev(status="consistent", outcome="fails" if problems else "holds", seed=seed,
-               numbers={"L0": L0, "L": list(Ls), "alpha": table, "problems": problems, "constructed": constructed,
-                        "fitted_hypothesis": fitted, "fitted_extrapolation": extrap, "kernel_length_pairs_judged": judged,
-                        "controls": {k: v for k, v in controls.items() if k != "problems"},
-                        "fit_settings": settings, "horizon": horizon},
+    return details
+
+
+def _describe_theorem2(r: Theorem2Result):
+    """The Evidence of :func:`check_theorem2` from what it measured: holds when no problem was found."""
+    problems, skipped, judged = r.problems, r.skipped, r.judged
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.FAILS if problems else Outcome.HOLDS, seed=r.seed,
+               numbers={"L0": r.L0, "L": list(r.Ls), "alpha": r.table, "problems": problems,
+                        "constructed": r.constructed, "fitted_hypothesis": r.fitted, "fitted_extrapolation": r.extrap,
+                        "kernel_length_pairs_judged": judged,
+                        "controls": {k: v for k, v in r.controls.items() if k != "problems"},
+                        "fit_settings": r.settings, "horizon": r.horizon},
                tolerance=(f"hypothesis = strict unique global maximiser over offsets 0..L-1 with gap > {PEAK_TOL:g} x "
-                          f"max|k| (float64); non-vanishing = copy/reverse failing fraction >= {min_fail} at every L; "
+                          f"max|k| (float64); non-vanishing = copy/reverse failing fraction >= {r.min_fail} at every L; "
                           "argmax strict (ties fail)"),
-               details=details,
-               summary=(f"{judged} (kernel, L) pairs with a verified unique peak, L0 = {L0}, L = {list(Ls)}: deep rows "
-                        f"attend to delta*; constructed psi(1), psi({K}) kernels ({', '.join(f for f in INTERIOR_PEAK)}) "
-                        f"realize prev/skip-{K} at every L; copy/reverse fail on >= {min_fail} of new rows"
+               details=_theorem2_details(r),
+               summary=(f"{judged} (kernel, L) pairs with a verified unique peak, L0 = {r.L0}, L = {list(r.Ls)}: deep "
+                        f"rows attend to delta*; constructed psi(1), psi({r.K}) kernels "
+                        f"({', '.join(f for f in INTERIOR_PEAK)}) realize prev/skip-{r.K} at every L; copy/reverse fail "
+                        f"on >= {r.min_fail} of new rows"
                         + (f"; fitted heads off-hypothesis (not judged): {len(skipped)}" if skipped else "")
                         + ("" if not problems else "; problems: " + "; ".join(problems[:4]))))
 
@@ -1528,7 +1589,7 @@ def check_theorem1(families: Sequence[Family], tasks: Sequence[Task], L0: int = 
                 worst_margin = max(worst_margin, abs(float(allr.margin.min()) - want) / scale)
                 count += 1
     ok = worst_block <= 1e-12 and worst_margin <= 1e-12
-    return _ev(status="consistent", outcome="holds" if ok else "fails", seed=seed,
+    return _ev(status=Status.CONSISTENT, outcome=Outcome.HOLDS if ok else Outcome.FAILS, seed=seed,
                numbers={"draws": count, "max_block_difference_rel": worst_block, "max_margin_difference_rel": worst_margin,
                         "L0": L0, "L": L, "families": [f.name for f in families], "tasks": [t.name for t in tasks]},
                tolerance="1e-12 relative to the largest |logit| (float64; matrix products of different sizes)",
