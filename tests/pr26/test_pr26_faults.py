@@ -145,7 +145,7 @@ def test_prop2_non_exchangeable_features_fault(monkeypatch):
 
 
 def test_figure_rules_can_fail():
-    # each rule a value just outside it (more in tests/test_pr26_figures.py)
+    # each rule a value just outside it (more in tests/pr26/test_pr26_figures.py)
     assert fig.in_ci("x", "30%", 0.289, (0.279, 0.2949), 8000).reproduced is False
     assert fig.in_ci("x", "30%", 0.289, (0.279, 0.2989), 8000).reproduced is True
     assert fig.printed_alpha("x", "0.45", 18, 40).reproduced is True
