@@ -491,114 +491,158 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
                                 min_mass=min_mass, user_timeout=user_timeout)
     spec, tsk = prep["spec"], prep["task"]
     fam = spec.family
-    import torch
-
-    from verify.numeric import pr26 as num
-
-    # ---- the head
-    exact_param: Any = None
-    if spec.fixed_param is not None:
-        exact_param = list(spec.fixed_param)
-        param_f = torch.tensor([float(x) for x in exact_param], dtype=torch.float64)
-        fr = num.FitResult(fam, tsk, L0, seed, param_f, float("nan"), float("nan"),
-                           {"selection": "fixed", "note": "no trained parameter"})
-        source = "fixed"
-    elif prep["param"] is not None:
-        exact_param, param_f, how = prep["param"]
-        loss = num._ce_loss(fam, tsk, L0, param_f, seed)
-        fr = num.FitResult(fam, tsk, L0, seed, param_f, loss, loss, {"selection": "file", "file_format": how})
-        source = "file"
-    else:
-        try:
-            fr = num.fit(fam, tsk, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
-        except num.MinNormError as e:
-            what = ("the min-norm head could not be certified: the dual shows no head with margin >= 1 exists below "
-                    "its norm bound" if e.kind == "unrealizable" else "the min-norm head could not be certified")
-            raise Inconclusive(f"min-norm {e.kind}", f"{what}: {e}",
-                               {"selection": "min-norm", "norm_lower_bound": e.norm_lower_bound}) from None
-        except num.FitDiverged as e:
-            raise Inconclusive("fit diverged", f"no alpha measured: {e}",
-                               {"selection": "ce", "lr": num.LR if lr is None else lr, "steps": steps,
-                                "weight_decay": weight_decay}) from None
-        if not (math.isfinite(fr.loss_last) and bool(torch.isfinite(fr.param).all())):
-            raise Inconclusive("fit diverged", "no alpha measured: the selected head has a non-finite loss "
-                               f"({fr.loss_last}) or parameter", dict(fr.settings))
-        param_f = fr.param
-        source = "fit"
+    head = _head(prep, L0, seed, lr, steps, weight_decay, selection)
     # ---- decisions
     new_rows = [i for i in tsk.rows(L) if i >= L0]
-    old_rows = list(tsk.rows(L0))
     r = fam.dim(L0)
     work = L * L * max(r, 1) // 2 + (0 if fam.kind == "relative" else L * r * r)
-    exact = bool(spec.exact and work <= MAX_EXACT_WORK)
     doc: dict[str, Any] = {"schema": SCHEMA, "pe": fam.name, "task": tsk.name, "L0": L0, "L": L, "seed": seed,
                            "outcome": "measured"}
     min_exact: str | None = None
-    if exact:
-        if exact_param is None:
-            exact_param = num._exact_param(param_f)
-        new_ev = _exact_eval(fam, tsk, exact_param, L0, L, new_rows)
-        old_ev = _exact_eval(fam, tsk, exact_param, L0, L0, old_rows)
-        old_L = _exact_eval(fam, tsk, exact_param, L0, L, [i for i in tsk.rows(L) if i < L0])
-        from verify.constructions import pe as pemod
-
-        passed = [e for e in new_ev if e[1] is None or bool(pemod.attends(e[1]))]
-        mg_new = [e[1] for e in new_ev if e[1] is not None]
-        mg_old = [e[1] for e in old_ev if e[1] is not None]
-        mg_oldL = [e[1] for e in old_L if e[1] is not None]
-        alpha_v = len(passed) / len(new_rows) if new_rows else float("nan")
-        gL = min(mg_new) if mg_new else None
-        min_exact = None if gL is None else str(gL)
-        failing = [{"row_i": i, "row_i_paper": i + 1, "target": int(tsk.target(i, L)), "argmax": am,
-                    "margin": float(m)} for i, m, am, _ in new_ev if not (m is None or pemod.attends(m))][:5]
-        doc.update({"alpha": alpha_v, "new_rows": len(new_rows), "passed_rows": len(passed),
-                    "min_margin_old_rows": float(min(mg_old)) if mg_old else float("nan"),
-                    "min_margin_new_rows": float(gL) if gL is not None else float("nan"),
-                    "min_margin_old_rows_at_L": float(min(mg_oldL)) if mg_oldL else float("nan"),
-                    "new_rows_with_exact_tie_to_target": sum(e[3] for e in new_ev),
-                    "exact_rechecked_rows": len(new_ev) + len(old_ev), "interval_rechecked_rows": 0,
-                    "unresolved_rows_counted_as_failures": 0, "failing_rows": failing,
-                    "arithmetic": "exact: every logit and margin in fractions.Fraction" + (
-                        "" if source != "fit" else " (the fitted float64 parameter taken as the exact number it is)")})
-        g0 = doc["min_margin_old_rows"]
+    if spec.exact and work <= MAX_EXACT_WORK:
+        alpha_v, min_exact = _decide_exact(doc, head, fam, tsk, L0, L, new_rows)
     else:
-        tr = num.transfer(fr, L)
-        alpha_v = tr.alpha
-        doc.update({"alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
-                    "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
-                    "min_margin_old_rows_at_L": tr.old_margin_at_L,
-                    "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
-                    "exact_rechecked_rows": tr.exact_rechecked, "interval_rechecked_rows": tr.interval_rechecked,
-                    "unresolved_rows_counted_as_failures": tr.unresolved, "failing_rows": tr.failing,
-                    "arithmetic": "float64 logits; rows within the stated rounding bound of a tie re-decided "
-                                  + ("in fractions.Fraction" if fam.rational else "by mpmath interval arithmetic")
-                                  + ("" if exact_param is None or source != "file" or prep["param"][2] != "json "
-                                     "(exact rationals)" else "; the rational W rounded to float64")})
-        g0 = tr.g0
+        alpha_v = _decide_float(doc, head, fam, L, prep)
+    # ---- the target mass, the weak flag and the document
     gL_f = doc["min_margin_new_rows"]
-    mass = _target_mass(fam, tsk, param_f, L0, L, new_rows, seed)
+    mass = _target_mass(fam, tsk, head.param_f, L0, L, new_rows, seed)
     mmin = min(mass) if mass else float("nan")
     mmean = sum(mass) / len(mass) if mass else float("nan")
-    reasons = []
-    if new_rows and not (gL_f >= min_margin):
-        reasons.append(f"smallest new-row margin {gL_f:.3g} < --min-margin {min_margin:g}")
-    if new_rows and not (mmin >= min_mass):
-        reasons.append(f"softmax mass on the target {mmin:.3g} < --min-mass {min_mass:g} on some new row")
+    reasons = _weak_reasons(bool(new_rows), gL_f, mmin, min_margin, min_mass)
     weak = bool(reasons)
+    fr, source = head.fr, head.source
     fit_doc = {**fr.settings, "loss_first": fr.loss_first, "loss_last": fr.loss_last}
     doc.update({"min_margin": gL_f, "min_margin_exact": min_exact,
                 "target_mass": {"min": mmin, "mean": mmean, "over": "new rows i in [L0, L), float64 softmax"},
                 "weak": weak, "weak_reasons": reasons,
                 "thresholds": {"min_margin": min_margin, "min_mass": min_mass},
                 "param_source": source, "fit": fit_doc, "pe_source": spec.source, "pe_exact": spec.note,
-                "kernel": _kernel(fr, L) if source != "fixed" else {"kind": fam.kind, "param": [str(x) for x in exact_param]},
+                "kernel": (_kernel(fr, L) if source != "fixed" else
+                           {"kind": fam.kind, "param": [str(x) for x in head.exact_param]}),
                 "pe_description": fam.description, "task_description": tsk.description,
-                "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1", "g0": g0})
-    doc.pop("g0")
+                "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1"})
     if identifiability:
-        doc["identifiability"] = _identifiability(spec, tsk, L0, L, exact_param if exact_param is not None else
-                                                  num._exact_param(param_f), timeout_s)
+        from verify.numeric import pr26 as num
+
+        doc["identifiability"] = _identifiability(spec, tsk, L0, L, head.exact_param if head.exact_param is not None
+                                                  else num._exact_param(head.param_f), timeout_s)
     return AlphaResult(alpha_v, gL_f, min_exact, mmin, mmean, weak, doc, fr)
+
+
+def _weak_reasons(has_new_rows: bool, gL: float, mass_min: float, min_margin: float, min_mass: float) -> list[str]:
+    """Why the head is flagged weak: its smallest new-row margin or its smallest softmax mass on the target
+    below the thresholds (none without new rows)."""
+    reasons = []
+    if has_new_rows and not (gL >= min_margin):
+        reasons.append(f"smallest new-row margin {gL:.3g} < --min-margin {min_margin:g}")
+    if has_new_rows and not (mass_min >= min_mass):
+        reasons.append(f"softmax mass on the target {mass_min:.3g} < --min-mass {min_mass:g} on some new row")
+    return reasons
+
+
+@dataclass
+class _Head:
+    """The head alpha is measured on: its fit record, float64 parameter, exact parameter (fixed, from a
+    file, or after the exact evaluation the fitted float64 taken as the number it is) and source."""
+
+    fr: Any
+    param_f: Any
+    exact_param: Any
+    source: str
+
+
+def _head(prep: dict, L0: int, seed: int, lr: float | None, steps: int, weight_decay: float,
+          selection: str) -> _Head:
+    """The family's fixed parameter, the parameter file's, or a fit at L0 (pr26's protocol).
+
+    Raises:
+        Inconclusive: the fit diverged or the min-norm head could not be certified.
+    """
+    import torch
+
+    from verify.numeric import pr26 as num
+
+    spec, tsk = prep["spec"], prep["task"]
+    fam = spec.family
+    if spec.fixed_param is not None:
+        exact_param = list(spec.fixed_param)
+        param_f = torch.tensor([float(x) for x in exact_param], dtype=torch.float64)
+        fr = num.FitResult(fam, tsk, L0, seed, param_f, float("nan"), float("nan"),
+                           {"selection": "fixed", "note": "no trained parameter"})
+        return _Head(fr, param_f, exact_param, "fixed")
+    if prep["param"] is not None:
+        exact_param, param_f, how = prep["param"]
+        loss = num._ce_loss(fam, tsk, L0, param_f, seed)
+        fr = num.FitResult(fam, tsk, L0, seed, param_f, loss, loss, {"selection": "file", "file_format": how})
+        return _Head(fr, param_f, exact_param, "file")
+    try:
+        fr = num.fit(fam, tsk, L0, seed, steps=steps, lr=lr, weight_decay=weight_decay, selection=selection)
+    except num.MinNormError as e:
+        what = ("the min-norm head could not be certified: the dual shows no head with margin >= 1 exists below "
+                "its norm bound" if e.kind == "unrealizable" else "the min-norm head could not be certified")
+        raise Inconclusive(f"min-norm {e.kind}", f"{what}: {e}",
+                           {"selection": "min-norm", "norm_lower_bound": e.norm_lower_bound}) from None
+    except num.FitDiverged as e:
+        raise Inconclusive("fit diverged", f"no alpha measured: {e}",
+                           {"selection": "ce", "lr": num.LR if lr is None else lr, "steps": steps,
+                            "weight_decay": weight_decay}) from None
+    if not (math.isfinite(fr.loss_last) and bool(torch.isfinite(fr.param).all())):
+        raise Inconclusive("fit diverged", "no alpha measured: the selected head has a non-finite loss "
+                           f"({fr.loss_last}) or parameter", dict(fr.settings))
+    return _Head(fr, fr.param, None, "fit")
+
+
+def _decide_exact(doc: dict[str, Any], head: _Head, fam: Any, tsk: Any, L0: int, L: int,
+                  new_rows: list[int]) -> tuple[float, str | None]:
+    """Every row decided in Fractions; the decisions go into ``doc``.  Returns alpha and the exact smallest
+    new-row margin (a string; None without margins).  A fitted head's exact parameter is its float64
+    parameter taken as the exact number it is (kept on ``head``)."""
+    from verify.constructions import pe as pemod
+    from verify.numeric import pr26 as num
+
+    if head.exact_param is None:
+        head.exact_param = num._exact_param(head.param_f)
+    exact_param = head.exact_param
+    new_ev = _exact_eval(fam, tsk, exact_param, L0, L, new_rows)
+    old_ev = _exact_eval(fam, tsk, exact_param, L0, L0, list(tsk.rows(L0)))
+    old_L = _exact_eval(fam, tsk, exact_param, L0, L, [i for i in tsk.rows(L) if i < L0])
+    passed = [e for e in new_ev if e[1] is None or bool(pemod.attends(e[1]))]
+    mg_new = [e[1] for e in new_ev if e[1] is not None]
+    mg_old = [e[1] for e in old_ev if e[1] is not None]
+    mg_oldL = [e[1] for e in old_L if e[1] is not None]
+    alpha_v = len(passed) / len(new_rows) if new_rows else float("nan")
+    gL = min(mg_new) if mg_new else None
+    failing = [{"row_i": i, "row_i_paper": i + 1, "target": int(tsk.target(i, L)), "argmax": am,
+                "margin": float(m)} for i, m, am, _ in new_ev if not (m is None or pemod.attends(m))][:5]
+    doc.update({"alpha": alpha_v, "new_rows": len(new_rows), "passed_rows": len(passed),
+                "min_margin_old_rows": float(min(mg_old)) if mg_old else float("nan"),
+                "min_margin_new_rows": float(gL) if gL is not None else float("nan"),
+                "min_margin_old_rows_at_L": float(min(mg_oldL)) if mg_oldL else float("nan"),
+                "new_rows_with_exact_tie_to_target": sum(e[3] for e in new_ev),
+                "exact_rechecked_rows": len(new_ev) + len(old_ev), "interval_rechecked_rows": 0,
+                "unresolved_rows_counted_as_failures": 0, "failing_rows": failing,
+                "arithmetic": "exact: every logit and margin in fractions.Fraction" + (
+                    "" if head.source != "fit" else " (the fitted float64 parameter taken as the exact number it is)")})
+    return alpha_v, None if gL is None else str(gL)
+
+
+def _decide_float(doc: dict[str, Any], head: _Head, fam: Any, L: int, prep: dict) -> float:
+    """Every row decided in float64, near ties re-decided exactly (verify.numeric.pr26.transfer); the
+    decisions go into ``doc``.  Returns alpha."""
+    from verify.numeric import pr26 as num
+
+    tr = num.transfer(head.fr, L)
+    doc.update({"alpha": tr.alpha, "new_rows": tr.new_rows, "passed_rows": tr.passed_rows,
+                "min_margin_old_rows": tr.g0, "min_margin_new_rows": tr.gL,
+                "min_margin_old_rows_at_L": tr.old_margin_at_L,
+                "new_rows_with_exact_tie_to_target": tr.new_rows_target_tied,
+                "exact_rechecked_rows": tr.exact_rechecked, "interval_rechecked_rows": tr.interval_rechecked,
+                "unresolved_rows_counted_as_failures": tr.unresolved, "failing_rows": tr.failing,
+                "arithmetic": "float64 logits; rows within the stated rounding bound of a tie re-decided "
+                              + ("in fractions.Fraction" if fam.rational else "by mpmath interval arithmetic")
+                              + ("" if head.exact_param is None or head.source != "file" or prep["param"][2] != "json "
+                                 "(exact rationals)" else "; the rational W rounded to float64")})
+    return tr.alpha
 
 
 def _kernel(fr: Any, L: int) -> dict:
