@@ -16,8 +16,9 @@ Every random choice uses an explicit ``torch.Generator`` seeded from the run's s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
@@ -33,7 +34,7 @@ from verify.constructions.kvshift24 import (
     t1_terms,
     without_value_scale,
 )
-from verify.evidence import Evidence, Figure, engine_versions
+from verify.evidence import Evidence, Figure, Layer, Outcome, Status, engine_versions
 
 DTYPE = torch.float64
 #: float64 tolerance for an exact identity: softmax averages of L <= 4096 terms agree to ~1e-13
@@ -217,8 +218,8 @@ def regime_by_class(var: Variant, L: int, d: int, B: int, V: int, seed: int,
     return out
 
 
-def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, seed: int, full: bool = False,
-                   B: int = 4, V: int = 64) -> Evidence:
+def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, seed: int,
+                   extra_sizes: Sequence[tuple[int, int]] = (), B: int = 4, V: int = 64) -> Evidence:
     """Numeric check of kvshift24 Theorem 2 (IH = KVSA) on random token inputs.
 
     Args:
@@ -226,7 +227,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
         m, sigma: the statement's ALiBi slope and scale (the verdict is read here).
         L, d: the largest sequence length and width of the sweep.
         seed: master seed (torch.Generator).
-        full: add the paper-scale sizes L = 4096, d = 1024.
+        extra_sizes: (L, d) sizes added to the sweep (the full profile adds the paper's (4096, 1024)).
         B, V: batch size and vocabulary.
 
     Returns:
@@ -237,13 +238,13 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
 
     xc = ref.cross_check_t2(_num_evaluate_many, var, m, sigma, XCHECK_TOL)
     if not xc["ok"]:
-        return Evidence(layer="numeric", status="error", seed=seed, engines=engine_versions("torch"),
+        return Evidence(layer=Layer.NUMERIC, status=Status.ERROR, seed=seed, engines=engine_versions("torch"),
                         numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]}},
                         details=[ref.summary_line(xc, "IH and KVSA values (attend)")],
                         summary=(f"the numeric evaluation of the construction disagrees with an independent evaluation "
                                  f"of Definition 1 / Eqs. 4-6 on fixed inputs ({len(xc['problems'])} values); first: "
                                  f"{xc['problems'][0]}"))
-    sizes = sorted({(3, min(d, 64)), (16, min(d, 64)), (L, d)} | ({(4096, 1024)} if full else set()))
+    sizes = sorted({(3, min(d, 64)), (16, min(d, 64)), (L, d)} | set(extra_sizes))
     ms = tuple(sorted(set(M_GRID) | {Fraction(m)}))
     sigmas = tuple(sorted(set(SIGMA_GRID) | {Fraction(sigma)}))
     at_param = {}
@@ -283,13 +284,13 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
         f"{v['error_as_variant']:.2g} (value scale alone {v['value_scale_error']:.2g})" for k, v in regime.items()))
     details.append(ref.summary_line(xc, "IH and KVSA values (attend)"))
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
-    outcome = "holds" if worst <= TOL else "fails"
+    outcome = Outcome.HOLDS if worst <= TOL else Outcome.FAILS
     figures = [Figure(figure="Theorem 2, Eq. 9: IH = KVSA (exact equality, difference 0)", paper=0, ours=worst,
                       reproduced=worst <= TOL,
                       note=(f"reproduced when max |KVSA - IH| <= {TOL:g} (float64 rounding) at m = {m}, sigma = {sigma} "
                             f"at every size; the construction is Appendix B's, {'with' if var.alibi else 'without'} "
                             f"KVSA's ALiBi bias, variant {var.name}"), rule="tolerance")]
-    return Evidence(layer="numeric", status="consistent", outcome=outcome, numbers=numbers, details=details,
+    return Evidence(layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=outcome, numbers=numbers, details=details,
                     seed=seed, engines=engine_versions("torch"), figures=figures,
                     tolerance=f"{TOL:g}: float64 softmax averages of <= 4096 terms agree to ~1e-13; an exact identity "
                               f"must agree to rounding",
@@ -447,6 +448,51 @@ def t3_exact_compare(limit: dict, cands: dict[str, dict], name: str, tol: float 
             "gap_a1_vs_a2": gap, "separates": tol < gap / 4}
 
 
+def _argmin(x: Mapping) -> Any:
+    return min(x, key=x.get)
+
+
+@dataclass
+class Theorem3Result:
+    """What :func:`check_theorem3` measured: Eq. 10's readings and the exact limit on the grid, the
+    empirical loss per width, and the comparisons the verdict reads."""
+
+    T: int
+    ds: Sequence[int]
+    N: int
+    seed: int
+    grid: int
+    name: str                       # the reading of Eq. 10 under test
+    cands: dict[str, dict]          # formula -> {(alpha1, beta1): value}
+    limit: dict                     # the exact d -> infinity limit on the grid
+    rows: dict[int, dict]           # d -> RMSEs, matches, minimiser and losses of the empirical loss
+    lim: dict                       # t3_discriminate of the exact limit
+    exact: dict                     # t3_exact_compare(limit, reading)
+    lim_eq10: dict                  # t3_exact_compare(limit, Eq. 10 as printed)
+
+    @property
+    def top(self) -> dict:
+        """The row of the largest width."""
+        return self.rows[max(self.ds)]
+
+    @property
+    def sep_a(self) -> float:
+        """RMSE between the beta2*a1 and beta2*a2 readings."""
+        return _rmse(self.cands[EQ10], self.cands[BODY])
+
+    @property
+    def tol_a(self) -> float:
+        return self.sep_a / 3
+
+    @property
+    def emp_ok(self) -> bool:
+        return self.top["rmse"][self.name] <= self.tol_a
+
+    @property
+    def arg_ok(self) -> bool:
+        return self.top["argmin_alpha1_beta1"] == (0.0, 1.0)
+
+
 def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11, reading: str = "as-printed"
                    ) -> Evidence:
     """kvshift24 Theorem 3: one reading of Eq. 10 against the exact d -> infinity limit and the
@@ -478,69 +524,76 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11,
     """
     if reading not in T3_READINGS:
         raise ValueError(f"reading must be one of {sorted(T3_READINGS)}, got {reading!r}")
-    name = T3_READINGS[reading]
+    return _describe_theorem3(_measure_theorem3(T, ds, N, seed, grid, T3_READINGS[reading]))
+
+
+def _measure_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int, name: str) -> Theorem3Result:
+    """Evaluate the readings, the exact limit and the empirical loss at each width on the grid."""
     pts = [i / (grid - 1) for i in range(grid)]
     cands = {k: t3_formula_grid(T, pts, k) for k in T3_FORMULAS}
     limit = t3_exact_limit(T, pts, seed)
-
-    def argmin(x):
-        return min(x, key=x.get)
-
     rows = {}
     for i, d in enumerate(ds):
         X, E, t = t3_batch(T, d, N, seed + 1 + i)
         emp = {(a, b): t3_loss(X, E, t, a, b) for a in pts for b in pts}
         disc = t3_discriminate(emp, cands)
         rows[d] = {"rmse": disc["rmse"], "rmse_vs_exact_limit": _rmse(emp, limit), "matches": disc["matches"],
-                   "best": disc["best"], "argmin_alpha1_beta1": argmin(emp), "min_loss": min(emp.values()),
+                   "best": disc["best"], "argmin_alpha1_beta1": _argmin(emp), "min_loss": min(emp.values()),
                    "loss_at_(0,1)": emp[(0.0, 1.0)]}
-    top = rows[max(ds)]
     lim = t3_discriminate(limit, cands)
     exact = t3_exact_compare(limit, cands, name)
-    sep_a = _rmse(cands[EQ10], cands[BODY])
-    tol_a = sep_a / 3
-    emp_ok = top["rmse"][name] <= tol_a
-    arg_ok = top["argmin_alpha1_beta1"] == (0.0, 1.0)
-    holds = exact["ok"] and emp_ok and arg_ok
-    eq10_at = cands[EQ10][(0.0, 1.0)]
-    w = exact["witness"]
-    lim_eq10 = t3_exact_compare(limit, cands, EQ10)
-    numbers = {"T": T, "N": N, "grid": grid, "reading": name, "per_d": {str(d): r for d, r in rows.items()},
-               "exact_limit_check": exact,
-               "empirical_check": {"rmse_vs_reading": top["rmse"][name], "tolerance": tol_a,
-                                   "separation_a2_vs_a1_rmse": sep_a, "ok": emp_ok, "d": max(ds)},
-               "argmin_ok": arg_ok,
-               "tolerance": lim["tolerance"], "separation_a2*beta2_vs_a2+beta2": lim["separation"],
-               "exact_limit": {"rmse": lim["rmse"], "matches": lim["matches"], "best": lim["best"],
-                               "argmin": argmin(limit)},
-               "argmin_per_formula": {k: argmin(v) for k, v in cands.items()},
-               "empirical_matches": top["matches"], "empirical_best": top["best"]}
-    details = [f"d = {d}: RMSE " + ", ".join(f"vs {k} {v:.4f}" for k, v in r["rmse"].items())
-               + f", vs the exact limit {r['rmse_vs_exact_limit']:.4f}; within the plotting-code tolerance "
-               f"{lim['tolerance']:.4f}: {r['matches'] or 'none'}; argmin (alpha1, beta1) = {r['argmin_alpha1_beta1']}"
-               for d, r in rows.items()]
+    return Theorem3Result(T=T, ds=ds, N=N, seed=seed, grid=grid, name=name, cands=cands, limit=limit, rows=rows,
+                          lim=lim, exact=exact, lim_eq10=t3_exact_compare(limit, cands, EQ10))
+
+
+def _theorem3_numbers(r: Theorem3Result) -> dict[str, Any]:
+    top, lim = r.top, r.lim
+    return {"T": r.T, "N": r.N, "grid": r.grid, "reading": r.name, "per_d": {str(d): x for d, x in r.rows.items()},
+            "exact_limit_check": r.exact,
+            "empirical_check": {"rmse_vs_reading": top["rmse"][r.name], "tolerance": r.tol_a,
+                                "separation_a2_vs_a1_rmse": r.sep_a, "ok": r.emp_ok, "d": max(r.ds)},
+            "argmin_ok": r.arg_ok,
+            "tolerance": lim["tolerance"], "separation_a2*beta2_vs_a2+beta2": lim["separation"],
+            "exact_limit": {"rmse": lim["rmse"], "matches": lim["matches"], "best": lim["best"],
+                            "argmin": _argmin(r.limit)},
+            "argmin_per_formula": {k: _argmin(v) for k, v in r.cands.items()},
+            "empirical_matches": top["matches"], "empirical_best": top["best"]}
+
+
+def _theorem3_details(r: Theorem3Result) -> list[str]:
+    lim, exact, w = r.lim, r.exact, r.exact["witness"]
+    details = [f"d = {d}: RMSE " + ", ".join(f"vs {k} {v:.4f}" for k, v in x["rmse"].items())
+               + f", vs the exact limit {x['rmse_vs_exact_limit']:.4f}; within the plotting-code tolerance "
+               f"{lim['tolerance']:.4f}: {x['matches'] or 'none'}; argmin (alpha1, beta1) = {x['argmin_alpha1_beta1']}"
+               for d, x in r.rows.items()]
     details.append("exact d -> infinity limit (orthonormal embeddings): RMSE " +
                    ", ".join(f"vs {k} {v:.2g}" for k, v in lim["rmse"].items()) +
-                   f"; argmin {argmin(limit)}; minimisers of the readings: " +
-                   ", ".join(f"{k} {argmin(v)}" for k, v in cands.items()))
-    details.append(f"{name} vs the exact limit: largest |difference| {exact['max_abs_diff']:.3g} at (alpha1, beta1) = "
+                   f"; argmin {_argmin(r.limit)}; minimisers of the readings: " +
+                   ", ".join(f"{k} {_argmin(v)}" for k, v in r.cands.items()))
+    details.append(f"{r.name} vs the exact limit: largest |difference| {exact['max_abs_diff']:.3g} at (alpha1, beta1) = "
                    f"{w['alpha1_beta1']} (limit {w['exact_limit']:.6f}, reading {w['reading']:.6f}); tolerance "
                    f"{T3_EXACT_TOL:g}, the beta2*a1 vs beta2*a2 gap is {exact['gap_a1_vs_a2']:.4f} at most")
-    figures = [
+    return details
+
+
+def _theorem3_figures(r: Theorem3Result) -> list[Figure]:
+    top, grid, d_max, lim, lim_eq10 = r.top, r.grid, max(r.ds), r.lim, r.lim_eq10
+    eq10_at = r.cands[EQ10][(0.0, 1.0)]
+    return [
         Figure(figure="Theorem 3 / Figure 2: the induction head (alpha1, beta1) = (0, 1) minimises the loss "
                       "(alpha2 = 1 - alpha1, beta2 = 1 - beta1)",
-               paper="(0, 1)", ours=str(top["argmin_alpha1_beta1"]), reproduced=arg_ok,
-               note=f"reproduced when the empirical minimiser on the {grid} x {grid} grid over [0, 1]^2 at d = {max(ds)} "
+               paper="(0, 1)", ours=str(top["argmin_alpha1_beta1"]), reproduced=r.arg_ok,
+               note=f"reproduced when the empirical minimiser on the {grid} x {grid} grid over [0, 1]^2 at d = {d_max} "
                     f"is exactly (0, 1)", rule="exact"),
         # the paper prints Eq. 10, a formula, and no value of it: both values below are ours
-        Figure(figure=f"Eq. 10 at (alpha1, beta1) = (0, 1), T = {T} (O(T) terms as in Table 5) against the empirical "
-                      f"loss at d = {max(ds)}",
+        Figure(figure=f"Eq. 10 at (alpha1, beta1) = (0, 1), T = {r.T} (O(T) terms as in Table 5) against the empirical "
+                      f"loss at d = {d_max}",
                paper="Eq. 10 (a formula; no value printed)",
                ours=f"Eq. 10 evaluated by us {eq10_at:.4f}, empirical loss {top['loss_at_(0,1)']:.4f}",
                reproduced=abs(eq10_at - top["loss_at_(0,1)"]) <= lim["tolerance"],
-               note=f"rule: |Eq. 10 - empirical loss at d = {max(ds)}| <= {lim['tolerance']:.4f} (the grid tolerance: a "
+               note=f"rule: |Eq. 10 - empirical loss at d = {d_max}| <= {lim['tolerance']:.4f} (the grid tolerance: a "
                     f"quarter of the a2*beta2 vs a2+beta2 separation); both numbers are ours", rule="tolerance"),
-        Figure(figure=f"Eq. 10 as printed is the d -> infinity limit, T = {T}, at every point of the {grid} x {grid} grid",
+        Figure(figure=f"Eq. 10 as printed is the d -> infinity limit, T = {r.T}, at every point of the {grid} x {grid} grid",
                paper="Eq. 10 (a formula; no value printed)",
                ours=(f"largest difference at (alpha1, beta1) = {lim_eq10['witness']['alpha1_beta1']}: Eq. 10 evaluated "
                      f"by us {lim_eq10['witness']['reading']:.4f}, the exact limit {lim_eq10['witness']['exact_limit']:.4f}"),
@@ -548,19 +601,26 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11,
                note=f"rule: the exact limit (orthonormal embeddings) equals Eq. 10 as printed to {T3_EXACT_TOL:g} at every "
                     f"point of the {grid} x {grid} grid; both numbers are ours", rule="tolerance"),
     ]
-    base: dict[str, Any] = dict(layer="numeric", numbers=numbers, details=details, seed=seed, engines=engine_versions("torch"),
-                figures=figures,
-                tolerance=(f"exact limit: largest pointwise |limit - reading| <= {T3_EXACT_TOL:g} (the beta2*a1 vs "
-                           f"beta2*a2 gap is {exact['gap_a1_vs_a2']:.4f}); empirical loss at d = {max(ds)}: RMSE to the "
-                           f"reading <= {tol_a:.5f}, a third of the RMSE ({sep_a:.4f}) between beta2*a1 and beta2*a2, "
-                           f"so at most one of the two can match; the plotting-code finding uses {lim['tolerance']:.4f}, "
-                           f"a quarter of the a2*beta2 vs a2+beta2 RMSE ({lim['separation']:.4f})"),
-                bound=f"T = {T}, d in {list(ds)}, N = {N} sequences per d, {grid} x {grid} grid on [0, 1]^2, "
-                      f"i uniform in 2..T-2")
+
+
+def _describe_theorem3(r: Theorem3Result) -> Evidence:
+    """The Evidence of :func:`check_theorem3`: holds when the reading is the exact limit, the empirical loss
+    at the largest width matches it, and the empirical minimiser is the induction head."""
+    exact, w, name, top, lim, tol_a, sep_a = r.exact, r.exact["witness"], r.name, r.top, r.lim, r.tol_a, r.sep_a
+    base: dict[str, Any] = dict(
+        layer=Layer.NUMERIC, numbers=_theorem3_numbers(r), details=_theorem3_details(r), seed=r.seed,
+        engines=engine_versions("torch"), figures=_theorem3_figures(r),
+        tolerance=(f"exact limit: largest pointwise |limit - reading| <= {T3_EXACT_TOL:g} (the beta2*a1 vs "
+                   f"beta2*a2 gap is {exact['gap_a1_vs_a2']:.4f}); empirical loss at d = {max(r.ds)}: RMSE to the "
+                   f"reading <= {tol_a:.5f}, a third of the RMSE ({sep_a:.4f}) between beta2*a1 and beta2*a2, "
+                   f"so at most one of the two can match; the plotting-code finding uses {lim['tolerance']:.4f}, "
+                   f"a quarter of the a2*beta2 vs a2+beta2 RMSE ({lim['separation']:.4f})"),
+        bound=f"T = {r.T}, d in {list(r.ds)}, N = {r.N} sequences per d, {r.grid} x {r.grid} grid on [0, 1]^2, "
+              f"i uniform in 2..T-2")
     if not exact["separates"] or not tol_a < sep_a:
-        return Evidence(status="error", summary=(f"the exact tolerance {T3_EXACT_TOL:g} is not below a quarter of the "
-                                                 f"beta2*a1 vs beta2*a2 gap {exact['gap_a1_vs_a2']:.3g}, so the check "
-                                                 f"cannot tell the readings apart"), **base)
+        return Evidence(status=Status.ERROR, summary=(f"the exact tolerance {T3_EXACT_TOL:g} is not below a quarter of "
+                                                      f"the beta2*a1 vs beta2*a2 gap {exact['gap_a1_vs_a2']:.3g}, so the "
+                                                      f"check cannot tell the readings apart"), **base)
     why = []
     if not exact["ok"]:
         why.append(f"the exact d -> infinity limit is not {name}: they differ by {exact['max_abs_diff']:.4f} at "
@@ -569,11 +629,13 @@ def check_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int = 11,
     else:
         why.append(f"the exact d -> infinity limit equals {name} (largest difference {exact['max_abs_diff']:.2g} "
                    f"<= {T3_EXACT_TOL:g})")
-    why.append(f"at d = {max(ds)} the empirical loss is {'' if emp_ok else 'not '}within {tol_a:.5f} of it (RMSE "
+    why.append(f"at d = {max(r.ds)} the empirical loss is {'' if r.emp_ok else 'not '}within {tol_a:.5f} of it (RMSE "
                f"{top['rmse'][name]:.4f}; vs the other reading of the a1/a2 slot "
                f"{top['rmse'][BODY if name != BODY else EQ10]:.4f})")
     why.append(f"empirical minimiser (alpha1, beta1) = {top['argmin_alpha1_beta1']}")
-    return Evidence(status="consistent", outcome="holds" if holds else "fails", summary="; ".join(why), **base)
+    holds = exact["ok"] and r.emp_ok and r.arg_ok
+    return Evidence(status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
+                    summary="; ".join(why), **base)
 
 
 # ============================================================== Theorem 1: two layers, width 2d
@@ -703,7 +765,7 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
                                  [f"positive control: the as-displayed reading on the same inputs decays at rate "
                                   f"{control['rate']:.3g} < {T1_MIN_RATE} (errors {control['sup_err']})"])
     if problems:
-        return Evidence(layer="numeric", status="error", seed=seed, engines=engine_versions("torch"),
+        return Evidence(layer=Layer.NUMERIC, status=Status.ERROR, seed=seed, engines=engine_versions("torch"),
                         numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]},
                                  "positive_control": control},
                         details=[ref.summary_line(xc, "two-layer outputs and IH")],
@@ -749,7 +811,7 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
         numbers["attribution_at_largest_p"] = attrib
         details.append(f"at p = {ps[-1]:g}, one standard causal layer at a time: " +
                        "; ".join(f"{k}: {v:.3g}" for k, v in attrib.items()))
-    return Evidence(layer="numeric", status="consistent", outcome="holds" if holds else "fails", numbers=numbers,
+    return Evidence(layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS, numbers=numbers,
                     details=details, seed=seed, engines=engine_versions("torch"), figures=figures,
                     tolerance=(f"O(e^-p) accepted when the fitted rate lambda >= {T1_MIN_RATE} and e^p * err(p) grows "
                                f"by at most x{T1_MAX_GROWTH:g} over the grid; errors <= {T1_FLOOR:g} (float64 rounding) "

@@ -337,11 +337,8 @@ def _induction_target_scores(W: torch.Tensor, g: TorchGram, tokens: torch.Tensor
     return target, others
 
 
-#: (sequences per step, runs) of the learning estimate: default and --full
-LEARN_DEFAULT, LEARN_FULL = (128, 12), (512, 16)
-
-
-def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int, full: bool = False) -> Evidence:
+def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int, full: bool = False,
+                   learning: tuple[int, int] = (128, 12)) -> Evidence:
     """ws24 Theorem 2 at scale: Gaussian w_E, r (N(0, I_d/d)), V = con.V tokens.
 
     Args:
@@ -349,6 +346,8 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
         d: width; T: sequence length; N: number of Appendix C.2 sequences for the
             gradients; seed: the generator seed; full: also run the APE protocol and the
             one-step coefficient at larger step sizes (slower).
+        learning: (sequences per step, runs) of the one-step learning estimate (the claim passes its
+            profile's, ``verify.proofs.ws24.SIZES``).
 
     Returns:
         ``consistent`` with ``holds`` when (a) the variant's reading of the association
@@ -382,7 +381,7 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     probe = _theorem2_probe(con, fr, g, tokens, d)
     holds = disp_ok and model_ok and probe["ok"]
     prof = _profile_of_scores(S)  # the same scores as the model check above (computed once)
-    n_step, runs = LEARN_FULL if full else LEARN_DEFAULT
+    n_step, runs = learning
     learn = [learning_coefficients(V, T, n_step, runs, seed)]
     exact = [population_coefficients_exact(v, t) for v, t in EXACT_SIZES]
     numbers = {

@@ -28,10 +28,11 @@ def _fresh_certificate_memo():
 
 
 @pytest.fixture(autouse=True)
-def _claims_in_this_process(monkeypatch):
+def _claims_in_this_process():
     """``verify CLAIM`` runs a claim's layers on worker processes by default; a test's monkeypatched
     fault lives in this process, so claim commands run here (tests of the concurrent path run it in a
-    subprocess, or through ``verify all --jobs 2``)."""
-    from verify.pipeline import run
+    subprocess, or through ``verify all --jobs 2``): the run's default settings carry ``claim_jobs=1``."""
+    from verify.evidence import Context, using
 
-    monkeypatch.setattr(run, "CLAIM_JOBS", 1)
+    with using(Context(claim_jobs=1)):
+        yield

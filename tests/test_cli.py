@@ -94,6 +94,14 @@ def test_list_and_show(capsys):
     assert rc == 0 and "arXiv 2412.11459" in out and "--orientation" in out
 
 
+def test_show_lists_quick_and_full_values(capsys):
+    """'verify show' prints each option's --full value where it differs, and the sizes that are not options."""
+    rc, out, _ = run(capsys, "show", "kvshift24:decode")
+    assert rc == 0 and "--L  (default 64; full 1024)" in out and "--d  (default 32) " in out
+    rc, out, _ = run(capsys, "show", "kvshift24:theorem3")
+    assert rc == 0 and "widths: quick (256, 1024), full (256, 1024, 4096)" in out
+
+
 def test_same_inputs_same_json(capsys):
     args = ["eq14", "--format", "json", "--no-timings", *SMALL]
     _, a, _ = run(capsys, *args)

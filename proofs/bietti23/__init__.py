@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Paper, Params, param
+from verify.core.model import Claim, InputError, Paper, Params, Times, param
 from verify.evidence import Context, Evidence
 
 #: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
@@ -25,7 +25,8 @@ class ProbeParams(Params):
     T: int = param(128, "sequence length (the README run: 256)", kind="int", minimum=8, maximum=512)
     K: int = param(5, "trigger tokens (the README run: 5)", kind="int", minimum=1, maximum=32)
     batch: int = param(32, "sequences per step and seed (the README run: 512)", kind="int", minimum=1, maximum=512)
-    steps: int = param(400, "optimiser steps (--full: 4x; the README run: 1000)", kind="int", minimum=1, maximum=20000)
+    steps: int = param(400, "optimiser steps (--full: 4x; the README run: 1000)", kind="int", minimum=1, maximum=20000,
+                       full=Times(4))
     lr: float = param(0.2, "learning rate (weight decay 1e-4; SGD adds momentum 0.9; the code default 0.2, the README run 0.03)",
                       kind="float", minimum=1e-6, maximum=10.0)
     optimizer: str = param("sgd", "sgd (the authors' SGD with momentum) or adam", choices=OPTIMIZERS)
@@ -39,11 +40,11 @@ def _validate(p: Mapping[str, Any]) -> None:
         raise InputError(f"--K {p['K']}: the shipped text has fewer distinct characters to serve as triggers")
 
 
-def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
     from verify.numeric import bietti_probes as num
     from verify.proofs.ws24.trained import lab_cache
 
-    steps = p["steps"] * (4 if ctx.full else 1)
+    steps = p.profiled("steps", ctx)
     command = (f"verify bietti23:probes --d {p['d']} --T {p['T']} --K {p['K']} --batch {p['batch']} --lr {p['lr']:g} "
                f"--optimizer {p['optimizer']} --triggers {p['triggers']} --seeds {p['seeds']}")
     return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],

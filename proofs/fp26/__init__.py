@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Paper, Params, param
+from verify.core.model import Claim, InputError, Paper, Params, Times, param
 from verify.evidence import Context, Evidence, Figure, engine_versions
 
 #: the toy arms (torch-free copy of verify.numeric.fingerprint.ARMS; a test checks they agree)
@@ -33,7 +33,7 @@ class FingerprintParams(Params):
     T: int = param(64, "sequence length (the paper's toy: 256)", kind="int", minimum=8, maximum=512)
     batch: int = param(32, "sequences per step and seed (the paper's toy: 64)", kind="int", minimum=1, maximum=512)
     steps: int = param(800, "Adam steps per arm (--full: 3x; the paper's toy: 6000)", kind="int", minimum=25,
-                       maximum=20000)
+                       maximum=20000, full=Times(3))
     lr: float = param(1e-3, "Adam learning rate (the paper's toy: AdamW 1e-3)", kind="float", minimum=1e-6, maximum=1.0)
     seeds: int = param(2, "seeds per arm, trained as one batched model (the paper's toy: 5)", kind="int", minimum=1,
                        maximum=16)
@@ -105,11 +105,11 @@ def _symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
                     numbers=numbers, figures=[fig], engines=engine_versions("sympy"))
 
 
-def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
     from verify.numeric import fingerprint as num
     from verify.numeric.grid import SchedulerUnreachable
 
-    steps = p["steps"] * (3 if ctx.full else 1)
+    steps = p.profiled("steps", ctx)
     arms = _arms(p["arms"])
     seeds = list(range(ctx.seed, ctx.seed + p["seeds"]))
     try:

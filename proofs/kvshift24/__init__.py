@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS, input_bytes
 from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
 from verify.core.model import Claim, InputError, Paper, Params, param
-from verify.evidence import Context, Evidence, Layer, Status
+from verify.evidence import Context, Evidence, Layer, Sized, Status
 from verify.proofs import with_kernel_layer
 from verify.proofs.kvshift24 import api, plots
 from verify.proofs.kvshift24.api import ALIBI_CHOICES
@@ -29,6 +29,13 @@ SOURCE_NOTE = ("Definitions as printed: Shift drops the last row and pads a zero
                "default here; --alibi no checks Eq. 6 as printed. Positions are 1-indexed as in the paper.")
 MAX_BYTES = 4 * 2**30
 BATCH = 4
+#: kvshift24's work sizes that are not options, per claim, each with its value under the quick and the full
+#: profile (``verify show CLAIM`` lists a claim's; the checks read them under the run's profile with ``ctx.size``)
+SIZES: dict[str, dict[str, Sized]] = {
+    "theorem2": {"extra_sizes": Sized((), ((4096, 1024),), "(L, d) sizes added to the numeric sweep (the paper's)")},
+    "theorem3": {"widths": Sized((256, 1024), (256, 1024, 4096), "embedding widths d of the numeric check")},
+    "theorem1": {"lengths": Sized((8, 64, 256), (8, 64, 256, 1024), "sequence lengths L of the numeric sweep")},
+}
 
 @dataclass(frozen=True)
 class Theorem2Params(Params):
@@ -51,6 +58,8 @@ class Theorem2Params(Params):
                             "first appearance", kind="text", maximum=400)
     rope: str = param("none", "RoPE: none (Theorem 2), before-shift (raw keys rotated, then shifted) or after-shift (the "
                       "shifted keys rotated, as Appendix F's code does)", choices=ROPE_PLACEMENTS)
+
+    sizes = SIZES["theorem2"]
 
 
 def _t2_validate(p: Mapping[str, Any]) -> None:
@@ -159,7 +168,8 @@ def _t2_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
         return num_pe.check_theorem2_pe(_var(p), _pe(p), p["sigma"], p["m"], p["L"], p["d"], ctx.seed, B=BATCH)
     from verify.numeric import kvshift24 as num
 
-    return num.check_theorem2(_var(p), p["m"], p["sigma"], p["L"], p["d"], ctx.seed, full=ctx.full, B=BATCH)
+    return num.check_theorem2(_var(p), p["m"], p["sigma"], p["L"], p["d"], ctx.seed,
+                             extra_sizes=ctx.size(SIZES["theorem2"]["extra_sizes"]), B=BATCH)
 
 
 def _plane_rows(x: Sequence[str]) -> list[list[int]]:
@@ -304,6 +314,8 @@ class Theorem3Params(Params):
     T: int = param(16, "vocabulary size; sequences have length T + 1", kind="int", minimum=4, maximum=256)
     N: int = param(128, "sequences per width (fresh embeddings each)", kind="int", minimum=8, maximum=4096)
 
+    sizes = SIZES["theorem3"]
+
 
 def _t3_validate(p: Mapping[str, Any]) -> None:
     need = 8 * p["N"] * (p["T"] + 2) * 4096 * 3
@@ -321,7 +333,7 @@ def _t3_fix(p: Mapping[str, Any]) -> str | None:
 def _t3_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import kvshift24 as num
 
-    ds = (256, 1024, 4096) if ctx.full else (256, 1024)
+    ds = ctx.size(SIZES["theorem3"]["widths"])
     return num.check_theorem3(p["T"], ds, p["N"], ctx.seed, reading=p.get("eq10", "as-printed"))
 
 
@@ -412,6 +424,8 @@ class Theorem1Params(Params):
     pmax: int = param(12, "largest first-layer ALiBi slope p of the sweep", kind="int", minimum=2, maximum=30)
     d: int = param(64, "embedding width", kind="int", minimum=2, maximum=1024)
 
+    sizes = SIZES["theorem1"]
+
 
 def _t1_masks(p: Mapping[str, Any]):
     from verify.constructions.kvshift24 import t1_masks
@@ -429,7 +443,7 @@ def _t1_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import kvshift24 as num
 
     ps = [1, 2] + list(range(4, p["pmax"] + 1, 2))
-    Ls = (8, 64, 256, 1024) if ctx.full else (8, 64, 256)
+    Ls = ctx.size(SIZES["theorem1"]["lengths"])
     return num.check_theorem1(_t1_masks(p), ps, Ls, p["d"], 4, ctx.seed)
 
 
@@ -532,7 +546,7 @@ class DecodeParams(Params):
     Lmax: int = param(8, "bound of the symbolic and solver layers: every L <= Lmax and every prefill", kind="int",
                       minimum=3, maximum=12)
     L: int = param(64, "numeric length (random N(0, I/d) inputs, prefill L/2 when --prefill >= L)", kind="int",
-                   minimum=4, maximum=4096)
+                   minimum=4, maximum=4096, full=1024)
     d: int = param(32, "numeric width (even when RoPE is on)", kind="int", minimum=2, maximum=1024)
 
 
@@ -580,12 +594,12 @@ def _dec_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
     return ev
 
 
-def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _dec_numeric(p: DecodeParams, ctx: Context) -> Evidence:
     from verify.constructions.kvshift24_pe import Decode
     from verify.numeric import kvshift24_pe as num_pe
 
     var, pe, dec = _dec_parts(p)
-    L = 1024 if ctx.full else p["L"]
+    L = p.profiled("L", ctx)
     k = dec.prefill if dec.prefill < L else L // 2
     return num_pe.check_decode(var, pe, Decode(k, dec.cache, dec.rope_offset, dec.alibi_distance), p["sigma"],
                                p["m"], L, p["d"], ctx.seed, B=2)

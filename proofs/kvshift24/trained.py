@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Params, param
+from verify.core.model import Claim, InputError, Params, Times, param
 from verify.evidence import Context, Evidence
 
 
@@ -25,7 +25,7 @@ class FalsifierParams(Params):
     n_pairs: int = param(8, "repeated bigrams per sequence (scored at their second occurrence)", kind="int",
                          minimum=1, maximum=128)
     batch: int = param(32, "sequences per step and seed", kind="int", minimum=1, maximum=1024)
-    steps: int = param(300, "Adam steps per model (--full: 4x)", kind="int", minimum=1, maximum=20000)
+    steps: int = param(300, "Adam steps per model (--full: 4x)", kind="int", minimum=1, maximum=20000, full=Times(4))
     lr: float = param(0.003, "Adam learning rate (constant)", kind="float", minimum=1e-6, maximum=1.0)
     seeds: int = param(2, "seeds, trained as one batched model per architecture", kind="int", minimum=1, maximum=16)
 
@@ -43,12 +43,12 @@ def _validate(p: Mapping[str, Any]) -> None:
         raise InputError("--batch x --T^2 x --H x --seeds exceeds 2^27 attention weights per step (memory)")
 
 
-def _numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _numeric(p: FalsifierParams, ctx: Context) -> Evidence:
     from verify.numeric import kvshift24_trained as num
     from verify.numeric import lab
 
     sz = num.FalsifierSizes(d=p["d"], H=p["H"], V=p["V"], T=p["T"], n_pairs=p["n_pairs"], batch=p["batch"],
-                            steps=p["steps"] * (4 if ctx.full else 1), lr=p["lr"])
+                            steps=p.profiled("steps", ctx), lr=p["lr"])
     return num.check_falsifier(sz, list(range(ctx.seed, ctx.seed + p["seeds"])), lab.Cache(ctx.cache_dir),
                                ctx.progress)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from verify.core.model import Claim, InputError, Paper, Params, param
-from verify.evidence import Context, Evidence
+from verify.core.model import Claim, InputError, Paper, Params, Times, param
+from verify.evidence import Context, Evidence, Sized
 from verify.numeric.pr26_sizes import SELECTIONS
 from verify.proofs import with_kernel_layer
 from verify.proofs.pr26 import alpha, plots
@@ -37,6 +37,26 @@ FIGURE_RULES_TEXT = ("Figures (every number the summary prints beside the statem
 
 #: the fit defaults, as the engine's (verify.numeric.pr26: LR, STEPS, WEIGHT_DECAY; a test keeps them equal)
 DEFAULT_LR, DEFAULT_STEPS, DEFAULT_WD = 0.07, 400, 1e-4
+
+#: pr26's work sizes that are not options, per claim, each with its value under the quick and the full profile
+#: (``verify show CLAIM`` lists a claim's; the checks read them under the run's profile with ``ctx.size``)
+SIZES: dict[str, dict[str, Sized]] = {
+    "prop1": {"samples": Sized(500, 4000, "random W draws of the numeric search"),
+              "opt_lengths": Sized((64, 256), (64, 256, 1024), "lengths at which a head is fitted to prev")},
+    "theorem2": {"solver_lengths": Sized(((8, 16), (10, 24)), ((8, 16), (10, 24), (16, 40)),
+                                         "(L0, L) pairs of the solver layer"),
+                 "length_factors": Sized((3, 6, 12), (3, 6, 12, 25, 50), "numeric lengths, as multiples of --L0"),
+                 "horizon": Sized(2048, 4096, "longest length searched for the first failing length")},
+    "theorem1": {"draws": Sized(4, 16, "random parameter draws per family and task")},
+    "prop2": {"lr_band": Sized(False, True, "also the learning-rate sensitivity band (with --selection ce)")},
+    "prop3": {"lengths": Sized((60, 128, 256, 512), (60, 128, 256, 512, 1024, 2048), "evaluation lengths"),
+              "sensitivity_seeds": Sized(1, 5, "fit seeds of the sensitivity band (--seed onwards)"),
+              "min_norm": Sized(False, True, "also the minimum-norm fit")},
+    "prop4": {"extra_lengths": Sized((), (1024, 2048), "lengths added to the published table's"),
+              "sensitivity_seeds": Sized(1, 5, "fit seeds of the sensitivity band (--seed onwards)"),
+              "horizon": Sized(1024, 4096, "longest length searched for the first failing length"),
+              "min_norm": Sized(False, True, "also the minimum-norm fit")},
+}
 
 
 # one factory per fit option (a dataclass field object cannot be shared between two classes); the four
@@ -89,6 +109,8 @@ class Prop1Params(Params):
     N: int = param(64, "largest length n of the solver layer (n = 3..N)", kind="int", minimum=3, maximum=400)
     n: int = param(256, "length of the numeric random-W search", kind="int", minimum=3, maximum=4096)
 
+    sizes = SIZES["prop1"]
+
 
 def _p1_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.symbolic import pr26 as sym
@@ -105,9 +127,9 @@ def _p1_sol(p: Mapping[str, Any], ctx: Context) -> Evidence:
 def _p1_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26 as num
 
-    samples = 4000 if ctx.full else 500
-    opt = (64, 256, 1024) if ctx.full else (64, 256)
-    return num.check_prop1(_fam("affine"), p["n"], ctx.seed, samples=samples, opt_lengths=opt)
+    size = SIZES["prop1"]
+    return num.check_prop1(_fam("affine"), p["n"], ctx.seed, samples=ctx.size(size["samples"]),
+                           opt_lengths=ctx.size(size["opt_lengths"]))
 
 
 def _p1_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
@@ -160,6 +182,8 @@ class Theorem2Params(Params):
     weight_decay: float = _weight_decay()
     selection: str = _selection()
 
+    sizes = SIZES["theorem2"]
+
 
 def _t2_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.symbolic import pr26 as sym
@@ -170,7 +194,7 @@ def _t2_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
 def _t2_sol(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.solver import pr26 as sol
 
-    lengths = ((8, 16), (10, 24), (16, 40)) if ctx.full else ((8, 16), (10, 24))
+    lengths = ctx.size(SIZES["theorem2"]["solver_lengths"])
     return sol.check_theorem2(lengths, p["K"], ctx.timeout_ms, family=_fam("free-relative"),
                               extra_families=(_fam("rope"), _fam("alibi")))
 
@@ -179,9 +203,10 @@ def _t2_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26 as num
 
     L0 = p["L0"]
-    Ls = tuple(L0 * f for f in (3, 6, 12, 25, 50)) if ctx.full else (3 * L0, 6 * L0, 12 * L0)
+    size = SIZES["theorem2"]
+    Ls = tuple(L0 * f for f in ctx.size(size["length_factors"]))
     return num.check_theorem2([_fam("rope"), _fam("alibi"), _fam("free-relative")], L0, Ls, p["K"], ctx.seed,
-                              horizon=4096 if ctx.full else 2048, fit_kw=_fit_kw(p))
+                              horizon=ctx.size(size["horizon"]), fit_kw=_fit_kw(p))
 
 
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
@@ -255,6 +280,8 @@ class Theorem1Params(Params):
     L0: int = param(20, "training length of the numeric property check", kind="int", minimum=2, maximum=256)
     L: int = param(64, "evaluation length of the numeric property check", kind="int", minimum=3, maximum=4096)
 
+    sizes = SIZES["theorem1"]
+
 
 def _t1_validate(p: Mapping[str, Any]) -> None:
     if p["L"] <= p["L0"]:
@@ -273,7 +300,8 @@ def _t1_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26 as num
 
     tasks = [pe.get_task(t) for t in ("prev", "skip-3", "attend-first")]
-    return num.check_theorem1(list(pe.FAMILIES.values()), tasks, p["L0"], p["L"], ctx.seed, draws=16 if ctx.full else 4)
+    return num.check_theorem1(list(pe.FAMILIES.values()), tasks, p["L0"], p["L"], ctx.seed,
+                              draws=ctx.size(SIZES["theorem1"]["draws"]))
 
 
 THEOREM1 = Claim(
@@ -307,7 +335,7 @@ class Prop2Params(Params):
     """Options of pr26:prop2: the Monte-Carlo size, the second length, the fit settings."""
 
     trials: int = param(8000, "Monte-Carlo trials at L = 30 (a longer L gets trials x 30 / L; fresh untrained features "
-                        "each)", kind="int", minimum=200, maximum=400_000)
+                        "each)", kind="int", minimum=200, maximum=400_000, full=Times(4))
     fits: int = param(5, "fitted heads (fit seeds seed..seed+fits-1) the trials are spread over", kind="int", minimum=1,
                       maximum=50)
     L: int = param(60, "the second length (the first is the published L = 30)", kind="int", minimum=23, maximum=1024)
@@ -316,13 +344,15 @@ class Prop2Params(Params):
     weight_decay: float = _weight_decay()
     selection: str = _selection()
 
+    sizes = SIZES["prop2"]
 
-def _p2_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
+
+def _p2_num(p: Prop2Params, ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
     from verify.numeric.pr26 import LR_GRID
 
-    trials = p["trials"] * (4 if ctx.full else 1)
-    band = LR_GRID if ctx.full and p["selection"] == "ce" else ()
+    trials = p.profiled("trials", ctx)
+    band = LR_GRID if ctx.size(SIZES["prop2"]["lr_band"]) and p["selection"] == "ce" else ()
     return fig.check_prop2((30, p["L"]), 20, trials, ctx.seed, p["fits"], fit_kw=_fit_kw(p), sens_lrs=band)
 
 
@@ -413,6 +443,8 @@ class Prop3Params(Params):
     steps: int = _steps()
     weight_decay: float = _weight_decay()
 
+    sizes = SIZES["prop3"]
+
 
 def _p3_validate(p: Mapping[str, Any]) -> None:
     need = 8 * p["chunk"] * p["L"] * 6
@@ -430,10 +462,10 @@ def _p3_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
     from verify.numeric.pr26 import LR_GRID
 
-    Ls = (60, 128, 256, 512, 1024, 2048) if ctx.full else (60, 128, 256, 512)
-    seeds = tuple(range(ctx.seed, ctx.seed + 5)) if ctx.full else (ctx.seed,)
-    return fig.check_prop3(p["L"], 20, Ls, ctx.seed, sens_seeds=seeds, sens_lrs=LR_GRID, chunk=p["chunk"],
-                           fit_kw=_fit_kw(p), min_norm=ctx.full)
+    size = SIZES["prop3"]
+    seeds = tuple(range(ctx.seed, ctx.seed + ctx.size(size["sensitivity_seeds"])))
+    return fig.check_prop3(p["L"], 20, ctx.size(size["lengths"]), ctx.seed, sens_seeds=seeds, sens_lrs=LR_GRID,
+                           chunk=p["chunk"], fit_kw=_fit_kw(p), min_norm=ctx.size(size["min_norm"]))
 
 
 def _p3_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
@@ -488,6 +520,8 @@ class Prop4Params(Params):
     steps: int = _steps()
     weight_decay: float = _weight_decay()
 
+    sizes = SIZES["prop4"]
+
 
 def _p4_sym(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.symbolic import pr26_figures as sf
@@ -499,10 +533,11 @@ def _p4_num(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import pr26_figures as fig
     from verify.numeric.pr26 import LR_GRID
 
-    Ls = fig.PROP4_TABLE_LENGTHS + ((1024, 2048) if ctx.full else ())
-    seeds = tuple(range(ctx.seed, ctx.seed + 5)) if ctx.full else (ctx.seed,)
+    size = SIZES["prop4"]
+    Ls = fig.PROP4_TABLE_LENGTHS + ctx.size(size["extra_lengths"])
+    seeds = tuple(range(ctx.seed, ctx.seed + ctx.size(size["sensitivity_seeds"])))
     return fig.check_prop4(20, Ls, p["K"], ctx.seed, sens_seeds=seeds, sens_lrs=LR_GRID, fit_kw=_fit_kw(p),
-                           horizon=4096 if ctx.full else 1024, min_norm=ctx.full)
+                           horizon=ctx.size(size["horizon"]), min_norm=ctx.size(size["min_norm"]))
 
 
 def _p4_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from verify.core.model import Claim, InputError, Params, param
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, Sized, profile_for
 
 SOURCE = ("pr26: A Positional Realizability Theory of Length Generalization in Single-Head Attention (TMLR 2026), "
           "the AUC experiment over trained models, stated 'in the controlled single-head regime' (hypotheses S1-S3), "
@@ -24,6 +24,13 @@ L0 = 20
 DEFAULT_SEEDS, FULL_SEEDS = 3, 15
 DEFAULT_LENGTHS, FULL_LENGTHS = (30, 60, 128), (30, 40, 60, 128, 256)
 MAX_LENGTH = 1024
+#: the trained-model claims' work sizes, each with its value under the quick and the full profile (``verify show
+#: pr26:auc`` lists them; the checks read them under the run's profile with ``ctx.size``)
+SIZES: dict[str, dict[str, Sized]] = {
+    "auc": {"seeds": Sized(DEFAULT_SEEDS, FULL_SEEDS, "seeds per (PE family, task) cell when --seeds is 0"),
+            "lengths": Sized(DEFAULT_LENGTHS, FULL_LENGTHS, "evaluation lengths when --lengths is default"),
+            "ablation": Sized(False, True, "also the selection-rule ablation's alpha_L")},
+}
 #: the score regimes (torch-free copy of verify.numeric.pr26_trained.SCORES): positional = the paper's S1-S3
 SCORES = ("positional", "with-content")
 #: the cache directory value that means the lab's default ($XDG_CACHE_HOME/verify/lab or ~/.cache/verify/lab)
@@ -50,6 +57,8 @@ class AucParams(Params):
                            kind="text", maximum=300)
     jobs: int = param(2, "worker processes of the local cluster", kind="int", minimum=1, maximum=16)
 
+    sizes = SIZES["auc"]
+
 
 def parse_lengths(text: str, full: bool) -> tuple[int, ...]:
     """The evaluation lengths of ``--lengths`` (``default`` -> the reduced or the paper-scale set).
@@ -59,7 +68,7 @@ def parse_lengths(text: str, full: bool) -> tuple[int, ...]:
     """
     t = text.strip()
     if t == "default":
-        return FULL_LENGTHS if full else DEFAULT_LENGTHS
+        return SIZES["auc"]["lengths"].at(profile_for(full))
     parts = [x.strip() for x in t.split(",")]
     if not parts or len(parts) > 8 or not all(re.fullmatch(r"[0-9]{1,5}", x) for x in parts):
         raise InputError(f"--lengths expects 1 to 8 comma-separated integers (e.g. 30,60,128), got {t[:40]!r}")
@@ -83,7 +92,7 @@ def _validate(p: AucParams) -> None:
 
 
 def _seeds(p: AucParams, ctx: Context) -> tuple[int, ...]:
-    n = p.seeds or (FULL_SEEDS if ctx.full else DEFAULT_SEEDS)
+    n = p.seeds or ctx.size(SIZES["auc"]["seeds"])
     return tuple(range(ctx.seed, ctx.seed + n))
 
 
@@ -96,7 +105,8 @@ def _num(p: AucParams, ctx: Context) -> Evidence:
     # the run's checkpoint cache (--cache-dir, checked by the CLI); None: the lab's default directory
     cache = ctx.cache_dir if ctx.cache_dir is not None else DEFAULT_CACHE
     return pt.check_auc(seeds, lengths, p.threshold, cache, p.scheduler.strip(), p.jobs, progress=ctx.progress,
-                        paper_scale=paper_scale, scores=p.scores, ablation=ctx.full)
+                        paper_scale=paper_scale, scores=p.scores,
+                        ablation=ctx.size(SIZES["auc"]["ablation"]))
 
 
 def _fix(p: Mapping[str, Any]) -> str | None:

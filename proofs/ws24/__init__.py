@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from verify.constructions.bilinear import ORIENTATIONS, InductionKeyConstruction, PrevTokenConstruction
 from verify.core.model import Claim, InputError, Paper, Params, param
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, Sized
 from verify.proofs import with_kernel_layer
 from verify.proofs.ws24 import plots
 
@@ -48,6 +48,15 @@ def _vmax(default: int, note: str = "") -> Any:
                  + note + ")", kind="int", minimum=1, maximum=16)
 
 
+#: ws24's work sizes that are not options, per claim, each with its value under the quick and the full profile
+#: (``verify show CLAIM`` lists a claim's; the checks read them under the run's profile with ``ctx.size``)
+SIZES: dict[str, dict[str, Sized]] = {
+    "theorem2": {"protocol": Sized(False, True, "also the Gaussian-model gradient protocol and the APE protocol"),
+                 "learning": Sized((128, 12), (512, 16), "(sequences per step, runs) of the one-step learning estimate")},
+    "eq14": {"protocol": Sized(False, True, "also the one-step gradient fit of W^2_K (Gaussian model)")},
+}
+
+
 @dataclass(frozen=True)
 class Theorem2Params(Params):
     """ws24:theorem2: the orientation variant, the solver's vocabulary bound, the numeric sizes, eps."""
@@ -62,6 +71,8 @@ class Theorem2Params(Params):
     eps: Fraction = param(Fraction(1, 16), "near-orthogonality bound |<x, y>| <= eps of the solver layer (rational, "
                           "e.g. 1/16)", kind="rational", minimum=Fraction(0), maximum=Fraction(99, 100))
 
+    sizes = SIZES["theorem2"]
+
 
 @dataclass(frozen=True)
 class Eq14Params(Theorem2Params):
@@ -69,6 +80,8 @@ class Eq14Params(Theorem2Params):
     redefined field keeps its place, so the options' order is theorem2's."""
 
     Vmax: int = _vmax(6, "; Vmax = 8 roughly doubles the eq14 solver time")
+
+    sizes = SIZES["eq14"]
 
 
 @dataclass(frozen=True)
@@ -106,12 +119,14 @@ def _fix(p: Mapping[str, Any]) -> str | None:
 # ------------------------------------------------------------------ theorem2 / eq14 wiring
 
 def _orientation_checks(cls: Any, symbolic_check: Callable[..., Evidence], solver_upto: Callable[..., Evidence],
-                        numeric_check: Callable[..., Evidence]) -> dict[str, Any]:
+                        numeric_check: Callable[..., Evidence],
+                        sizes: Mapping[str, Sized]) -> dict[str, Any]:
     """The three layer checks of an orientation claim: the construction ``cls`` at the
     ``--orientation`` option, handed to each layer's check (theorem2 / eq14): symbolic and
     solver at vocabulary ``--Vmax`` (the solver for every V <= Vmax), numeric at ``--V`` with
-    ``--d``, ``--T``, ``--N``.  The layer functions are named by reference (imported lazily by
-    the thin wrappers below), never looked up by string."""
+    ``--d``, ``--T``, ``--N`` and the claim's ``sizes`` (an entry of :data:`SIZES`) under the run's
+    profile.  The layer functions are named by reference (imported lazily by the thin wrappers
+    below), never looked up by string."""
     def make(p: Mapping[str, Any], V: int) -> Any:
         return cls.uniform(V, p["orientation"])
 
@@ -122,7 +137,8 @@ def _orientation_checks(cls: Any, symbolic_check: Callable[..., Evidence], solve
         return solver_upto(lambda V: make(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
 
     def numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        return numeric_check(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed, full=ctx.full)
+        at = {name: ctx.size(s) for name, s in sizes.items()}
+        return numeric_check(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed, full=at.pop("protocol"), **at)
 
     return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
 
@@ -217,7 +233,7 @@ THEOREM2 = Claim(
     params_type=Theorem2Params,
     checks=_orientation_checks(PrevTokenConstruction, lambda *a: _symbolic().check_theorem2(*a),
                                lambda *a: _solver().check_theorem2_upto(*a),
-                               lambda *a, **k: _numeric().check_theorem2(*a, **k)),
+                               lambda *a, **k: _numeric().check_theorem2(*a, **k), SIZES["theorem2"]),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,
@@ -261,7 +277,7 @@ EQ14 = Claim(
     params_type=Eq14Params,
     checks=_orientation_checks(InductionKeyConstruction, lambda *a: _symbolic().check_eq14(*a),
                                lambda *a: _solver().check_eq14_upto(*a),
-                               lambda *a, **k: _numeric().check_eq14(*a, **k)),
+                               lambda *a, **k: _numeric().check_eq14(*a, **k), SIZES["eq14"]),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
     expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
     fix=_fix,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Params, param
+from verify.core.model import Claim, InputError, Params, Times, param
 from verify.evidence import Context, Evidence
 
 #: the optimisers of the two-layer recipes (torch-free copy checked against the numeric module's by a test)
@@ -92,7 +92,7 @@ class FalsifierParams(Params):
     T: int = param(256, "sequence length (late positions are t > 128)", kind="int", minimum=129, maximum=512)
     K: int = param(8, "trigger tokens per sequence", kind="int", minimum=1, maximum=64)
     batch: int = param(16, "sequences per step and seed", kind="int", minimum=1, maximum=512)
-    steps: int = param(300, "optimiser steps (--full: 4x)", kind="int", minimum=1, maximum=20000)
+    steps: int = param(300, "optimiser steps (--full: 4x)", kind="int", minimum=1, maximum=20000, full=Times(4))
     lr: float = param(0.01, "learning rate (weight decay 1e-4; SGD adds momentum 0.9)", kind="float", minimum=1e-6,
                       maximum=10.0)
     optimizer: str = param("adam", "adam (default: forms the heads within the CPU budget) or sgd (the authors' "
@@ -108,10 +108,10 @@ def _validate_falsifier(p: Mapping[str, Any]) -> None:
         raise InputError(f"--K {p['K']} exceeds --V {p['V']}: triggers are distinct tokens")
 
 
-def _fals_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+def _fals_numeric(p: FalsifierParams, ctx: Context) -> Evidence:
     from verify.numeric import ws24_trained as num
 
-    steps = p["steps"] * (4 if ctx.full else 1)
+    steps = p.profiled("steps", ctx)
     keep = " ".join(f"--{k} {p[k]}" for k in ("d", "V", "T", "K", "batch", "steps", "lr", "optimizer", "eval_sequences")
                     if p[k] != getattr(FalsifierParams, k))
     command = "verify ws24:falsifier" + (" --full" if ctx.full else "") + (f" {keep}" if keep else "")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verify.evidence import Layer
+from verify.evidence import DEFAULT_TIMEOUT_S, Layer
 
 # the names after check_claim are provided lazily by __getattr__ (below)
 __all__ = ["check_claim", "alpha", "realizable", "identifiability", "kvshift_sequence", "decode_check"]  # noqa: F822
@@ -36,7 +36,7 @@ _PAPER_API = {
 }
 
 
-def check_claim(claim: str, *, seed: int = 0, timeout_s: float = 60.0, full: bool = False,
+def check_claim(claim: str, *, seed: int = 0, timeout_s: float = DEFAULT_TIMEOUT_S, full: bool = False,
                 layers: tuple[str, ...] = (Layer.SYMBOLIC, Layer.SOLVER, Layer.NUMERIC), **options: Any) -> Any:
     """Run one claim variant, as ``verify CLAIM --OPTION VALUE ...`` does.
 
@@ -58,13 +58,13 @@ def check_claim(claim: str, *, seed: int = 0, timeout_s: float = 60.0, full: boo
     from verify.core import registry
     from verify.core.inputs import check_seed, check_timeout
     from verify.core.model import InputError, run_claim
-    from verify.evidence import Context
+    from verify.evidence import Context, profile_for
 
     claim_obj = registry.resolve(claim, [k for k, v in options.items() if v is not None])
     params = claim_obj.parse_params({k: (None if v is None else str(v)) for k, v in options.items()})
     if not claim_obj.checked_layers(layers):
         raise InputError(f"{claim_obj.id} has no check in the layers {', '.join(layers)}")
-    ctx = Context(seed=check_seed(seed), timeout_ms=check_timeout(timeout_s), full=full)
+    ctx = Context(seed=check_seed(seed), timeout_ms=check_timeout(timeout_s), profile=profile_for(full))
     return run_claim(claim_obj, params, ctx, layers)
 
 

@@ -448,6 +448,13 @@ def timed(layer: Layer | str, fn: Callable[[], Evidence]) -> Evidence:
     return ev
 
 
+#: the size profiles (:attr:`Context.profile`): the default sizes, and the paper-scale ones of ``--full``
+PROFILES = ("quick", "full")
+#: the per-obligation solver budget, seconds, of every front end (the CLI's ``--timeout``, the pytest plugin's
+#: ``--verify-timeout``, :func:`verify.api.check_claim`'s ``timeout_s``)
+DEFAULT_TIMEOUT_S = 20.0
+
+
 @dataclass(frozen=True)
 class Context:
     """The run's settings, built once (by the CLI, the pytest plugin or :func:`verify.api.check_claim`)
@@ -455,8 +462,11 @@ class Context:
 
     Attributes:
         seed: the master seed; every random choice derives from it explicitly.
-        full: the size profile: False = the default quick sizes, True = the paper-scale ``--full`` sizes.
-        timeout_ms: per-obligation solver budget in milliseconds.
+        profile: the size profile, one of :data:`PROFILES`: ``"quick"`` (the default sizes) or ``"full"`` (the
+            paper-scale sizes of ``--full``).  Each size that differs between them is declared once with both
+            values: on the claim option (``param(..., full=...)``) or in its paper's :class:`Sized` table, and
+            ``verify show CLAIM`` lists both.
+        timeout_ms: per-obligation solver budget in milliseconds (default :data:`DEFAULT_TIMEOUT_S`).
         certify: solver layer: derive a Farkas certificate for every linear UNSAT and re-check it in
             exact rationals (on by default; off only to measure its cost).
         second_opinion: solver layer: when cvc5 re-solves an obligation: ``"auto"`` (every obligation
@@ -464,24 +474,40 @@ class Context:
         cache_dir: checkpoint cache of the trained-model claims (None: the user cache directory,
             ``$XDG_CACHE_HOME/verify/lab`` or ``~/.cache/verify/lab``).
         progress: optional callback ``progress(message)`` for long work (stderr).
+        claim_jobs: worker processes of ``verify CLAIM`` (None: one per core).  The test suite makes 1 the
+            default (``using(Context(claim_jobs=1))``): its in-process fault injections would not reach workers.
 
     Raises:
-        ValueError: an unknown ``second_opinion`` policy or a non-positive budget.
+        ValueError: an unknown profile or ``second_opinion`` policy, a non-positive budget or job count.
     """
 
     seed: int = 0
-    full: bool = False
-    timeout_ms: int = 20_000
+    profile: str = "quick"
+    timeout_ms: int = round(DEFAULT_TIMEOUT_S * 1000)
     certify: bool = True
     second_opinion: str = "auto"
     cache_dir: str | None = None
     progress: Callable[[str], None] | None = field(default=None, compare=False)
+    claim_jobs: int | None = None
 
     def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {self.profile!r}")
+        if self.claim_jobs is not None and self.claim_jobs < 1:
+            raise ValueError(f"claim_jobs must be >= 1, got {self.claim_jobs}")
         if self.second_opinion not in SECOND_OPINION_POLICIES:
             raise ValueError(f"second_opinion must be one of {SECOND_OPINION_POLICIES}, got {self.second_opinion!r}")
         if self.timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be > 0, got {self.timeout_ms}")
+
+    @property
+    def full(self) -> bool:
+        """True under the paper-scale profile (``--full``)."""
+        return self.profile == "full"
+
+    def size(self, declared: "Sized") -> Any:
+        """A declared size's value under this run's profile."""
+        return declared.at(self.profile)
 
     def note(self, message: str) -> None:
         if self.progress is not None:
@@ -494,6 +520,39 @@ class Context:
 
 #: cvc5 second-opinion policies (:attr:`Context.second_opinion`)
 SECOND_OPINION_POLICIES = ("auto", "always", "never")
+
+
+def profile_for(full: bool) -> str:
+    """The profile a ``--full`` flag (or ``full=`` argument) selects."""
+    return PROFILES[1] if full else PROFILES[0]
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A work size that is not a claim option (a sample count, a list of lengths, an extra pass on or off),
+    declared once with its value under each profile of :data:`PROFILES`.  A paper keeps its sizes in one
+    table; a claim's typed parameters name theirs (``Params.sizes``), so ``verify show CLAIM`` lists both values.
+
+    Attributes:
+        quick: the value under the default profile.
+        full: the value under ``--full``.
+        help: one line: what the size counts.
+    """
+
+    quick: Any
+    full: Any
+    help: str = ""
+
+    def at(self, profile: str) -> Any:
+        """The value under ``profile``.
+
+        Raises:
+            ValueError: a profile not in :data:`PROFILES`.
+        """
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        return self.full if profile == "full" else self.quick
+
 
 _DEFAULT_SETTINGS = Context()
 _CURRENT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("verify_settings", default=None)

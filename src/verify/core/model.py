@@ -31,10 +31,10 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from verify import interrupts
-from verify.evidence import LAYERS, Context, Evidence, Figure, Layer, Outcome, Status, _StrEnum, timed, using
+from verify.evidence import LAYERS, PROFILES, Context, Evidence, Figure, Layer, Outcome, Sized, Status, _StrEnum, timed, using
 
 
 class Verdict(_StrEnum):
@@ -153,6 +153,8 @@ class Option:
         minimum, maximum: inclusive bounds for numeric kinds (None = unbounded).
         variant: True when the option selects a variant of the statement (e.g. the
             orientation or the fix); such options label results and expectations.
+        full: the option's value under the ``full`` profile (``--full``): a value that replaces the
+            one given, or :class:`Times` (the value given, scaled); None: the same under every profile.
     """
 
     name: str
@@ -163,10 +165,19 @@ class Option:
     minimum: Any = None
     maximum: Any = None
     variant: bool = False
+    full: Any = None
 
     @property
     def flag(self) -> str:
         return "--" + self.name
+
+    def at(self, value: Any, profile: str) -> Any:
+        """The value the checks use under ``profile`` when the option holds ``value``."""
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {PROFILES}, got {profile!r}")
+        if profile == "quick" or self.full is None:
+            return value
+        return self.full.scale(value) if isinstance(self.full, Times) else self.full
 
     def parse(self, raw: Any) -> Any:
         """Parse and range-check a raw command-line value.
@@ -234,17 +245,33 @@ _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?"
 _RATIONAL_OPT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?|[+-]?[0-9]{1,18}/[0-9]{1,18}")
 
 
+@dataclass(frozen=True)
+class Times:
+    """An option's ``full`` value that scales the value given (``param(400, ..., full=Times(4))``: 400 steps by
+    default, 1600 under ``--full``, and ``--steps 250 --full`` runs 1000)."""
+
+    factor: int
+
+    def scale(self, value: Any) -> Any:
+        return value * self.factor
+
+    def __str__(self) -> str:
+        return f"{self.factor}x the value given"
+
+
 def param(default: Any, help: str, *, kind: str = "choice", choices: Sequence[str] = (),
-          minimum: Any = None, maximum: Any = None, variant: bool = False, name: str | None = None) -> Any:
+          minimum: Any = None, maximum: Any = None, variant: bool = False, name: str | None = None,
+          full: Any = None) -> Any:
     """A field of a claim's typed parameters (:class:`Params`) that is also a command-line option.
 
     The field's name becomes the flag (``--NAME``) unless ``name`` gives another one (for flags
     that are not identifiers, such as ``weight-decay``); the mapping view and the JSON use the
     option name.  The other arguments are those of :class:`Option`.  Use it as ``fix: str = param("none", "KVSA variant", choices=VARIANTS,
-    variant=True)``; keep ``choices`` shared with the construction that reads the value.
+    variant=True)``; keep ``choices`` shared with the construction that reads the value.  ``full`` declares
+    the value under ``--full`` (:attr:`Option.full`); the checks read it with :meth:`Params.profiled`.
     """
     meta = {"option": dict(help=help, kind=kind, choices=tuple(choices), minimum=minimum, maximum=maximum,
-                           variant=variant), "name": name}
+                           variant=variant, full=full), "name": name}
     return field(default=default, metadata=meta)
 
 
@@ -257,7 +284,12 @@ class Params(Mapping[str, Any]):
     for code written against plain dicts, as a read-only mapping (``p["sigma"]``,
     ``p.get("alibi")``, ``dict(p)``).  :meth:`options` generates the claim's command-line
     options from the fields, so a claim declares each option once.
+
+    ``sizes`` names the claim's work sizes that are not options (entries of its paper's table of
+    :class:`~verify.evidence.Sized`, read under the run's profile with ``ctx.size``); ``verify show`` lists them.
     """
+
+    sizes: ClassVar[Mapping[str, Sized]] = {}
 
     @classmethod
     def options(cls) -> tuple["Option", ...]:
@@ -294,6 +326,14 @@ class Params(Mapping[str, Any]):
     @classmethod
     def _names(cls) -> tuple[str, ...]:
         return tuple(cls._fields_by_name())
+
+    def profiled(self, name: str, ctx: Context) -> Any:
+        """Option ``name``'s value under the run's profile: the value given, or under ``--full`` the option's
+        declared ``full`` value (:attr:`Option.full`)."""
+        opt = next((o for o in self.options() if o.name == name), None)
+        if opt is None:
+            raise KeyError(name)
+        return opt.at(self[name], ctx.profile)
 
 
 #: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance (or a
@@ -352,6 +392,32 @@ class Claim:
             if self.options and tuple(self.options) != generated:  # (a dataclasses.replace copy passes them back)
                 raise TypeError(f"{self.id}: give options or params_type, not both")
             object.__setattr__(self, "options", generated)
+        object.__setattr__(self, "expected", self._checked_expected())
+
+    def _checked_expected(self) -> dict[str, Verdict]:
+        """``expected`` with each value a :class:`Verdict` and each key a variant label this claim can
+        produce (checked when every variant option is a choice whose values hold no comma).
+
+        Raises:
+            ValueError: a value that is not a verdict, or a label no variant of this claim has.
+        """
+        out = {}
+        for label, verdict in self.expected.items():
+            out[label] = Verdict.parse(verdict, f"claim {self.id}: expected[{label!r}]")
+        variant_opts = [o for o in self.options if o.variant]
+        if all(o.kind == "choice" and not any("," in c for c in o.choices) for o in variant_opts):
+            for label in out:
+                parts = label.split(",") if variant_opts else [] if label == "" else [label]
+                if len(parts) != len(variant_opts) or any(p not in o.choices for p, o in zip(parts, variant_opts)):
+                    shape = ",".join(o.name.upper() for o in variant_opts) or "'' (the claim has no variant option)"
+                    raise ValueError(f"claim {self.id}: expected[{label!r}] names no variant of this claim "
+                                     f"(labels are {shape})")
+        return out
+
+    def expected_verdict(self, label: str) -> Verdict | None:
+        """The recorded expectation of the variant labelled ``label`` (None: none recorded)."""
+        v = self.expected.get(label)
+        return None if v is None else Verdict(v)
 
     @property
     def paper(self) -> str:
@@ -392,32 +458,6 @@ class Claim:
             if o.name == name:
                 return o
         return None
-        object.__setattr__(self, "expected", self._checked_expected())
-
-    def _checked_expected(self) -> dict[str, Verdict]:
-        """``expected`` with each value a :class:`Verdict` and each key a variant label this claim can
-        produce (checked when every variant option is a choice whose values hold no comma).
-
-        Raises:
-            ValueError: a value that is not a verdict, or a label no variant of this claim has.
-        """
-        out = {}
-        for label, verdict in self.expected.items():
-            out[label] = Verdict.parse(verdict, f"claim {self.id}: expected[{label!r}]")
-        variant_opts = [o for o in self.options if o.variant]
-        if all(o.kind == "choice" and not any("," in c for c in o.choices) for o in variant_opts):
-            for label in out:
-                parts = label.split(",") if variant_opts else [] if label == "" else [label]
-                if len(parts) != len(variant_opts) or any(p not in o.choices for p, o in zip(parts, variant_opts)):
-                    shape = ",".join(o.name.upper() for o in variant_opts) or "'' (the claim has no variant option)"
-                    raise ValueError(f"claim {self.id}: expected[{label!r}] names no variant of this claim "
-                                     f"(labels are {shape})")
-        return out
-
-    def expected_verdict(self, label: str) -> Verdict | None:
-        """The recorded expectation of the variant labelled ``label`` (None: none recorded)."""
-        v = self.expected.get(label)
-        return None if v is None else Verdict(v)
 
     def parse_params(self, raw: Mapping[str, Any]) -> Mapping[str, Any]:
         """Parse raw option values (None = not given) into the full parameter dict.
@@ -509,6 +549,11 @@ class ClaimResult:
     expected: Verdict | None = None
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self.verdict = Verdict.parse(self.verdict, f"{self.claim.id}: verdict")
+        if self.expected is not None:
+            self.expected = Verdict.parse(self.expected, f"{self.claim.id}: expected")
+
     @property
     def variant(self) -> str:
         return self.claim.variant_label(self.params)
@@ -549,11 +594,6 @@ def figures_tally(evidence: Sequence[Evidence]) -> tuple[int, int]:
     rows = figure_rows(evidence)
     return sum(1 for _, f in rows if f.reproduced), len(rows)
 
-    def __post_init__(self) -> None:
-        self.verdict = Verdict.parse(self.verdict, f"{self.claim.id}: verdict")
-        if self.expected is not None:
-            self.expected = Verdict.parse(self.expected, f"{self.claim.id}: expected")
-
 
 def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
     """One finding per published figure our run did not reproduce, so a HOLDS about the
@@ -586,6 +626,17 @@ def _second_way_required(ev: Evidence) -> Evidence:
 
 def _disagreements(ev: Evidence) -> list[str]:
     return list(ev.solver.disagreements) if ev.solver is not None else []
+
+
+def layer_verdict(ev: Evidence, fix: str | None) -> Verdict:
+    """What one layer that ran says about the claim variant (rules 1-4 of the module docstring)."""
+    if _disagreements(ev):
+        return INCONSISTENT
+    if not ev.status.finished:
+        return INCONCLUSIVE
+    if ev.outcome == Outcome.FAILS:
+        return FAILS
+    return HOLDS_WITH_FIX if fix else HOLDS
 
 
 def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, str]:
@@ -630,17 +681,6 @@ def _fixed_threads(layer: str) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
-def layer_verdict(ev: Evidence, fix: str | None) -> Verdict:
-    """What one layer that ran says about the claim variant (rules 1-4 of the module docstring)."""
-    if _disagreements(ev):
-        return INCONSISTENT
-    if not ev.status.finished:
-        return INCONCLUSIVE
-    if ev.outcome == Outcome.FAILS:
-        return FAILS
-    return HOLDS_WITH_FIX if fix else HOLDS
-
-
 
 
 def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,

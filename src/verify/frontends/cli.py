@@ -53,10 +53,12 @@ from verify.core.model import (
     ClaimResult,
     InconclusiveError,
     InputError,
+    Option,
+    Times,
     VerifyError,
     figures_tally,
 )
-from verify.evidence import LAYERS
+from verify.evidence import DEFAULT_TIMEOUT_S, LAYERS
 from verify.pipeline import run
 from verify.pipeline.pool import ignore_further_interrupts
 from verify.pipeline.run import context, jobs, load_expect, require_checks, resolve_variant, run_all, run_one
@@ -90,7 +92,7 @@ def _common(f: Callable) -> Callable:
         click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                      help="report format on stdout"),
         click.option("--seed", type=int, default=0, show_default=True, help="master seed for every random choice"),
-        click.option("--timeout", type=float, default=20.0, show_default=True,
+        click.option("--timeout", type=float, default=DEFAULT_TIMEOUT_S, show_default=True,
                      help="per-obligation solver budget in seconds"),
         click.option("--layers", default=",".join(LAYERS), show_default=True,
                      help="comma-separated layers to run (others are reported as skipped)"),
@@ -253,10 +255,10 @@ def _claim_command(name: str) -> click.Command:
         lay = parse_layers(layers)
         _preflight(seed, timeout, junit, plots, certificates)
         require_checks(claim, lay)
-        n_jobs = 1 if serial else jobs(run.CLAIM_JOBS)
         prog = _Progress(quiet)
         with prog.running() as progress:
-            result = run_one(claim, p, context(seed, timeout, progress, full, cache_dir), lay, n_jobs)
+            ctx = context(seed, timeout, progress, full, cache_dir)
+            result = run_one(claim, p, ctx, lay, 1 if serial else jobs(ctx.claim_jobs))
         code = result.exit_code
         _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
@@ -335,7 +337,12 @@ def show_cmd(claim: str) -> None:
     click.echo("  options:")
     for o in c.options:
         allowed = f" {{{'|'.join(o.choices)}}}" if o.choices else ""
-        click.echo(f"    {o.flag}{allowed}  (default {o.default}) {o.help}")
+        click.echo(f"    {o.flag}{allowed}  ({_option_profiles(o)}) {o.help}")
+    sizes = c.params_type.sizes if c.params_type is not None else {}
+    if sizes:
+        click.echo("  sizes that are not options (quick, and full with --full):")
+        for name, size in sizes.items():
+            click.echo(f"    {name}: quick {size.quick}, full {size.full}  {size.help}")
     if c.expected:
         click.echo("  expected verdicts: " + "; ".join(f"{k or '(default)'}: {v}" for k, v in c.expected.items()))
     if c.repair:
@@ -345,6 +352,13 @@ def show_cmd(claim: str) -> None:
     for cav in c.caveats:
         click.echo(f"  caveat:    {cav}")
     _show_kernel(c)
+
+
+def _option_profiles(o: Option) -> str:
+    """An option's default, and its value under ``--full`` where that differs."""
+    if o.full is None:
+        return f"default {o.default}"
+    return f"default {o.default}; full {o.at(o.default, 'full')}" + (f" ({o.full})" if isinstance(o.full, Times) else "")
 
 
 def _show_kernel(c: Claim) -> None:
@@ -522,6 +536,19 @@ def _replay_checked(files: Sequence[Path]) -> list[tuple[str, bool, str]]:
     return out + replay_documents(docs)
 
 
+#: the exit code of each kind of :class:`~verify.core.model.VerifyError` that reaches the command line (the
+#: first entry the error is an instance of); each prints one line on stderr
+ERROR_EXIT: tuple[tuple[type[VerifyError], int], ...] = (
+    (InputError, EXIT_USAGE),
+    (InconclusiveError, EXIT_INCONCLUSIVE),
+)
+
+
+def error_exit_code(exc: VerifyError) -> int | None:
+    """The exit code :data:`ERROR_EXIT` gives ``exc`` (None: a kind it does not map, raised as a defect)."""
+    return next((code for kind, code in ERROR_EXIT if isinstance(exc, kind)), None)
+
+
 def _error(message: str) -> None:
     """One line on stderr, never longer than a screen line or two."""
     # what the user typed is clipped inside each message; this cap only bounds the line (a claim list fits)
@@ -536,19 +563,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None and code in (130, 143):  # the console script ends now: a second key must not print a
         ignore_further_interrupts()  # traceback from the interpreter's exit (the pool's exit-time join)
     return code
-
-#: the exit code of each kind of :class:`~verify.core.model.VerifyError` that reaches the command line (the
-#: first entry the error is an instance of); each prints one line on stderr
-ERROR_EXIT: tuple[tuple[type[VerifyError], int], ...] = (
-    (InputError, EXIT_USAGE),
-    (InconclusiveError, EXIT_INCONCLUSIVE),
-)
-
-
-def error_exit_code(exc: VerifyError) -> int | None:
-    """The exit code :data:`ERROR_EXIT` gives ``exc`` (None: a kind it does not map, raised as a defect)."""
-    return next((code for kind, code in ERROR_EXIT if isinstance(exc, kind)), None)
-
 
 
 def _main(args: list[str]) -> int:
@@ -581,13 +595,13 @@ def _dispatch(args: list[str]) -> int | None:
         if code is None:
             raise
         _error(str(e))
-        return EXIT_USAGE
+        return code
     except click.exceptions.NoArgsIsHelpError as e:  # bare 'verify': the help, whole
         click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message(), err=True)
         return EXIT_USAGE
     except click.UsageError as e:
         _error(e.format_message())
-        return code
+        return EXIT_USAGE
     except click.Abort:
         return None
     return EXIT_OK

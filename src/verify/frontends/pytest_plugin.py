@@ -14,7 +14,8 @@ one test item (node id ``verify-claims::<run id>``); it passes when the verdict 
 HOLDS or HOLDS WITH FIX and fails otherwise (FAILS, INCONSISTENT, INCONCLUSIVE),
 showing the verdict, the reason, the witness and the findings.  A bad spec is a usage
 error (pytest exit code 4).  Options: ``--verify-layers``, ``--verify-seed``,
-``--verify-timeout`` (seconds per solver obligation).
+``--verify-timeout`` (seconds per solver obligation), ``--verify-profile`` (``quick`` sizes, or the
+paper-scale ``full`` sizes of ``verify --full``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import pytest
+
+from verify.evidence import DEFAULT_TIMEOUT_S, PROFILES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,8 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--verify-layers", default="symbolic,solver,numeric,kernel", metavar="LAYERS",
                     help="comma-separated layers to run for --verify-claims (default: all four)")
     group.addoption("--verify-seed", type=int, default=0, help="master seed for --verify-claims (default 0)")
-    group.addoption("--verify-timeout", type=float, default=20.0,
-                    help="per-obligation solver budget in seconds for --verify-claims (default 20)")
+    group.addoption("--verify-timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                    help=f"per-obligation solver budget in seconds for --verify-claims (default {DEFAULT_TIMEOUT_S:g})")
+    group.addoption("--verify-profile", choices=PROFILES, default=PROFILES[0],
+                    help="size profile for --verify-claims: quick (the default sizes) or full (the paper-scale sizes "
+                         "of 'verify --full'; 'verify show CLAIM' lists both)")
 
 
 class ClaimFailed(Exception):
@@ -64,7 +70,8 @@ class ClaimItem(pytest.Item):
         if not self.claim.checked_layers(layers):
             # the rule of 'verify all': a claim with no check in the requested layers is not run
             pytest.skip(f"{self.claim.id} has no check in --verify-layers {','.join(layers)}")
-        ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms)  # type: ignore[attr-defined]
+        ctx = Context(seed=cfg.getoption("verify_seed"), timeout_ms=cfg._verify_timeout_ms,  # type: ignore[attr-defined]
+                      profile=cfg.getoption("verify_profile"))
         self.result = run_one(self.claim, self.params, ctx, layers)
         self.user_properties.append(("verdict", self.result.verdict))
         if self.result.verdict not in (HOLDS, HOLDS_WITH_FIX):

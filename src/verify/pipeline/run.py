@@ -21,15 +21,19 @@ from typing import Any, Callable, Mapping, Sequence
 from verify.core import registry
 from verify.core.inputs import check_cache_dir, check_seed, check_timeout, clip
 from verify.core.model import Claim, ClaimResult, InputError, Verdict, finish_claim, run_claim, run_layer
-from verify.evidence import LAYERS, Context, Layer
+from verify.evidence import LAYERS, Context, Layer, current_settings, profile_for
 from verify.pipeline.pool import lost, pool_round
 
 
 def context(seed: int, timeout: float, progress: Callable[[str], None] | None, full: bool = False,
              cache_dir: str | None = None) -> Context:
-    """The run's settings, built once from the command line (options checked before any work)."""
-    return Context(seed=check_seed(seed), full=full, timeout_ms=check_timeout(timeout), progress=progress,
-                   cache_dir=check_cache_dir(cache_dir))
+    """The run's settings, built once from the command line (options checked before any work).  The settings
+    the command line does not set (``claim_jobs``, ``certify``, ``second_opinion``) are the current defaults
+    (:func:`verify.evidence.current_settings`: :class:`Context`'s own, or those of an enclosing ``using`` block,
+    as the test suite sets ``claim_jobs=1``)."""
+    return current_settings().replace(seed=check_seed(seed), profile=profile_for(full),
+                                      timeout_ms=check_timeout(timeout), progress=progress,
+                                      cache_dir=check_cache_dir(cache_dir))
 
 
 def resolve_variant(name: str, raw: Mapping[str, Any]) -> tuple[Claim, Mapping[str, Any]]:
@@ -214,10 +218,6 @@ def load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], Verdic
 
     return load_expectations(path)
 
-
-#: worker processes of ``verify CLAIM`` (None: one per core).  The test suite sets 1: its in-process
-#: fault injections (monkeypatch) would not reach worker processes.
-CLAIM_JOBS: int | None = None
 
 def jobs(value: int | None) -> int:
     if value is None:
