@@ -762,15 +762,9 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     Raises:
         InputError: bad input.
     """
-    from verify.core.inputs import check_timeout, clip
+    from verify.core.inputs import check_timeout
 
-    if isinstance(L, bool) or not isinstance(L, int) or not 2 <= L <= MAX_REALIZABLE_L:
-        raise InputError(f"--L must be an integer in 2..{MAX_REALIZABLE_L}, got {clip(L)}")
-    if isinstance(L0, bool) or not isinstance(L0, int) or not 2 <= L0 <= 256:
-        raise InputError(f"--L0 must be an integer in 2..256, got {clip(L0)}")
-    G = _rational(margin, "--margin")
-    if not G > 0:
-        raise InputError(f"--margin must be positive (a tie is a failure), got {G}")
+    G = _realizable_checked(L, L0, margin)
     timeout_ms = check_timeout(timeout_s)
     tsk = resolve_task(task, target=target, rows=rows)
     spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
@@ -796,7 +790,37 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
         overall = None
     else:
         overall = all(a.realizable for a in dec.answers)
-    doc: dict[str, Any] = {
+    doc = _realizable_doc(spec, tsk, L, G, overall, per, dec)
+    files: list[str] = []
+    if certificates is not None and dec.certificates:
+        files = _write_certificates(certificates, doc, dec)
+    doc["certificate_files"] = files
+    return RealizableResult(overall, per, doc, files)
+
+
+def _realizable_checked(L: Any, L0: Any, margin: Any) -> Fraction:
+    """Check the lengths and the margin of :func:`realizable`; the margin as a Fraction.
+
+    Raises:
+        InputError: a length out of range, a margin that is not a positive rational.
+    """
+    from verify.core.inputs import clip
+
+    if isinstance(L, bool) or not isinstance(L, int) or not 2 <= L <= MAX_REALIZABLE_L:
+        raise InputError(f"--L must be an integer in 2..{MAX_REALIZABLE_L}, got {clip(L)}")
+    if isinstance(L0, bool) or not isinstance(L0, int) or not 2 <= L0 <= 256:
+        raise InputError(f"--L0 must be an integer in 2..256, got {clip(L0)}")
+    G = _rational(margin, "--margin")
+    if not G > 0:
+        raise InputError(f"--margin must be positive (a tie is a failure), got {G}")
+    return G
+
+
+def _realizable_doc(spec: Any, tsk: Any, L: int, G: Fraction, overall: bool | None, per: list[dict],
+                    dec: Any) -> dict[str, Any]:
+    """The JSON document of :func:`realizable` (without the certificate files)."""
+    fam = spec.family
+    return {
         "schema": REALIZABLE_SCHEMA, "pe": fam.name, "pe_source": spec.source, "kind": fam.kind, "task": tsk.name,
         "task_description": tsk.description, "L": L, "margin": str(G), "realizable": overall,
         "question": (f"one parameter with margin >= {G} on every query row of every length 2..ell, for each ell <= {L} "
@@ -813,11 +837,6 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
         "obligations": [{k: v for k, v in ob.items() if k != "farkas_certificate"} for ob in dec.obligations],
         "indexing": "rows and keys 0-indexed; parameter W row-major (absolute) or w (relative)",
     }
-    files: list[str] = []
-    if certificates is not None and dec.certificates:
-        files = _write_certificates(certificates, doc, dec)
-    doc["certificate_files"] = files
-    return RealizableResult(overall, per, doc, files)
 
 
 def _write_certificates(directory: str | Path, doc: dict, dec: Any) -> list[str]:
