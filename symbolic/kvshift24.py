@@ -27,7 +27,7 @@ What is computed, all from the shared term tables of verify.constructions.kvshif
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -479,6 +479,43 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
         shows the boundary terms); the smallest input showing only the value scale
         b1 = 1/sigma, when it differs, is reported separately as ``value_scale_witness``.
     """
+    return describe_theorem2(decide_theorem2(var, m, sigma))
+
+
+@dataclass
+class Theorem2Decision:
+    """What the symbolic layer decided for kvshift24 Theorem 2 at one (variant, m, sigma): the values the
+    verdict depends on.
+
+    Attributes:
+        facts, aba, dec, tw: the term-table facts, the (A, B, A) closed form, the four-piece decomposition
+            and the summand at symbolic s.
+        xc: the cross-check against the independent evaluation; nonzero: the pieces nonzero at sigma.
+        term_ok: the summands agree term by term (same key and distance, values equal or up to b1 = 1).
+        proved: every check passed and no piece is nonzero (no witness is searched then).
+        witness: the headline witness (None when none was found up to L = 5); scale_w: the value-scale one.
+        unexplained: what a reported nonzero piece does not explain in the witnesses.
+    """
+
+    var: Variant
+    m: Fraction
+    sigma: Fraction
+    facts: dict[str, Any]
+    xc: dict[str, Any]
+    aba: dict[str, Any]
+    dec: dict[str, Any]
+    tw: dict[str, Any]
+    nonzero: list[str]
+    term_ok: bool
+    proved: bool = False
+    witness: dict | None = None
+    scale_w: dict | None = None
+    unexplained: list[str] = field(default_factory=list)
+
+
+def decide_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Theorem2Decision:
+    """The closed forms, the decomposition, the cross-check and, when the identity does not hold, the smallest
+    witnesses (:func:`check_theorem2` describes the result)."""
     facts = kvsa_table_facts(var)
     xc = ref.cross_check_t2(_sym_evaluate_many, var, m, sigma, XCHECK_TOL)
     aba = aba_closed_form(var)
@@ -486,35 +523,36 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     dec = decomposition(var if var.alibi else replace(var, alibi=True))
     tw = termwise(var, _q(m))
     nonzero = nonzero_pieces(dec["pieces"], sigma)
-    numbers: dict[str, Any] = {
-        "closed_form_ABA_diff_A": sstr(aba["diff_A"]),
-        "closed_form_ABA_diff_B": sstr(aba["diff_B"]),
-        "closed_form_ABA_KVSA": {k: sstr(v) for k, v in aba["KVSA"].items()},
-        "decomposition": {k: sstr(v) for k, v in dec["pieces"].items()},
-        "decomposition_symbols": DECOMPOSITION_LEGEND,
-        "nonzero_pieces_at_sigma": nonzero,
-        "termwise": {k: (sstr(v) if not isinstance(v, bool) else v) for k, v in tw.items()},
-        "m": str(m), "sigma": str(sigma),
-        "independent_evaluation": {k: v for k, v in xc.items() if k != "problems"} | {"problems": xc["problems"][:5]},
-        "decomposition_other_variants_failed": dec["other_variants_failed"],
-    }
-    details = [
-        mechanism_sentence(var),
-        f"(A, B, A) with A.A = 1, A.B = 0, exact in m and sigma: KVSA - IH = ({sstr(aba['diff_A'])}) A "
-        f"+ ({sstr(aba['diff_B'])}) B",
-        "general L: KVSA - IH = " + " + ".join(f"[{k}] {sstr(v)}" for k, v in dec["pieces"].items())
-        + f"; {DECOMPOSITION_LEGEND}",
-        (f"the four pieces match the construction's term tables (KVSA - IH evaluated from the tables with one unknown "
-         f"weight per distinct logit) for L = {DECOMPOSITION_LS.start}..{DECOMPOSITION_LS.stop - 1}, and the same "
-         f"formula describes the tables of every repair and fault variant at L = "
-         f"{', '.join(str(L) for L in ALL_VARIANTS_LS)} (exact rational point)"
-         if dec["tables_ok"] and not dec["other_variants_failed"] else
-         f"the four pieces do NOT describe the construction (this variant at L = {dec['tables_failed_at']}; other "
-         f"variants: {dec['other_variants_failed'] or 'none'})"),
-        f"summand at symbolic s (2 <= s <= L-1): KVSA {tw['kvsa_term']}; IH {tw['ih_term']} "
-        f"(g(i) = <x_L, x_i>, the query's product with key x_i; x(i) = x_i; dist = the ALiBi distance L - s)",
-        ref.summary_line(xc, "IH and KVSA values (this variant, the repaired one, a numerator != normaliser table)"),
-    ]
+    # summands: same key and ALiBi distance; values equal, or equal up to the scalar b1 when
+    # b1 = 1 at this sigma (a value taken from another position is never excused)
+    term_ok = (tw["key_equal"] and tw["dist_equal"] and tw["value_equal_up_to_scale"]
+               and (tw["value_equal"] or sigma == 1 or facts["b1"] == "1"))
+    d = Theorem2Decision(var, m, sigma, facts, xc, aba, dec, tw, nonzero, term_ok)
+    if not xc["ok"] or dec["other_variants_failed"]:
+        return d
+    d.proved = bool(not nonzero and term_ok and dec["tables_ok"])
+    if d.proved:
+        return d
+    first = smallest_witness(var, Fraction(m), Fraction(sigma))
+    if first is None:
+        return d
+    d.witness = first
+    if not facts["masked"] and scale_only(first["KVSA"], first["IH"], sigma):
+        # the smallest input shows only b1 = 1/sigma; headline the smallest one that shows the boundary terms
+        bw = smallest_witness(var, Fraction(m), Fraction(sigma), beyond_scale=True)
+        if bw is not None:
+            d.witness, d.scale_w = bw, first
+    d.unexplained = [p for ww in (d.witness, d.scale_w) if ww is not None
+                     for p in _witness_problems(ww, var, Fraction(m), Fraction(sigma), dec, nonzero, facts, tw)]
+    return d
+
+
+def describe_theorem2(d: Theorem2Decision) -> Evidence:
+    """The symbolic Evidence for a :class:`Theorem2Decision`: error (a failed cross-check or decomposition, no
+    witness, an unexplained witness), proved, or refuted with the headline witness."""
+    var, m, sigma, xc, dec, tw, nonzero = d.var, d.m, d.sigma, d.xc, d.dec, d.tw, d.nonzero
+    numbers = _theorem2_numbers(d)
+    details = _theorem2_details(d)
     base: dict[str, Any] = dict(layer=Layer.SYMBOLIC, engines=engine_versions("sympy"), numbers=numbers, details=details)
     numbers["decomposition_matches_tables"] = dec["tables_ok"]
     if not xc["ok"]:
@@ -524,32 +562,20 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     if dec["other_variants_failed"]:
         return Evidence(status=Status.ERROR, summary=(f"the four-piece decomposition does not describe the term tables of "
                                                       f"{', '.join(dec['other_variants_failed'])}"), **base)
-    # summands: same key and ALiBi distance; values equal, or equal up to the scalar b1 when
-    # b1 = 1 at this sigma (a value taken from another position is never excused)
-    term_ok = (tw["key_equal"] and tw["dist_equal"] and tw["value_equal_up_to_scale"]
-               and (tw["value_equal"] or sigma == 1 or facts["b1"] == "1"))
-    if not nonzero and term_ok and dec["tables_ok"]:
+    if d.proved:
         return Evidence(status=Status.PROVED, bound=(f"every L >= 3 and every input (symbolic index s, symbolic L), sigma = {sigma}; "
                                                      f"the pieces checked against the term tables for L = "
                                                      f"{DECOMPOSITION_LS.start}..{DECOMPOSITION_LS.stop - 1}"),
                         summary=(f"KVSA[{var.name}] = IH exactly for every L and input at sigma = {sigma}: no boundary "
                                  f"term, same normaliser, value scale 1, summands equal term by term for symbolic s"), **base)
-    first = smallest_witness(var, Fraction(m), Fraction(sigma))
-    if first is None:
+    w, scale_w = d.witness, d.scale_w
+    if w is None:
         why = f"nonzero pieces {nonzero}" if nonzero else "the summand check or the table check failed"
         return Evidence(status=Status.ERROR, summary=f"{why} but no concrete witness up to L = 5", **base)
-    w, scale_w = first, None
-    if not facts["masked"] and scale_only(first["KVSA"], first["IH"], sigma):
-        # the smallest input shows only b1 = 1/sigma; headline the smallest one that shows the boundary terms
-        bw = smallest_witness(var, Fraction(m), Fraction(sigma), beyond_scale=True)
-        if bw is not None:
-            w, scale_w = bw, first
-    unexplained = [p for ww in (w, scale_w) if ww is not None
-                   for p in _witness_problems(ww, var, Fraction(m), Fraction(sigma), dec, nonzero, facts, tw)]
-    numbers["witness_explained"] = not unexplained
-    if unexplained:
+    numbers["witness_explained"] = not d.unexplained
+    if d.unexplained:
         return Evidence(status=Status.ERROR, summary=(f"a witness was found but the layer cannot explain it: "
-                                                      f"{'; '.join(unexplained[:3])}"), **base)
+                                                      f"{'; '.join(d.unexplained[:3])}"), **base)
     text, bt = headline(w, var, m, sigma)
     witness = _witness_record(w, m, sigma)
     if bt:
@@ -568,7 +594,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
     summary += f" [nonzero pieces of KVSA - IH: {', '.join(nonzero) or 'none'}"
     if not tw["dist_equal"]:
         summary += "; the summands differ: KVSA's logit has no ALiBi bias -m(L - s), IH's has"
-    elif not term_ok:
+    elif not d.term_ok:
         summary += "; the summands differ from IH's term by term"
     summary += "]"
     return Evidence(status=Status.REFUTED, witness=witness,
@@ -576,6 +602,46 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction) -> Evidence:
                            + ("; the headline one is the smallest on which the difference persists with b1 = 1 "
                               "(value scale removed)" if scale_w else "")),
                     summary=summary, **base)
+
+
+def _theorem2_numbers(d: Theorem2Decision) -> dict[str, Any]:
+    """The closed forms, the decomposition, the summands and the cross-check, for ``Evidence.numbers``."""
+    aba, dec, xc = d.aba, d.dec, d.xc
+    return {
+        "closed_form_ABA_diff_A": sstr(aba["diff_A"]),
+        "closed_form_ABA_diff_B": sstr(aba["diff_B"]),
+        "closed_form_ABA_KVSA": {k: sstr(v) for k, v in aba["KVSA"].items()},
+        "decomposition": {k: sstr(v) for k, v in dec["pieces"].items()},
+        "decomposition_symbols": DECOMPOSITION_LEGEND,
+        "nonzero_pieces_at_sigma": d.nonzero,
+        "termwise": {k: (sstr(v) if not isinstance(v, bool) else v) for k, v in d.tw.items()},
+        "m": str(d.m), "sigma": str(d.sigma),
+        "independent_evaluation": {k: v for k, v in xc.items() if k != "problems"} | {"problems": xc["problems"][:5]},
+        "decomposition_other_variants_failed": dec["other_variants_failed"],
+    }
+
+
+def _theorem2_details(d: Theorem2Decision) -> list[str]:
+    """The mechanism, the (A, B, A) closed form, the general-L decomposition and its table check, the summand
+    and the cross-check, one line each."""
+    aba, dec, tw = d.aba, d.dec, d.tw
+    return [
+        mechanism_sentence(d.var),
+        f"(A, B, A) with A.A = 1, A.B = 0, exact in m and sigma: KVSA - IH = ({sstr(aba['diff_A'])}) A "
+        f"+ ({sstr(aba['diff_B'])}) B",
+        "general L: KVSA - IH = " + " + ".join(f"[{k}] {sstr(v)}" for k, v in dec["pieces"].items())
+        + f"; {DECOMPOSITION_LEGEND}",
+        (f"the four pieces match the construction's term tables (KVSA - IH evaluated from the tables with one unknown "
+         f"weight per distinct logit) for L = {DECOMPOSITION_LS.start}..{DECOMPOSITION_LS.stop - 1}, and the same "
+         f"formula describes the tables of every repair and fault variant at L = "
+         f"{', '.join(str(L) for L in ALL_VARIANTS_LS)} (exact rational point)"
+         if dec["tables_ok"] and not dec["other_variants_failed"] else
+         f"the four pieces do NOT describe the construction (this variant at L = {dec['tables_failed_at']}; other "
+         f"variants: {dec['other_variants_failed'] or 'none'})"),
+        f"summand at symbolic s (2 <= s <= L-1): KVSA {tw['kvsa_term']}; IH {tw['ih_term']} "
+        f"(g(i) = <x_L, x_i>, the query's product with key x_i; x(i) = x_i; dist = the ALiBi distance L - s)",
+        ref.summary_line(d.xc, "IH and KVSA values (this variant, the repaired one, a numerator != normaliser table)"),
+    ]
 
 
 # ============================================================ Theorem 1 (Appendix A)
