@@ -782,14 +782,7 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
     # table at p -> infinity (a construction broken further would still be refuted under causal masks)
     control = t1_control()
     if not xc["ok"] or not all(control.values()):
-        problems = xc["problems"] + ([] if all(control.values()) else
-                                     [f"positive control: the as-displayed table at p -> infinity is not IH's at L = "
-                                      f"{[L for L, ok in control.items() if not ok]}"])
-        return Evidence(status=Status.ERROR, layer=Layer.SYMBOLIC, engines=engine_versions("sympy"),
-                        numbers={"masks": masks.name, "independent_evaluation": xc | {"problems": xc["problems"][:5]}},
-                        details=[ref.summary_line(xc, "two-layer outputs and IH")],
-                        summary=(f"[{masks.name}] the symbolic evaluation fails its own checks ({len(problems)}); "
-                                 f"first: {problems[0]}"))
+        return _t1_machinery_error(masks, xc, control)
     mass = t1_layer1_mass(masks)
     tables = t1_table_matches_ih(masks)
     ub = t1_uniform_bound()
@@ -829,6 +822,25 @@ def check_theorem1(masks: T1Masks, m: Fraction = Fraction(1, 2), sigma: Fraction
                                  f"in [e^-2Delta, e^2Delta] when logits move by at most Delta), which is stated, not "
                                  f"derived, |TF - IH|_inf <= B(exp(4 e^-p B |x_L|_1/sigma) - 1) = O(e^-p), a bound with "
                                  f"no L in it"), **base)
+    return _t1_limit_evidence(masks, m, sigma, base, details)
+
+
+def _t1_machinery_error(masks: T1Masks, xc: dict[str, Any], control: dict[int, bool]) -> Evidence:
+    """The layer's own checks failed (the cross-check against the independent evaluation, or the positive
+    control: Appendix A's displayed ranges give IH's table at p -> infinity): an error."""
+    problems = xc["problems"] + ([] if all(control.values()) else
+                                 [f"positive control: the as-displayed table at p -> infinity is not IH's at L = "
+                                  f"{[L for L, ok in control.items() if not ok]}"])
+    return Evidence(status=Status.ERROR, layer=Layer.SYMBOLIC, engines=engine_versions("sympy"),
+                    numbers={"masks": masks.name, "independent_evaluation": xc | {"problems": xc["problems"][:5]}},
+                    details=[ref.summary_line(xc, "two-layer outputs and IH")],
+                    summary=(f"[{masks.name}] the symbolic evaluation fails its own checks ({len(problems)}); "
+                             f"first: {problems[0]}"))
+
+
+def _t1_limit_evidence(masks: T1Masks, m: Fraction, sigma: Fraction, base: dict[str, Any], details: list[str]) -> Evidence:
+    """The exact facts do not close: refuted by the smallest token input on which the p -> infinity limit of
+    TF differs from IH (its values checked against the independent evaluation), else an error."""
     w = t1_limit_witness(masks, Fraction(m), Fraction(sigma))
     if w is None:
         return Evidence(status=Status.ERROR, summary=f"[{masks.name}] the exact facts do not close and no token input up "
