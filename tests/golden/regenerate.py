@@ -1,4 +1,4 @@
-"""Regenerate tests/golden/verify_all_results.json, the default run that tests/test_golden.py holds every change to.
+"""Regenerate tests/golden/verify_all_results.json, the default run that tests/core/test_golden.py holds every change to.
 
     python tests/golden/regenerate.py
 

@@ -36,7 +36,7 @@ from verify.core.registry import builtin_keys
 from verify.evidence import ROUNDING_BOUND, ROUNDING_LEVEL
 from verify.frontends.cli import main
 
-GOLDEN = Path(__file__).parent / "golden" / "verify_all_results.json"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "verify_all_results.json"
 
 #: (rtol, atol) for floats of a numeric layer and a figure's ``ours``
 FLOAT64 = (1e-9, 1e-12)

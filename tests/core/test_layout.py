@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "verify"
 #: package -> folder, as pyproject.toml's [tool.setuptools.package-dir] maps them
 FOLDERS = {"verify.symbolic": ROOT / "symbolic", "verify.solver": ROOT / "solver", "verify.numeric": ROOT / "numeric",

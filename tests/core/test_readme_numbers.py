@@ -19,7 +19,7 @@ import pytest
 
 from verify.core import registry
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("readme_numbers", ROOT / "tools" / "readme_numbers.py")
 assert _spec is not None and _spec.loader is not None
 rn = importlib.util.module_from_spec(_spec)

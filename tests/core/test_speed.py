@@ -1,6 +1,6 @@
 """The speed work changes how a result is computed, never the result: each faster path is held
 bit for bit (or decision for decision) against the slower definition it replaces, and shown to
-notice a fault.  The whole default run is pinned by tests/test_golden.py."""
+notice a fault.  The whole default run is pinned by tests/core/test_golden.py."""
 
 from __future__ import annotations
 

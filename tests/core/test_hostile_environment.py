@@ -1,5 +1,7 @@
-"""Hostile input on the newer surfaces: each input is refused in one line with the
-documented exit code within 2 s, never a traceback, a vacuous answer or a hang.
+"""Hostile input from what a run meets besides its options: a task with no query row, user code (maps and
+modules that exit, sleep or print), W and feature files beyond float64, hostile plugins, schedulers, SIGTERM and
+the cache files' mode.  Each is refused in one line with the documented exit code within 2 s, never a
+traceback, a vacuous answer or a hang.
 """
 
 from __future__ import annotations
