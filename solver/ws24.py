@@ -453,34 +453,12 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
     """
     aw = PrevTokenConstruction(con.V, con.chi, "as-written")
     tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score")
-    zero = next((v for v in range(1, con.V + 1) if con.chi[v - 1] == 0), None)
-    if zero is not None:
-        w: dict[str, Any] = {"at": f"v = {zero}", "family": "orthonormal family",
-                             "score": str(con.displayed_score(zero, ortho)), "statement_value": "nonzero",
-                             "rechecked_in": "fractions.Fraction"}
-        return _exact_refutation(f"chi({zero}) = 0: the association at v = {zero} is not nonzero "
-                                 f"(orthonormal family: {w['score']})", w)
-    if len(set(con.chi)) > 1:
-        v2 = next(v for v in range(2, con.V + 1) if con.chi[v - 1] != con.chi[0])
-        w = {"at": f"v = 1 and v = {v2}", "family": "orthonormal family",
-             "score": [str(con.displayed_score(1, ortho)), str(con.displayed_score(v2, ortho))],
-             "statement_value": "equal for every v in Q", "rechecked_in": "fractions.Fraction"}
-        return _exact_refutation(f"chi is not constant on Q (chi(1) = {con.chi[0]}, chi({v2}) = {con.chi[v2 - 1]}): "
-                                 "the association cannot be equal for every v", w)
+    exact = _theorem2_chi_refutation(con)
+    if exact is not None:
+        return exact
     scale = _sym(max(abs(c) for c in con.chi))
     A = sp.Rational(REL_TOL.numerator, REL_TOL.denominator) * scale
-    left, right = ((("w_E", None), ("r", -1)) if con.orientation == "read-score" else (("r", -1), ("w_E", None)))
-    rows = []
-    # chi is constant here (the early returns above): W^1_K and the eps-family constraints are
-    # invariant under every relabelling of the tokens, so v = 1 represents every v
-    for v in (1,):
-        lv = ("w_E", v) if left[0] == "w_E" else left
-        rv = ("w_E", v) if right[0] == "w_E" else right
-        rows.append((f"v = {v}, reading", lambda g, v=v: con.displayed_score(v, g), con.target(v),
-                     triangle_bound(lv, con.W, rv), A, "displayed_score"))
-        if con.orientation != "read-score":  # for read-score the reading is the model's score itself
-            rows.append((f"v = {v}, model score", lambda g, v=v: con.model_score(v, g), con.target(v),
-                         triangle_bound(("w_E", v), con.W, ("r", -1)), A, "model_score"))
+    rows = _theorem2_rows(con, A)
     results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
     probe_info = None
     if index_probe:
@@ -512,6 +490,44 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
                                 f"for every eps-family |as-written display| <= {B_aw} and the repaired reading >= chi(v) - ({B_tr}); "
                                 f"they separate for eps < {thr}"),
         extra_numbers=extra)
+
+
+def _theorem2_chi_refutation(con: PrevTokenConstruction) -> Evidence | None:
+    """The statement fails for the data's chi alone (a zero chi(v), or chi not constant on Q): refuted on
+    the orthonormal family, re-checked in Fractions; None otherwise."""
+    zero = next((v for v in range(1, con.V + 1) if con.chi[v - 1] == 0), None)
+    if zero is not None:
+        w: dict[str, Any] = {"at": f"v = {zero}", "family": "orthonormal family",
+                             "score": str(con.displayed_score(zero, ortho)), "statement_value": "nonzero",
+                             "rechecked_in": "fractions.Fraction"}
+        return _exact_refutation(f"chi({zero}) = 0: the association at v = {zero} is not nonzero "
+                                 f"(orthonormal family: {w['score']})", w)
+    if len(set(con.chi)) > 1:
+        v2 = next(v for v in range(2, con.V + 1) if con.chi[v - 1] != con.chi[0])
+        w = {"at": f"v = 1 and v = {v2}", "family": "orthonormal family",
+             "score": [str(con.displayed_score(1, ortho)), str(con.displayed_score(v2, ortho))],
+             "statement_value": "equal for every v in Q", "rechecked_in": "fractions.Fraction"}
+        return _exact_refutation(f"chi is not constant on Q (chi(1) = {con.chi[0]}, chi({v2}) = {con.chi[v2 - 1]}): "
+                                 "the association cannot be equal for every v", w)
+    return None
+
+
+def _theorem2_rows(con: PrevTokenConstruction, A: Any) -> list[tuple]:
+    """The rows of the Theorem 2 obligations: (name, score, target, triangle bound, allowance A, numbers key)
+    for the variant's reading and, unless it is the model's score itself, the model's score."""
+    left, right = ((("w_E", None), ("r", -1)) if con.orientation == "read-score" else (("r", -1), ("w_E", None)))
+    rows = []
+    # chi is constant here (checked before): W^1_K and the eps-family constraints are
+    # invariant under every relabelling of the tokens, so v = 1 represents every v
+    for v in (1,):
+        lv = ("w_E", v) if left[0] == "w_E" else left
+        rv = ("w_E", v) if right[0] == "w_E" else right
+        rows.append((f"v = {v}, reading", lambda g, v=v: con.displayed_score(v, g), con.target(v),
+                     triangle_bound(lv, con.W, rv), A, "displayed_score"))
+        if con.orientation != "read-score":  # for read-score the reading is the model's score itself
+            rows.append((f"v = {v}, model score", lambda g, v=v: con.model_score(v, g), con.target(v),
+                         triangle_bound(("w_E", v), con.W, ("r", -1)), A, "model_score"))
+    return rows
 
 
 def representative_pairs(con: InductionKeyConstruction) -> list[tuple[int, int]]:
