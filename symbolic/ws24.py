@@ -411,6 +411,18 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
                      "z_s": s, "z_T": T, "model_score": str(exact), "psi(z_T)[z_s = z_T]": str(want),
                      "rechecked_in": "fractions.Fraction"}, **base)
     # the same identities with distinct coefficients, so that a wrong row changes a number
+    probe_ev = _eq14_probe(con, gram, frac_gram, base, details)
+    if probe_ev is not None:
+        return probe_ev
+    return Evidence(status=Status.PROVED, summary=(
+        f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V; "
+        f"with distinct coefficients psi(k) = (-1)^(k+1) k the same identity holds pair by pair"), **base)
+
+
+def _eq14_probe(con: InductionKeyConstruction, gram: Any, frac_gram: Any, base: dict[str, Any],
+                details: list[str]) -> Evidence | None:
+    """Eq. 14 pair by pair with the index probe psi(k) = (-1)^(k+1) k (distinct coefficients, so that a wrong
+    row changes a number): refuted at the first failing pair, else None.  Adds the probe to ``base``."""
     probe = InductionKeyConstruction.index_probe(_probe_size(con.V), con.orientation)
     base["numbers"]["index_probe"] = {"psi": [str(p) for p in probe.psi], "V": probe.V}
     base["details"] = details + [f"index probe (psi(k) = (-1)^(k+1) k, V = {probe.V}): the reading and the model's score "
@@ -428,9 +440,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
                                    + " (index probe, psi(k) = (-1)^(k+1) k)",
                          "z_s": s, "z_T": T, kind: str(exact), "psi(z_T)[z_s = z_T]": str(want),
                          "probe_psi": [str(p) for p in probe.psi], "rechecked_in": "fractions.Fraction"}, **base)
-    return Evidence(status=Status.PROVED, summary=(
-        f"{reading} = w_E(T)^T W^2_K Phi_1 w_E(s) = psi(T)[s = T] exactly (orthonormal family), for every V; "
-        f"with distinct coefficients psi(k) = (-1)^(k+1) k the same identity holds pair by pair"), **base)
+    return None
 
 
 def _recheck_pair(score: Callable[..., Fraction], gram: Any, st: tuple[int, int]) -> Fraction:
