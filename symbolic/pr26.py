@@ -329,50 +329,13 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
     fams = list(families) if families is not None else list(FAMILIES.values())
     ar = SympyArith(seed)
     details = []
-    n_sym = sp.Symbol("L0", integer=True, positive=True)
-    r = sp.Symbol("r", integer=True, positive=True)
-    Phi = sp.MatrixSymbol("Phi_L", 6, 3)
-    W = sp.MatrixSymbol("W", 3, 3)
-    E = sp.Matrix(6, 4, lambda a, b: 1 if a == b else 0)
-    lhs = (E.T * sp.Matrix(Phi) * sp.Matrix(W) * sp.Matrix(Phi).T * E)
-    rhs = (E.T * sp.Matrix(Phi)) * sp.Matrix(W) * (E.T * sp.Matrix(Phi)).T
-    if sp.simplify(lhs - rhs) != sp.zeros(4, 4):
+    if not _matrix_identity_holds():
         return Evidence(layer=Layer.SYMBOLIC, status=Status.ERROR, summary="matrix identity failed (sympy)")
-    del n_sym, r
     for fam in fams:
-        for L0 in L0s:
-            rows_L0 = [fam.features(p, L0, ar) for p in range(L0)]
-            for L in Ls:
-                # the map is evaluated afresh for the longer sequence; no argument carries L
-                rows_L = [fam.features(p, L0, ar) for p in range(L)][:L0]
-                for p in range(L0):
-                    diff = [sp.simplify(a - b) for a, b in zip(rows_L[p], rows_L0[p])]
-                    if any(x != 0 for x in diff):
-                        return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
-                                        summary=f"{fam.name}: feature of position {p} differs between L = {L} and L0 = {L0}",
-                                        witness={"family": fam.name, "position": p, "L0": L0, "L": L})
-        L0 = 3
-        if fam.dim(L0) <= 8:
-            rr = fam.dim(L0)
-            if fam.kind == "absolute":
-                Wm = sp.Matrix(rr, rr, lambda a, b: sp.Symbol(f"W_{a}{b}"))
-                PhiL = sp.Matrix([fam.features(p, L0, ar) for p in range(max(Ls))])
-                PL = PhiL * Wm * PhiL.T
-                P0 = sp.Matrix(PhiL[:L0, :]) * Wm * sp.Matrix(PhiL[:L0, :]).T
-            else:
-                w = sp.Matrix([sp.Symbol(f"w_{a}") for a in range(rr)])
-                Lm = max(Ls)
-                k = [(w.T * sp.Matrix(fam.features(dd, L0, ar)))[0, 0] for dd in range(Lm)]
-                PL = sp.Matrix(Lm, Lm, lambda a, b: k[a - b] if a >= b else 0)
-                P0 = sp.Matrix(L0, L0, lambda a, b: k[a - b] if a >= b else 0)
-            blk = sp.simplify(PL[:L0, :L0] - P0)
-            if blk != sp.zeros(L0, L0):
-                return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
-                                summary=f"{fam.name}: block differs: {blk}")
-            details.append(f"{fam.name}: P_{max(Ls)}(W)[:3, :3] - P_3(W) = 0 with symbolic W (r = {rr})")
-        else:
-            details.append(f"{fam.name}: first L0 feature rows identical at L0 = {list(L0s)} and L = {list(Ls)} "
-                           f"(r = {fam.dim(3)}; block identity by the matrix identity)")
+        refuted, line = _theorem1_family(fam, L0s, Ls, ar)
+        if refuted is not None:
+            return refuted
+        details.append(line)
     tks = list(tasks) if tasks is not None else [get_task(t) for t in ("prev", "skip-2", "attend-first")]
     mi = margin_identity(fams, tks, L0s[-1], Ls[0], seed)
     numbers = {"families": [f.name for f in fams], "L0": list(L0s), "L": list(Ls), "margin_identity": mi}
@@ -395,6 +358,53 @@ def check_theorem1(L0s: Sequence[int] = (3, 5), Ls: Sequence[int] = (8, 13), fam
                     summary=("the top-left L0 x L0 block of P_L(W) equals P_L0(W) for every family (features never depend "
                              f"on L), and with length-stable targets the exact margin at L equals min(g0, gL) on "
                              f"{mi['checked']} random parameters"))
+
+
+def _matrix_identity_holds() -> bool:
+    """E^T (Phi W Phi^T) E = (E^T Phi) W (E^T Phi)^T, with sympy MatrixSymbols (6 x 3 features, a 4-row block)."""
+    Phi = sp.MatrixSymbol("Phi_L", 6, 3)
+    W = sp.MatrixSymbol("W", 3, 3)
+    E = sp.Matrix(6, 4, lambda a, b: 1 if a == b else 0)
+    lhs = (E.T * sp.Matrix(Phi) * sp.Matrix(W) * sp.Matrix(Phi).T * E)
+    rhs = (E.T * sp.Matrix(Phi)) * sp.Matrix(W) * (E.T * sp.Matrix(Phi)).T
+    return bool(sp.simplify(lhs - rhs) == sp.zeros(4, 4))
+
+
+def _theorem1_family(fam: Family, L0s: Sequence[int], Ls: Sequence[int], ar: Any) -> tuple[Evidence | None, str]:
+    """One family's block identity: its first L0 feature rows at each L against L0 and, when r <= 8 at
+    L0 = 3, the symbolic block P_L(W)[:3, :3] - P_3(W).  A refutation, or None and the detail line."""
+    for L0 in L0s:
+        rows_L0 = [fam.features(p, L0, ar) for p in range(L0)]
+        for L in Ls:
+            # the map is evaluated afresh for the longer sequence; no argument carries L
+            rows_L = [fam.features(p, L0, ar) for p in range(L)][:L0]
+            for p in range(L0):
+                diff = [sp.simplify(a - b) for a, b in zip(rows_L[p], rows_L0[p])]
+                if any(x != 0 for x in diff):
+                    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
+                                    summary=f"{fam.name}: feature of position {p} differs between L = {L} and L0 = {L0}",
+                                    witness={"family": fam.name, "position": p, "L0": L0, "L": L}), ""
+    L0 = 3
+    if fam.dim(L0) > 8:
+        return None, (f"{fam.name}: first L0 feature rows identical at L0 = {list(L0s)} and L = {list(Ls)} "
+                      f"(r = {fam.dim(3)}; block identity by the matrix identity)")
+    rr = fam.dim(L0)
+    if fam.kind == "absolute":
+        Wm = sp.Matrix(rr, rr, lambda a, b: sp.Symbol(f"W_{a}{b}"))
+        PhiL = sp.Matrix([fam.features(p, L0, ar) for p in range(max(Ls))])
+        PL = PhiL * Wm * PhiL.T
+        P0 = sp.Matrix(PhiL[:L0, :]) * Wm * sp.Matrix(PhiL[:L0, :]).T
+    else:
+        w = sp.Matrix([sp.Symbol(f"w_{a}") for a in range(rr)])
+        Lm = max(Ls)
+        k = [(w.T * sp.Matrix(fam.features(dd, L0, ar)))[0, 0] for dd in range(Lm)]
+        PL = sp.Matrix(Lm, Lm, lambda a, b: k[a - b] if a >= b else 0)
+        P0 = sp.Matrix(L0, L0, lambda a, b: k[a - b] if a >= b else 0)
+    blk = sp.simplify(PL[:L0, :L0] - P0)
+    if blk != sp.zeros(L0, L0):
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy"),
+                        summary=f"{fam.name}: block differs: {blk}"), ""
+    return None, f"{fam.name}: P_{max(Ls)}(W)[:3, :3] - P_3(W) = 0 with symbolic W (r = {rr})"
 
 
 __all__ = ["check_prop1", "tie_row", "check_theorem2", "check_theorem1", "deep_row_analysis", "symbolic_row", "SympyArith"]
