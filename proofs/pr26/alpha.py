@@ -218,24 +218,7 @@ def load_param(path: str | Path, shape: tuple[int, ...]) -> tuple[Any, Any, str]
         raise InputError(f"{flag}: {e}") from None
     exact: Any = None
     if suffix == ".json":
-        import json
-
-        from verify.solver.recheck import frac
-
-        try:
-            doc = json.loads(data.decode("utf-8"))
-            doc = doc.get("W", doc.get("param")) if isinstance(doc, dict) else doc
-            exact = _nested(doc, frac)
-        except (ValueError, UnicodeDecodeError, TypeError, RecursionError, AttributeError) as e:
-            raise InputError(f"{flag}: not a JSON array of exact rationals ({str(e)[:80]})") from None
-        import numpy as np
-
-        try:
-            arr = np.array(_nested(exact, float), dtype=np.float64)
-        except ValueError:  # ragged lists: numpy cannot make one array of them
-            raise InputError(f"{flag}: not a rectangular array (rows of different lengths)") from None
-        except OverflowError:  # an exact rational beyond float64 (a 1999-digit integer)
-            raise InputError(f"{flag}: a value beyond the float64 range (at most about 1.8e308 in magnitude)") from None
+        exact, arr = _json_param(data, flag)
         how = "json (exact rationals)"
     elif suffix == ".npy":
         import numpy as np
@@ -272,6 +255,34 @@ def load_param(path: str | Path, shape: tuple[int, ...]) -> tuple[Any, Any, str]
     if exact is None:
         exact = _nested(arr.tolist(), Fraction)
     return exact, torch.tensor(arr, dtype=torch.float64), how
+
+
+def _json_param(data: bytes, flag: str) -> tuple[Any, Any]:
+    """A parameter file's JSON (nested lists of exact rationals "p/q", or a dict with ``W`` or ``param``):
+    the exact nested Fractions and the float64 numpy array.
+
+    Raises:
+        InputError: not JSON of exact rationals, ragged rows, a value beyond float64.
+    """
+    import json
+
+    import numpy as np
+
+    from verify.solver.recheck import frac
+
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        doc = doc.get("W", doc.get("param")) if isinstance(doc, dict) else doc
+        exact = _nested(doc, frac)
+    except (ValueError, UnicodeDecodeError, TypeError, RecursionError, AttributeError) as e:
+        raise InputError(f"{flag}: not a JSON array of exact rationals ({str(e)[:80]})") from None
+    try:
+        arr = np.array(_nested(exact, float), dtype=np.float64)
+    except ValueError:  # ragged lists: numpy cannot make one array of them
+        raise InputError(f"{flag}: not a rectangular array (rows of different lengths)") from None
+    except OverflowError:  # an exact rational beyond float64 (a 1999-digit integer)
+        raise InputError(f"{flag}: a value beyond the float64 range (at most about 1.8e308 in magnitude)") from None
+    return exact, arr
 
 
 def _nested(x: Any, fn: Callable) -> Any:
