@@ -15,7 +15,7 @@ from verify.core import registry
 from verify.core.model import Params, Times, param
 from verify.evidence import DEFAULT_TIMEOUT_S, PROFILES, Context, Sized, current_settings, profile_for, using
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["pytester"]
 
 
