@@ -448,8 +448,9 @@ def t3_exact_compare(limit: dict, cands: dict[str, dict], name: str, tol: float 
             "gap_a1_vs_a2": gap, "separates": tol < gap / 4}
 
 
-def _argmin(x: Mapping) -> Any:
-    return min(x, key=x.get)
+def _argmin(x: Mapping[Any, float]) -> Any:
+    """The key of the smallest value (the first one on ties)."""
+    return min(x, key=lambda k: x[k])
 
 
 @dataclass
