@@ -22,8 +22,8 @@ Dask is imported only when a grid runs on it (``verify list`` stays fast).  Task
 Dask are ``client.map(fn, tasks, key=[...], pure=False)`` (each call wrapped to return its task's
 index with its result) and collected as they complete; each result is placed by its key and must
 carry that key's index (matched by identity, never by an order of keys: "grid-10" sorts before
-"grid-2"; tests/test_grid.py runs more than ten tasks).  A task function must be deterministic in its argument: then the results do
-not depend on where they ran (tests/test_grid.py runs one grid both ways and compares the JSON).
+"grid-2"; tests/core/test_grid.py runs more than ten tasks).  A task function must be deterministic in its argument: then the results do
+not depend on where they ran (tests/core/test_grid.py runs one grid both ways and compares the JSON).
 Each worker runs its task with torch on one thread (the task functions use
 :func:`verify.numeric.lab.one_thread`), so results do not depend on the number of workers.
 """

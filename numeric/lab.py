@@ -43,7 +43,7 @@ Batched seeds
   parameters enter only seed ``k``'s loss, each seed receives exactly its own gradient, and the
   optimisers offered (Adam, SGD with momentum; both elementwise, no global-norm clipping) update each
   seed as if it were trained alone.  A loss must therefore never mix seeds (no mean over ``S``
-  before returning).  tests/test_lab.py checks batched training against seed-by-seed training.
+  before returning).  tests/core/test_lab.py checks batched training against seed-by-seed training.
 
 The checkpoint cache
   Keyed by :func:`config_key`: sha256 of a canonical JSON (sorted keys, no whitespace) of

@@ -345,7 +345,7 @@ def auc_score(labels: Sequence[bool], scores: Sequence[float]) -> float | None:
 
 def generalizes(accuracy: float, threshold: float = THRESHOLD) -> bool:
     """pr26's label of a measurement: the model generalizes at L when accuracy_L >= threshold (at the
-    threshold counts: an accuracy of exactly 0.9 generalizes; tests/test_faults_23.py feeds that case)."""
+    threshold counts: an accuracy of exactly 0.9 generalizes; tests/pr26/test_pr26_safety_nets.py feeds that case)."""
     return accuracy >= threshold
 
 

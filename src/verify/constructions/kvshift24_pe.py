@@ -233,7 +233,7 @@ def _call_cache(L: int, b1: Any, pe: PE, co: Coefs) -> list[tuple]:
 def _raw_state(k: int, pe: PE) -> tuple[tuple, tuple]:
     """The ``raw-key`` shift state after a prefill of x_1..x_k: the raw key and value of x_k (the
     previous token of the first decoded one).  Its value half is seen only when b2 != 0 (Appendix B's
-    b2 = 0 hides it): tests/test_faults_23.py decodes with b2 = 1 to exercise it."""
+    b2 = 0 hides it): tests/kvshift24/test_kvshift24_decode_value_state.py decodes with b2 = 1 to exercise it."""
     return _raw_key(k, k, pe), ((1, k),)
 
 
