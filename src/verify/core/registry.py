@@ -29,7 +29,7 @@ ENTRY_POINT_GROUP = "verify.papers"
 #: the distribution whose entry points are the built-in papers
 DISTRIBUTION = "verify-attention"
 #: the built-in papers' order in ``verify list`` and ``verify all`` (a key not registered is left out)
-BUILTIN_ORDER = ("ws24", "bietti23", "kvshift24", "pr26", "fp26")
+BUILTIN_ORDER = ("ws24", "bietti23", "kvshift24", "pr26", "fp26", "impl")
 
 
 def _dist_name(ep: Any) -> str:

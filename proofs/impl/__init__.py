@@ -1,0 +1,360 @@
+"""impl — claims about the attention code people ship, checked on the running library (Hugging Face transformers),
+not on a construction of ours.
+
+Each claim builds a tiny random model from a configuration (``--model hf:NAME``; never a download) or loads a
+local checkpoint directory (``--model hf-dir:PATH``), runs the library's forward pass with and without its own
+cache (``DynamicCache``), and compares.  The statements are the properties the library's documentation promises
+and public trackers report broken (transformers #39408 and mlx-lm #390: a sliding window admitting w + 1 keys;
+keras-hub #2861 and TransformerLens #776: ALiBi bias under the cache; flash-linear-attention #766: RoPE positions
+during decoding; transformers #18104: GPT-2 with the cache and left padding).  ALiBi's schedule is Press, Smith and
+Lewis, ICLR 2022 (arXiv 2108.12409), Sec. 3 and the authors' fairseq code.
+
+The layers: numeric (the library's model in float64, or the dtype asked, against its own full pass) for every
+claim; symbolic (the ALiBi schedule for the head count, exact in sympy) for impl:alibi.  transformers is an
+optional extra: without it every impl claim refuses before any work (``pip install 'verify-attention[impl]'``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from verify.core.model import Claim, InputError, Paper, Params, param
+from verify.evidence import Context, Evidence
+
+#: the families ``--model hf:NAME`` builds (torch-free copy of verify.numeric.impl_models.HF_MODELS; a test checks it)
+HF_MODELS = ("llama", "mistral", "gpt2", "bloom", "falcon", "mpt", "qwen2", "gemma2")
+ROPE_MODELS = ("llama", "mistral", "qwen2", "gemma2")
+ALIBI_MODELS = ("bloom", "falcon", "mpt")
+#: the ALiBi convention each family's code follows (verify.constructions.impl_alibi)
+ALIBI_CONVENTION = {"bloom": "press", "falcon": "press", "mpt": "mpt"}
+#: families whose tiny model transformers 5.24 builds only with eager attention
+EAGER_ONLY = ("gemma2",)
+DTYPE_CHOICES = ("float64", "float32", "float16", "bfloat16")
+ATTN_CHOICES = ("eager", "sdpa")
+ROPE_SCALINGS = ("default", "linear", "dynamic", "yarn", "llama3")
+#: max_position_embeddings of the RoPE check's model (and the scaling rules' original length): the check's
+#: positions run past it, where dynamic, YaRN and Llama-3 scaling act
+ROPE_MAX_POSITIONS = 8
+INSTALL = "the impl claims need the transformers package: pip install 'verify-attention[impl]'"
+
+
+def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
+    """The configuration's ``rope_parameters`` for a scaling rule (transformers 5 field names)."""
+    base: dict[str, Any] = {"rope_type": rule, "rope_theta": 10000.0}
+    if rule != "default":
+        base["factor"] = factor
+    if rule in ("yarn", "llama3"):
+        base["original_max_position_embeddings"] = ROPE_MAX_POSITIONS
+    if rule == "llama3":
+        base.update(low_freq_factor=1.0, high_freq_factor=4.0)
+    return base
+
+
+def _have_transformers() -> bool:
+    try:
+        return importlib.util.find_spec("transformers") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
+    kind, sep, rest = text.partition(":")
+    if kind == "hf" and sep and rest in HF_MODELS:
+        if rest not in allowed:
+            raise InputError(f"--model {text}: this claim needs one of {', '.join('hf:' + a for a in allowed)}")
+        return kind, rest
+    if kind == "hf-dir" and sep and rest:
+        if not os.path.isfile(os.path.join(rest, "config.json")):
+            raise InputError(f"--model {text}: not a local checkpoint directory (no config.json); nothing is downloaded")
+        return kind, rest
+    raise InputError(f"--model {text!r}: expected hf:NAME (NAME one of {', '.join(HF_MODELS)}) or hf-dir:PATH")
+
+
+def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoint: bool = True) -> tuple[str, str]:
+    if not _have_transformers():
+        raise InputError(INSTALL)
+    kind, name = _model(p["model"], allowed)
+    if kind == "hf-dir" and not checkpoint:
+        raise InputError(f"--model {p['model']}: this claim builds its tiny model with the rule asked; a checkpoint "
+                         "directory goes to impl:decode, impl:window or impl:padding")
+    if kind == "hf" and name in EAGER_ONLY and p["attn"] != "eager":
+        raise InputError(f"--model {p['model']}: transformers builds it with --attn eager only")
+    return kind, name
+
+
+def _model_param(default: str) -> Any:
+    return param(default, "hf:NAME (a tiny random model: " + ", ".join(HF_MODELS) + "; never a download) or "
+                 "hf-dir:PATH (a local checkpoint directory)", kind="text", maximum=400)
+
+
+def _attn_param() -> Any:
+    return param("eager", "the library's attention path (bugs live in one path)", choices=ATTN_CHOICES)
+
+
+# ------------------------------------------------------------------ decode
+
+
+@dataclass(frozen=True)
+class DecodeParams(Params):
+    model: str = _model_param("hf:llama")
+    attn: str = _attn_param()
+    dtype: str = param("float64", "dtype of the cached decode (the reference is the float64 full pass)",
+                       choices=DTYPE_CHOICES)
+    L: int = param(8, "prompt length: every prefill split 1..L-1, then one token per call", kind="int", minimum=2,
+                   maximum=64)
+    window: int = param(4, "sliding window of the tiny model (mistral, qwen2, gemma2); 0: none", kind="int", minimum=0,
+                        maximum=64)
+
+
+def _dec_validate(p: Mapping[str, Any]) -> None:
+    _common(p)
+
+
+def _window_of(p: Mapping[str, Any], name: str) -> int | None:
+    return (p["window"] or None) if name in ("mistral", "qwen2", "gemma2") else None
+
+
+def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import impl as num
+
+    _, name = _model(p["model"])
+    return num.check_decode(p["model"], p["attn"], p["dtype"], ctx.seed, p["L"], window=_window_of(p, name))
+
+
+DECODE = Claim(
+    id="impl:decode",
+    title="cached incremental decoding equals the full forward pass (the library's own cache)",
+    source="transformers' generation contract (DynamicCache); issue 22 item 1",
+    statement=("For every prefill split of a prompt, a prefill call then one call per token through the library's "
+               "cache gives at every position the logits of the full forward pass without a cache: float64 to "
+               "rounding; float16/bfloat16/float32 within a tolerance calibrated on the full pass's own rounding."),
+    options=(),
+    params_type=DecodeParams,
+    checks={"numeric": _dec_numeric},
+    expected={"": "HOLDS"},
+    validate=_dec_validate,
+    caveats=("Tiny random models (2 layers, head size 16, vocabulary 128, 4 heads) drawn under --seed with the query "
+             "and key projections scaled by 4 so attention is far from uniform; a checkpoint directory is run as "
+             "stored.",
+             "The float64 tolerance is calibrated as kvshift24:decode calibrates it: 4 x the rounding of a correct "
+             "computation of the same positions (full passes of each prefix against the whole prompt's), at least "
+             "1e-9 and at most 1e-6; MPT computes its softmax in float32, which this calibration absorbs."),
+    cost="~0.1 s per model at L = 8 after a ~3-5 s import of transformers",
+)
+
+
+# ------------------------------------------------------------------ window
+
+
+@dataclass(frozen=True)
+class WindowParams(Params):
+    model: str = _model_param("hf:mistral")
+    attn: str = _attn_param()
+    window: int = param(4, "sliding window w of the tiny model (mistral, qwen2, gemma2); 0 or another family: the "
+                        "causal mask alone", kind="int", minimum=0, maximum=64)
+    L: int = param(0, "prompt length (0: 2w + 1, past the window)", kind="int", minimum=0, maximum=64)
+
+
+def _win_validate(p: Mapping[str, Any]) -> None:
+    _common(p)
+
+
+def _win_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import impl as num
+
+    _, name = _model(p["model"])
+    w = _window_of(p, name)
+    L = p["L"] or 2 * (w or 4) + 1
+    splits = sorted({k for k in ((w or 4) - 1, w or 4, (w or 4) + 1) if 1 <= k < L})
+    return num.check_window(p["model"], p["attn"], ctx.seed, L, w, splits)
+
+
+WINDOW = Claim(
+    id="impl:window",
+    title="each query sees exactly the keys its causal mask or sliding window admits (w keys, not w + 1)",
+    source="transformers masking_utils (sliding_window_overlay); transformers #39408, mlx-lm #390",
+    statement=("Under a sliding window w, query t attends to keys t - w + 1..t (w keys) and no other; without a window "
+               "to keys 0..t; the same with the cache, for prefills on both sides of the window boundary."),
+    options=(),
+    params_type=WindowParams,
+    checks={"numeric": _win_numeric},
+    expected={"": "HOLDS"},
+    validate=_win_validate,
+    caveats=("Measured, not read from the mask: each token of the prompt is changed in turn (one batch) and a key "
+             "counts as seen by query t when layer 0's attention output at t moves (> 1e-9 relative); layer 0's input "
+             "at t depends on token t alone, so this is the attention pattern of that layer, in the path --attn picks.",
+             "The window convention checked is w keys including the query's own (Mistral's); a library that admits "
+             "w + 1 keys fails with the extra distance as the witness."),
+    cost="~0.5-1 s at w = 4 (L = 9; no cache and prefills w-1, w, w+1)",
+)
+
+
+# ------------------------------------------------------------------ ALiBi
+
+
+@dataclass(frozen=True)
+class AlibiParams(Params):
+    model: str = _model_param("hf:bloom")
+    attn: str = param("eager", "the library's attention path (the slopes are read from the attention weights, which "
+                      "eager returns)", choices=("eager",))
+    heads: int = param(4, "head count (any >= 1; the schedule for non-powers of two interleaves)", kind="int",
+                       minimum=1, maximum=64)
+    L: int = param(8, "prompt length (slopes read from every query/key pair; the cache half after a prefill of L/2)",
+                   kind="int", minimum=3, maximum=64)
+
+
+def _al_validate(p: Mapping[str, Any]) -> None:
+    _common(p, ALIBI_MODELS, checkpoint=False)
+
+
+def _convention(p: Mapping[str, Any]) -> str:
+    return ALIBI_CONVENTION[_model(p["model"])[1]]
+
+
+def _al_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.evidence import Layer, Status
+    from verify.symbolic import impl as sym
+
+    if _model(p["model"])[1] == "falcon":
+        return Evidence(Layer.SYMBOLIC, Status.SKIPPED,
+                        summary=("Falcon's code multiplies the ALiBi bias together with the scores by 1/sqrt(head size), "
+                                 "so the slopes it applies are not its slope function's; the numeric layer reads them"))
+    return sym.check_schedule(p["heads"], _convention(p))
+
+
+def _al_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.constructions.impl_alibi import floats, press_slopes
+    from verify.numeric import impl as num
+
+    return num.check_alibi(p["model"], p["attn"], ctx.seed, p["heads"], p["L"], floats(press_slopes(p["heads"])),
+                           _convention(p))
+
+
+ALIBI = Claim(
+    id="impl:alibi",
+    title="the ALiBi slopes the model applies are Press et al.'s schedule for its head count, penalise distance, "
+          "and hold under the cache",
+    source="Press, Smith, Lewis, ICLR 2022 (arXiv 2108.12409) Sec. 3 and fairseq get_slopes; keras-hub #2861, "
+           "TransformerLens #776",
+    statement=("Head i of n gets slope 2^(-8i/n) for n a power of two, and for other n the n' = 2^floor(log2 n) slopes "
+               "of n' heads followed by the odd-indexed slopes of 2n' heads; the bias is -m (t - j) (distance "
+               "penalised, linear in the distance, so its origin cancels in the softmax), the same for a decoded "
+               "query through the cache."),
+    options=(),
+    params_type=AlibiParams,
+    checks={"symbolic": _al_symbolic, "numeric": _al_numeric},
+    expected={"": "HOLDS"},
+    validate=_al_validate,
+    caveats=("Conventions: BLOOM's and Falcon's code follow Press et al.'s interleaving; MPT's rounds n up to a power "
+             "of two and keeps odd-indexed then even-indexed slopes, which with its alibi_bias_max = 8 gives the same "
+             "schedule (exact, for the head count asked). The symbolic layer checks the convention the family's code follows, exactly; the "
+             "numeric layer reads the slopes the running model applies: with the query/key/value projections "
+             "zeroed, layer 0's attention weights are softmax(bias), so m(t, j) = (log p[t,t] - log p[t,j]) / (t - j).",
+             "Falcon's eager attention multiplies scores and bias together by 1/sqrt(head size), so its effective "
+             "slopes are the schedule scaled; the numeric layer reports the common factor."),
+    cost="symbolic < 1 s; numeric ~0.3 s",
+    # Falcon (--model hf:falcon) FAILS: its eager attention scales the bias with the scores, and the measured slopes
+    # are the schedule times a common factor (0.5 at head size 16), which the witness reports
+)
+
+
+# ------------------------------------------------------------------ RoPE
+
+
+@dataclass(frozen=True)
+class RopeParams(Params):
+    scaling: str = param("default", "the RoPE scaling rule of the configuration", choices=ROPE_SCALINGS, variant=True,
+                         name="rope-scaling")
+    model: str = _model_param("hf:llama")
+    attn: str = _attn_param()
+    factor: float = param(2.0, "scaling factor of the rule", kind="float", minimum=1.0, maximum=64.0)
+    L: int = param(12, f"prompt length (max_position_embeddings is {ROPE_MAX_POSITIONS}; the offset check runs to 2L)",
+                   kind="int", minimum=4, maximum=64)
+
+
+def _rope_validate(p: Mapping[str, Any]) -> None:
+    _common(p, ROPE_MODELS, checkpoint=False)
+
+
+def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import impl as num
+
+    L = p["L"]
+    splits = sorted({1, ROPE_MAX_POSITIONS // 2, ROPE_MAX_POSITIONS, L - 1} & set(range(1, L)))
+    return num.check_rope(p["model"], p["attn"], ctx.seed, rope_parameters(p["rope-scaling"], p["factor"]), L,
+                          ROPE_MAX_POSITIONS, splits)
+
+
+ROPE = Claim(
+    id="impl:rope",
+    title="RoPE scores depend only on the offset, for each scaling rule, with positions continued through the cache",
+    source="Su et al., RoFormer (arXiv 2104.09864) Sec. 3.4.2; transformers modeling_rope_utils; "
+           "flash-linear-attention #766",
+    statement=("Through the model's own rotary module and rotation, score(q at i, k at j) depends on i - j only, for "
+               "the configured scaling rule (default, linear, dynamic, YaRN, Llama-3); and cached decoding continues "
+               "the positions: every split's decode equals the full pass."),
+    options=(),
+    params_type=RopeParams,
+    checks={"numeric": _rope_numeric},
+    variants=({"rope-scaling": "default"},),
+    expected={"default": "HOLDS", "linear": "HOLDS", "dynamic": "FAILS", "yarn": "HOLDS", "llama3": "HOLDS"},
+    validate=_rope_validate,
+    caveats=(f"max_position_embeddings = {ROPE_MAX_POSITIONS} so the prompt runs past it, where the length-dependent "
+             "rules act. Dynamic NTK scaling recomputes the frequencies from the longest position of each call, so "
+             "keys cached before the prompt passed the original length keep the old rotation: the cached decode "
+             "departs from the full pass (a property of the rule with a cache, not a rounding effect).",
+             "The library computes cos and sin in float32; the offset tolerance is scaled to float32 angles."),
+    cost="~0.3 s (default); YaRN and Llama-3 ~5 s (their initialisation)",
+)
+
+
+# ------------------------------------------------------------------ padding
+
+
+@dataclass(frozen=True)
+class PaddingParams(Params):
+    positions: str = param("from-mask", "position_ids of the batched calls: from-mask (cumsum of the attention mask "
+                           "minus 1, as generate computes them) or implicit (none passed)",
+                           choices=("from-mask", "implicit"), variant=True)
+    model: str = _model_param("hf:gpt2")
+    attn: str = _attn_param()
+    steps: int = param(3, "tokens decoded one per call after the batched prefill", kind="int", minimum=1, maximum=32)
+
+
+def _pad_validate(p: Mapping[str, Any]) -> None:
+    _common(p)
+
+
+def _pad_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import impl as num
+
+    return num.check_padding(p["model"], p["attn"], ctx.seed, (6, 4, 2), p["steps"], p["positions"])
+
+
+PADDING = Claim(
+    id="impl:padding",
+    title="a left-padded batch with the cache equals each sequence run alone",
+    source="transformers #18104 (GPT-2 with the cache and left padding)",
+    statement=("A batch of sequences of lengths 6, 4, 2, left-padded to 6 with an attention mask, prefilled through the "
+               "cache and then decoded one token per call, gives each sequence's logits at its real positions as the "
+               "sequence run alone without padding."),
+    options=(),
+    params_type=PaddingParams,
+    checks={"numeric": _pad_numeric},
+    variants=({"positions": "from-mask"},),
+    expected={"from-mask": "HOLDS", "implicit": "FAILS"},
+    validate=_pad_validate,
+    caveats=("With --positions implicit the library numbers every slot, padding included, so a left-padded sequence's "
+             "absolute positions shift: GPT-2 (learned absolute positions) fails; RoPE models hold, the shift being "
+             "common to query and keys.",),
+    cost="~0.3 s",
+)
+
+CLAIMS: list[Claim] = [DECODE, WINDOW, ALIBI, ROPE, PADDING]
+
+#: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
+PAPER = Paper(key="impl", title="Claims about shipped attention implementations (Hugging Face transformers)",
+              claims=tuple(CLAIMS))

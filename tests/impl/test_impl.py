@@ -1,0 +1,123 @@
+"""The impl claims: HOLDS on the pinned transformers, FAILS with a witness under injected faults, and a one-line
+refusal without transformers."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from verify.core.model import InputError
+from verify.proofs import impl as paper
+
+pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+from verify.constructions.impl_alibi import floats, mpt_slopes, press_slopes  # noqa: E402
+from verify.numeric import impl as num  # noqa: E402
+from verify.numeric import impl_models as im  # noqa: E402
+
+
+def test_model_lists_agree() -> None:
+    assert paper.HF_MODELS == im.HF_MODELS
+
+
+def test_refuses_without_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "transformers", None)  # an import of it now fails
+    for claim in paper.CLAIMS:
+        with pytest.raises(InputError, match=r"pip install 'verify-attention\[impl\]'"):
+            claim.parse_params({})
+
+
+def test_refuses_missing_checkpoint_and_unknown_model() -> None:
+    with pytest.raises(InputError, match="no config.json"):
+        paper.DECODE.parse_params({"model": "hf-dir:/no/such/dir"})
+    with pytest.raises(InputError, match="hf:NAME"):
+        paper.DECODE.parse_params({"model": "hf:nosuch"})
+    with pytest.raises(InputError, match="needs one of"):
+        paper.ALIBI.parse_params({"model": "hf:llama"})
+
+
+@pytest.mark.parametrize("spec", ["hf:llama", "hf:mistral", "hf:gpt2", "hf:bloom", "hf:falcon"])
+def test_decode_holds(spec: str) -> None:
+    ev = num.check_decode(spec, "eager", "float64", 0, 6, window=4 if spec == "hf:mistral" else None)
+    assert (ev.status, ev.outcome) == ("consistent", "holds"), ev.summary
+
+
+def test_decode_fails_with_a_cache_storing_wrong_positions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache reports one more stored position than it holds: decoded tokens are placed (rotated) one
+    position late."""
+    from transformers import cache_utils
+
+    orig = cache_utils.DynamicCache.get_seq_length
+
+    def shifted(self, layer_idx: int = 0) -> int:
+        n = orig(self, layer_idx)
+        return n + 1 if n else n
+
+    monkeypatch.setattr(cache_utils.DynamicCache, "get_seq_length", shifted)
+    ev = num.check_decode("hf:llama", "eager", "float64", 0, 6)
+    assert ev.outcome == "fails", ev.summary
+    assert ev.witness["prompt_length"] >= 2 and ev.witness["deviation"] > ev.witness["tolerance"]
+
+
+def test_window_holds_and_fails_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    ok = num.check_window("hf:mistral", "eager", 0, 9, 4, [3, 4, 5])
+    assert ok.outcome == "holds", ok.summary
+    from transformers import masking_utils
+
+    def wide(sliding_window: int):
+        def inner(batch_idx, head_idx, q_idx, kv_idx):  # admits w + 1 keys
+            return kv_idx > q_idx - sliding_window - 1
+        return inner
+
+    monkeypatch.setattr(masking_utils, "sliding_window_overlay", wide)
+    ev = num.check_window("hf:mistral", "eager", 0, 9, 4, [3, 4, 5])
+    assert ev.outcome == "fails", ev.summary
+    assert ev.witness["extra_distances"] == [4] and ev.witness["run"] == "no cache"
+
+
+def test_alibi_holds_and_fails_with_flipped_sign(monkeypatch: pytest.MonkeyPatch) -> None:
+    sched = floats(press_slopes(4))
+    ok = num.check_alibi("hf:bloom", "eager", 0, 4, 8, sched, "press")
+    assert ok.outcome == "holds", ok.summary
+    from transformers.models.bloom import modeling_bloom
+
+    orig = modeling_bloom._get_alibi_slopes
+    monkeypatch.setattr(modeling_bloom, "_get_alibi_slopes", lambda n, device: -orig(n, device))
+    ev = num.check_alibi("hf:bloom", "eager", 0, 4, 8, sched, "press")
+    assert ev.outcome == "fails" and ev.witness["reason"].startswith("sign flipped"), ev.summary
+
+
+def test_alibi_schedule_symbolic() -> None:
+    from verify.symbolic import impl as sym
+
+    assert sym.check_schedule(8, "press").outcome == "holds"
+    assert sym.check_schedule(12, "press").outcome == "holds"
+    for n in (3, 5, 6, 8, 12, 20):  # MPT's route (round n up, odd then even) reaches Press et al.'s schedule
+        assert sym.check_schedule(n, "mpt").outcome == "holds"
+        assert mpt_slopes(n) == press_slopes(n)
+
+
+def test_rope_holds_and_fails_with_zero_offset_during_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    rope = paper.rope_parameters("default", 2.0)
+    ok = num.check_rope("hf:llama", "eager", 0, rope, 10, 8, [1, 4, 8])
+    assert ok.outcome == "holds", ok.summary
+    from transformers.models.llama import modeling_llama
+
+    orig = modeling_llama.LlamaRotaryEmbedding.forward
+
+    def zero_on_decode(self, x, position_ids, *a, **k):
+        if position_ids.shape[-1] == 1:
+            position_ids = torch.zeros_like(position_ids)
+        return orig(self, x, position_ids, *a, **k)
+
+    monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", zero_on_decode)
+    ev = num.check_rope("hf:llama", "eager", 0, rope, 10, 8, [1, 4, 8])
+    assert ev.outcome == "fails" and ev.witness["split"] >= 1, ev.summary
+
+
+def test_padding_holds_from_mask_and_gpt2_implicit_fails() -> None:
+    assert num.check_padding("hf:gpt2", "eager", 0, (6, 4, 2), 2, "from-mask").outcome == "holds"
+    ev = num.check_padding("hf:gpt2", "eager", 0, (6, 4, 2), 2, "implicit")
+    assert ev.outcome == "fails" and ev.witness["padding"] > 0
