@@ -21,13 +21,14 @@ Two kinds of numbers:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import torch
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 from verify.numeric.bietti_model import (
     FrozenParts,
     OneStepWeights,
@@ -268,9 +269,9 @@ def score_tolerance(d: int, V: int, scale: float) -> float:
     about V + 3 of them (one per other token, plus the position and squared-norm terms; an estimate,
     not an exact count), so its error has variance about (V + 3) scale^2 / d, and the mean over V
     tokens has standard error sqrt((V + 3) / (d V)) scale.  tau is four of those (a Gaussian tail of 6e-5).
-    Measured (tests/test_faults_23.py, 40 seeds): the mean's standard deviation is 1.5-1.9 times that
+    Measured (tests/ws24/test_ws24_tolerance.py, 40 seeds): the mean's standard deviation is 1.5-1.9 times that
     estimate (0.094 against 0.058 at d = 512, V = 4), so tau is about 2.2-2.7 measured standard errors.
-    A test shows a reading 1.01 tau away from its target failing (tests/test_faults_23.py).
+    A test shows a reading 1.01 tau away from its target failing (tests/ws24/test_ws24_tolerance.py).
     """
     return 4 * math.sqrt((V + 3) / (d * V)) * scale
 
@@ -337,6 +338,56 @@ def _induction_target_scores(W: torch.Tensor, g: TorchGram, tokens: torch.Tensor
     return target, others
 
 
+@dataclass
+class Theorem2Result:
+    """What :func:`check_theorem2` measured: the variant's reading and the model's own score per token,
+    the scores inside the built RPE model, the index probe, and the one-step learning estimates."""
+
+    con: PrevTokenConstruction
+    d: int
+    T: int
+    N: int
+    seed: int
+    disp: list[float]          # the variant's reading, v = 1..V
+    model: list[float]         # the model's own score, v = 1..V
+    chi: list[float]
+    tau: float
+    model_in_net: float        # mean layer-1 score at s = t-1 in the built RPE model
+    argmax_rate: float
+    probe: dict
+    prof: list[float]          # layer-1 previous-token score minus the others, per t
+    learn: list[dict]
+    exact: list[dict]
+    protocol: dict[str, Any]   # with ``full``: the Gaussian protocol's gradient shares and score profiles
+
+    @property
+    def mean_disp(self) -> float:
+        return sum(self.disp) / self.con.V
+
+    @property
+    def mean_chi(self) -> float:
+        return sum(self.chi) / self.con.V
+
+    @property
+    def disp_ok(self) -> bool:
+        """The reading averages within tau of chi, every score > 0, and the spread is small."""
+        V, chimax = self.con.V, max(abs(c) for c in self.chi) or 1.0
+        return (abs(self.mean_disp - self.mean_chi) <= self.tau and min(self.disp) > 0
+                and (max(self.disp) - min(self.disp)) <= 2 * 4 * math.sqrt((V + 3) / self.d) * chimax)
+
+    @property
+    def model_ok(self) -> bool:
+        return abs(self.model_in_net - self.mean_chi) <= 2 * self.tau and self.model_in_net > 0
+
+    @property
+    def holds(self) -> bool:
+        return self.disp_ok and self.model_ok and self.probe["ok"]
+
+    @property
+    def reading(self) -> str:
+        return "w_E(v)^T W^1_K r_{-1}" if self.con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
+
+
 def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int, full: bool = False,
                    learning: tuple[int, int] = (128, 12)) -> Evidence:
     """ws24 Theorem 2 at scale: Gaussian w_E, r (N(0, I_d/d)), V = con.V tokens.
@@ -358,6 +409,12 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
         mean near-orthogonality error for N(0, I/d) vectors.  Numbers carry
         ``displayed_score`` and ``model_score`` for every variant.
     """
+    return _describe_theorem2(_measure_theorem2(con, d, T, N, seed, full, learning))
+
+
+def _measure_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int, full: bool,
+                      learning: tuple[int, int]) -> Theorem2Result:
+    """Sample the frozen parts and sequences, and measure the scores, the probe and the learning estimates."""
     V = con.V
     fr = sample_frozen(d, V, T, seed)
     tokens, _, _ = sample_sequences(V, T, N, seed + 1)
@@ -365,64 +422,75 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     disp = [con.displayed_score(v, g) for v in range(1, V + 1)]
     model = [con.model_score(v, g) for v in range(1, V + 1)]
     chi = [float(c) for c in con.chi]
-    mean_disp = sum(disp) / V
-    mean_chi = sum(chi) / V
-    chimax = max(abs(c) for c in chi) or 1.0
-    tau = score_tolerance(d, V, chimax)
-    disp_ok = abs(mean_disp - mean_chi) <= tau and min(disp) > 0 and (max(disp) - min(disp)) <= 2 * 4 * math.sqrt((V + 3) / d) * chimax
+    tau = score_tolerance(d, V, max(abs(c) for c in chi) or 1.0)
     # the construction inside the built model: layer-1 score at s = t-1 (query^T W_K key)
     W = _dense(con, g)
     S = layer1_scores(fr, W.float(), tokens, "rpe").double()
     prev = torch.stack([S[:, t, t - 1] for t in range(1, T)], dim=1)  # (N, T-1)
-    model_in_net = float(prev.mean())
     rows = torch.arange(2, T)
     argmax_rate = float((S[:, 2:, :].argmax(-1) == (rows - 1)).double().mean())
-    model_ok = abs(model_in_net - mean_chi) <= 2 * tau and model_in_net > 0
     probe = _theorem2_probe(con, fr, g, tokens, d)
-    holds = disp_ok and model_ok and probe["ok"]
     prof = _profile_of_scores(S)  # the same scores as the model check above (computed once)
     n_step, runs = learning
     learn = [learning_coefficients(V, T, n_step, runs, seed)]
     exact = [population_coefficients_exact(v, t) for v, t in EXACT_SIZES]
+    return Theorem2Result(con=con, d=d, T=T, N=N, seed=seed, disp=disp, model=model, chi=chi, tau=tau,
+                          model_in_net=float(prev.mean()), argmax_rate=argmax_rate, probe=probe, prof=prof,
+                          learn=learn, exact=exact,
+                          protocol=_theorem2_protocol(d, V, T, N, seed, fr, g, tokens) if full else {})
+
+
+def _theorem2_protocol(d: int, V: int, T: int, N: int, seed: int, fr: FrozenParts, g: TorchGram,
+                       tokens: torch.Tensor) -> dict[str, Any]:
+    """The Gaussian protocol's one-step gradient shares and the RPE/APE previous-token profiles against t."""
+    _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
+    G = steps.W1K.double()
+    share_aw, share_tr = _orientation_shares(G, g.E, g.r[:T])
+    out: dict[str, Any] = {"gaussian_gradient_norm_share_wE_x_r": share_aw, "gaussian_gradient_norm_share_r_x_wE": share_tr}
+    ape = _protocol(d, V, T, N, seed, "ape")
+    ts = list(range(2, T))
+    fit_ts = [t for t in ts if t >= 8]
+    prof_rpe = _prev_token_profile(fr, steps.W1K, tokens, "rpe")
+    prof_ape = _prev_token_profile(ape[0], ape[1].W1K, ape[2], "ape")
+    out.update({"score_vs_t_rpe": prof_rpe, "score_vs_t_ape": prof_ape,
+                "loglog_slope_rpe_t>=8": _slope_if_signal(fit_ts, prof_rpe[len(ts) - len(fit_ts):]),
+                "loglog_slope_ape_t>=8": _slope_if_signal(fit_ts, prof_ape[len(ts) - len(fit_ts):])})
+    return out
+
+
+def _theorem2_numbers(r: Theorem2Result) -> dict[str, Any]:
+    V, disp, learn = r.con.V, r.disp, r.learn
     numbers = {
-        "d": d, "V": V, "T": T, "N_sequences": N,
-        "displayed_score": mean_disp, "model_score": model_in_net,
-        "displayed_score_mean": mean_disp, "displayed_score_min": min(disp), "displayed_score_max": max(disp),
-        "chi_mean": mean_chi, "tolerance_tau": tau,
-        "model_score_mean": sum(model) / V,
-        "model_score_in_built_model": model_in_net,
-        "index_probe": probe,
-        "prev_token_argmax_rate": argmax_rate,
-        "layer1_prev_minus_others_mean": sum(prof) / len(prof),
+        "d": r.d, "V": V, "T": r.T, "N_sequences": r.N,
+        "displayed_score": r.mean_disp, "model_score": r.model_in_net,
+        "displayed_score_mean": r.mean_disp, "displayed_score_min": min(disp), "displayed_score_max": max(disp),
+        "chi_mean": r.mean_chi, "tolerance_tau": r.tau,
+        "model_score_mean": sum(r.model) / V,
+        "model_score_in_built_model": r.model_in_net,
+        "index_probe": r.probe,
+        "prev_token_argmax_rate": r.argmax_rate,
+        "layer1_prev_minus_others_mean": sum(r.prof) / len(r.prof),
         "gradient_norm_share_wE_x_r": learn[0]["norm_share_wE_x_r"],
         "gradient_norm_share_r_x_wE": learn[0]["norm_share_r_x_wE"],
         "one_step_chi": learn,
-        "one_step_chi_exact": exact,
+        "one_step_chi_exact": r.exact,
     }
-    if full:
-        _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
-        G = steps.W1K.double()
-        share_aw, share_tr = _orientation_shares(G, g.E, g.r[:T])
-        numbers.update({"gaussian_gradient_norm_share_wE_x_r": share_aw, "gaussian_gradient_norm_share_r_x_wE": share_tr})
-        ape = _protocol(d, V, T, N, seed, "ape")
-        ts = list(range(2, T))
-        fit_ts = [t for t in ts if t >= 8]
-        prof_rpe = _prev_token_profile(fr, steps.W1K, tokens, "rpe")
-        prof_ape = _prev_token_profile(ape[0], ape[1].W1K, ape[2], "ape")
-        numbers.update({"score_vs_t_rpe": prof_rpe, "score_vs_t_ape": prof_ape,
-                        "loglog_slope_rpe_t>=8": _slope_if_signal(fit_ts, prof_rpe[len(ts) - len(fit_ts):]),
-                        "loglog_slope_ape_t>=8": _slope_if_signal(fit_ts, prof_ape[len(ts) - len(fit_ts):])})
-    reading = "w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
+    numbers.update(r.protocol)
+    return numbers
+
+
+def _theorem2_details(r: Theorem2Result, numbers: dict[str, Any]) -> list[str]:
+    disp, probe = r.disp, r.probe
     details = [
-        f"variant's reading {reading}: mean {mean_disp:.4g} over v (min {min(disp):.4g}, max {max(disp):.4g}); chi(v) = {mean_chi:.4g}",
-        f"model's own layer-1 score at s = t-1 in the built RPE model (query^T W_K key): mean {model_in_net:.4g}; "
-        f"argmax of the row at t-1 for {argmax_rate:.3f} of positions t >= 2",
+        f"variant's reading {r.reading}: mean {r.mean_disp:.4g} over v (min {min(disp):.4g}, max {max(disp):.4g}); "
+        f"chi(v) = {r.mean_chi:.4g}",
+        f"model's own layer-1 score at s = t-1 in the built RPE model (query^T W_K key): mean {r.model_in_net:.4g}; "
+        f"argmax of the row at t-1 for {r.argmax_rate:.3f} of positions t >= 2",
         f"one-step autograd gradient of W^1_K (orthonormal idealization): share of ||G||_F in span(w_E) x span(r) = "
         f"{numbers['gradient_norm_share_wE_x_r']:.3f}, in span(r) x span(w_E) = {numbers['gradient_norm_share_r_x_wE']:.3f} "
         "(autograd's sum of dL/dscore * query key^T puts the query side on the left)",
     ]
-    for L in learn:
-        lo, hi = L["chi_hat_interval"]
+    for L in r.learn:
         details.append(
             f"population one-step coefficient of w_E(k) r_{{-1}}^T (orthonormal idealization, independent data per step, "
             f"lr = {L['lr']:g}, {L['runs']} runs of {L['n_per_step']} sequences per step): "
@@ -431,32 +499,40 @@ def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int
     details.append("population one-step coefficient of w_E(k) r_{-1}^T, exact (every Appendix C.2 sequence enumerated, "
                    "orthonormal idealization, lr = 1): " + "; ".join(
                        f"V = {x['V']}, T = {x['T']}: {x['chi']:.3g} (r_{{-2}}: {x['r_minus2']:.3g}, r_0: {x['r_0']:.3g})"
-                       for x in exact))
-    if full:
+                       for x in r.exact))
+    if r.protocol:
         details.append("layer-1 previous-token score of the one-step W^1_K against t (numbers 'score_vs_t_rpe', 'score_vs_t_ape'): "
                        + ("sign-consistent; log-log slopes RPE {}, APE {}".format(numbers["loglog_slope_rpe_t>=8"],
                                                                                    numbers["loglog_slope_ape_t>=8"])
                           if numbers["loglog_slope_rpe_t>=8"] is not None and numbers["loglog_slope_ape_t>=8"] is not None
-                          else f"the profiles change sign across t: sampling noise dominates at N = {N}, so no decay rate is reported"))
+                          else f"the profiles change sign across t: sampling noise dominates at N = {r.N}, so no decay rate is reported"))
     details.append(f"index probe (distinct chi, {probe['coefficients']}): regression of the reading on chi(v) beta = "
                    f"{probe['beta_reading']:.3f}, of the built model's score at s = t-1 on chi(z_t) beta = {probe['beta_model']:.3f} "
                    f"(1 when every token carries its own chi; tolerances {probe['tolerance']:.3g}, {probe['model_tolerance']:.3g})")
+    return details
+
+
+def _describe_theorem2(r: Theorem2Result) -> Evidence:
+    """The Evidence of :func:`check_theorem2`: holds when the reading, the built model's score and the index
+    probe all agree with chi."""
+    d, V, tau, probe, holds = r.d, r.con.V, r.tau, r.probe, r.holds
+    numbers = _theorem2_numbers(r)
     why = ("consistent with the statement" if holds else
-           "the reading misses chi(v)" if not disp_ok else
-           "the model's own previous-token score misses chi(v): the head is broken" if not model_ok else
+           "the reading misses chi(v)" if not r.disp_ok else
+           "the model's own previous-token score misses chi(v): the head is broken" if not r.model_ok else
            "with distinct chi the scores do not follow chi token by token (index probe)")
     return Evidence(
-        layer="numeric", status="consistent", outcome="holds" if holds else "fails",
-        summary=(f"d = {d}, V = {V}: {reading} averages {mean_disp:.4f}, the model's score at s = t-1 averages "
-                 f"{model_in_net:.4f}, against chi(v) = {mean_chi:.4g} (tolerances {tau:.3g}, {2 * tau:.3g}); {why}"),
+        layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
+        summary=(f"d = {d}, V = {V}: {r.reading} averages {r.mean_disp:.4f}, the model's score at s = t-1 averages "
+                 f"{r.model_in_net:.4f}, against chi(v) = {r.mean_chi:.4g} (tolerances {tau:.3g}, {2 * tau:.3g}); {why}"),
         numbers=numbers,
         tolerance=(f"tau = 4 sqrt((V+3)/(d V)) max|chi| = {tau:.4g} (four standard errors of the Gaussian near-orthogonality "
                    f"error of the mean) for the reading, every score > 0, spread <= 8 sqrt((V+3)/d); 2 tau for the "
                    "model's score in the built model (adds the w_E(z_t)^T W w_E(z_(t-1)) cross term); index probe: "
                    f"|beta - 1| <= 4 sqrt((V+3)/(d V)) = {probe['tolerance']:.3g} for the reading, twice that in the built model"),
-        engines=engine_versions("torch"), seed=seed, details=details,
-        witness=None if holds else {"d": d, "V": V, "displayed_score_mean": round(mean_disp, 6), "chi(v)": mean_chi,
-                                    "model_score_in_built_model": round(model_in_net, 6),
+        engines=engine_versions("torch"), seed=r.seed, details=_theorem2_details(r, numbers),
+        witness=None if holds else {"d": d, "V": V, "displayed_score_mean": round(r.mean_disp, 6), "chi(v)": r.mean_chi,
+                                    "model_score_in_built_model": round(r.model_in_net, 6),
                                     "index_probe_beta_reading": round(probe["beta_reading"], 6),
                                     "index_probe_beta_model": round(probe["beta_model"], 6)},
     )
@@ -538,7 +614,7 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
            "the model's own induction score misses psi: the head is broken" if not model_ok else
            "with distinct psi the scores do not follow psi token by token (index probe)")
     return Evidence(
-        layer="numeric", status="consistent", outcome="holds" if holds else "fails",
+        layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
         summary=(f"d = {d}, V = {V}: {reading} averages {numbers['displayed_diag_mean']:.4f} at s = T, the model's "
                  f"layer-2 score of the induction target averages {model_in_net:.4f}, against psi = {mean_psi:.4g} "
                  f"(tolerances {tau:.3g}, {2 * tau:.3g}); {why}"),
@@ -580,7 +656,7 @@ def check_prop4(d: int, V: int, T: int, seed: int, tol: float = 1e-9) -> Evidenc
     err = float((got - want).abs().max())
     holds = err <= tol
     return Evidence(
-        layer="numeric", status="consistent", outcome="holds" if holds else "fails",
+        layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
         summary=(f"built RPE model, d = {d}, V = {V}, t = 2..{T}: attention on the previous token matches e/(t + e - 1) "
                  f"to {err:.2e}" if holds else f"max |weight - e/(t + e - 1)| = {err:.3g} > {tol}"),
         numbers={"d": d, "V": V, "T": T, "max_abs_error": err,
