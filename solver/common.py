@@ -369,7 +369,7 @@ def solver_evidence(results: Sequence[ObligationResult], *, proved: str, refuted
             provenance's display numbers are added to ``numbers``.
 
     Returns:
-        Evidence with ``layer="solver"`` and the typed :attr:`Evidence.solver` slot set.
+        Evidence with ``layer=Layer.SOLVER`` and the typed :attr:`Evidence.solver` slot set.
     """
     prov = provenance(results)
     numbers = dict(base.pop("numbers", {}) or {})
