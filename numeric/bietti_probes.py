@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import torch
 
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 from verify.numeric import lab
 from verify.numeric import trained_models as tm
 
@@ -32,13 +32,13 @@ RECALLED = 0.9
 # previous-position memory is a model in which that memory did not form, which is what the probe tests.
 
 
-def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0) -> str | None:
+def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0) -> Outcome | None:
     """The rule of :func:`check_probes` on measured numbers: None (inconclusive: the model did not
     learn the task), ``"holds"`` (every deciding probe >= RECALLED) or ``"fails"`` (before the convergence
     check of :func:`check_probes`).  ``attention_prev`` is reported, not judged."""
     if accuracy < LEARNED:
         return None
-    return "holds" if all(means[k] >= RECALLED for k in DECIDING) else "fails"
+    return Outcome.HOLDS if all(means[k] >= RECALLED for k in DECIDING) else Outcome.FAILS
 
 
 #: a probe below RECALLED counts against the statement only when training has converged on it: between
@@ -163,9 +163,9 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
     if verdict is None:
         more = f"; a verdict needs more steps: {command} --steps {steps * 4}" if command else ""
-        return Evidence("numeric", "inconclusive", summary="the model did not learn the in-context task at this budget: "
+        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary="the model did not learn the in-context task at this budget: "
                         + summary + more, **base)
-    if verdict == "fails":
+    if verdict == Outcome.FAILS:
         half = dataclasses.replace(cfg, steps=max(1, steps // 2))
         _, half_mean, _, _ = _measure(half, _train(half, seeds, cache, progress), seeds, n_eval)
         rising = {k: round(mean[k] - half_mean[k], 4) for k in DECIDING
@@ -174,11 +174,11 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         if rising:
             more = (f"; a verdict needs more steps: {command} --steps {steps * 4} (4x this run's training cost)"
                     if command else "")
-            return Evidence("numeric", "inconclusive", summary=(
+            return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
                 f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())
                 + "), so this run does not show the trained model's memories: " + summary + more), **base)
-    return Evidence("numeric", "consistent", verdict, summary=summary, **base)
+    return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary, **base)
 
 
 def _measure(cfg: Any, tr: Any, seeds: Sequence[int], n_eval: int) -> tuple[dict[str, list[float]], dict[str, float],

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from verify.evidence import Outcome
 from verify.numeric import lab
 
 RECIPE_VERSION = "fp26-toy-1"
@@ -302,7 +303,7 @@ def gpt2_null(draws: int, seed: int) -> dict[str, float]:
     return core_null(s, GPT2_D, draws, seed)
 
 
-def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[str | None, list[str]]:
+def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[Outcome | None, list[str]]:
     """The rule of :func:`check_toy` on measured numbers (``arms[name]`` with ``formation`` (per seed, None = not
     formed), ``heads`` (per seed, :func:`head_report`)).  Returns (None: some arm did not form within the budget,
     or ``"holds"``/``"fails"``, the reasons).  Judged, each as the abstract words it:
@@ -342,7 +343,7 @@ def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[str | None, list[str]]
                    for h in hs):
             ok = False
             reasons.append("rope/sym: no head is directional through the phase with a symmetric static M")
-    return ("holds" if ok else "fails"), reasons
+    return (Outcome.HOLDS if ok else Outcome.FAILS), reasons
 
 
 def train_arm(spec: dict[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from verify.evidence import Evidence, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 from verify.numeric import lab
 
 #: code version tag of the recipe below (part of the cache key): bump when model, data or loss change
@@ -376,15 +376,15 @@ def check_falsifier(sz: FalsifierSizes, seeds: Sequence[int], cache: lab.Cache |
                f"({'near' if near else 'not near'} Appendix B's a1 = 0, b2 = 0)")
     eng = engine_versions("torch")
     if v1 > ceiling:
-        return Evidence("numeric", "consistent", "fails", summary="one vanilla layer learns the task above chance: "
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary="one vanilla layer learns the task above chance: "
                         + summary, numbers=numbers, tolerance=tol, engines=eng)
     if kv >= LEARNED:
-        return Evidence("numeric", "consistent", "holds", summary=summary, numbers=numbers, tolerance=tol, engines=eng)
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=summary, numbers=numbers, tolerance=tol, engines=eng)
     if v2 >= LEARNED:
-        return Evidence("numeric", "consistent", "fails", summary="the two-layer vanilla model learned induction at "
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary="the two-layer vanilla model learned induction at "
                         "this budget but the KV-shift layer did not: " + summary, numbers=numbers, tolerance=tol,
                         engines=eng)
-    return Evidence("numeric", "inconclusive", summary="no model learned induction at this budget: " + summary,
+    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary="no model learned induction at this budget: " + summary,
                     numbers=numbers, tolerance=tol, engines=eng)
 
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
-from verify.evidence import Evidence, Figure, engine_versions
+from verify.evidence import Evidence, Figure, Layer, Outcome, Status, engine_versions
 from verify.numeric import bietti_model as bm
 from verify.numeric import lab
 from verify.numeric import trained_models as tm
@@ -145,7 +145,7 @@ def check_theorem1_ape(V: int, T: int, N: int, runs: int, seed: int) -> Evidence
            f"{list(APE_BAND)} and the RPE interval meets {list(RPE_BAND)}")
     for pe in ("ape", "rpe"):
         if res[pe]["interval"] is None or res[pe]["no_signal_fraction"] > 0.05:
-            return Evidence("numeric", "inconclusive", summary=f"{pe.upper()} profile not positive on [8, {T}] in "
+            return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{pe.upper()} profile not positive on [8, {T}] in "
                             f"{res[pe]['no_signal_fraction']:.0%} of resamples: no decay to fit at this sample size",
                             numbers=numbers, tolerance=tol, seed=seed, engines=engine_versions("torch"))
 
@@ -157,7 +157,7 @@ def check_theorem1_ape(V: int, T: int, N: int, runs: int, seed: int) -> Evidence
     summary = (f"log-log slope of the previous-token association over t in [8, {T - 1}]: APE {a['slope']:.3f} "
                f"[{a['interval'][0]:.3f}, {a['interval'][1]:.3f}] (1/t decay: about -1), RPE {r['slope']:.3f} "
                f"[{r['interval'][0]:.3f}, {r['interval'][1]:.3f}] (flat: about 0)")
-    return Evidence("numeric", "consistent", "holds" if ok else "fails", summary=summary, numbers=numbers,
+    return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS if ok else Outcome.FAILS, summary=summary, numbers=numbers,
                     tolerance=tol, seed=seed, engines=engine_versions("torch"),
                     bound=f"V = {V}, T = {T}, orthonormal idealization (d = {fr.d})")
 
@@ -272,7 +272,7 @@ def drop_test(early: Sequence[float], late: Sequence[float], alpha: float = ALPH
         pval = t_cdf(t, n - 1)
     pw = drop_power(n, sd, delta, alpha)
     rejected = pval < alpha
-    outcome = "fails" if rejected else ("holds" if pw >= power else None)
+    outcome = Outcome.FAILS if rejected else (Outcome.HOLDS if pw >= power else None)
     need = None if rejected or pw >= power else seeds_for_power(sd, power, delta, alpha)
     return {**out, "t": t, "p_value": pval, "critical_t": crit, "power": pw, "rejected": rejected,
             "outcome": outcome, "seeds_needed": need}
@@ -353,7 +353,7 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
                f"steps, lr {lr:g}, batch {batch} per seed, {n_eval} evaluation sequences per seed)")
     if k < 2:
         numbers["test"] = None
-        return Evidence("numeric", "inconclusive", summary=f"no previous-token head formed in enough seeds for a "
+        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"no previous-token head formed in enough seeds for a "
                         f"paired test (need 2): {summary}; more seeds or training: {command} --seeds {2 * S}", numbers=numbers,
                         tolerance=tol, engines=engine_versions("torch"))
     test = drop_test([r["early_recall"][i] for i in formed], [r["late_recall"][i] for i in formed])
@@ -362,13 +362,13 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     stat = (f"late - early = {test['mean_difference']:+.4f} (sd {test['sd_difference']:.4f} over {k} seeds), one-sided "
             f"paired t = {test['t']:.2f}, p = {test['p_value']:.3g} (reject below t = {test['critical_t']:.2f}); power "
             f"against a drop of {DELTA} = {test['power']:.2f}")
-    if test["outcome"] == "fails":
-        return Evidence("numeric", "consistent", "fails", summary=f"{summary}; late recall falls below early: {stat}",
+    if test["outcome"] == Outcome.FAILS:
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=f"{summary}; late recall falls below early: {stat}",
                         numbers=numbers, tolerance=tol, engines=engine_versions("torch"),
                         witness={"mean_difference": round(test["mean_difference"], 6),
                                  "p_value": float(f"{test['p_value']:.3e}")})
-    if test["outcome"] == "holds":
-        return Evidence("numeric", "consistent", "holds", summary=f"{summary}; no drop detected: {stat}", numbers=numbers,
+    if test["outcome"] == Outcome.HOLDS:
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=f"{summary}; no drop detected: {stat}", numbers=numbers,
                         tolerance=tol, engines=engine_versions("torch"))
     need = test["seeds_needed"]
     per_seed = train_s / S if train_s else None
@@ -378,7 +378,7 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
             f"{command} --seeds {ask}"
             + (f" (about {per_seed * ask / 60:.0f} min of training here at {per_seed:.0f} s per seed)" if per_seed else "")
             if ask else f"no seed count up to 4096 reaches power {POWER}")
-    return Evidence("numeric", "inconclusive", summary=f"{summary}; no drop detected but the test is underpowered: {stat}; "
+    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{summary}; no drop detected but the test is underpowered: {stat}; "
                     + more, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
 
 
@@ -585,18 +585,18 @@ def check_prop3(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, s
                    "prompt_moved": (w if w["max_move_change"] >= u["max_move_change"] else u)["witness_moved"]
                    if moved > lim else None,
                    "stated_coefficient": stated, "model_coefficient": round(w["model_coefficient_min"], 6)}
-        return Evidence("numeric", "consistent", "fails", summary=head + why + f" ({n} prompts, T = {T})",
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head + why + f" ({n} prompts, T = {T})",
                         numbers=numbers, witness=witness, tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
     base = (f"in-context part and z_1 = q term match (max error {w['max_formula_error']:.1e} with the weighted memory); "
             f"moving one pattern changes the logits by at most {moved:.1e} ({n} prompts, T = {T})")
     if u["max_formula_error"] <= lim:
-        return Evidence("numeric", "consistent", "holds", summary=head + base, numbers=numbers, tolerance=tol_text,
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=head + base, numbers=numbers, tolerance=tol_text,
                         seed=seed, engines=engine_versions("torch"))
     reason = (f"the coefficient tau1 tau2 = {stated:g} is met only when it is written into the feed-forward weights; "
               f"with Definition 2's memory of log pi_b at unit weight the logits miss the formula by "
               f"{u['max_formula_error']:.3g}. Which one Definition 3 builds is in text not reachable here "
               "(arXiv 2412.11459 v2, Definitions 2-3); that text settles it")
-    return Evidence("numeric", "inconclusive", summary=head + base + "; " + reason, numbers=numbers,
+    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=head + base + "; " + reason, numbers=numbers,
                     tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
 
 
