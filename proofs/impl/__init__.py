@@ -39,6 +39,8 @@ ROPE_SCALINGS = ("default", "linear", "dynamic", "yarn", "llama3")
 #: positions run past it, where dynamic, YaRN and Llama-3 scaling act
 ROPE_MAX_POSITIONS = 8
 INSTALL = "the impl claims need the transformers package: pip install 'verify-attention[impl]'"
+#: the optional package every impl claim imports (``verify all`` lists the claims as not checked without it)
+REQUIRES = (("transformers", "needs transformers: pip install 'verify-attention[impl]'"),)
 
 
 def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
@@ -125,6 +127,7 @@ def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 DECODE = Claim(
+    requires=REQUIRES,
     id="impl:decode",
     title="cached incremental decoding equals the full forward pass (the library's own cache)",
     source="transformers' generation contract (DynamicCache); issue 22 item 1",
@@ -173,6 +176,7 @@ def _win_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 WINDOW = Claim(
+    requires=REQUIRES,
     id="impl:window",
     title="each query sees exactly the keys its causal mask or sliding window admits (w keys, not w + 1)",
     source="transformers masking_utils (sliding_window_overlay); transformers #39408, mlx-lm #390",
@@ -234,6 +238,7 @@ def _al_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 ALIBI = Claim(
+    requires=REQUIRES,
     id="impl:alibi",
     title="the ALiBi slopes the model applies are Press et al.'s schedule for its head count, penalise distance, "
           "and hold under the cache",
@@ -289,6 +294,7 @@ def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 ROPE = Claim(
+    requires=REQUIRES,
     id="impl:rope",
     title="RoPE scores depend only on the offset, for each scaling rule, with positions continued through the cache",
     source="Su et al., RoFormer (arXiv 2104.09864) Sec. 3.4.2; transformers modeling_rope_utils; "
@@ -335,6 +341,7 @@ def _pad_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 PADDING = Claim(
+    requires=REQUIRES,
     id="impl:padding",
     title="a left-padded batch with the cache equals each sequence run alone",
     source="transformers #18104 (GPT-2 with the cache and left padding)",

@@ -107,7 +107,7 @@ def test_proofs_holds_one_package_per_paper_and_nothing_else():
     modules = sorted(f.name for f in FOLDERS["verify.proofs"].glob("*.py"))
     assert modules == ["__init__.py"]
     packages = sorted(d.name for d in FOLDERS["verify.proofs"].iterdir() if (d / "__init__.py").is_file())
-    assert packages == ["bietti23", "fp26", "kvshift24", "pr26", "ws24"]
+    assert packages == ["bietti23", "fp26", "impl", "kvshift24", "pr26", "ws24"]
     import tomllib
 
     eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["verify.papers"]

@@ -20,7 +20,9 @@ layer is unknown).  What one layer says (skipped layers say nothing):
 3. outcome ``fails`` -> FAILS;
 4. outcome ``holds`` -> HOLDS, or HOLDS WITH FIX when the variant is a repair.
 Two layers whose outcomes disagree (one says holds, another fails) add INCONSISTENT; when no
-layer ran the verdict is INCONCLUSIVE (the maximum of nothing).
+layer ran the verdict is INCONCLUSIVE (the maximum of nothing).  A claim with parts (:class:`Part`: a
+formula and its minimiser) has a verdict per part from the same evidence; the claim FAILS when any part fails,
+and its reason says whether the failing parts are load-bearing (the paper's main conclusion) or not.
 """
 
 from __future__ import annotations
@@ -336,6 +338,92 @@ class Params(Mapping[str, Any]):
         return opt.at(self[name], ctx.profile)
 
 
+#: the provenance kinds of a claim variant's statement, each with the words reports label it by
+PROVENANCE_KINDS: dict[str, str] = {
+    "paper": "the paper's statement",
+    "reading": "our reading of the paper's statement",
+    "hazard": "an implementation hazard (ours, not the paper's)",
+    "repair": "our repair of the paper's statement",
+}
+
+#: a part's role in its claim: ``main`` carries the paper's conclusion, ``detail`` does not
+PART_ROLES: dict[str, str] = {"main": "load-bearing", "detail": "not load-bearing"}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Whose words a claim variant's statement is: the paper's (quoted in :attr:`Claim.statement` with its
+    :attr:`Claim.source`), our reading of an ambiguous statement, an implementation hazard we added, or our
+    repair.  ``why`` says why a reading, hazard or repair exists (empty for the paper's statement)."""
+
+    kind: str
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROVENANCE_KINDS:
+            raise ValueError(f"provenance {self.kind!r} is not one of {', '.join(PROVENANCE_KINDS)}")
+
+    @property
+    def label(self) -> str:
+        """The words reports put in a heading (:data:`PROVENANCE_KINDS`)."""
+        return PROVENANCE_KINDS[self.kind]
+
+    @property
+    def is_paper(self) -> bool:
+        return self.kind == "paper"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "label": self.label, "why": self.why}
+
+
+#: a part's judge: ``(params, evidence) -> (outcome, or None when undecided; the evidence in one sentence;
+#: the layers it read)``
+PartJudge = Callable[[Any, Sequence[Evidence]], "tuple[Outcome | None, str, Sequence[str]]"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a claim whose statement says several things (Theorem 3: a formula and its minimiser),
+    judged on its own from the claim's evidence.
+
+    Attributes:
+        name: short name (``printed formula``).
+        role: ``main`` when the paper's conclusion rests on it (a failure is load-bearing), ``detail`` otherwise.
+        statement: what the part says, in the paper's terms.
+        judge: reads the layers' evidence (:data:`PartJudge`).
+    """
+
+    name: str
+    role: str
+    statement: str
+    judge: PartJudge
+
+    def __post_init__(self) -> None:
+        if self.role not in PART_ROLES:
+            raise ValueError(f"part {self.name!r}: role must be one of {', '.join(PART_ROLES)}, got {self.role!r}")
+
+
+@dataclass
+class PartResult:
+    """One part's verdict and its evidence (:attr:`ClaimResult.parts`)."""
+
+    name: str
+    role: str
+    statement: str
+    verdict: Verdict
+    evidence: str
+    layers: list[str]
+
+    @property
+    def severity(self) -> str:
+        """``load-bearing`` / ``not load-bearing``, from the part's declared role (:data:`PART_ROLES`)."""
+        return PART_ROLES[self.role]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"part": self.name, "role": self.role, "severity": self.severity, "statement": self.statement,
+                "verdict": self.verdict.value, "evidence": self.evidence, "layers": list(self.layers)}
+
+
 #: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance (or a
 #: mapping for claims declared with options)
 LayerCheck = Callable[[Any, Context], Evidence]
@@ -364,9 +452,17 @@ class Claim:
         explain: optional ``(params, evidence) -> lines`` with the claim's key finding.
         cost: the stated cost of the default check (for ``verify show``).
         heavy: True for claims left out of the default ``verify all``.
+        requires: ``(module, install hint)`` pairs: optional packages the claim's checks import (impl's
+            transformers).  Without one, ``verify CLAIM`` refuses in one line (the claim's validator) and
+            ``verify all`` lists the claim as not checked, with the hint, instead of stopping the run.
         params_type: the claim's typed parameters (a :class:`Params` subclass); when given,
             ``options`` is generated from it (pass ``options=()``) and the checks receive an
             instance of it.
+        provenance: variant label -> :class:`Provenance` for variants that are not the paper's statement
+            (a reading, a hazard), with ``"*"`` for every variant not listed; without either, a variant is the
+            paper's statement, or our repair when ``fix`` gives one (:meth:`provenance_of`).
+        parts: the statement's parts, each judged on its own (:class:`Part`); the claim's verdict is its
+            layers' verdict, and FAILS whenever a part fails (:func:`finish_claim`).
     """
 
     id: str
@@ -385,6 +481,9 @@ class Claim:
     cost: str = ""
     heavy: bool = False
     params_type: type[Params] | None = None
+    provenance: Mapping[str, Provenance] = field(default_factory=dict)
+    parts: tuple[Part, ...] = ()
+    requires: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.params_type is not None:
@@ -393,6 +492,9 @@ class Claim:
                 raise TypeError(f"{self.id}: give options or params_type, not both")
             object.__setattr__(self, "options", generated)
         object.__setattr__(self, "expected", self._checked_expected())
+        for label in self.provenance:
+            if label != "*":
+                self._check_label(label, f"provenance[{label!r}]")
 
     def _checked_expected(self) -> dict[str, Verdict]:
         """``expected`` with each value a :class:`Verdict` and each key a variant label this claim can
@@ -404,15 +506,39 @@ class Claim:
         out = {}
         for label, verdict in self.expected.items():
             out[label] = Verdict.parse(verdict, f"claim {self.id}: expected[{label!r}]")
+            self._check_label(label, f"expected[{label!r}]")
+        return out
+
+    def _check_label(self, label: str, where: str) -> None:
+        """Raise ValueError when ``label`` names no variant of this claim (checked when every variant option
+        is a choice whose values hold no comma)."""
         variant_opts = [o for o in self.options if o.variant]
         if all(o.kind == "choice" and not any("," in c for c in o.choices) for o in variant_opts):
-            for label in out:
-                parts = label.split(",") if variant_opts else [] if label == "" else [label]
-                if len(parts) != len(variant_opts) or any(p not in o.choices for p, o in zip(parts, variant_opts)):
-                    shape = ",".join(o.name.upper() for o in variant_opts) or "'' (the claim has no variant option)"
-                    raise ValueError(f"claim {self.id}: expected[{label!r}] names no variant of this claim "
-                                     f"(labels are {shape})")
-        return out
+            parts = label.split(",") if variant_opts else [] if label == "" else [label]
+            if len(parts) != len(variant_opts) or any(p not in o.choices for p, o in zip(parts, variant_opts)):
+                shape = ",".join(o.name.upper() for o in variant_opts) or "'' (the claim has no variant option)"
+                raise ValueError(f"claim {self.id}: {where} names no variant of this claim (labels are {shape})")
+
+    def provenance_of(self, params: Mapping[str, Any]) -> Provenance:
+        """Whose statement the variant ``params`` checks: the declared :attr:`provenance` of its label, else
+        our repair when :attr:`fix` gives one, else the paper's statement."""
+        declared = self.provenance.get(self.variant_label(params), self.provenance.get("*"))
+        if declared is not None:
+            return declared
+        fix = self.fix(params)
+        return Provenance("repair", fix) if fix else Provenance("paper")
+
+    def missing_requirements(self) -> list[str]:
+        """The install hints of the optional packages this claim needs and this environment lacks."""
+        import importlib.util
+
+        def absent(module: str) -> bool:
+            try:
+                return importlib.util.find_spec(module) is None
+            except (ImportError, ValueError):  # a broken or blocked install counts as absent
+                return True
+
+        return [hint for module, hint in self.requires if absent(module)]
 
     def expected_verdict(self, label: str) -> Verdict | None:
         """The recorded expectation of the variant labelled ``label`` (None: none recorded)."""
@@ -548,6 +674,7 @@ class ClaimResult:
     fix: str | None
     expected: Verdict | None = None
     notes: list[str] = field(default_factory=list)
+    parts: list[PartResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.verdict = Verdict.parse(self.verdict, f"{self.claim.id}: verdict")
@@ -561,6 +688,11 @@ class ClaimResult:
     @property
     def display_id(self) -> str:
         return self.claim.display_id(self.params)
+
+    @property
+    def provenance(self) -> Provenance:
+        """Whose statement this variant checks (:meth:`Claim.provenance_of`)."""
+        return self.claim.provenance_of(self.params)
 
     @property
     def exit_code(self) -> int:
@@ -709,6 +841,8 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
     evidence = list(evidence)
     fix = claim.fix(params)
     verdict, reason = aggregate(evidence, fix)
+    parts = judge_parts(claim, params, evidence, fix)
+    verdict, reason = _with_parts(verdict, reason, parts)
     k, n = figures_tally(evidence)
     if n:
         # the verdict is about the statement; its published numbers are counted apart
@@ -719,7 +853,44 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
         expected = claim.expected_verdict(claim.variant_label(params))
     notes = claim.explain(params, evidence) if claim.explain else []
     notes += _unreproduced(evidence)
-    return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes)
+    return ClaimResult(claim, dict(params), verdict, reason, evidence, fix, expected, notes, parts)
+
+
+def judge_parts(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evidence],
+                fix: str | None) -> list[PartResult]:
+    """Each of the claim's parts judged from the layers' evidence: FAILS or HOLDS (HOLDS WITH FIX under a
+    repair) from the outcome its judge reads, INCONCLUSIVE when the judge cannot decide (its layers did not
+    run)."""
+    out = []
+    for part in claim.parts:
+        outcome, said, layers = part.judge(params, evidence)
+        if outcome is None:
+            verdict = INCONCLUSIVE
+        elif outcome == Outcome.FAILS:
+            verdict = FAILS
+        else:
+            verdict = HOLDS_WITH_FIX if fix else HOLDS
+        out.append(PartResult(part.name, part.role, part.statement, verdict, said, [str(x) for x in layers]))
+    return out
+
+
+def _with_parts(verdict: Verdict, reason: str, parts: Sequence[PartResult]) -> tuple[Verdict, str]:
+    """The claim's verdict and reason with its parts: the claim FAILS when any part fails (a worse verdict of
+    the layers stays), and the reason names the failing parts, their severity and whether the paper's main
+    conclusion (its ``main`` parts) stands."""
+    failing = [p for p in parts if p.verdict == FAILS]
+    if not failing:
+        return verdict, reason
+    verdict = max(verdict, FAILS)
+    mains = [p for p in parts if p.role == "main"]
+    if any(p.verdict == FAILS for p in mains):
+        stands = "the paper's main conclusion does not stand"
+    elif mains and all(p.verdict in (HOLDS, HOLDS_WITH_FIX) for p in mains):
+        stands = "the paper's main conclusion (" + ", ".join(p.name for p in mains) + ") stands"
+    else:
+        stands = "the paper's main conclusion is undecided"
+    named = ", ".join(f"{p.name} ({p.severity})" for p in failing)
+    return verdict, f"{reason}; part failing: {named}; {stands}"
 
 
 def run_claim(

@@ -201,7 +201,7 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
         else:
             click.echo(f"\nall {len(results)} verdicts equal their expectations")
         if not_checked:
-            click.echo(f"not checked (no check in the requested layers): {', '.join(not_checked)}")
+            click.echo(f"not checked (no check in the requested layers, or a package missing): {', '.join(not_checked)}")
         tallies = [figures_tally(r.evidence) for r in results]
         k, n = sum(t[0] for t in tallies), sum(t[1] for t in tallies)
         if n:
@@ -398,9 +398,12 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
     results, changes = ran.results, ran.changes
     code = EXIT_FAIL if changes else EXIT_OK
     _write_certificates(results, certificates, prog)
-    _emit(results, "all", fmt, seed, code, changes, not no_timings, brief, ran.not_checked)
+    left_out = ran.not_checked + ran.unavailable
+    for line in ran.unavailable:
+        prog.note(f"not checked, a package is missing: {line}")
+    _emit(results, "all", fmt, seed, code, changes, not no_timings, brief, left_out)
     _side_outputs(results, junit=junit, plots=plots, mode="expect", suite="verify all", seed=seed, layers=lay,
-                  timings=not no_timings, prog=prog, not_checked=ran.not_checked)
+                  timings=not no_timings, prog=prog, not_checked=left_out)
     raise click.exceptions.Exit(code)
 
 

@@ -88,12 +88,14 @@ def require_checks(claim: Claim, layers: Sequence[str]) -> None:
 
 @dataclasses.dataclass
 class RunAll:
-    """What ``verify all``/``audit`` ran: the results, the changed verdicts (``"ID: EXPECTED -> GOT"``)
-    and the run ids left out because none of the requested layers has a check for them."""
+    """What ``verify all``/``audit`` ran: the results, the changed verdicts (``"ID: EXPECTED -> GOT"``),
+    the run ids left out because none of the requested layers has a check for them, and the claims left
+    out because an optional package they need is not installed (``"ID (install hint)"``)."""
 
     results: list[ClaimResult]
     changes: list[str]
     not_checked: list[str]
+    unavailable: list[str] = dataclasses.field(default_factory=list)
 
 
 def _numbered(progress: Callable[[str], None], i: int, n: int) -> Callable[[str], None]:
@@ -176,13 +178,19 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
 
     Returns:
         A :class:`RunAll`.  A variant none of whose checks is among ``layers`` is not run
-        (:meth:`~verify.core.model.Claim.checked_layers`) and appears only in ``not_checked``.
+        (:meth:`~verify.core.model.Claim.checked_layers`) and appears only in ``not_checked``; so does a
+        claim that needs an optional package this environment lacks (``Claim.requires``), with the hint.
     """
     from verify.core.specs import run_id
 
     planned: list[tuple[Claim, Mapping[str, Any]]] = []
     keys: set[str] = set()
+    unavailable: list[str] = []
     for c in claims:
+        missing = c.missing_requirements()
+        if missing:  # an optional package is not installed: listed, never a stop of the whole run
+            unavailable.append(f"{c.id} ({'; '.join(missing)})")
+            continue
         for v in c.variants:
             p = c.parse_params(dict(v))
             k = run_id(c, p)
@@ -208,7 +216,7 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
             changes.append(f"{k}: {r.expected} -> {r.verdict}")
         elif r.expected is None:
             changes.append(f"{k}: no expectation recorded (got {r.verdict})")
-    return RunAll(results, changes, not_checked)
+    return RunAll(results, changes, not_checked, unavailable)
 
 
 def load_expect(path: str | None) -> list[tuple[Claim, Mapping[str, Any], Verdict]]:
