@@ -538,6 +538,37 @@ def _describe_theorem2(r: Theorem2Result) -> Evidence:
     )
 
 
+def _eq14_gradient_fit(d: int, V: int, T: int, N: int, seed: int, g: TorchGram) -> dict[str, float]:
+    """psi(k) fitted to the one-step gradient of W^2_K (Gaussian model, one batch), as written and transposed."""
+    _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
+    G2 = steps.W2K.double()
+    nrm = g.E.norm(dim=1) ** 2 * g.F.norm(dim=1) ** 2
+    psi_hat = torch.einsum("kd,de,ke->k", g.E, G2, g.F) / nrm
+    psi_hat_t = torch.einsum("kd,de,ke->k", g.F, G2, g.E) / nrm
+    return {"gradient_psi_hat_mean": float(psi_hat.mean()), "gradient_psi_hat_std": float(psi_hat.std()),
+            "gradient_transposed_psi_hat_mean": float(psi_hat_t.mean())}
+
+
+def _eq14_details(numbers: dict[str, Any], reading: str, full: bool) -> list[str]:
+    """The report lines of :func:`check_eq14` from its numbers."""
+    probe = numbers["index_probe"]
+    details = [
+        f"variant's reading {reading}: s = T mean {numbers['displayed_diag_mean']:.4g}, "
+        f"s != T mean {numbers['displayed_offdiag_mean']:.4g}; psi = {numbers['psi_mean']:.4g}",
+        f"model's own layer-2 score h_T^T W^2_K h_s in the built model (previous-token layer 1): induction target "
+        f"{numbers['model_score_in_built_model']:.4g}, other keys {numbers['model_score_other_keys_mean']:.4g}",
+    ]
+    if full:
+        details.append(f"one-step gradient of W^2_K (Gaussian model, one batch for all steps): fitted psi(k) mean "
+                       f"{numbers['gradient_psi_hat_mean']:.3g} (std over k {numbers['gradient_psi_hat_std']:.3g}), transposed fit "
+                       f"mean {numbers['gradient_transposed_psi_hat_mean']:.3g}; single-batch estimates carry an O(1/N) bias")
+    details.append(f"index probe (distinct psi, {probe['coefficients']}): regression of the reading at s = T on psi(T) "
+                   f"beta = {probe['beta_reading']:.3f}, of the built model's induction-target score on psi(z_T) beta = "
+                   f"{probe['beta_model']:.3f} (1 when every token carries its own psi; tolerances {probe['tolerance']:.3g}, "
+                   f"{probe['model_tolerance']:.3g})")
+    return details
+
+
 def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int, full: bool = False) -> Evidence:
     """ws24 Eq. 14 at scale: the variant's reading against psi(T)[s = T], and the model's own
     layer-2 score in the built model.
@@ -587,28 +618,9 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
         "index_probe": probe,
     }
     if full:
-        _, steps, _ = _protocol(d, V, T, N, seed, "rpe")
-        G2 = steps.W2K.double()
-        nrm = g.E.norm(dim=1) ** 2 * g.F.norm(dim=1) ** 2
-        psi_hat = torch.einsum("kd,de,ke->k", g.E, G2, g.F) / nrm
-        psi_hat_t = torch.einsum("kd,de,ke->k", g.F, G2, g.E) / nrm
-        numbers.update({"gradient_psi_hat_mean": float(psi_hat.mean()), "gradient_psi_hat_std": float(psi_hat.std()),
-                        "gradient_transposed_psi_hat_mean": float(psi_hat_t.mean())})
+        numbers.update(_eq14_gradient_fit(d, V, T, N, seed, g))
     reading = ("w_E(T)^T W^2_K Phi_1 w_E(s)" if con.orientation == "read-score" else "(Phi_1 w_E(s))^T W^2_K w_E(T)")
-    details = [
-        f"variant's reading {reading}: s = T mean {numbers['displayed_diag_mean']:.4g}, "
-        f"s != T mean {numbers['displayed_offdiag_mean']:.4g}; psi = {mean_psi:.4g}",
-        f"model's own layer-2 score h_T^T W^2_K h_s in the built model (previous-token layer 1): induction target "
-        f"{model_in_net:.4g}, other keys {numbers['model_score_other_keys_mean']:.4g}",
-    ]
-    if full:
-        details.append(f"one-step gradient of W^2_K (Gaussian model, one batch for all steps): fitted psi(k) mean "
-                       f"{numbers['gradient_psi_hat_mean']:.3g} (std over k {numbers['gradient_psi_hat_std']:.3g}), transposed fit "
-                       f"mean {numbers['gradient_transposed_psi_hat_mean']:.3g}; single-batch estimates carry an O(1/N) bias")
-    details.append(f"index probe (distinct psi, {probe['coefficients']}): regression of the reading at s = T on psi(T) "
-                   f"beta = {probe['beta_reading']:.3f}, of the built model's induction-target score on psi(z_T) beta = "
-                   f"{probe['beta_model']:.3f} (1 when every token carries its own psi; tolerances {probe['tolerance']:.3g}, "
-                   f"{probe['model_tolerance']:.3g})")
+    details = _eq14_details(numbers, reading, full)
     why = ("consistent with the statement" if holds else
            "the reading misses psi(T)[s = T]" if not disp_ok else
            "the model's own induction score misses psi: the head is broken" if not model_ok else
