@@ -734,6 +734,35 @@ def t1_paper_bound(p: float, d: int, sigma: float) -> float:
     return 4 * d / sigma * math.exp(-p) / (1 - math.exp(-p))
 
 
+def _t1_self_check_error(masks: T1Masks, xc: dict[str, Any], control: dict[str, Any] | None, problems: list[str],
+                         seed: int) -> Evidence:
+    """``error`` Evidence of :func:`check_theorem1`: the independent evaluation or the positive control disagrees."""
+    from verify.constructions import kvshift24_reference as ref
+
+    return Evidence(layer=Layer.NUMERIC, status=Status.ERROR, seed=seed, engines=engine_versions("torch"),
+                    numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]},
+                             "positive_control": control},
+                    details=[ref.summary_line(xc, "two-layer outputs and IH")],
+                    summary=(f"[{masks.name}] the numeric evaluation fails its own checks ({len(problems)}); first: "
+                             f"{problems[0]}"))
+
+
+def _t1_bound_figure(ps: Sequence[float], errs: list[float], d: int, sigma: float) -> tuple[list[float], Figure]:
+    """Appendix A's closing bound evaluated by us at every p, and the Figure setting the measured errors against it."""
+    bound = [t1_paper_bound(p, d, sigma) for p in ps]
+    ok = all(e <= b for e, b in zip(errs, bound))
+    ratio = max(e / b for e, b in zip(errs, bound))
+    # the paper prints the bound as a formula, no value of it: the evaluated bound is ours
+    return bound, Figure(
+        figure=f"Appendix A, closing bound: sup |IH - TF| <= 4||I/sigma||_(1,1) e^-p/(1 - e^-p) at every p "
+               f"(d = {d}, sigma = {sigma:g})",
+        paper="4||I/sigma||_(1,1) e^-p/(1 - e^-p) (a formula; no value printed)",
+        ours=(f"largest measured error / evaluated bound over p = {list(ps)}: {ratio:.3g} (at p = {ps[-1]:g}: error "
+              f"{errs[-1]:.3g}, bound {bound[-1]:.4g})"), reproduced=ok,
+        note=("rule: the measured sup error at or below the printed bound, evaluated by us, at every p of the grid "
+              f"({list(ps)}); ||I/sigma||_(1,1) read as the entrywise 1-norm d/sigma"), rule="bound")
+
+
 def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int,
                    sigma: float = 1.0, m: float = 0.5, V: int = 64) -> Evidence:
     """kvshift24 Theorem 1 (Eq. 8): sup |TF(x) - IH(x)| over random inputs and L, and its decay in p.
@@ -766,12 +795,7 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
                                  [f"positive control: the as-displayed reading on the same inputs decays at rate "
                                   f"{control['rate']:.3g} < {T1_MIN_RATE} (errors {control['sup_err']})"])
     if problems:
-        return Evidence(layer=Layer.NUMERIC, status=Status.ERROR, seed=seed, engines=engine_versions("torch"),
-                        numbers={"independent_evaluation": xc | {"problems": xc["problems"][:5]},
-                                 "positive_control": control},
-                        details=[ref.summary_line(xc, "two-layer outputs and IH")],
-                        summary=(f"[{masks.name}] the numeric evaluation fails its own checks ({len(problems)}); first: "
-                                 f"{problems[0]}"))
+        return _t1_self_check_error(masks, xc, control, problems, seed)
     errs = t1_errors(masks, ps, Ls, d, B, seed, sigma, m, V)
     lam, C = _fit(ps, errs)
     scaled = [e * math.exp(p) for p, e in zip(ps, errs)]
@@ -792,19 +816,8 @@ def check_theorem1(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int],
                        f"(rate {control['rate']:.3g} >= {T1_MIN_RATE})")
     figures = []
     if masks.name == "as-displayed":
-        bound = [t1_paper_bound(p, d, sigma) for p in ps]
-        ok = all(e <= b for e, b in zip(errs, bound))
-        numbers["paper_bound"] = bound
-        ratio = max(e / b for e, b in zip(errs, bound))
-        # the paper prints the bound as a formula, no value of it: the evaluated bound is ours
-        figures.append(Figure(
-            figure=f"Appendix A, closing bound: sup |IH - TF| <= 4||I/sigma||_(1,1) e^-p/(1 - e^-p) at every p "
-                   f"(d = {d}, sigma = {sigma:g})",
-            paper="4||I/sigma||_(1,1) e^-p/(1 - e^-p) (a formula; no value printed)",
-            ours=(f"largest measured error / evaluated bound over p = {list(ps)}: {ratio:.3g} (at p = {ps[-1]:g}: error "
-                  f"{errs[-1]:.3g}, bound {bound[-1]:.4g})"), reproduced=ok,
-            note=("rule: the measured sup error at or below the printed bound, evaluated by us, at every p of the grid "
-                  f"({list(ps)}); ||I/sigma||_(1,1) read as the entrywise 1-norm d/sigma"), rule="bound"))
+        numbers["paper_bound"], bound_figure = _t1_bound_figure(ps, errs, d, sigma)
+        figures.append(bound_figure)
     else:
         attrib = {}
         for name in ("layer 1 causal only", "layer 2 causal only"):
