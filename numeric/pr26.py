@@ -96,6 +96,9 @@ UNIT_ROUNDOFF = 2.0 ** -53
 MAX_RECHECK_ROWS = 4096
 #: digits of the mpmath interval re-check of trigonometric families
 INTERVAL_DPS = 30
+#: float64 logits held at once by the streaming stage of :func:`evaluate_rows` and :func:`target_mass`
+#: (one block of rows x keys; a few such buffers live at a time: :func:`verify.numeric.pr26_sizes.fast_memory_bytes`)
+BLOCK_BYTES = 32 * 2**20
 DTYPE = torch.float64
 
 
@@ -393,6 +396,44 @@ def constraint_matrix(family: Family, task: Task, L0: int, seed: int = 0) -> tor
     return torch.unique(C, dim=0)
 
 
+def _min_norm_check(C: torch.Tensor, lam: torch.Tensor, family: Family, task: Task, L0: int, it: int,
+                    tol: float) -> tuple[float, float | None, torch.Tensor | None]:
+    """One convergence check of :func:`fit_min_norm` at the dual iterate ``lam``.
+
+    Returns ``(bound, gap, theta)``: the weak-duality lower bound on ||W||_F of any margin-1 head; the
+    relative duality gap (the exact one once the float gap is <= ``tol``; None when the primal iterate
+    has no positive margin on some row); the certified feasible head, or None while not certified.
+    Raises MinNormError (the dual grows without bound) or DualityGapError (a negative gap).
+    """
+    th = C.T @ lam
+    sq = float(th @ th)
+    dual = float(lam.sum()) - sq / 2
+    # weak duality, scale-optimised: for any theta with C theta >= 1 and lambda >= 0,
+    # sum(lambda) <= lambda . C theta = (C^T lambda) . theta <= ||C^T lambda|| ||theta||
+    tn_ = sq ** 0.5
+    bound = float(lam.sum()) / tn_ if tn_ > 0 else float("inf")
+    if dual > DUAL_BOUND or bound > NORM_BOUND:
+        raise MinNormError(f"min-norm selection: no {family.name} head reaches margin >= 1 on every "
+                           f"{task.name} row at L0 = {L0} unless ||W||_F >= {bound:.2e} (dual certificate, "
+                           f"weak duality, after {it} iterations; the bound grows without limit, so the "
+                           f"task is treated as not realizable there and no head is selected)",
+                           "unrealizable", bound)
+    s = float((C @ th).min())
+    if s <= 0:
+        return bound, None, None
+    upper = _primal_upper(sq, s)
+    gap = (upper - dual) / upper
+    if gap < -max(tol, 1e-9):
+        raise DualityGapError(f"min-norm selection: duality gap {gap:.3e} < 0 after {it} iterations "
+                              f"(U = {upper:.6g} < D = {dual:.6g}): weak duality is violated, a bound "
+                              "formula is wrong")
+    if gap > tol:
+        return bound, gap, None
+    # the float gap is a claim; the certificate is its exact re-derivation
+    exact_gap, _, _ = exact_duality_gap(C, lam, th / s)
+    return bound, float(exact_gap), (th / s if exact_gap <= tol else None)
+
+
 def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float = 1e-6,
                  max_iter: int = 120_000) -> FitResult:
     """The minimum-Frobenius-norm head with margin >= 1 on every query row at L0 (pr26's min-norm selection).
@@ -442,35 +483,11 @@ def fit_min_norm(family: Family, task: Task, L0: int, seed: int = 0, tol: float 
         y = new + ((tk - 1) / tn) * (new - lam)
         lam, tk = new, tn
         if it % 50 == 0:
-            th = C.T @ lam
-            sq = float(th @ th)
-            dual = float(lam.sum()) - sq / 2
-            # weak duality, scale-optimised: for any theta with C theta >= 1 and lambda >= 0,
-            # sum(lambda) <= lambda . C theta = (C^T lambda) . theta <= ||C^T lambda|| ||theta||
-            tn_ = sq ** 0.5
-            bound = float(lam.sum()) / tn_ if tn_ > 0 else float("inf")
+            bound, it_gap, theta = _min_norm_check(C, lam, family, task, L0, it, tol)
             best = max(best, bound)
-            if dual > DUAL_BOUND or bound > NORM_BOUND:
-                raise MinNormError(f"min-norm selection: no {family.name} head reaches margin >= 1 on every "
-                                   f"{task.name} row at L0 = {L0} unless ||W||_F >= {bound:.2e} (dual certificate, "
-                                   f"weak duality, after {it} iterations; the bound grows without limit, so the "
-                                   f"task is treated as not realizable there and no head is selected)",
-                                   "unrealizable", bound)
-            s = float((C @ th).min())
-            if s > 0:
-                upper = _primal_upper(sq, s)
-                gap = (upper - dual) / upper
-                if gap < -max(tol, 1e-9):
-                    raise DualityGapError(f"min-norm selection: duality gap {gap:.3e} < 0 after {it} iterations "
-                                          f"(U = {upper:.6g} < D = {dual:.6g}): weak duality is violated, a bound "
-                                          "formula is wrong")
-                if gap <= tol:
-                    # the float gap is a claim; the certificate is its exact re-derivation
-                    exact_gap, _, _ = exact_duality_gap(C, lam, th / s)
-                    if exact_gap <= tol:
-                        theta, gap = th / s, float(exact_gap)
-                        break
-                    gap = float(exact_gap)
+            gap = gap if it_gap is None else it_gap
+            if theta is not None:
+                break
     if theta is None:
         why = ("no iterate reached margin > 0 on every row" if gap == float("inf") else f"duality gap {gap:.2e} > {tol}")
         raise MinNormError(f"min-norm selection: {family.name}/{task.name} at L0 = {L0}: not certified after "
@@ -728,7 +745,27 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         RowEval (tensors of shape (len(rows),); margin float64, argmax int64, passed bool).
     Raises:
         ValueError: a target outside its row's causal window (``pe.target_in_window``).
+
+    The float64 stage never holds an L x L matrix.  Relative heads: row i's logits are k(i - j), so
+    its margin is k(o) - max k over offsets [0, i] except the target offset o, read from a range-maximum
+    table of k (O(L log L) for every row); the argmax key is i minus the largest maximising offset
+    <= i (a running argmax); only the rows float64 cannot decide are materialised, for the re-check.
+    Absolute heads: row blocks of the logits a_i . (W phi(j)) up to the block's last causal key, by
+    batched matrix products, at most :data:`BLOCK_BYTES` per block.  Margins, argmaxes and the rows
+    re-checked are those of :func:`evaluate_rows_dense` (the definition, kept as the test oracle).
     """
+    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=True)
+
+
+def evaluate_rows_dense(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
+                        seed: int = 0, chunk: int = 1024, exact_ties: bool = True) -> RowEval:
+    """:func:`evaluate_rows` by its definition: every row's logits materialised over all n keys, chunk rows
+    at a time (memory chunk x n).  The oracle the streaming stage is tested against."""
+    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=False)
+
+
+def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int], seed: int,
+              chunk: int, exact_ties: bool, fast: bool) -> RowEval:
     rows_t = torch.tensor(list(rows), dtype=torch.long)
     if len(rows_t) == 0:
         e = torch.zeros(0)
@@ -738,7 +775,12 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     param = param.to(DTYPE)
     logits = _FloatLogits(family, feats, param, n)
     E = logit_error_bound(family, param, feats)
-    fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    if not fast:
+        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    elif family.kind == "relative":
+        fp = _relative_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    else:
+        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties, causal=True)
     passed = pe.attends(fp.margin)
     exact_n = interval_n = unresolved = 0
     if fp.todo or fp.rel_ties:
@@ -767,13 +809,17 @@ class _FloatLogits:
             # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
             self.windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
 
-    def rows(self, rc: torch.Tensor) -> torch.Tensor:
-        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor)."""
+    def rows(self, rc: torch.Tensor, causal: bool = False) -> torch.Tensor:
+        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor).
+
+        ``causal``: only keys 0..max(rc) (the columns after it are -inf in every row of the chunk)."""
+        hi = int(rc.max()) + 1 if causal and len(rc) else self.n
         if self.absolute:
-            P = self.feats[rc] @ self.K.T
+            P = self.feats[rc] @ self.K[:hi].T
         else:
-            P = self.windows[self.n - 1 - rc]  # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
-        P.masked_fill_(self.cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
+            # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
+            P = self.windows[self.n - 1 - rc, :hi]
+        P.masked_fill_(self.cols[None, :hi] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
         return P
 
 
@@ -789,13 +835,18 @@ class _FloatPass:
 
 
 def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
-                 chunk: int, exact_ties: bool) -> _FloatPass:
-    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide."""
+                 chunk: int, exact_ties: bool, causal: bool = False) -> _FloatPass:
+    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide.
+
+    ``causal``: each chunk's logits only up to its last row's key, and at most :data:`BLOCK_BYTES` of them
+    (fewer rows per chunk at large n)."""
     margins, argmaxes, ties = [], [], []
     fp = _FloatPass(torch.zeros(0), torch.zeros(0), torch.zeros(0), [], [])
+    if causal:
+        chunk = block_rows(logits.n, chunk)
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
-        P = logits.rows(rc)
+        P = logits.rows(rc, causal)
         tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
         argmaxes.append(P.argmax(dim=1))
@@ -809,6 +860,100 @@ def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch
             ties.append((other == lt[:, None]).any(dim=1))
     fp.margin, fp.argmax, fp.tied = torch.cat(margins), torch.cat(argmaxes), torch.cat(ties)
     return fp
+
+
+def block_rows(n: int, chunk: int) -> int:
+    """Rows per block of the streaming stage: at most ``chunk``, and at most :data:`BLOCK_BYTES` of float64
+    logits over n keys."""
+    return max(1, min(chunk, BLOCK_BYTES // (8 * max(n, 1))))
+
+
+def _targets(task: Task, rows_t: torch.Tensor, L: int) -> torch.Tensor:
+    """t_L(i) per row (``pe.target_in_window``: a target outside the causal window raises ValueError)."""
+    return torch.tensor([pe.target_in_window(task, i, L) for i in rows_t.tolist()], dtype=torch.long)
+
+
+class RangeMax:
+    """Maxima of a float64 vector over index ranges, many ranges at once (a sparse table: level l holds the
+    maximum of every window of 2^l entries; O(n log n) memory and build, each query two reads).  A maximum
+    is exact in floating point, so a range's maximum is the same number a full row's max returns."""
+
+    def __init__(self, v: torch.Tensor) -> None:
+        n = len(v)
+        levels = [v]
+        w = 1
+        while 2 * w <= n:
+            prev = levels[-1]
+            levels.append(torch.maximum(prev[:-w], prev[w:]))
+            w *= 2
+        ninf = float("-inf")
+        self.table = torch.stack([torch.cat([lv, v.new_full((n - len(lv),), ninf)]) for lv in levels])
+
+    def query(self, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """max v[lo..hi] (inclusive) per pair; -inf for an empty range (lo > hi)."""
+        size = hi - lo + 1
+        empty = size <= 0
+        size = size.clamp(min=1)
+        lev = torch.log2(size.to(DTYPE)).floor().long()
+        lev -= ((1 << lev) > size).long()              # floor(log2) in integers, whatever log2 rounded to
+        lev += ((1 << (lev + 1)) <= size).long()
+        a = lo.clamp(min=0)
+        b = (hi - (1 << lev) + 1).clamp(min=0)
+        out = torch.maximum(self.table[lev, a], self.table[lev, b])
+        return out.masked_fill(empty, float("-inf"))
+
+
+def _relative_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
+                    chunk: int, exact_ties: bool) -> _FloatPass:
+    """The float64 stage of a relative head without its L x L logits.
+
+    Row i sees offsets 0..i with logits k(i - j); with target offset o = i - t, the margin is
+    k(o) - max(max k[0..o-1], max k[o+1..i]) (:class:`RangeMax`), and the first maximising key is
+    i - (the largest offset d <= i with k(d) = max k[0..i]), a running argmax.  The rows float64 cannot
+    decide (|margin| <= 4 E) are materialised as in :func:`_float_stage` for their candidate keys; the
+    rows that may tie without being near (margin <= 4 E) are recorded by target offset, as there."""
+    kern, n = logits.kern, logits.n
+    tgt = _targets(task, rows_t, L)
+    off = rows_t - tgt
+    lt = kern[off]
+    rmq = RangeMax(kern)
+    other = torch.maximum(rmq.query(torch.zeros_like(off), off - 1), rmq.query(off + 1, rows_t))
+    margin = lt - other
+    idx = torch.arange(n)
+    last = torch.cummax(torch.where(kern == torch.cummax(kern, 0).values, idx, -1), 0).values
+    argmax = rows_t - last[rows_t]
+    fp = _FloatPass(margin, argmax, torch.zeros(len(rows_t), dtype=torch.bool), [], [])
+    if not exact_ties:
+        fp.tied = _offset_partner(kern)[off] <= rows_t
+        return fp
+    near = (margin.abs() <= 4 * E).nonzero().flatten()
+    step = block_rows(n, chunk)
+    for s in range(0, len(near), step):
+        sub = near[s:s + step]
+        P = logits.rows(rows_t[sub], causal=True)
+        t = tgt[sub]
+        lt_c = P.gather(1, t[:, None]).squeeze(1)
+        oth = P.scatter_(1, t[:, None], float("-inf"))
+        for k, idx_k in enumerate(sub.tolist()):
+            cand = (oth[k] >= lt_c[k] - 8 * E).nonzero().flatten()
+            cand = cand[(oth[k][cand] - lt_c[k]).abs().argsort(stable=True)]
+            fp.todo.append((idx_k, cand, True))
+    if family.rational:
+        rest = ((margin <= 4 * E) & ~(margin.abs() <= 4 * E)).nonzero().flatten()
+        fp.rel_ties = list(zip(rest.tolist(), rows_t[rest].tolist(), off[rest].tolist()))
+    return fp
+
+
+def _offset_partner(kern: torch.Tensor) -> torch.Tensor:
+    """Per offset o, the smallest other offset d != o with k(d) == k(o) in float64 (len(kern) when none):
+    a row i has a key tying its target offset o iff partner(o) <= i."""
+    n = len(kern)
+    _, inv = torch.unique(kern, return_inverse=True)
+    idx = torch.arange(n)
+    big = torch.full((int(inv.max()) + 1,), n, dtype=torch.long)
+    first = big.scatter_reduce(0, inv, idx, "amin")
+    second = big.scatter_reduce(0, inv, torch.where(idx == first[inv], n, idx), "amin")
+    return torch.where(first[inv] == idx, second[inv], first[inv])
 
 
 def _collect_rechecks(family: Family, s: int, rc: torch.Tensor, tgt: torch.Tensor, lt: torch.Tensor,
