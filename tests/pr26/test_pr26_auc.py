@@ -311,6 +311,6 @@ def test_claim_uses_the_run_cache_dir(monkeypatch, tmp_path):
     c = registry.get("pr26:auc")
     p = c.parse_params({})
     c.checks["numeric"](p, Context(seed=5, cache_dir=str(tmp_path)))
-    c.checks["numeric"](p, Context(seed=0, full=True))
+    c.checks["numeric"](p, Context(seed=0, profile="full"))
     assert seen == [((5, 6, 7), pt.DEFAULT_LENGTHS, str(tmp_path)),
                     (tuple(range(15)), pt.FULL_LENGTHS, claim_mod.DEFAULT_CACHE)]
