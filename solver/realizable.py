@@ -21,6 +21,7 @@ question the paper raises).  Full text not reachable: reconstructed, as in
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,15 @@ from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
 from verify.solver.common import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
+
+#: cutting planes: constraints added per round (the most violated of the exact check), and the most rounds
+CUT_ADD = 256
+CUT_MAX_ROUNDS = 200
+#: exact re-check of an absolute family: the most (row, key) pairs re-decided in Fractions after the float64
+#: filter (a head with that many near ties is not certified: the answer is unknown)
+MAX_EXACT_CANDIDATES = 2_000_000
+#: rows per block of the float64 filter (block x L logits held at once: 512 x 131072 x 8 bytes = 512 MiB at most)
+FILTER_BLOCK = 256
 
 #: cost cap of the exact rank (rows x cols x min(rows, cols) Fraction operations); above it, numpy's SVD rank
 MAX_EXACT_RANK_WORK = 4_000_000
@@ -97,6 +107,181 @@ def cumulative_rows(family: Family, task: Task, L: int, window: int, cache: dict
     return list(out)
 
 
+class TooManyTies(RuntimeError):
+    """The float64 filter left more near-tied (row, key) pairs than :data:`MAX_EXACT_CANDIDATES` to decide exactly."""
+
+
+def coefficient(family: Family, task: Task, i: int, j: int, L: int, window: int, feats: Sequence[Sequence]) -> tuple:
+    """The exact coefficient vector of the constraint  logit(i, t_L(i)) - logit(i, j) >= margin  (the row
+    :func:`verify.solver.pr26.realize_rows` builds for query row i and key j at length L)."""
+    t = pe.target_in_window(task, i, L)
+    if family.kind == "relative":
+        return tuple(a - b for a, b in zip(feats[i - t], feats[i - j]))
+    r = len(feats[i])
+    pi, pt, pj = feats[i], feats[t], feats[j]
+    return tuple(pi[a] * (pt[b] - pj[b]) for a in range(r) for b in range(r))
+
+
+@dataclass
+class RowCheck:
+    """Exact margins of one parameter at one length.
+
+    Attributes:
+        margins: row i -> logit(i, t) - max_{j <= i, j != t} logit(i, j), exact (rows with one key omitted).
+        worst_key: row i -> a key attaining that max (the most violated constraint of the row).
+    """
+
+    margins: dict[int, Fraction]
+    worst_key: dict[int, int]
+
+
+def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
+                  feats: Sequence[Sequence] | None = None) -> RowCheck:
+    """Every query row's exact margin at length L, without an L x L matrix of Fractions.
+
+    Relative families: k(delta) = w . psi(delta) exactly for delta < L, then row i's competitors are
+    k over the offsets 0..i except the target's: a running top-two of k (O(L) exact comparisons).
+    Absolute families: float64 logits a_i . phi(j) (a_i = W^T phi(i)) in row blocks, with the bound
+    |fl - exact| <= (4 r + 8) 2^-52 sum_ab |phi_a(i)| |W_ab| |phi_b(j)| (inputs rounded once, two dot
+    products of length r) <= E_i, the same with |phi_b(j)| replaced by its max over the row's keys; every
+    key within 2 E_i of the row's float max (excluding the target) is re-decided exactly (integer dot
+    products after scaling by the common denominators), a set that contains the exact max.  The margins
+    returned are exact rationals.
+
+    Raises:
+        TooManyTies: more than :data:`MAX_EXACT_CANDIDATES` pairs to re-decide (or a non-finite float).
+    """
+    ar = FractionArith(0)
+    if feats is None or len(feats) < L:
+        feats = [family.features(m, window, ar) for m in range(L)]
+    margins: dict[int, Fraction] = {}
+    worst: dict[int, int] = {}
+    rows = list(task.rows(L))
+    if family.kind == "relative":
+        k = [sum((Fraction(w) * p for w, p in zip(param, feats[d]) if p != 0), Fraction(0)) for d in range(L)]
+        # top-two of k over offsets 0..d, as (value, offset)
+        top1: list[tuple[Fraction, int]] = []
+        top2: list[tuple[Fraction, int] | None] = []
+        a: tuple[Fraction, int] | None = None
+        b: tuple[Fraction, int] | None = None
+        for d in range(L):
+            v = (k[d], d)
+            if a is None or v[0] > a[0]:
+                a, b = v, a
+            elif b is None or v[0] > b[0]:
+                b = v
+            top1.append(a)
+            top2.append(b)
+        for i in rows:
+            t = pe.target_in_window(task, i, L)
+            if i == 0:
+                continue
+            dt = i - t
+            best = top1[i] if top1[i][1] != dt else top2[i]
+            assert best is not None
+            margins[i] = k[dt] - best[0]
+            worst[i] = i - best[1]
+        return RowCheck(margins, worst)
+    import numpy as np
+
+    W = [[Fraction(x) for x in row] for row in param]
+    r = len(W)
+    Fi, Wi, scale = _integer_scaled(feats, L, W)
+    Ff = np.array([[float(x) for x in f] for f in feats[:L]], dtype=np.float64).reshape(L, r)
+    Wf = np.array([[float(x) for x in row] for row in W], dtype=np.float64).reshape(r, r)
+    Q = Ff @ Wf
+    Qa = np.abs(Ff) @ np.abs(Wf)
+    Fmax = np.maximum.accumulate(np.abs(Ff), axis=0).T  # Fmax[b, h] = max_{j <= h} |phi_b(j)|
+    c = (4 * r + 8) * 2.0 ** -52
+    total = 0
+    rows_arr = np.array(rows, dtype=np.int64)
+    targets = {i: pe.target_in_window(task, i, L) for i in rows}
+    col = np.arange(L)
+    for s0 in range(0, len(rows), FILTER_BLOCK):
+        blk = rows_arr[s0:s0 + FILTER_BLOCK]
+        if len(blk) == 0:
+            continue
+        hi = int(blk.max()) + 1
+        masked = Q[blk] @ Ff[:hi].T
+        # E_i >= the bound at every key j <= hi: sum_b (|phi(i)|^T |W|)_b max_j |phi_b(j)|
+        E = c * (Qa[blk] @ Fmax[:, hi - 1]) * 1.0001
+        if not (np.isfinite(masked).all() and np.isfinite(E).all()):
+            raise TooManyTies("non-finite float64 logits: the filter cannot bound the rounding")
+        tg = np.array([targets[int(i)] for i in blk], dtype=np.int64)
+        lo = int(blk.min())
+        masked[:, lo:][col[None, lo:hi] > blk[:, None]] = -np.inf  # keys after the query (the causal mask)
+        masked[np.arange(len(blk)), tg] = -np.inf
+        M = masked.max(axis=1)
+        cand = masked >= np.where(np.isfinite(M), M - 2 * E, np.inf)[:, None]
+        ri, ji = np.nonzero(cand)
+        total += len(ri)
+        if total > MAX_EXACT_CANDIDATES:
+            raise TooManyTies(f"more than {MAX_EXACT_CANDIDATES} near-tied (row, key) pairs to re-decide exactly")
+        by_row: dict[int, list[int]] = {}
+        for a_, j_ in zip(ri.tolist(), ji.tolist()):
+            by_row.setdefault(a_, []).append(j_)
+        for a_, js in by_row.items():
+            i = int(blk[a_])
+            pi = Fi[i]
+            q = [sum(pi[a] * Wi[a][b2] for a in range(r)) for b2 in range(r)]
+
+            def lgt(j: int) -> int:
+                fj = Fi[j]
+                return sum(q[b2] * fj[b2] for b2 in range(r))
+
+            best_j = max(js, key=lgt)
+            margins[i] = Fraction(lgt(targets[i]) - lgt(best_j), scale)
+            worst[i] = best_j
+    return RowCheck(margins, worst)
+
+
+_INT_FEATS: list[tuple[Any, int, list, int]] = []  # (feature list, length, integer features, Df): the last few
+
+
+def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Fraction]]) -> tuple[list, list, int]:
+    """Features and W as integers (times their common denominators Df and Dw): phi^T W phi = (integer) / scale,
+    scale = Df^2 Dw, so the exact logits are Python-int dot products.  The integer features of the same
+    feature list are reused across calls."""
+    hit = next((e for e in _INT_FEATS if e[0] is feats and e[1] == L), None)
+    if hit is None:
+        Df = 1
+        for f in feats[:L]:
+            for x in f:
+                Df = math.lcm(Df, Fraction(x).denominator)
+        hit = (feats, L, [[int(Fraction(x) * Df) for x in f] for f in feats[:L]], Df)
+        _INT_FEATS[:] = [hit] + _INT_FEATS[:3]
+    Dw = 1
+    for row in W:
+        for x in row:
+            Dw = math.lcm(Dw, x.denominator)
+    Wi = [[int(x * Dw) for x in row] for row in W]
+    return hit[2], Wi, hit[3] * hit[3] * Dw
+
+
+def _stable_lengths(task: Task, N: int, min_L: int) -> bool:
+    """May every length up to N be decided by the one system at N (the causal-mask block identity, pr26
+    Theorem 1: a head realizing length N realizes every shorter length)?  Only when the targets and the first
+    query row do not depend on L: ``task.length_stable``, confirmed here on every row at three lengths each
+    (a task that says it is stable but is not is refused).
+
+    Raises:
+        ValueError: ``task.length_stable`` is set but some target or the first row moves with L.
+    """
+    if not task.length_stable:
+        return False
+    first = {int(task.first_row(ell)) for ell in {min_L, (min_L + N) // 2, N, max(min_L, 2)}}
+    moved = len(first) > 1
+    for i in task.rows(N):
+        if moved:
+            break
+        Ls = {ell for ell in (i + 1, (i + 1 + N) // 2, N) if ell >= max(min_L, i + 1)}
+        moved = len({int(task.target(i, ell)) for ell in Ls}) > 1
+    if moved:
+        raise ValueError(f"task {task.name} is marked length-stable but its targets depend on L: the block identity "
+                         "(one decision at N for every shorter length) does not apply")
+    return True
+
+
 @dataclass
 class LengthAnswer:
     """One length ell: realizable (with the id of its re-checked parameter) or not (certificate id), or unknown."""
@@ -152,10 +337,130 @@ def _recheck_all(family: Family, task: Task, param: Any, lengths: Sequence[int],
     return out
 
 
+def _violations(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int, margin: Fraction,
+                feats: Sequence[Sequence]) -> list[tuple[Fraction, int, int, int]]:
+    """The violated constraints of ``param`` (exact): (slack < 0, row i, key j, length L), most violated first,
+    one per (row, length): the row's worst key."""
+    out = []
+    for ell in lengths:
+        chk = exact_margins(family, task, param, ell, window, feats)
+        out += [(m - margin, i, chk.worst_key[i], ell) for i, m in chk.margins.items() if m < margin]
+    out.sort(key=lambda v: (v[0], v[3], v[1]))
+    return out
+
+
+@dataclass
+class _Cuts:
+    """One cutting-plane solve at one length: the last LP's result (on a subset of the rows), the rows it
+    used with the (row, key, length) each came from, the rounds, and whether the exact check passed."""
+
+    res: Any
+    rows: list[tuple]
+    origin: dict[tuple, tuple[int, int, int]]
+    rounds: int
+    converged: bool
+
+
+def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fraction, dim: int,
+                  extra: Sequence[tuple[Sequence[Fraction], Fraction]], timeout_ms: int, feats: Sequence[Sequence],
+                  stable: bool, deadline: float | None = None, max_rounds: int = CUT_MAX_ROUNDS) -> _Cuts:
+    """'Some parameter has margin >= ``margin`` on every constraint of every length <= ell' by cutting planes.
+
+    Start from the constraints of the first few query rows, solve the LP on the rows held (z3, exact), check
+    the model on every row of every length exactly (:func:`exact_margins`), add the :data:`CUT_ADD` most
+    violated constraints, repeat.  UNSAT on a subset is UNSAT for the whole system (the subset's Farkas
+    certificate uses rows of it); SAT is returned only when the exact check found no violated row
+    (``converged``).  With ``stable`` (the block identity, :func:`_stable_lengths`) the lengths checked are
+    ell alone, else every length 2..ell.
+    """
+    from verify.solver.common import ObligationResult
+
+    lengths = [ell] if stable else list(range(2, ell + 1))
+    origin: dict[tuple, tuple[int, int, int]] = {}
+    rows: list[tuple] = []
+
+    def add(i: int, j: int, L: int) -> bool:
+        c = coefficient(family, task, i, j, L, window, feats)
+        if c in origin:
+            return False
+        origin[c] = (i, j, L)
+        rows.append(c)
+        return True
+
+    for L in lengths[:4] if not stable else lengths:
+        for i in list(task.rows(L))[:3]:
+            t = pe.target_in_window(task, i, L)
+            for j in range(i + 1):
+                if j != t:
+                    add(i, j, L)
+    res: Any = None
+    for rnd in range(1, max_rounds + 1):
+        if deadline is not None and time.perf_counter() > deadline:
+            return _Cuts(ObligationResult(f"length {ell}", SolverAnswer.UNKNOWN, "time budget exhausted"), rows,
+                         origin, rnd - 1, False)
+        name = (f"exists a parameter with margin >= {margin} on every query row of every length <= {ell} "
+                f"({family.name}, {task.name}; cutting planes: {len(rows)} constraints, round {rnd})")
+        res = lp_obligation(name, rows, dim, timeout_ms, margin=margin, extra=extra, second_opinion="never")
+        if res.answer != SolverAnswer.SAT:
+            return _Cuts(res, rows, origin, rnd, False)
+        theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
+        try:
+            viol = _violations(family, task, _shape(family, window, theta), lengths, window, margin, feats)
+        except TooManyTies as e:
+            return _Cuts(ObligationResult(name, SolverAnswer.UNKNOWN, str(e)), rows, origin, rnd, False)
+        if not viol:
+            return _Cuts(res, rows, origin, rnd, True)
+        if not sum(add(i, j, L) for _s, i, j, L in viol[:CUT_ADD]):
+            return _Cuts(ObligationResult(name, SolverAnswer.UNKNOWN, "a violated constraint was already held"),
+                         rows, origin, rnd, False)
+    return _Cuts(ObligationResult(f"length {ell}", SolverAnswer.UNKNOWN,
+                                  f"cutting planes did not converge in {max_rounds} rounds"), rows, origin,
+                 max_rounds, False)
+
+
+def _recheck_fast(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int,
+                  feats: Sequence[Sequence]) -> dict[int, Fraction | None]:
+    """:func:`_recheck_all` with :func:`exact_margins`: the exact min margin at each length (over every row of
+    every length up to it).  A length-stable task is checked once at the longest length, whose rows i < ell are
+    exactly the rows of length ell (same targets)."""
+    out: dict[int, Fraction | None] = {}
+    if not lengths:
+        return out
+    if _stable_lengths(task, max(lengths), min(lengths)):
+        by_row = exact_margins(family, task, param, max(lengths), window, feats).margins
+        run: Fraction | None = None
+        ordered = sorted(by_row.items())
+        k = 0
+        for ell in sorted(lengths):
+            while k < len(ordered) and ordered[k][0] < ell:
+                run = ordered[k][1] if run is None else min(run, ordered[k][1])
+                k += 1
+            out[ell] = run
+        return out
+    worst: Fraction | None = None
+    for ell in range(2, max(lengths) + 1):
+        vals = list(exact_margins(family, task, param, ell, window, feats).margins.values())
+        if vals:
+            worst = min(vals) if worst is None else min(worst, min(vals))
+        if ell in lengths:
+            out[ell] = worst
+    return out
+
+
 def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Fraction = Fraction(1),
-                   timeout_ms: int = 20_000, fixed: Sequence[Fraction] | None = None, min_L: int = 2) -> Decision:
+                   timeout_ms: int = 20_000, fixed: Sequence[Fraction] | None = None, min_L: int = 2,
+                   method: str = "cutting", deadline: float | None = None,
+                   progress: Callable[[str], None] | None = None) -> Decision:
     """For each length ell in min_L..N: is there one parameter with margin >= ``margin`` on every query row
     of every length <= ell?
+
+    ``method="cutting"`` (default): each length is solved by :func:`solve_cutting` (the LP on the violated
+    rows only, the model re-checked on every row exactly), and a length-stable task decides every length
+    <= N from the one system at N (pr26 Theorem 1's causal-mask block identity, :func:`_stable_lengths`);
+    copy, reverse and any target depending on L are decided on the rows of every length <= ell.
+    ``method="full"``: every constraint row built and handed to the solver (the reference definition,
+    kept as the test oracle).  ``deadline``: a time.perf_counter() value past which the remaining
+    solves are unknown.  ``progress``: called with one line per solve.
 
     The answers are monotone in ell (more rows, fewer parameters).  One solve at N; if it is
     infeasible, a bisection finds the first infeasible length L*; lengths below L* cite the parameter
@@ -172,12 +477,17 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
     margin = Fraction(margin)
     if margin <= 0:
         raise ValueError("the margin must be positive (an exact tie is a failure)")
+    if method not in ("cutting", "full"):
+        raise ValueError(f"method must be 'cutting' or 'full', got {method!r}")
     t0 = time.perf_counter()
     r = family.dim(window)
     dim = r if family.kind == "relative" else r * r
     extra = _pinned_rows(fixed, dim)
     cache: dict = {}
     solved: dict[int, Any] = {}
+    if method == "cutting":
+        return _decide_cutting(family, task, N, window, margin, timeout_ms, fixed, min_L, dim, extra, t0, deadline,
+                               progress)
 
     def solve(ell: int):
         if ell not in solved:
@@ -217,6 +527,118 @@ def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Frac
     return dec
 
 
+def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fraction, timeout_ms: int,
+                    fixed: Sequence[Fraction] | None, min_L: int, dim: int, extra: list, t0: float,
+                    deadline: float | None, progress: Callable[[str], None] | None) -> Decision:
+    """:func:`decide_lengths` by cutting planes (see there)."""
+    stable = _stable_lengths(task, N, min_L)
+    ar = FractionArith(0)
+    feats = [family.features(m, window, ar) for m in range(N)]
+    solved: dict[int, _Cuts] = {}
+
+    def solve(ell: int) -> tuple[Any, list]:
+        if ell not in solved:
+            cut = solve_cutting(family, task, ell, window, margin, dim, extra, timeout_ms, feats, stable, deadline)
+            if not cut.converged and cut.res.answer == SolverAnswer.SAT:  # never certify an unconverged loop
+                from verify.solver.common import ObligationResult
+
+                cut.res = ObligationResult(cut.res.name, SolverAnswer.UNKNOWN, "cutting planes stopped before the "
+                                           "exact check passed")
+            solved[ell] = cut
+            if progress is not None:
+                progress(f"length {ell}: {cut.res.answer} ({len(cut.rows)} constraints, {cut.rounds} rounds, "
+                         f"{time.perf_counter() - t0:.1f} s)")
+        return solved[ell].res, solved[ell].rows
+
+    dec = Decision([])
+    lengths = list(range(min_L, N + 1))
+    if stable:
+        first_bad = _first_infeasible(solve, solve(N)[0].answer, min_L, N)
+    else:
+        first_bad = _first_infeasible_upward(solve, min_L, N)
+    dec.obligations = [c.res.summary() for c in solved.values()]
+    if first_bad == -1 or any(c.res.answer not in (SolverAnswer.SAT, SolverAnswer.UNSAT) for c in solved.values()):
+        why = next((f"{c.res.answer} at length {k} ({c.res.reason})" for k, c in solved.items()
+                    if c.res.answer not in (SolverAnswer.SAT, SolverAnswer.UNSAT)), "")
+        for ell in lengths:
+            dec.answers.append(LengthAnswer(ell, None, note=f"solver: {why}"))
+        dec.seconds = time.perf_counter() - t0
+        return dec
+    good = lengths if first_bad is None else [ell for ell in lengths if ell < first_bad]
+    if good:
+        res, _ = solve(max(good))
+        _cite_witness(dec, res, family, task, good, window, margin, dim, fixed, feats)
+        dec.witnesses["W1"]["cutting_planes"] = {"rounds": solved[max(good)].rounds,
+                                                 "constraints_held": len(solved[max(good)].rows),
+                                                 "block_identity": stable}
+    if first_bad is not None:
+        cut = solved[first_bad]
+
+        def present(used: list[dict], ell: int) -> bool:
+            return _present_by_origin(used, cut.origin, family, task, window, feats, margin, dim, extra, ell, stable)
+
+        _cite_certificate(dec, cut.res, first_bad, lengths, present)
+    dec.answers.sort(key=lambda a: a.L)
+    dec.seconds = time.perf_counter() - t0
+    return dec
+
+
+def _present_by_origin(used: Sequence[dict], origin: dict[tuple, tuple[int, int, int]], family: Family, task: Task,
+                       window: int, feats: Sequence[Sequence], margin: Fraction, dim: int, extra: Sequence,
+                       ell: int, stable: bool) -> bool:
+    """Is every certificate row in ``used`` a constraint of the length-``ell`` system?  Each row's (row i, key j,
+    length L) is looked up and its coefficients rebuilt exactly, at ell for a length-stable task (row i with
+    key j is a constraint of every length > i with the same target), at L <= ell otherwise (the system at ell
+    holds every length <= ell); the pinned rows are compared with ``extra``."""
+    ex = {(tuple(c), Fraction(b)) for c, b in extra}
+    for u in used:
+        d = _dense(u, dim)
+        if d is None:
+            return False
+        if d in ex:
+            continue
+        c, b = d
+        if b != margin or c not in origin:
+            return False
+        i, j, L = origin[c]
+        at = ell if stable else L
+        if at > ell or i not in task.rows(at) or j > i or j == pe.target_in_window(task, i, at):
+            return False
+        if coefficient(family, task, i, j, at, window, feats) != c:
+            return False
+    return True
+
+
+def _first_infeasible_upward(solve: Callable[[int], Any], min_L: int, N: int) -> int | None:
+    """The first infeasible length of min_L..N searched from below (doubling, then bisection): for systems
+    whose size grows fast with the length (every length <= ell together), an early failure is found without
+    solving at N.  None when N is feasible; -1 when a solve was not decided."""
+    lo, probe = None, min_L
+    while True:
+        ans = solve(probe)[0].answer
+        if ans == SolverAnswer.UNSAT:
+            break
+        if ans != SolverAnswer.SAT:
+            return -1
+        lo = probe
+        if probe == N:
+            return None
+        probe = min(N, probe * 2)
+    hi = probe
+    if lo is None:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        ans = solve(mid)[0].answer
+        if ans == SolverAnswer.UNSAT:
+            hi = mid
+        elif ans == SolverAnswer.SAT:
+            lo = mid
+        else:
+            return -1
+    return hi
+
+
 def _pinned_rows(fixed: Sequence[Fraction] | None, dim: int) -> list[tuple[tuple, Fraction]]:
     """The equality rows (as two inequalities each) that pin the parameter to ``fixed``; none when not given."""
     extra: list[tuple[tuple, Fraction]] = []
@@ -250,12 +672,19 @@ def _first_infeasible(solve: Callable[[int], Any], answer_N: SolverAnswer, min_L
 
 
 def _cite_witness(dec: Decision, res: Any, family: Family, task: Task, good: Sequence[int], window: int,
-                  margin: Fraction, dim: int, fixed: Sequence[Fraction] | None) -> None:
+                  margin: Fraction, dim: int, fixed: Sequence[Fraction] | None,
+                  feats: Sequence[Sequence] | None = None) -> None:
     """Record the parameter the solver found at the longest feasible length as witness W1, re-checked
     exactly at every length in ``good``, and the answer it gives each of those lengths."""
     theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
     param = _shape(family, window, theta)
-    margins = _recheck_all(family, task, param, good, window, margin)
+    try:
+        margins = (_recheck_all(family, task, param, good, window, margin) if feats is None else
+                   _recheck_fast(family, task, param, good, window, feats))
+    except TooManyTies as e:
+        for ell in good:
+            dec.answers.append(LengthAnswer(ell, None, note=f"the exact re-check could not finish: {e}"))
+        return
     ok_all = all(m is None or (m >= margin and bool(pe.attends(m))) for m in margins.values())
     fixed_ok = fixed is None or [Fraction(x) for x in theta] == [Fraction(x) for x in fixed]
     dec.witnesses["W1"] = {"found_at_length": max(good), "param": _strings(param), "shape": list(
