@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 
 from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS, input_bytes
 from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
-from verify.core.model import Claim, InputError, Paper, Params, param
-from verify.evidence import Context, Evidence, Layer, Sized, Status
+from verify.core.model import Claim, InputError, Paper, Params, Part, Provenance, param
+from verify.evidence import Context, Evidence, Layer, Outcome, Sized, Status
 from verify.proofs import with_kernel_layer
 from verify.proofs.kvshift24 import api, plots
 from verify.proofs.kvshift24.api import ALIBI_CHOICES
@@ -374,6 +374,68 @@ def _t3_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     ]
 
 
+def _t3_numbers(evs: Sequence[Evidence]) -> dict[str, Any] | None:
+    """The numeric layer's measurements when it finished (None: it did not run or did not finish)."""
+    num = next((e for e in evs if e.layer == Layer.NUMERIC and e.status.finished and "exact_limit_check" in e.numbers),
+               None)
+    return None if num is None else num.numbers
+
+
+def _t3_formula(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+    """Theorem 3's formula part: the exact d -> infinity limit (numeric, 1e-9 on the grid), the empirical loss at
+    the largest width (numeric) and the Coq theorem about the formula (kernel) must all agree with Eq. 10."""
+    said, layers, fails, holds = [], [], False, False
+    n = _t3_numbers(evs)
+    if n is not None:
+        ex, em = n["exact_limit_check"], n["empirical_check"]
+        w = ex["witness"]
+        layers.append(Layer.NUMERIC.value)
+        if ex["ok"] and em["ok"]:
+            holds = True
+            said.append(f"the exact limit equals {n['reading']} to {ex['tolerance']:g} on the grid and the empirical "
+                        f"loss at d = {em['d']} is within {em['tolerance']:.5f} of it")
+        else:
+            fails = True
+            said.append(f"{n['reading']} is off the exact limit by {ex['max_abs_diff']:.4f} at (alpha1, beta1) = "
+                        f"{tuple(w['alpha1_beta1'])} (limit {w['exact_limit']:.4f}, formula {w['reading']:.4f})"
+                        if not ex["ok"] else
+                        f"the empirical loss at d = {em['d']} is not within {em['tolerance']:.5f} of {n['reading']}")
+    ker = next((e for e in evs if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)), None)
+    if ker is not None:
+        layers.append(Layer.KERNEL.value)
+        if ker.status == Status.REFUTED:
+            fails = True
+            said.append("Coq's kernel checks that the loss differs from it for every T >= 4 whenever beta2 != 0 "
+                        "and alpha1 != alpha2")
+        else:
+            holds = True
+            said.append("Coq's kernel checks that the loss equals it for every T >= 4")
+    outcome = Outcome.FAILS if fails else Outcome.HOLDS if holds else None
+    return outcome, "; ".join(said) or "no layer that judges the formula finished", layers
+
+
+def _t3_minimiser(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+    """Theorem 3's minimiser part: the empirical loss at the largest width (numeric) is smallest at the induction
+    head (alpha1, beta1) = (0, 1) on the grid."""
+    n = _t3_numbers(evs)
+    if n is None:
+        return None, "the numeric layer, the only one that locates the minimiser, did not finish", []
+    top = n["per_d"][max(n["per_d"], key=int)]
+    said = (f"the empirical minimiser at d = {n['empirical_check']['d']} is {tuple(top['argmin_alpha1_beta1'])} and "
+            f"the exact limit's {tuple(n['exact_limit']['argmin'])}, on the {n['grid']} x {n['grid']} grid")
+    return (Outcome.HOLDS if n["argmin_ok"] else Outcome.FAILS), said, [Layer.NUMERIC.value]
+
+
+#: Theorem 3 says two things: the limit is Eq. 10 (a detail the figure is drawn from) and the induction head
+#: minimises it (the conclusion the paper draws, Figure 2's caption)
+T3_PARTS = (
+    Part("formula (Eq. 10)", "detail", "as d -> infinity the last-token loss tends to Eq. 10 (in the reading --eq10 "
+         "selects)", _t3_formula),
+    Part("minimiser (0, 1)", "main", "the induction head (alpha1, beta1) = (0, 1) minimises the loss (Figure 2's "
+         "caption)", _t3_minimiser),
+)
+
+
 THEOREM3 = Claim(
     id="kvshift24:theorem3",
     title="loss landscape of one-layer KV-shift attention as d -> infinity (Eq. 10)",
@@ -387,6 +449,7 @@ THEOREM3 = Claim(
     checks={"numeric": _t3_numeric},
     variants=({"eq10": "as-printed"}, {"eq10": "appendix-c"}),
     expected={"as-printed": "FAILS", "appendix-c": "HOLDS WITH FIX"},
+    parts=T3_PARTS,
     fix=_t3_fix,
     validate=_t3_validate,
     repair=("In Eq. 10 (and Table 5) write the x_{i-1} and x_T logits as beta1/S + beta2 a1, as Appendix C's derivation "
@@ -405,8 +468,9 @@ THEOREM3 = Claim(
              "orthonormal loss is the limit because every dot product of N(0, I/d) embeddings tends to 0 or 1 and the "
              "loss is continuous in them; this step is argued, not machine-checked.",
              "The minimiser (0, 1) is what Figure 2's caption names as the induction head; the text does not print a "
-             "minimiser for Eq. 10 itself. Scores are unscaled (no 1/sqrt(d)), as in Appendix C. Only the numeric layer "
-             "has a check; agreement is 'consistent', never 'proved'."),
+             "minimiser for Eq. 10 itself. Scores are unscaled (no 1/sqrt(d)), as in Appendix C. The numeric layer "
+             "measures both parts (its agreement is 'consistent', never 'proved'); the kernel layer checks the formula "
+             "only, on orthonormal embeddings."),
     explain=_t3_explain,
     cost="numeric ~1 s per variant (exact limit plus d = 256, 1024, 11 x 11 grid, N = 128); +2 s for d = 4096 with full",
 )
@@ -491,6 +555,9 @@ THEOREM1 = Claim(
     checks={"symbolic": _t1_symbolic, "numeric": _t1_numeric},
     variants=({"masks": "as-displayed"}, {"masks": "causal"}),
     expected={"as-displayed": "HOLDS", "causal": "FAILS"},
+    provenance={"causal": Provenance("reading", "Appendix A displays key ranges a standard causal layer does not "
+                                                "have; this runs the same construction with standard causal masks, "
+                                                "to show the displayed ranges are needed")},
     caveats=("The construction follows Appendix A: token embedding (x_s, 0), W_V^(1) writing into the second half, "
              "layer-1 output y_s = sum_{tau=1}^{s-1} softmax(-p(s-1-tau)) x_tau (second half, with the residual x_s in "
              "the first), layer-2 output sum_{s=2}^{L-1} softmax(x_L^T y_s/sigma - m|L - s|) x_s with value x_s and "
@@ -657,6 +724,13 @@ DECODE = Claim(
     expected={"raw-key,correct,correct": "HOLDS", "mixed-key,correct,correct": "FAILS",
               "unwritten-first,correct,correct": "FAILS", "raw-key,zero,correct": "FAILS",
               "raw-key,correct,off-by-one": "FAILS"},
+    provenance={
+        "raw-key,correct,correct": Provenance("reading", "the paper states no decoding equality; incremental decoding "
+                                              "must give the full pass of Eqs. 4-6, and this is the correct cache"),
+        "mixed-key,correct,correct": Provenance("hazard", "Appendix F's inference code keeps the shifted key after "
+                                                "the prefill call: the paper's code, not a statement it makes"),
+        "*": Provenance("hazard", "a decoding mistake an implementation can make; the paper states none of them"),
+    },
     validate=_dec_validate,
     caveats=("Implementation hazards, not claims of the paper: unwritten-first (the first one-token call does not "
              "write the shift state), --rope-offset zero (a decoded token rotated at position 0) and --alibi-distance "

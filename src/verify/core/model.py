@@ -886,10 +886,10 @@ def _with_parts(verdict: Verdict, reason: str, parts: Sequence[PartResult]) -> t
     if any(p.verdict == FAILS for p in mains):
         stands = "the paper's main conclusion does not stand"
     elif mains and all(p.verdict in (HOLDS, HOLDS_WITH_FIX) for p in mains):
-        stands = "the paper's main conclusion (" + ", ".join(p.name for p in mains) + ") stands"
+        stands = "the paper's main conclusion, " + ", ".join(p.name for p in mains) + ", stands"
     else:
         stands = "the paper's main conclusion is undecided"
-    named = ", ".join(f"{p.name} ({p.severity})" for p in failing)
+    named = "; ".join(f"{p.name}, {p.severity}" for p in failing)
     return verdict, f"{reason}; part failing: {named}; {stands}"
 
 

@@ -343,6 +343,12 @@ def show_cmd(claim: str) -> None:
         click.echo("  sizes that are not options (quick, and full with --full):")
         for name, size in sizes.items():
             click.echo(f"    {name}: quick {size.quick}, full {size.full}  {size.help}")
+    click.echo("  variants (whose statement each checks):")
+    for v in c.variants:
+        params = {**{o.name: o.default for o in c.options}, **v}
+        prov = c.provenance_of(params)
+        why = f": {prov.why}" if prov.why else ""
+        click.echo(f"    {c.variant_label(params) or '(default)'}: {prov.label}{why}")
     if c.expected:
         click.echo("  expected verdicts: " + "; ".join(f"{k or '(default)'}: {v}" for k, v in c.expected.items()))
     if c.repair:
@@ -414,17 +420,20 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
               help="write the Markdown audit here (default: print it on stdout)")
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 @click.option("--timings", is_flag=True, help="include wall times in the Markdown report")
+@click.option("--summary", is_flag=True, help="print the report's first page on the terminal (one line per claim "
+              "variant: verdict, whose statement, the reason, the repair)")
 @click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
               brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
               cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
-              jobs_opt: int | None) -> None:
+              summary: bool, jobs_opt: int | None) -> None:
     """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
     variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
 
     \b
     Without --report the Markdown goes to stdout (or JSON with --format json);
-    with --report, stdout gets the summary table.
+    with --report, stdout gets the summary table; --summary prints the report's
+    first page instead (one line per claim variant with its reason).
     """
     key = paper.strip().lower()
     claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
@@ -448,13 +457,21 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
                         not_checked=ran.not_checked)
     if report is not None and report != "-":
         atomic_write_text(report, md, "--report")
-        if fmt == "json":
+        if summary and fmt != "json":
+            from verify.reports.audit import summary_text
+
+            click.echo(summary_text(key, results, timings, ran.not_checked), nl=False)
+        elif fmt == "json":
             click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
         else:
             _emit(results, "audit", fmt, seed, code, changes, not no_timings, brief, ran.not_checked)
         prog.note(f"report written to {report}")
     elif fmt == "json":
         click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
+    elif summary:
+        from verify.reports.audit import summary_text
+
+        click.echo(summary_text(key, results, timings, ran.not_checked), nl=False)
     else:
         click.echo(md, nl=False)
     raise click.exceptions.Exit(code)

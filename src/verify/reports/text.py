@@ -17,6 +17,12 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
           "verdict": "HOLDS" | "FAILS" | "HOLDS WITH FIX" | "INCONCLUSIVE" | "INCONSISTENT",
           "reason": str, "expected": str | null, "matches_expected": bool | null,
           "source": str, "statement": str, "fix": str | null, "repair": str,
+          "provenance": {"kind": "paper" | "reading" | "hazard" | "repair",   # whose statement the variant
+                         "label": str, "why": str},                          # checks (additive)
+          "parts": [{"part": str, "role": "main" | "detail",                 # a claim's parts, each judged
+                     "severity": "load-bearing" | "not load-bearing",       # on its own (additive; [] when
+                     "statement": str, "verdict": str, "evidence": str,     # the claim has none)
+                     "layers": [str]}],
           "caveats": [str], "findings": [str],
           "figures": [{"figure": str, "paper": value, "ours": value,   # published numbers against ours
                        "reproduced": bool, "note": str, "layer": str,     # (additive; [] when none)
@@ -58,7 +64,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify import __version__
-from verify.core.model import ClaimResult, Verdict
+from verify.core.model import PART_ROLES, PROVENANCE_KINDS, ClaimResult, Verdict
 from verify.evidence import FIGURE_RULES, Evidence, Layer, Outcome, Status, to_jsonable
 
 SCHEMA = "verify/1"
@@ -130,6 +136,8 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         "statement": r.claim.statement,
         "fix": r.fix,
         "repair": r.claim.repair,
+        "provenance": r.provenance.to_dict(),
+        "parts": [part.to_dict() for part in r.parts],
         "caveats": list(r.claim.caveats),
         "findings": r.notes,
         "figures": [{**f.to_dict(), "layer": layer} for layer, f in r.figures],
@@ -172,10 +180,11 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
     lines = [f"{run_id(r.claim, r.params)}: {r.verdict}"]
     lines.append(f"  source:    {r.claim.source}")
     lines.append(f"  statement: {r.claim.statement}")
+    lines.append(f"  checks:    {provenance_line(r)}")
     if r.fix:
         lines.append(f"  variant:   {r.variant} (fix: {r.fix})")
     elif r.variant:
-        lines.append(f"  variant:   {r.variant} (the statement as written)")
+        lines.append(f"  variant:   {r.variant}")
     lines.append("  evidence:")
     for ev in r.evidence:
         t = f"{ev.wall_time_s:.2f} s" if ev.status != Status.SKIPPED and timings else ""
@@ -192,6 +201,10 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines.append("  witness:")
         for ev in wit:
             lines.append(f"    {ev.layer}: " + ", ".join(f"{k} = {v}" for k, v in _flat(ev.witness)))
+    if r.parts:
+        lines.append("  parts:")
+        lines += [f"    {p.verdict:<15} {p.name} ({p.role}; {p.severity if p.verdict == Verdict.FAILS else 'holds'}): "
+                  f"{p.evidence}" for p in r.parts]
     if r.notes:
         lines.append("  findings:")
         lines += [f"    - {n}" for n in r.notes]
@@ -206,6 +219,13 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines += [f"    - {c}" for c in r.claim.caveats]
     lines.append(f"  verdict:   {r.verdict} ({r.reason})")
     return "\n".join(lines)
+
+
+def provenance_line(r: ClaimResult) -> str:
+    """Whose statement the variant checks, in words: "the paper's statement" or "our reading of the paper's
+    statement: WHY" (:class:`~verify.core.model.Provenance`); the same words in ``verify show`` and the audit."""
+    prov = r.provenance
+    return prov.label + (f": {prov.why}" if prov.why and prov.kind != "repair" else "")
 
 
 def _fmt(v: Any) -> str:
@@ -265,6 +285,18 @@ _FIGURE = {
     "properties": {"figure": _STR, "reproduced": {"type": "boolean"}, "note": _STR,
                    "layer": {"enum": _LAYER_NAMES}, "rule": {"enum": ["", *FIGURE_RULES]}},
 }
+_PROVENANCE = {
+    "type": "object",
+    "required": ["kind", "label", "why"],
+    "properties": {"kind": {"enum": list(PROVENANCE_KINDS)}, "label": _STR, "why": _STR},
+}
+_PART = {
+    "type": "object",
+    "required": ["part", "role", "severity", "statement", "verdict", "evidence", "layers"],
+    "properties": {"part": _STR, "role": {"enum": list(PART_ROLES)}, "severity": {"enum": list(PART_ROLES.values())},
+                   "statement": _STR, "verdict": {"enum": _VERDICT_NAMES}, "evidence": _STR,
+                   "layers": {"type": "array", "items": {"enum": _LAYER_NAMES}}},
+}
 _RESULT = {
     "type": "object",
     "required": ["claim", "variant", "display_id", "params", "verdict", "reason", "expected", "matches_expected",
@@ -285,6 +317,8 @@ _RESULT = {
         "statement": _STR,
         "fix": _NSTR,
         "repair": _STR,
+        "provenance": _PROVENANCE,
+        "parts": {"type": "array", "items": _PART},
         "caveats": {"type": "array", "items": _STR},
         "findings": {"type": "array", "items": _STR},
         "figures": {"type": "array", "items": _FIGURE},
