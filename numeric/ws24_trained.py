@@ -300,6 +300,42 @@ def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Seque
     return gate, early, late
 
 
+def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
+                       n_eval: int, cache: lab.Cache | None, progress: Any, optimizer: str) -> tuple[dict[str, Any], float]:
+    """Train (or read) the APE and RPE models of :func:`check_falsifier` and measure their recalls.
+
+    Returns the ``numbers`` entries (per PE: gate, early and late recall, final loss, training seconds; the RPE
+    W^1_K orientation; whether every model came from the cache) and the training seconds summed.
+    """
+    out: dict[str, Any] = {}
+    from_cache, train_s = [], 0.0
+    for pe in tm.PES:
+        cfg = falsifier_config(pe, d, V, T, K, batch, steps, lr, data_seed=1, optimizer=optimizer)
+        tr = tm.train_two_layer(cfg, seeds, cache, progress)
+        from_cache.append(tr.from_cache)
+        train_s += tr.train_seconds
+        p = tr.float64()
+        gate, early, late = _recalls(p, cfg, seeds, n_eval, pe)
+        out[pe] = {"gate_early_recall": [round(x, 6) for x in gate], "early_recall": [round(x, 6) for x in early],
+                   "late_recall": [round(x, 6) for x in late],
+                   "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
+        if pe == "rpe":
+            out["rpe_orientation"] = tm.orientation_cosines(p)
+    out["from_cache"] = all(from_cache)
+    return out, train_s
+
+
+def _more_seeds(need: int | None, S: int, k: int, train_s: float, command: str) -> str:
+    """What an underpowered test needs: the seed count (and the training time here) for power :data:`POWER`."""
+    per_seed = train_s / S if train_s else None
+    # seeds with a head are the test's sample: ask for enough seeds that about `need` of them form one
+    ask = math.ceil(need * S / k) if need else None
+    return (f"{need} seeds with a head give power {POWER} at the observed sd; at this formation rate ({k} of {S}): "
+            f"{command} --seeds {ask}"
+            + (f" (about {per_seed * ask / 60:.0f} min of training here at {per_seed:.0f} s per seed)" if per_seed else "")
+            if ask else f"no seed count up to 4096 reaches power {POWER}")
+
+
 def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
                     n_eval: int, cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
                     command: str = "verify ws24:falsifier") -> Evidence:
@@ -321,20 +357,8 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     numbers: dict[str, Any] = {"d": d, "V": V, "T": T, "K": K, "batch": batch, "steps": steps, "lr": lr,
                                "optimizer": optimizer, "seeds": list(seeds), "eval_sequences": n_eval,
                                "early_t": list(EARLY), "late_t": [LATE_FROM, T]}
-    from_cache, train_s = [], 0.0
-    for pe in tm.PES:
-        cfg = falsifier_config(pe, d, V, T, K, batch, steps, lr, data_seed=1, optimizer=optimizer)
-        tr = tm.train_two_layer(cfg, seeds, cache, progress)
-        from_cache.append(tr.from_cache)
-        train_s += tr.train_seconds
-        p = tr.float64()
-        gate, early, late = _recalls(p, cfg, seeds, n_eval, pe)
-        numbers[pe] = {"gate_early_recall": [round(x, 6) for x in gate], "early_recall": [round(x, 6) for x in early],
-                       "late_recall": [round(x, 6) for x in late],
-                       "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
-        if pe == "rpe":
-            numbers["rpe_orientation"] = tm.orientation_cosines(p)
-    numbers["from_cache"] = all(from_cache)
+    trained, train_s = _falsifier_recalls(d, V, T, K, batch, steps, lr, seeds, n_eval, cache, progress, optimizer)
+    numbers.update(trained)
     r, a = numbers["rpe"], numbers["ape"]
     S = len(seeds)
     formed = [i for i in range(S) if r["gate_early_recall"][i] >= FORMED]
@@ -370,14 +394,7 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     if test["outcome"] == Outcome.HOLDS:
         return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=f"{summary}; no drop detected: {stat}", numbers=numbers,
                         tolerance=tol, engines=engine_versions("torch"))
-    need = test["seeds_needed"]
-    per_seed = train_s / S if train_s else None
-    # seeds with a head are the test's sample: ask for enough seeds that about `need` of them form one
-    ask = math.ceil(need * S / k) if need else None
-    more = (f"{need} seeds with a head give power {POWER} at the observed sd; at this formation rate ({k} of {S}): "
-            f"{command} --seeds {ask}"
-            + (f" (about {per_seed * ask / 60:.0f} min of training here at {per_seed:.0f} s per seed)" if per_seed else "")
-            if ask else f"no seed count up to 4096 reaches power {POWER}")
+    more = _more_seeds(test["seeds_needed"], S, k, train_s, command)
     return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{summary}; no drop detected but the test is underpowered: {stat}; "
                     + more, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
 
