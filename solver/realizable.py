@@ -546,7 +546,7 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
                                            "exact check passed")
             solved[ell] = cut
             if progress is not None:
-                progress(f"length {ell}: {cut.res.answer} ({len(cut.rows)} constraints, {cut.rounds} rounds, "
+                progress(f"length {ell}: {cut.res.answer} ({len(cut.rows)} constraints, {cut.rounds} round(s), "
                          f"{time.perf_counter() - t0:.1f} s)")
         return solved[ell].res, solved[ell].rows
 

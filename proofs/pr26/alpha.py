@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from verify.core.model import InconclusiveError, InputError
-from verify.numeric.pr26_sizes import SELECTIONS
+from verify.numeric.pr26_sizes import MEMORY_BUDGET_BYTES, SELECTIONS, TIME_BUDGET_S
 
 #: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
 DEFAULT_MIN_MARGIN = 0.01
@@ -37,8 +37,12 @@ DEFAULT_MIN_MASS = 0.5
 #: the fit's limits (also those of the pr26 claims' --lr/--steps/--weight-decay; the engine's defaults: lr 0.07 from
 #: a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term overflows float64 or
 #: the run is hours long
-MAX_BYTES = 4 * 2**30
+#: ``verify alpha``'s budgets (verify.numeric.pr26_sizes: the streaming evaluation's memory and time estimates,
+#: from unit costs measured by benchmarks/bench_alpha.py); sizes beyond either are refused before any work
+MAX_BYTES = MEMORY_BUDGET_BYTES
+MAX_SECONDS = TIME_BUDGET_S
 MAX_L0 = 2048
+#: a ceiling above the budgets: feature tables are built position by position (user maps call Python per position)
 MAX_L = 1 << 20
 #: sane ranges of the fit options, the same as the pr26 claims' --lr/--steps/--weight-decay (the engine's defaults:
 #: lr 0.07 from a grid topping at 0.5, 400 steps, weight decay 1e-4); beyond them Adam's update or the L2 term
@@ -49,8 +53,16 @@ MAX_STEPS = 20_000
 MAX_WEIGHT_DECAY = 1.0
 
 MAX_EXACT_WORK = 3_000_000
-#: realizable: largest N (lengths 2..N)
-MAX_REALIZABLE_L = 256
+#: realizable: largest N (lengths 2..N).  The exact check of one parameter at length N holds
+#: FILTER_BLOCK x N float64 logits (256 x 131072 x 8 bytes = 256 MiB at the cap) and does about N^2 r / 2
+#: multiply-adds for an absolute family of rank r (N r for a relative one), which must stay within
+#: MAX_REALIZABLE_WORK (about 10 s of numpy on one core); each cutting-plane round does one such check.
+#: Copy, reverse and targets depending on L check every length <= ell per round (up to N^3 r / 6): those
+#: runs are bounded by --budget / --timeout (what is undecided then is inconclusive), not refused.
+MAX_REALIZABLE_L = 131072
+MAX_REALIZABLE_WORK = 2**32
+#: realizable: most LP unknowns (r^2 absolute, r relative); z3's simplex on the rows held stays within seconds
+MAX_REALIZABLE_PARAMS = 4096
 #: identifiability: largest L, largest parameter count
 MAX_IDENT_L = 128
 MAX_IDENT_PARAMS = 1024
@@ -333,13 +345,21 @@ def _validate_sizes(spec: Any, task: Any, L0: int, L: int) -> None:
     if L0 > MAX_L0:
         raise InputError(f"--L0 {clip(L0)} is too large (the fit is O(400 L0^2 r); at most {MAX_L0})")
     if L > MAX_L:
-        raise InputError(f"--L {clip(L)} is too large (at most {MAX_L})")
-    from verify.numeric.pr26_sizes import memory_bytes  # torch-free
+        raise InputError(f"--L {clip(L)} is too large (at most {MAX_L}: the feature table is built position by "
+                         "position)")
+    from verify.numeric.pr26_sizes import fast_memory_bytes, time_estimate_s  # torch-free
 
-    need = memory_bytes(spec.family, L0, L)
+    fam = spec.family
+    need = fast_memory_bytes(fam, L0, L)
     if need > MAX_BYTES:
-        raise InputError(f"--pe {spec.family.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
-                         f"(limit {MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
+        raise InputError(f"--pe {fam.name} --L0 {L0} --L {L} needs about {need / 2**30:.1f} GiB "
+                         f"(memory budget {MAX_BYTES / 2**30:.0f} GiB); lower --L or --L0")
+    secs = time_estimate_s(fam, L0, L)
+    if secs > MAX_SECONDS:
+        how = ("an absolute head evaluates about L^2 r / 2 logits" if fam.kind == "absolute" else
+               "a relative head costs O(L) rows")
+        raise InputError(f"--pe {fam.name} --L0 {L0} --L {L} needs about {secs:.0f} s on this machine's unit costs "
+                         f"(time budget {MAX_SECONDS:.0f} s; {how}, r = {fam.dim(L0)}); lower --L")
 
 
 def _validate_fit(seed: int, lr: float | None, steps: int, weight_decay: float, selection: str) -> None:
@@ -432,33 +452,12 @@ def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int,
     return out
 
 
-def _target_mass(family: Any, task: Any, param_f: Any, L0: int, L: int, rows: Sequence[int], seed: int,
-                 chunk: int = 512) -> list[float]:
-    """Softmax probability of the target key per row (float64, causal mask), rows in chunks."""
-    import torch
-
-    from verify.constructions import pe
+def _target_mass(family: Any, task: Any, param_f: Any, L0: int, L: int, rows: Sequence[int], seed: int) -> list[float]:
+    """Softmax probability of the target key per row (float64, causal mask), streamed
+    (verify.numeric.pr26.target_mass: prefix log-sum-exp for relative heads, causal row blocks otherwise)."""
     from verify.numeric import pr26 as num
 
-    if not rows:
-        return []
-    n = max(rows) + 1
-    feats = num.feature_matrix(family, n, L0, seed)
-    cols = torch.arange(n)
-    out: list[float] = []
-    if family.kind == "absolute":
-        K = feats @ param_f.T
-    else:
-        kern = feats @ param_f
-    rows_t = torch.tensor(list(rows), dtype=torch.long)
-    for s in range(0, len(rows_t), chunk):
-        rc = rows_t[s:s + chunk]
-        P = feats[rc] @ K.T if family.kind == "absolute" else kern[(rc[:, None] - cols[None, :]).clamp(min=0)]
-        P = P.masked_fill(cols[None, :] > rc[:, None], float("-inf"))
-        tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
-        lp = torch.log_softmax(P, dim=1).gather(1, tgt[:, None]).squeeze(1)
-        out += torch.exp(lp).tolist()
-    return out
+    return num.target_mass(family, task, param_f, L0, L, rows, seed)
 
 
 def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int = 64, *, features: str | None = None,
@@ -500,6 +499,16 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
                                 frequencies=frequencies, target=target, rows=rows, W=W, seed=seed, lr=lr, steps=steps,
                                 weight_decay=weight_decay, selection=selection, min_margin=min_margin,
                                 min_mass=min_mass, user_timeout=user_timeout)
+    from verify.numeric.pr26 import feature_cache
+
+    with feature_cache():  # the features of positions 0..L-1 computed once for every evaluation below
+        return _alpha(prep, L0, L, seed, lr, steps, weight_decay, selection, min_margin, min_mass, identifiability,
+                      timeout_s)
+
+
+def _alpha(prep: dict, L0: int, L: int, seed: int, lr: float | None, steps: int, weight_decay: float,
+           selection: str, min_margin: float, min_mass: float, identifiability: bool, timeout_s: float) -> AlphaResult:
+    """The body of :func:`alpha` on validated inputs: the head, the decisions, the mass and the document."""
     spec, tsk = prep["spec"], prep["task"]
     fam = spec.family
     head = _head(prep, L0, seed, lr, steps, weight_decay, selection)
@@ -740,6 +749,9 @@ class RealizableResult:
     per_length: list[dict]
     doc: dict
     certificate_files: list[str] = field(default_factory=list)
+    family: Any = field(default=None, repr=False)  # the feature map and task decided (for plots)
+    task: Any = field(default=None, repr=False)
+    window: int = 20
 
     def to_dict(self) -> dict:
         return self.doc
@@ -749,7 +761,8 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
                feature_map: str | Callable | None = None, slope: Any = None, base: Any = None,
                frequencies: int | None = None, target: str | None = None, rows: str | None = None,
                margin: Any = 1, L0: int = 20, timeout_s: float = 20.0,
-               certificates: str | Path | None = None, user_timeout: float = 60.0) -> RealizableResult:
+               certificates: str | Path | None = None, user_timeout: float = 60.0, budget_s: float | None = None,
+               progress: Callable[[str], None] | None = None, method: str = "cutting") -> RealizableResult:
     """Can any head with these features do the task at every length up to L (pr26's realizability)?
 
     For each length ell = 2..L: is there one parameter theta with logit(i, t(i)) >= logit(i, j) +
@@ -763,11 +776,21 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     Args:
         pe / features / feature_map / slope / base / frequencies: the feature map (as :func:`alpha`).
         task / target / rows: the task (as :func:`alpha`).
-        L: the largest length N (2 <= N <= 256).
+        L: the largest length N (2 <= N <= :data:`MAX_REALIZABLE_L`, and one exact check at N within
+            :data:`MAX_REALIZABLE_WORK`).
         margin: G > 0 (a rational).
         L0: the window of the learned families (their trained slots); other maps ignore it.
         timeout_s: budget per solver call (a timeout is inconclusive).
         certificates: a directory to write each certificate to (``verify recheck DIR`` re-checks it).
+        budget_s: total seconds; the lengths undecided when it runs out are inconclusive, never realizable.
+        progress: called with one line per solve (length, answer, constraints held, seconds).
+        method: ``cutting`` (cutting planes with the block identity) or ``full`` (every row to the solver:
+            the reference definition, for small N).
+
+    For prev, skip-K, attend-first and a target in i alone (targets independent of L) a head realizing
+    length N realizes every shorter length (pr26 Theorem 1's causal-mask block identity), so every
+    length <= N is one exact decision at N, with a bisection for the first failing length when it
+    fails; copy, reverse and targets depending on L are decided on the rows of every length <= ell.
     Returns:
         :class:`RealizableResult`.
     Raises:
@@ -783,16 +806,28 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     fam = spec.family
     r = fam.dim(L0)
     nparam = r if fam.kind == "relative" else r * r
-    if nparam * L * L > 40_000_000:
-        raise InputError(f"--L {L} with {nparam} parameters is too large for the exact LP (about {nparam * L * L:.1e} "
-                         "coefficients); lower --L")
+    if nparam > MAX_REALIZABLE_PARAMS:
+        raise InputError(f"--L {L} with {nparam} parameters is too large for the exact LP (at most "
+                         f"{MAX_REALIZABLE_PARAMS} unknowns); lower --L0 or the feature dimension")
+    work = realizable_work(fam.kind, r, L)
+    if work > MAX_REALIZABLE_WORK or (method == "full" and nparam * L * L > 40_000_000):
+        raise InputError(f"--L {L} with features of dimension {r} is beyond the exact check's budget (about {work:.1e} "
+                         f"multiply-adds per check, at most {MAX_REALIZABLE_WORK:.1e}: about 10 s of one core)"
+                         if method != "full" else f"--L {L} with {nparam} parameters is too large for the full LP")
     if target is not None:
-        for ell in range(2, L + 1):
+        for ell in (range(2, L + 1) if not tsk.length_stable or L <= 512 else sorted({2, 3, L // 2, L - 1, L})):
             _check_task_at(tsk, ell)
     _require_rows(tsk, L, "--L")
+    import time as _time
+
     from verify.solver import realizable as R
 
-    dec = R.decide_lengths(fam, tsk, L, L0, G, timeout_ms, fixed=spec.fixed_param)
+    deadline = None if budget_s is None else _time.perf_counter() + budget_s
+    try:
+        dec = R.decide_lengths(fam, tsk, L, L0, G, timeout_ms, fixed=spec.fixed_param, method=method,
+                               deadline=deadline, progress=progress)
+    except ValueError as e:
+        raise InputError(str(e)) from None
     per = [{"L": a.L, "realizable": a.realizable, "witness": a.witness, "certificate": a.certificate,
             "min_margin_exact": None if a.min_margin is None else str(a.min_margin), **({"note": a.note} if a.note else {})}
            for a in dec.answers]
@@ -806,7 +841,13 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     if certificates is not None and dec.certificates:
         files = _write_certificates(certificates, doc, dec)
     doc["certificate_files"] = files
-    return RealizableResult(overall, per, doc, files)
+    return RealizableResult(overall, per, doc, files, fam, tsk, L0)
+
+
+def realizable_work(kind: str, r: int, L: int) -> int:
+    """Multiply-adds of one exact check of a parameter at length L (:func:`verify.solver.realizable.exact_margins`):
+    about L^2 r / 2 for an absolute family of rank r, L r for a relative one."""
+    return L * r if kind == "relative" else L * L * max(r, 1) // 2
 
 
 def _realizable_checked(L: Any, L0: Any, margin: Any) -> Fraction:

@@ -84,8 +84,11 @@ def test_fault_wrong_model_fails_the_exact_recheck(monkeypatch):
         return res
 
     monkeypatch.setattr(R, "lp_obligation", off)
-    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
+    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20, method="full")
     assert any(a.realizable is None for a in dec.answers) and not dec.witnesses["W1"]["rechecked_exact"]
+    # cutting planes: the off model keeps violating rows already held: no witness, every length undecided
+    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
+    assert all(a.realizable is None for a in dec.answers) and "W1" not in dec.witnesses
     res = A.realizable(features="1, i, i**2", task="prev", L=8)
     assert res.realizable is None
 
@@ -99,8 +102,22 @@ def test_fault_certificate_rows_not_at_longer_lengths(monkeypatch):
         return rows if L <= 3 else rows[len(rows) // 2:]
 
     monkeypatch.setattr(R, "cumulative_rows", drop)
-    dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20)
+    dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20, method="full")
     assert dec.answers[1].realizable is False and any(a.realizable is None for a in dec.answers[2:])
+
+
+def test_fault_certificate_rows_rebuilt_differently_at_longer_lengths(monkeypatch):
+    # cutting planes: the certificate's rows, rebuilt at a longer length, come out different (scaled): those
+    # lengths are undecided, never carried
+    real = R.coefficient
+
+    def scaled(family, task, i, j, L, window, feats):
+        c = real(family, task, i, j, L, window, feats)
+        return c if L <= 3 else tuple(2 * x for x in c)
+
+    monkeypatch.setattr(R, "coefficient", scaled)
+    dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20)
+    assert dec.answers[1].realizable is False and all(a.realizable is None for a in dec.answers[2:])
 
 
 def test_alibi_fixed_realizability(capsys):
@@ -123,7 +140,8 @@ def test_relative_and_custom_target():
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["--pe-features", "1, i", "--task", "prev", "--L", "1000"], "--L"),
+    (["--pe-features", "1, i", "--task", "prev", "--L", "200000"], "--L"),
+    (["--pe-features", "1, i, i**2, i**3, i**4, i**5", "--task", "prev", "--L", "131072"], "budget"),
     (["--pe-features", "1, i", "--task", "prev", "--L", "8", "--margin", "0"], "positive"),
     (["--pe-features", "1, i", "--task", "prev", "--L", "8", "--margin", "abc"], "--margin"),
     (["--pe-features", "__import__('os')", "--task", "prev", "--L", "8"], "'__'"),
@@ -141,3 +159,98 @@ def test_api_realizable():
     res = api.realizable(features="1, i", task="prev", L=4)
     assert res.realizable is False and res.to_dict()["per_length"][0] == {
         "L": 2, "realizable": True, "witness": "W1", "certificate": None, "min_margin_exact": "1"}
+
+
+# ----------------------------------------------------------------------------- the fast paths against the definitions
+
+_SMALL = [("1, i, i**2", "prev"), ("1, i", "prev"), ("1, i, i**2", "attend-first"), ("1, i, i**2", "copy"),
+          ("1, i, i**2", "reverse"), ("cos(d/4), sin(d/4), cos(d/64), sin(d/64)", "prev"),
+          ("cos(d/4), sin(d/4), cos(d/64), sin(d/64)", "copy"), ("1, d, d**2", "skip-2"), ("1, d", "reverse")]
+
+
+@pytest.mark.parametrize("expr,task", _SMALL)
+def test_cutting_planes_match_the_full_system(expr, task):
+    # every length's answer by cutting planes (with the block identity where it applies) equals the full LP's
+    fam, tsk = F.expression_family(expr).family, pe.get_task(task)
+    full = R.decide_lengths(fam, tsk, 12, 20, method="full")
+    cut = R.decide_lengths(fam, tsk, 12, 20)
+    assert [(a.L, a.realizable) for a in cut.answers] == [(a.L, a.realizable) for a in full.answers]
+    assert all(a.realizable is not None for a in cut.answers)
+    for c in cut.certificates.values():
+        assert check_certificate(c["certificate"])[0]
+
+
+@pytest.mark.parametrize("expr,task", _SMALL)
+def test_exact_margins_match_the_row_definition(expr, task):
+    # the fast exact margins (running top-two / float64 filter + integer re-decision) equal pe.exact_row_margin
+    fam, tsk = F.expression_family(expr).family, pe.get_task(task)
+    r = fam.dim(20)
+    import random
+
+    rnd = random.Random(1)
+    for _ in range(3):
+        flat = [Fraction(rnd.randint(-9, 9), rnd.randint(1, 4)) for _ in range(r if fam.kind == "relative" else r * r)]
+        param = flat if fam.kind == "relative" else [flat[a * r:(a + 1) * r] for a in range(r)]
+        for L in (2, 7, 16):
+            got = R.exact_margins(fam, tsk, param, L, 20).margins
+            ar = pe.FractionArith()
+            want = {i: pe.exact_row_margin(fam, tsk, param, i, L, 20, ar) for i in tsk.rows(L)}
+            assert got == {i: m for i, m in want.items() if m is not None}
+
+
+def test_exact_margins_ties_decided_exactly():
+    # W = 0: every logit ties; the float filter hands every key to the exact re-decision: margins exactly 0
+    fam, tsk = pe.QUADRATIC, pe.get_task("prev")
+    got = R.exact_margins(fam, tsk, [[Fraction(0)] * 3 for _ in range(3)], 40, 20).margins
+    assert set(got.values()) == {Fraction(0)}
+
+
+def test_fault_block_identity_refused_for_length_dependent_targets():
+    # fault: copy marked length-stable (the block identity applied to a target that moves with L): refused
+    import dataclasses
+
+    bad = dataclasses.replace(pe.get_task("copy"), length_stable=True)
+    with pytest.raises(ValueError, match="block identity"):
+        R.decide_lengths(pe.QUADRATIC, bad, 12, 20)
+    with pytest.raises(ValueError, match="block identity"):
+        R.decide_lengths(pe.QUADRATIC, dataclasses.replace(pe.get_task("reverse"), length_stable=True), 12, 20)
+
+
+def test_fault_cutting_loop_stopping_early_does_not_certify(monkeypatch):
+    # fault: the loop's violation search reports nothing (it stops on the seed rows): the independent exact
+    # re-check of every row refuses the parameter at N; only the short lengths it truly realizes stay realizable
+    monkeypatch.setattr(R, "_violations", lambda *a, **k: [])
+    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 64, 20)
+    assert dec.answers[-1].realizable is None and not dec.witnesses["W1"]["rechecked_exact"]
+    W = [[Fraction(x) for x in row] for row in dec.witnesses["W1"]["param"]]
+    ar = pe.FractionArith()
+    for a in dec.answers:
+        if a.realizable:  # the definition, row by row
+            assert min(pe.exact_row_margin(pe.QUADRATIC, pe.get_task("prev"), W, i, a.L, 20, ar)
+                       for i in range(1, a.L)) >= 1
+
+
+def test_fault_unconverged_loop_is_unknown():
+    # a loop given one round only: SAT on a subset is never reported as realizable
+    fam, tsk = pe.QUADRATIC, pe.get_task("prev")
+    ar = pe.FractionArith()
+    feats = [fam.features(m, 20, ar) for m in range(64)]
+    cut = R.solve_cutting(fam, tsk, 64, 20, Fraction(1), 9, [], 20_000, feats, True, max_rounds=1)
+    assert not cut.converged and cut.res.answer != "sat"
+
+
+def test_budget_gives_inconclusive_never_realizable():
+    import time as _t
+
+    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 64, 20, deadline=_t.perf_counter() - 1)
+    assert all(a.realizable is None for a in dec.answers)
+    res = A.realizable(features="1, i, i**2", task="prev", L=64, budget_s=1e-9)
+    assert res.realizable is None
+
+
+def test_long_prev_one_decision_at_N():
+    # the block identity: one exact decision at N = 1024 covers every shorter length
+    lines: list[str] = []
+    res = A.realizable(features="1, i, i**2", task="prev", L=1024, progress=lines.append)
+    assert res.realizable is True and len(lines) == 1 and lines[0].startswith("length 1024: sat")
+    assert res.doc["witnesses"]["W1"]["cutting_planes"]["block_identity"] is True

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 import click
@@ -344,11 +345,25 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     return written
 
 
+_REALIZABLE_LIMITS = (
+    "Limits: N <= 131072, at most 4096 unknowns (r^2 absolute, r relative), and one exact check at N within about 4.3e9 multiply-adds (N^2 r / 2 for absolute features "
+    "of dimension r, e.g. N <= 53000 for r = 3; N r for relative ones); larger sizes are refused before any work. "
+    "For prev, skip-K, attend-first and targets in i alone, a head realizing length N realizes every shorter length "
+    "(pr26 Theorem 1's causal-mask block identity), so 'every L <= N' is one exact decision at N; copy, reverse and "
+    "targets depending on L are checked at every length (up to N^3 r / 6 work: bound the run with --budget).")
+
+
 @click.command("realizable", epilog="Exit codes: 0 realizable at every length 2..N (a parameter re-checked in exact "
                "rationals); 1 not realizable from some length on (a Farkas certificate checked without a solver); 2 bad "
-               "input; 3 inconclusive (a solver timeout).")
+               "input; 3 inconclusive (a solver timeout, or --budget ran out); 130 interrupted (Ctrl-C: what was decided "
+               "so far is printed). " + _REALIZABLE_LIMITS)
 @_pe_options
-@click.option("--L", "L", type=int, required=True, help="the largest length N (lengths 2..N are decided)")
+@click.option("--L", "L", type=int, required=True, help="the largest length N (lengths 2..N are decided; N <= 131072, "
+              "see the limits below)")
+@click.option("--budget", "budget_s", type=float, default=None, help="total seconds; lengths undecided when it runs out "
+              "are inconclusive (never realizable)")
+@click.option("--plots", "plots", default=None, help="directory for PNGs of the witness: its kernel (or last-row logits) "
+              "with the target offset marked, and its exact margin per query row with the weakest rows marked")
 @click.option("--margin", default="1", show_default=True, help="G > 0: target logit >= every other causal logit + G "
               "(homogeneous constraints: any G > 0 gives the same answer)")
 @click.option("--L0", "L0", type=int, default=20, show_default=True, help="the trained window of the learned families")
@@ -358,15 +373,39 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def realizable_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
                    frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L: int,
-                   margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str, user_timeout: float) -> None:
+                   margin: str, L0: int, timeout_s: float, certificates: str | None, fmt: str, user_timeout: float,
+                   budget_s: float | None, plots: str | None) -> None:
     """Decide exactly whether any head with these features realizes the task at every length up to N
-    (pr26's realizability; the constraints are linear in the parameter)."""
+    (pr26's realizability: existence of a head, not the head a fit selects; the constraints are linear in
+    the parameter).  Progress goes to stderr, one flushed line per solve."""
     A = registry.paper("pr26").api
 
-    res = A.realizable(pe_name, task_name, L, features=pe_features, slope=slope, base=base, frequencies=frequencies,
-                       target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s, certificates=certificates,
-                       user_timeout=user_timeout)
+    if budget_s is not None and not (math.isfinite(budget_s) and budget_s > 0):
+        raise InputError(f"--budget must be a positive number of seconds, got {budget_s}")
+    plt = None
+    if plots is not None:
+        from verify.reports.plots import require_matplotlib
+
+        plt = require_matplotlib()
+    done: list[str] = []
+
+    def progress(line: str) -> None:
+        done.append(line)
+        click.echo(f"verify: realizable: {line}", err=True)
+        sys.stderr.flush()
+
+    try:
+        res = A.realizable(pe_name, task_name, L, features=pe_features, slope=slope, base=base,
+                           frequencies=frequencies, target=target, rows=rows, margin=margin, L0=L0, timeout_s=timeout_s,
+                           certificates=certificates, user_timeout=user_timeout, budget_s=budget_s, progress=progress)
+    except KeyboardInterrupt:
+        click.echo("verify: interrupted; decided so far: " + ("; ".join(done) or "nothing"), err=True)
+        raise click.exceptions.Exit(130) from None
     doc = res.doc
+    if plt is not None and plots is not None:
+        from verify.proofs.pr26.plots import realizable_plots
+
+        doc["plots"] = realizable_plots(plt, plots, res)
     if fmt == "json":
         from verify.evidence import to_jsonable
 
@@ -398,17 +437,43 @@ def _realizable_text(doc: dict) -> str:
         else:
             lines.append(f"  {span}: inconclusive")
     for k, wd in doc["witnesses"].items():
-        lines.append(f"  {k} (found at L = {wd['found_at_length']}, exact re-check "
-                     f"{'passed' if wd['rechecked_exact'] else 'FAILED'}): {_clip_param(wd['param'])}")
+        cp = wd.get("cutting_planes")
+        how = (f"; cutting planes: {cp['rounds']} round(s), {cp['constraints_held']} constraints held"
+               + (", every shorter length by the block identity" if cp["block_identity"] else "") if cp else "")
+        lines.append(f"  {k} (found at L = {wd['found_at_length']}, exact re-check of every row "
+                     f"{'passed' if wd['rechecked_exact'] else 'FAILED'}{how}): {_readable_param(wd['param'])} "
+                     "(rounded; exact rationals in --format json)")
     for k, cd in doc["certificates"].items():
         lines.append(f"  {k} (at L = {cd['length']}): Farkas certificate, {cd['rows_used']} constraint rows with "
                      f"nonzero multipliers; solver-free check: {cd['check']}")
     if doc.get("certificate_files"):
         lines.append("  certificate files: " + ", ".join(doc["certificate_files"]) + " (verify recheck DIR)")
+    if doc.get("plots"):
+        lines.append("  plots: " + ", ".join(doc["plots"]))
     ans = doc["realizable"]
-    lines.append("  answer: " + ("realizable at every length" if ans else (
-        f"not realizable from L = {doc['first_unrealizable_length']} on" if ans is False else "inconclusive")))
+    lines.append("  answer: " + (f"realizable at every L <= {doc['L']} (one head for all of them; existence, not the "
+                                 "head a fit selects)" if ans else (
+        f"not realizable at any L from {doc['first_unrealizable_length']} to {doc['L']} (checked up to {doc['L']})"
+        if ans is False else "inconclusive: " + _why_inconclusive(doc))))
     return "\n".join(lines)
+
+
+def _why_inconclusive(doc: dict) -> str:
+    """The first reason an undecided length gives (a solver timeout, the budget, an unconverged loop)."""
+    return next((p["note"] for p in doc["per_length"] if p["realizable"] is None and p.get("note")), "undecided")
+
+
+def _readable_param(p: object, digits: int = 4, limit: int = 300) -> str:
+    """A parameter of exact rational strings printed rounded (``digits`` significant digits)."""
+    from fractions import Fraction
+
+    def r(x: object) -> object:
+        if isinstance(x, list):
+            return [r(y) for y in x]
+        return float(f"{float(Fraction(str(x))):.{digits}g}")
+
+    s = json.dumps(r(p))
+    return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters)"
 
 
 def _clip_param(p: object, limit: int = 300) -> str:
