@@ -118,12 +118,15 @@ def test_paper_keys_are_checked(key):
 
 
 def test_a_claim_may_not_redeclare_a_common_option():
-    from verify.core.model import Option
-
-    c = _claim("toy:sum")
     import dataclasses
 
-    bad = dataclasses.replace(c, options=(Option("seed", "clashes with --seed", 0, kind="int"),))
+    from verify.core.model import Params, param
+
+    @dataclasses.dataclass(frozen=True)
+    class Clashing(Params):
+        seed: int = param(0, "clashes with --seed", kind="int")
+
+    bad = dataclasses.replace(_claim("toy:sum"), options=(), params_type=Clashing)
     with pytest.raises(ValueError, match="--seed, an option every claim command already has"):
         Paper(key="toy", title="t", claims=(bad,))
 

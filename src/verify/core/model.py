@@ -338,6 +338,11 @@ class Params(Mapping[str, Any]):
         return opt.at(self[name], ctx.profile)
 
 
+@dataclass(frozen=True)
+class NoParams(Params):
+    """The parameters of a claim that takes no option."""
+
+
 #: the provenance kinds of a claim variant's statement, each with the words reports label it by
 PROVENANCE_KINDS: dict[str, str] = {
     "paper": "the paper's statement",
@@ -424,8 +429,7 @@ class PartResult:
                 "verdict": self.verdict.value, "evidence": self.evidence, "layers": list(self.layers)}
 
 
-#: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance (or a
-#: mapping for claims declared with options)
+#: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance
 LayerCheck = Callable[[Any, Context], Evidence]
 
 
@@ -438,7 +442,7 @@ class Claim:
         title: short title.
         source: paper, arXiv id, theorem/equation.
         statement: the statement as written, one sentence in the paper's notation.
-        options: the claim's options.
+        options: the claim's options, generated from ``params_type`` (pass ``options=()``).
         checks: layer name -> check function ``(params, ctx) -> Evidence``.
         variants: the variants ``verify all`` runs, as dicts of variant-option values.
         expected: variant label -> expected verdict (the catalog's known answer); a verdict may be
@@ -455,9 +459,8 @@ class Claim:
         requires: ``(module, install hint)`` pairs: optional packages the claim's checks import (impl's
             transformers).  Without one, ``verify CLAIM`` refuses in one line (the claim's validator) and
             ``verify all`` lists the claim as not checked, with the hint, instead of stopping the run.
-        params_type: the claim's typed parameters (a :class:`Params` subclass); when given,
-            ``options`` is generated from it (pass ``options=()``) and the checks receive an
-            instance of it.
+        params_type: the claim's typed parameters (a :class:`Params` subclass, :class:`NoParams` by
+            default); ``options`` is generated from it and the checks receive an instance of it.
         provenance: variant label -> :class:`Provenance` for variants that are not the paper's statement
             (a reading, a hazard), with ``"*"`` for every variant not listed; without either, a variant is the
             paper's statement, or our repair when ``fix`` gives one (:meth:`provenance_of`).
@@ -480,17 +483,16 @@ class Claim:
     explain: Callable[[Any, Sequence[Evidence]], list[str]] | None = None
     cost: str = ""
     heavy: bool = False
-    params_type: type[Params] | None = None
+    params_type: type[Params] = NoParams
     provenance: Mapping[str, Provenance] = field(default_factory=dict)
     parts: tuple[Part, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        if self.params_type is not None:
-            generated = self.params_type.options()
-            if self.options and tuple(self.options) != generated:  # (a dataclasses.replace copy passes them back)
-                raise TypeError(f"{self.id}: give options or params_type, not both")
-            object.__setattr__(self, "options", generated)
+        generated = self.params_type.options()
+        if self.options and tuple(self.options) != generated:  # (a dataclasses.replace copy passes them back)
+            raise TypeError(f"{self.id}: options come from params_type (declare them with param() on a Params class)")
+        object.__setattr__(self, "options", generated)
         object.__setattr__(self, "expected", self._checked_expected())
         for label in self.provenance:
             if label != "*":
@@ -570,9 +572,6 @@ class Claim:
         unknown = [k for k in defaults if self.option(k) is None]
         if unknown:
             raise InputError(f"{self.id} takes no option --{unknown[0]}")
-        if self.params_type is None:
-            opts = tuple(dataclasses.replace(o, default=defaults.get(o.name, o.default)) for o in self.options)
-            return dataclasses.replace(self, options=opts)
         by_field = {f: n for n, f in self.params_type._fields_by_name().items()}
         spec = [(f.name, f.type, field(default=defaults.get(by_field[f.name], f.default), metadata=f.metadata))
                 for f in dataclasses.fields(self.params_type)]
@@ -598,8 +597,7 @@ class Claim:
                 raise InputError(f"{self.id} takes no option --{key}")
         for o in self.options:
             params[o.name] = o.parse(raw.get(o.name))
-        if self.params_type is not None:
-            params = self.params_type.from_options(params)  # type: ignore[assignment]
+        params = self.params_type.from_options(params)  # type: ignore[assignment]
         self.validate(params)
         return params
 

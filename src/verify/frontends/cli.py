@@ -338,7 +338,7 @@ def show_cmd(claim: str) -> None:
     for o in c.options:
         allowed = f" {{{'|'.join(o.choices)}}}" if o.choices else ""
         click.echo(f"    {o.flag}{allowed}  ({_option_profiles(o)}) {o.help}")
-    sizes = c.params_type.sizes if c.params_type is not None else {}
+    sizes = c.params_type.sizes
     if sizes:
         click.echo("  sizes that are not options (quick, and full with --full):")
         for name, size in sizes.items():

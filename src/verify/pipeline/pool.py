@@ -58,7 +58,7 @@ def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Cont
     (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
     travel together.  ``ctx`` is the run's settings without the progress callback."""
     claim = registry.get(claim_id)
-    typed = [claim.params_type.from_options(v) if claim.params_type is not None else v for v in variants]
+    typed = [claim.params_type.from_options(v) for v in variants]
     return [run_layer(claim, params, ctx, layer, layers) for params in typed]
 
 
