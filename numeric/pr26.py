@@ -96,9 +96,6 @@ UNIT_ROUNDOFF = 2.0 ** -53
 MAX_RECHECK_ROWS = 4096
 #: digits of the mpmath interval re-check of trigonometric families
 INTERVAL_DPS = 30
-#: float64 logits held at once by the streaming stage of :func:`evaluate_rows` and :func:`target_mass`
-#: (one block of rows x keys; a few such buffers live at a time: :func:`verify.numeric.pr26_sizes.fast_memory_bytes`)
-BLOCK_BYTES = 32 * 2**20
 DTYPE = torch.float64
 
 
@@ -745,27 +742,7 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         RowEval (tensors of shape (len(rows),); margin float64, argmax int64, passed bool).
     Raises:
         ValueError: a target outside its row's causal window (``pe.target_in_window``).
-
-    The float64 stage never holds an L x L matrix.  Relative heads: row i's logits are k(i - j), so
-    its margin is k(o) - max k over offsets [0, i] except the target offset o, read from a range-maximum
-    table of k (O(L log L) for every row); the argmax key is i minus the largest maximising offset
-    <= i (a running argmax); only the rows float64 cannot decide are materialised, for the re-check.
-    Absolute heads: row blocks of the logits a_i . (W phi(j)) up to the block's last causal key, by
-    batched matrix products, at most :data:`BLOCK_BYTES` per block.  Margins, argmaxes and the rows
-    re-checked are those of :func:`evaluate_rows_dense` (the definition, kept as the test oracle).
     """
-    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=True)
-
-
-def evaluate_rows_dense(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
-                        seed: int = 0, chunk: int = 1024, exact_ties: bool = True) -> RowEval:
-    """:func:`evaluate_rows` by its definition: every row's logits materialised over all n keys, chunk rows
-    at a time (memory chunk x n).  The oracle the streaming stage is tested against."""
-    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=False)
-
-
-def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int], seed: int,
-              chunk: int, exact_ties: bool, fast: bool) -> RowEval:
     rows_t = torch.tensor(list(rows), dtype=torch.long)
     if len(rows_t) == 0:
         e = torch.zeros(0)
@@ -775,12 +752,7 @@ def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, 
     param = param.to(DTYPE)
     logits = _FloatLogits(family, feats, param, n)
     E = logit_error_bound(family, param, feats)
-    if not fast:
-        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
-    elif family.kind == "relative":
-        fp = _relative_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
-    else:
-        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties, causal=True)
+    fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
     passed = pe.attends(fp.margin)
     exact_n = interval_n = unresolved = 0
     if fp.todo or fp.rel_ties:
@@ -809,17 +781,13 @@ class _FloatLogits:
             # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
             self.windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
 
-    def rows(self, rc: torch.Tensor, causal: bool = False) -> torch.Tensor:
-        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor).
-
-        ``causal``: only keys 0..max(rc) (the columns after it are -inf in every row of the chunk)."""
-        hi = int(rc.max()) + 1 if causal and len(rc) else self.n
+    def rows(self, rc: torch.Tensor) -> torch.Tensor:
+        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor)."""
         if self.absolute:
-            P = self.feats[rc] @ self.K[:hi].T
+            P = self.feats[rc] @ self.K.T
         else:
-            # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
-            P = self.windows[self.n - 1 - rc, :hi]
-        P.masked_fill_(self.cols[None, :hi] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
+            P = self.windows[self.n - 1 - rc]  # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
+        P.masked_fill_(self.cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
         return P
 
 
@@ -835,18 +803,13 @@ class _FloatPass:
 
 
 def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
-                 chunk: int, exact_ties: bool, causal: bool = False) -> _FloatPass:
-    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide.
-
-    ``causal``: each chunk's logits only up to its last row's key, and at most :data:`BLOCK_BYTES` of them
-    (fewer rows per chunk at large n)."""
+                 chunk: int, exact_ties: bool) -> _FloatPass:
+    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide."""
     margins, argmaxes, ties = [], [], []
     fp = _FloatPass(torch.zeros(0), torch.zeros(0), torch.zeros(0), [], [])
-    if causal:
-        chunk = block_rows(logits.n, chunk)
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
-        P = logits.rows(rc, causal)
+        P = logits.rows(rc)
         tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
         argmaxes.append(P.argmax(dim=1))
@@ -860,100 +823,6 @@ def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch
             ties.append((other == lt[:, None]).any(dim=1))
     fp.margin, fp.argmax, fp.tied = torch.cat(margins), torch.cat(argmaxes), torch.cat(ties)
     return fp
-
-
-def block_rows(n: int, chunk: int) -> int:
-    """Rows per block of the streaming stage: at most ``chunk``, and at most :data:`BLOCK_BYTES` of float64
-    logits over n keys."""
-    return max(1, min(chunk, BLOCK_BYTES // (8 * max(n, 1))))
-
-
-def _targets(task: Task, rows_t: torch.Tensor, L: int) -> torch.Tensor:
-    """t_L(i) per row (``pe.target_in_window``: a target outside the causal window raises ValueError)."""
-    return torch.tensor([pe.target_in_window(task, i, L) for i in rows_t.tolist()], dtype=torch.long)
-
-
-class RangeMax:
-    """Maxima of a float64 vector over index ranges, many ranges at once (a sparse table: level l holds the
-    maximum of every window of 2^l entries; O(n log n) memory and build, each query two reads).  A maximum
-    is exact in floating point, so a range's maximum is the same number a full row's max returns."""
-
-    def __init__(self, v: torch.Tensor) -> None:
-        n = len(v)
-        levels = [v]
-        w = 1
-        while 2 * w <= n:
-            prev = levels[-1]
-            levels.append(torch.maximum(prev[:-w], prev[w:]))
-            w *= 2
-        ninf = float("-inf")
-        self.table = torch.stack([torch.cat([lv, v.new_full((n - len(lv),), ninf)]) for lv in levels])
-
-    def query(self, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
-        """max v[lo..hi] (inclusive) per pair; -inf for an empty range (lo > hi)."""
-        size = hi - lo + 1
-        empty = size <= 0
-        size = size.clamp(min=1)
-        lev = torch.log2(size.to(DTYPE)).floor().long()
-        lev -= ((1 << lev) > size).long()              # floor(log2) in integers, whatever log2 rounded to
-        lev += ((1 << (lev + 1)) <= size).long()
-        a = lo.clamp(min=0)
-        b = (hi - (1 << lev) + 1).clamp(min=0)
-        out = torch.maximum(self.table[lev, a], self.table[lev, b])
-        return out.masked_fill(empty, float("-inf"))
-
-
-def _relative_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
-                    chunk: int, exact_ties: bool) -> _FloatPass:
-    """The float64 stage of a relative head without its L x L logits.
-
-    Row i sees offsets 0..i with logits k(i - j); with target offset o = i - t, the margin is
-    k(o) - max(max k[0..o-1], max k[o+1..i]) (:class:`RangeMax`), and the first maximising key is
-    i - (the largest offset d <= i with k(d) = max k[0..i]), a running argmax.  The rows float64 cannot
-    decide (|margin| <= 4 E) are materialised as in :func:`_float_stage` for their candidate keys; the
-    rows that may tie without being near (margin <= 4 E) are recorded by target offset, as there."""
-    kern, n = logits.kern, logits.n
-    tgt = _targets(task, rows_t, L)
-    off = rows_t - tgt
-    lt = kern[off]
-    rmq = RangeMax(kern)
-    other = torch.maximum(rmq.query(torch.zeros_like(off), off - 1), rmq.query(off + 1, rows_t))
-    margin = lt - other
-    idx = torch.arange(n)
-    last = torch.cummax(torch.where(kern == torch.cummax(kern, 0).values, idx, -1), 0).values
-    argmax = rows_t - last[rows_t]
-    fp = _FloatPass(margin, argmax, torch.zeros(len(rows_t), dtype=torch.bool), [], [])
-    if not exact_ties:
-        fp.tied = _offset_partner(kern)[off] <= rows_t
-        return fp
-    near = (margin.abs() <= 4 * E).nonzero().flatten()
-    step = block_rows(n, chunk)
-    for s in range(0, len(near), step):
-        sub = near[s:s + step]
-        P = logits.rows(rows_t[sub], causal=True)
-        t = tgt[sub]
-        lt_c = P.gather(1, t[:, None]).squeeze(1)
-        oth = P.scatter_(1, t[:, None], float("-inf"))
-        for k, idx_k in enumerate(sub.tolist()):
-            cand = (oth[k] >= lt_c[k] - 8 * E).nonzero().flatten()
-            cand = cand[(oth[k][cand] - lt_c[k]).abs().argsort(stable=True)]
-            fp.todo.append((idx_k, cand, True))
-    if family.rational:
-        rest = ((margin <= 4 * E) & ~(margin.abs() <= 4 * E)).nonzero().flatten()
-        fp.rel_ties = list(zip(rest.tolist(), rows_t[rest].tolist(), off[rest].tolist()))
-    return fp
-
-
-def _offset_partner(kern: torch.Tensor) -> torch.Tensor:
-    """Per offset o, the smallest other offset d != o with k(d) == k(o) in float64 (len(kern) when none):
-    a row i has a key tying its target offset o iff partner(o) <= i."""
-    n = len(kern)
-    _, inv = torch.unique(kern, return_inverse=True)
-    idx = torch.arange(n)
-    big = torch.full((int(inv.max()) + 1,), n, dtype=torch.long)
-    first = big.scatter_reduce(0, inv, idx, "amin")
-    second = big.scatter_reduce(0, inv, torch.where(idx == first[inv], n, idx), "amin")
-    return torch.where(first[inv] == idx, second[inv], first[inv])
 
 
 def _collect_rechecks(family: Family, s: int, rc: torch.Tensor, tgt: torch.Tensor, lt: torch.Tensor,
