@@ -269,7 +269,12 @@ def test_large_values_go_to_the_appendix() -> None:
     grid = {f"m={m},sigma={s}": 0.5 for m in range(5) for s in range(7)}
     rows = _measured({"grid_at_largest_size": grid, "cells_total": 35}, "theorem2[none], numeric", app)
     assert any("35 values, [appendix A1](#appendix-1)" in x for x in rows) and len(rows) < 10
-    assert len(app.lines()) > 35
+    table = [x for x in app.lines() if x.startswith("| ")]
+    assert table[0] == "| sigma \\ m | m = 0 | m = 1 | m = 2 | m = 3 | m = 4 |" and len(table) == 1 + 7  # a 7 x 5 grid
+    # keys that are not a grid's (injected: one key without its second coordinate) stay one row each
+    app2 = _Appendix()
+    _measured({"grid": {**grid, "m=9": 1.0}}, "x", app2)
+    assert len([x for x in app2.lines() if x.startswith("| ")]) == 1 + 36
 
 
 def test_summary_on_the_terminal(kv_results: list[ClaimResult]) -> None:

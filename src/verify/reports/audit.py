@@ -258,7 +258,7 @@ def _measured(numbers: dict[str, Any], where: str, appendix: _Appendix) -> list[
             continue
         flat = _flatten(v, str(k))
         if len(flat) > _SMALL:
-            link = appendix.add(f"{where}: {k}", ["| entry | value |", "|---|---|"]
+            link = appendix.add(f"{where}: {k}", _grid_table(v) or ["| entry | value |", "|---|---|"]
                                 + [f"| {_cell(p)} | {_cell(fmt_value(x))} |" for p, x in _flatten(v)])
             rows.append((str(k), f"{len(flat)} values, {link}"))
         else:
@@ -269,11 +269,38 @@ def _measured(numbers: dict[str, Any], where: str, appendix: _Appendix) -> list[
         f"| {_cell(p)} | {x} |" for p, x in rows] + [""]
 
 
+_GRID_KEY = re.compile(r"([^=,]+)=([^=,]+),([^=,]+)=([^=,]+)")
+
+
+def _grid_table(v: Any) -> list[str]:
+    """A dict keyed ``"a=x,b=y"`` (a measured grid) as a table with one row per ``b`` and one column per ``a``;
+    ``[]`` for anything else."""
+    if not isinstance(v, dict) or not v:
+        return []
+    keys = [_GRID_KEY.fullmatch(str(k)) for k in v]
+    if not all(keys) or len({(m.group(1), m.group(3)) for m in keys if m}) != 1:
+        return []
+    first = keys[0]
+    assert first is not None
+    a, b = first.group(1), first.group(3)
+    cols = list(dict.fromkeys(m.group(2) for m in keys if m))
+    rows = list(dict.fromkeys(m.group(4) for m in keys if m))
+    cell = {(m.group(2), m.group(4)): x for m, x in zip(keys, v.values()) if m}
+    out = [f"| {b} \\ {a} | " + " | ".join(f"{a} = {c}" for c in cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        out.append(f"| {b} = {r} | " + " | ".join(_cell(fmt_value(cell[(c, r)])) if (c, r) in cell else ""
+                                                 for c in cols) + " |")
+    return out
+
+
 def _fresh(text: str, shown: list[str]) -> str:
     """``text`` without a leading part already shown (a layer repeating the witness sentence): the repeated
     prefix is replaced by a pointer; ``""`` when all of it was shown."""
     if any(len(s) >= 60 and s[:80] in text and len(text) <= len(s) + 40 for s in shown):
         return ""
+    for s in shown:
+        if len(s) >= 40 and s in text:
+            text = text.replace(s, "(the witness above)")
     best = 0
     for s in shown:
         n = 0
@@ -376,22 +403,24 @@ def _figures_table(r: ClaimResult) -> list[str]:
     return lines
 
 
-def _witness(r: ClaimResult, timings: bool) -> tuple[list[str], str]:
+def _witness(r: ClaimResult, timings: bool) -> tuple[list[str], list[str]]:
     """The variant's witness, once: the most exact layer's, with its summary sentence; the other layers'
-    witnesses stay in the JSON.  Returns the lines and the sentence shown."""
+    witnesses stay in the JSON.  Returns the lines and the texts shown (later prose that repeats them points
+    back instead)."""
     evs = [ev for ev in _deciding(r) if ev.witness]
     if not evs:
-        return [], ""
+        return [], []
     ev = evs[0]
     w = _scrub(to_jsonable(ev.witness), timings)
     sentence = _untime(ev.summary, timings)
+    shown = [sentence] + [x for _, x in _flatten(w) if isinstance(x, str) and len(x) >= 40]
     others = [str(e.layer) for e in evs[1:]]
     lines = [f"**Witness** ({ev.layer}; re-checked outside the engine that found it"
              + (f"; the {', '.join(others)} layer{'s' if len(others) > 1 else ''} found one too, kept in the JSON"
                 if others else "") + f"): {sentence}", ""]
     flat = _flatten(w) if isinstance(w, dict) else [("value", w)]
     lines += ["| entry | value |", "|---|---|"] + [f"| {_cell(p)} | {_cell(fmt_value(x))} |" for p, x in flat] + [""]
-    return lines, sentence
+    return lines, shown
 
 
 def _parts_table(r: ClaimResult) -> list[str]:
@@ -487,9 +516,8 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
             body += [f"**Verdict: {r.verdict}**: {_untime(r.reason, timings)}.", ""]
             if r.parts:
                 body += _parts_table(r)
-            wit, sentence = _witness(r, timings)
+            wit, shown = _witness(r, timings)
             body += wit
-            shown = [sentence] if sentence else []
             findings = [f for f in (_fresh(_untime(n, timings), shown) for n in r.notes) if f]
             if findings:
                 body += ["**Findings:**", ""] + [f"- {n}" for n in findings] + [""]
