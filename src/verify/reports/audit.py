@@ -1,14 +1,20 @@
 """The referee-style audit of one paper, in Markdown (``verify audit PAPER --report FILE.md``).
 
-The report is written for a reader who has the paper open: a summary verdict table;
-then, per claim, the statement as written with its source, and per variant what each
-layer did and found (numbers, witness, certificate, bound, tolerance), the verdict, the
-findings, a paper-against-ours table of published figures (the layers' typed
-:class:`~verify.evidence.Figure` entries, each marked reproduced or not), the repair and the caveats.
+The report is written for a reader who has the paper open.  Its first page is one line per claim variant
+(:func:`summary_page`; on a terminal ``verify audit PAPER --summary``, :func:`summary_text`): the verdict,
+whose statement the variant checks (the paper's, our reading, an implementation hazard or our repair:
+:class:`~verify.core.model.Provenance`), the reason in one sentence (the failing parts and whether the
+paper's main conclusion stands, or the most exact layer's finding: the witness for a refutation) and a link
+to the repair.  A table of contents with links follows.  Per claim: the source, the quoted statement, the
+repair; per variant: a heading that says whose statement it is, the verdict, the parts' verdicts, the
+witness once, the findings and the published figures, and only then the evidence (which layers ran,
+kernel-checked or not, and per layer its bound, tolerance, engines and a small table of measured values).
+Large measured values (grids as two-way tables) and the Coq statements go to an appendix the body links to;
+certificates are named, and kept in full in the JSON output.  Recorded expectations are left to the CI
+outputs (JUnit, ``verify all``).
 
 The output is deterministic for given inputs: no timestamps, and wall times (the layers'
-``wall_time_s``, measured values named ``*seconds``/``*_time_s``, certificate ``seconds``
-columns) only with ``timings=True``.
+``wall_time_s``, measured values named ``*seconds``/``*_time_s``) only with ``timings=True``.
 """
 
 from __future__ import annotations
