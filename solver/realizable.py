@@ -34,7 +34,7 @@ from verify.solver.common import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
 
 #: cutting planes: constraints added per round (the most violated of the exact check), and the most rounds
-CUT_ADD = 256
+CUT_ADD = 32
 CUT_MAX_ROUNDS = 200
 #: exact re-check of an absolute family: the most (row, key) pairs re-decided in Fractions after the float64
 #: filter (a head with that many near ties is not certified: the answer is unknown)
@@ -552,10 +552,21 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
 
     dec = Decision([])
     lengths = list(range(min_L, N + 1))
+    best_sat: list[tuple[int, _Cuts]] = []  # (every length <= extent realized by this model, the solve)
+    best_unsat: list[tuple[int, _Cuts]] = []  # (the certificate's rows are all rows of this length, the solve)
     if stable:
-        first_bad = _first_infeasible(solve, solve(N)[0].answer, min_L, N)
+        first_bad = _first_infeasible_stable(solve, solved, min_L, N, best_sat, best_unsat,
+                                             lambda res: _extent(family, task, [res.model.get(f"theta_{a}", Fraction(0))
+                                                                                for a in range(dim)], N, window, margin,
+                                                                 dim, feats),
+                                             lambda cut: _cert_extent(cut, min_L, dim))
     else:
         first_bad = _first_infeasible_upward(solve, min_L, N)
+        if first_bad not in (None, -1):
+            best_unsat.append((first_bad, solved[first_bad]))
+        good_top = N if first_bad is None else (first_bad - 1 if first_bad != -1 else 0)
+        if good_top >= min_L:
+            best_sat.append((good_top, solved[good_top]))
     dec.obligations = [c.res.summary() for c in solved.values()]
     if first_bad == -1 or any(c.res.answer not in (SolverAnswer.SAT, SolverAnswer.UNSAT) for c in solved.values()):
         why = next((f"{c.res.answer} at length {k} ({c.res.reason})" for k, c in solved.items()
@@ -566,13 +577,12 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
         return dec
     good = lengths if first_bad is None else [ell for ell in lengths if ell < first_bad]
     if good:
-        res, _ = solve(max(good))
-        _cite_witness(dec, res, family, task, good, window, margin, dim, fixed, feats)
-        dec.witnesses["W1"]["cutting_planes"] = {"rounds": solved[max(good)].rounds,
-                                                 "constraints_held": len(solved[max(good)].rows),
+        wcut = max(best_sat, key=lambda e: e[0])[1]
+        _cite_witness(dec, wcut.res, family, task, good, window, margin, dim, fixed, feats)
+        dec.witnesses["W1"]["cutting_planes"] = {"rounds": wcut.rounds, "constraints_held": len(wcut.rows),
                                                  "block_identity": stable}
     if first_bad is not None:
-        cut = solved[first_bad]
+        cut = min(best_unsat, key=lambda e: e[0])[1]
 
         def present(used: list[dict], ell: int) -> bool:
             return _present_by_origin(used, cut.origin, family, task, window, feats, margin, dim, extra, ell, stable)
@@ -607,6 +617,66 @@ def _present_by_origin(used: Sequence[dict], origin: dict[tuple, tuple[int, int,
         if coefficient(family, task, i, j, at, window, feats) != c:
             return False
     return True
+
+
+def _extent(family: Family, task: Task, theta: Sequence[Fraction], N: int, window: int, margin: Fraction, dim: int,
+            feats: Sequence[Sequence]) -> int:
+    """The longest length <= N a model realizes (length-stable task): the first row whose exact margin at N is
+    below ``margin`` is the first length it fails at, plus one."""
+    m = exact_margins(family, task, _shape(family, window, list(theta)), N, window, feats).margins
+    bad = [i for i, v in m.items() if v < margin]
+    return min(bad) if bad else N
+
+
+def _cert_extent(cut: _Cuts, min_L: int, dim: int) -> int | None:
+    """The shortest length holding every row a checked certificate uses (length-stable task: row i's
+    constraints are rows of every length > i): 1 + the largest row used; None without a checked certificate."""
+    cert = cut.res.certificate
+    if cut.res.answer != SolverAnswer.UNSAT or not cert or not cert.get("checked"):
+        return None
+    top = min_L - 1
+    for u in used_rows(cert):
+        d = _dense(u, dim)
+        if d is not None and d[0] in cut.origin:
+            top = max(top, cut.origin[d[0]][0])
+    return max(top + 1, min_L)
+
+
+def _first_infeasible_stable(solve: Callable[[int], Any], solved: dict[int, _Cuts], min_L: int, N: int,
+                             best_sat: list, best_unsat: list, extent: Callable[[Any], int],
+                             cert_extent: Callable[[_Cuts], int | None]) -> int | None:
+    """The first infeasible length of a length-stable task, by bisection narrowed by what each solve shows: a
+    model (``extent(result)``) realizes every length up to its first failing row (checked exactly at N), and a certificate refutes
+    every length that holds its rows (1 + its largest row).  Fills ``best_sat`` / ``best_unsat`` with
+    (length, solve).  None when N is feasible; -1 when a solve was not decided."""
+    lo, hi = min_L - 1, N + 1  # lo: realized (or below the range); hi: refuted
+
+    def learn(ell: int) -> bool:
+        nonlocal lo, hi
+        res = solve(ell)[0]
+        cut = solved[ell]
+        if res.answer == SolverAnswer.SAT:
+            x = extent(res)
+            best_sat.append((max(x, ell), cut))
+            lo = max(lo, ell, x)
+            return True
+        if res.answer == SolverAnswer.UNSAT:
+            e = cert_extent(cut)
+            if e is None:
+                return False
+            best_unsat.append((min(e, ell), cut))
+            hi = min(hi, ell, e)
+            return True
+        return False
+
+    if not learn(N):
+        return -1
+    if hi > N:
+        return None
+    while hi - lo > 1:
+        if not learn((lo + hi) // 2):
+            return -1
+    return hi
 
 
 def _first_infeasible_upward(solve: Callable[[int], Any], min_L: int, N: int) -> int | None:

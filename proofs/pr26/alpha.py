@@ -844,6 +844,187 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     return RealizableResult(overall, per, doc, files, fam, tsk, L0)
 
 
+# ----------------------------------------------------------------------------- the designer's question
+
+#: the tasks of ``--tasks all``
+DESIGNER_TASKS = ("prev", "skip-3", "attend-first", "copy", "reverse")
+
+
+def designer_lengths(L0: int, up_to: int) -> list[int]:
+    """The lengths the fitted head is measured at: 2 L0, 4 L0, ... below ``up_to``, then ``up_to``."""
+    out, ell = [], 2 * L0
+    while ell < up_to:
+        out.append(ell)
+        ell *= 2
+    return out + [up_to]
+
+
+def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: int = 20, up_to: int = 4096, *,
+             features: str | None = None, feature_map: str | Callable | None = None, slope: Any = None,
+             base: Any = None, frequencies: int | None = None, seed: int = 0, lr: float | None = None,
+             steps: int = 400, weight_decay: float = 1e-4, selection: str = "ce",
+             min_margin: float = DEFAULT_MIN_MARGIN, min_mass: float = DEFAULT_MIN_MASS, timeout_s: float = 20.0,
+             budget_s: float | None = None, user_timeout: float = 60.0) -> Any:
+    """A PE designer's question, per task: up to what length does it length-generalize?  (pr26)
+
+    Two answers per task, the paper's own distinction:
+
+    * selection: the head the fit picks at L0 (``selection``: pr26's cross-entropy fit, or min-norm),
+      measured at the lengths :func:`designer_lengths` (alpha_L, its smallest new-row margin, the softmax
+      mass on the target).  For a target independent of L (prev, skip-K, attend-first) a row's decision
+      does not depend on L, so the first failing row i at ``up_to`` gives "alpha_L = 1 at every L <= i";
+      for copy and reverse only the lengths measured are claimed.
+    * existence: is there any head with these features that does the task at every length <= L?
+      (:func:`realizable`: exact, a re-checked head or a Farkas certificate.)
+
+    Yields one dict per event, as it is decided: ``{"event": "existence", ...}`` (per task),
+    ``{"event": "length", ...}`` (per task and measured length), ``{"event": "task", ...}`` (the task's
+    summary), then ``{"event": "done", ...}``.  With ``budget_s`` every length not decided when it runs
+    out is reported inconclusive (never a pass).
+
+    Raises:
+        InputError: bad input (before any work).
+    """
+    import time
+
+    t0 = time.perf_counter()
+    deadline = None if budget_s is None else t0 + budget_s
+    if isinstance(up_to, bool) or not isinstance(up_to, int) or not 2 * L0 <= up_to <= MAX_REALIZABLE_L:
+        raise InputError(f"--up-to must be an integer in {2 * L0}..{MAX_REALIZABLE_L} (at least 2 L0), got {up_to}")
+    kw: dict[str, Any] = dict(features=features, feature_map=feature_map, slope=slope, base=base,
+                              frequencies=frequencies, user_timeout=user_timeout)
+    fit_kw: dict[str, Any] = dict(seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection,
+                                  min_margin=min_margin, min_mass=min_mass)
+    preps = {t: prepare(pe, t, L0, up_to, **kw, **fit_kw) for t in tasks}  # every input refused before any work
+    for prep in preps.values():
+        fam = prep["spec"].family
+        r = fam.dim(L0)
+        if realizable_work(fam.kind, r, up_to) > MAX_REALIZABLE_WORK:
+            raise InputError(f"--up-to {up_to} with features of dimension {r} is beyond the exact check's budget")
+    lengths = designer_lengths(L0, up_to)
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
+    for k, t in enumerate(tasks):
+        tsk = preps[t]["task"]
+        # ---- existence
+        ex: dict[str, Any] = {"event": "existence", "task": t, "up_to": up_to}
+        rem = left()
+        if rem is not None and rem <= 0:
+            ex.update(realizable_up_to=None, first_unrealizable=None, answer=None, why="--budget ran out")
+        else:
+            try:
+                rz = realizable(pe, t, up_to, **kw, L0=L0, timeout_s=timeout_s, budget_s=rem)
+                per = {p["L"]: p["realizable"] for p in rz.per_length}
+                good = 1
+                while good + 1 in per and per[good + 1] is True:
+                    good += 1
+                ex.update(answer=rz.realizable, realizable_up_to=good if good >= 2 else None,
+                          first_unrealizable=rz.doc["first_unrealizable_length"],
+                          why=None if rz.realizable is not None else next(
+                              (p.get("note") for p in rz.per_length if p["realizable"] is None), "undecided"),
+                          witness_min_margin=(rz.doc["witnesses"].get("W1") or {}).get("min_margin_by_length", {}).get(
+                              str(good)), per_length=per)
+            except InputError as e:
+                ex.update(answer=None, realizable_up_to=None, first_unrealizable=None, why=str(e), per_length={})
+        yield {k2: v for k2, v in ex.items() if k2 != "per_length"}
+        # ---- selection
+        head_param = None
+        sel: list[dict] = []
+        fail_row: int | None = None
+        for ell in lengths:
+            rem = left()
+            row: dict[str, Any] = {"event": "length", "task": t, "L": ell,
+                                   "existence": ex.get("per_length", {}).get(ell)}
+            if rem is not None and rem <= 0:
+                row.update(alpha=None, outcome="inconclusive", why="--budget ran out")
+                sel.append(row)
+                yield row
+                continue
+            prep = prepare(pe, t, L0, ell, **kw, **fit_kw)
+            if head_param is not None:
+                prep["param"] = head_param
+            try:
+                res = alpha(pe, t, L0, ell, **kw, **fit_kw, _prepared=prep)
+            except Inconclusive as e:
+                row.update(alpha=None, outcome="inconclusive", why=e.message)
+                sel.append(row)
+                yield row
+                break
+            if head_param is None and res.head is not None and prep["spec"].fixed_param is None:
+                from verify.numeric import pr26 as num
+
+                head_param = (num._exact_param(res.head.param), res.head.param,
+                              f"the head fitted at L0 = {L0} ({selection}), reused at every length")
+            d = res.doc
+            row.update(alpha=res.alpha, outcome="measured", passed=d["passed_rows"], new_rows=d["new_rows"],
+                       min_margin=res.min_margin, min_margin_exact=res.min_margin_exact,
+                       mass_min=res.target_mass_min, weak=res.weak, weak_reasons=d["weak_reasons"],
+                       first_failing_row=(d["failing_rows"][0]["row_i"] if d["failing_rows"] else None),
+                       g0=d["min_margin_old_rows"])
+            if fail_row is None and row["first_failing_row"] is not None:
+                fail_row = row["first_failing_row"]
+            sel.append(row)
+            yield row
+        yield _designer_summary(t, tsk, L0, up_to, ex, sel, fail_row, selection)
+        el = time.perf_counter() - t0
+        if k + 1 < len(tasks):
+            yield {"event": "estimate", "elapsed_s": round(el, 1),
+                   "remaining_s_estimate": round(el / (k + 1) * (len(tasks) - k - 1), 1)}
+    yield {"event": "done", "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def _designer_summary(t: str, tsk: Any, L0: int, up_to: int, ex: dict, sel: list[dict], fail_row: int | None,
+                      selection: str) -> dict:
+    """One task's answer: the largest length the fitted head generalizes to (selection), the largest some
+    head does (existence), in words that state the bound checked, and why the two differ."""
+    measured = [r for r in sel if r["outcome"] == "measured"]
+    undecided = any(r["outcome"] != "measured" for r in sel)
+    g0_bad = bool(measured) and not (measured[0]["g0"] > 0)
+    if tsk.length_stable and measured and not undecided:
+        # a row's target does not move with L: the first failing row at up_to bounds every length
+        sel_upto: int | None = L0 if g0_bad else (fail_row if fail_row is not None else up_to)
+        sel_words = (f"the fitted head does not solve {t} at L0 = {L0}" if g0_bad else
+                     f"alpha_L = 1 at every L <= {sel_upto}" + ("" if fail_row is None else
+                                                               f" (row {fail_row + 1}, 1-indexed, fails)"))
+    else:
+        ok = [r["L"] for r in measured]
+        run = []
+        for r in sel:
+            if r["outcome"] != "measured" or r["alpha"] != 1.0:
+                break
+            run.append(r["L"])
+        sel_upto = run[-1] if run else None
+        sel_words = (f"alpha_L = 1 at the measured lengths L = {', '.join(map(str, run))}" if run else
+                     f"alpha_L < 1 already at L = {ok[0]}" if ok else "not measured")
+        if undecided:
+            sel_words += " (the rest inconclusive)"
+    weak = [r["L"] for r in measured if r["weak"]]
+    eu, ans = ex.get("realizable_up_to"), ex.get("answer")
+    if ans is True:
+        ex_words = f"some head realizes {t} at every L <= {up_to}"
+    elif ans is False:
+        ex_words = (f"some head realizes {t} at every L <= {eu}; none at any L from {ex['first_unrealizable']} to "
+                    f"{up_to} (Farkas certificate)" if eu else f"no head realizes {t} at any L from "
+                    f"{ex['first_unrealizable']} to {up_to} (Farkas certificate)")
+    else:
+        ex_words = f"inconclusive ({ex.get('why')})"
+    if ans is None or sel_upto is None:
+        why = ""
+    elif (eu or 0) > sel_upto:
+        why = (f"selection vs existence: a head that works up to L = {eu} exists (existence, what `verify "
+               f"realizable` decides), but the head the {selection} fit selects at L0 = {L0} is another one of the "
+               f"heads that fit L0, and it stops at L = {sel_upto} (selection, what alpha_L measures): pr26's "
+               "distinction between what the features can represent and what training picks")
+    else:
+        why = ("selection and existence agree: the fitted head goes as far as any head does"
+               + (f" (margins/mass weak at L = {', '.join(map(str, weak))})" if weak else ""))
+    return {"event": "task", "task": t, "selection_up_to": sel_upto, "selection": sel_words,
+            "existence_up_to": up_to if ans is True else eu, "existence": ex_words, "weak_at": weak,
+            "explanation": why}
+
+
 def realizable_work(kind: str, r: int, L: int) -> int:
     """Multiply-adds of one exact check of a parameter at length L (:func:`verify.solver.realizable.exact_margins`):
     about L^2 r / 2 for an absolute family of rank r, L r for a relative one."""
@@ -928,5 +1109,6 @@ def _z3_version() -> str:
     return z3.get_version_string()
 
 
-__all__ = ["alpha", "realizable", "identifiability", "prepare", "load_param", "resolve_pe", "resolve_task",
+__all__ = ["alpha", "realizable", "identifiability", "designer", "designer_lengths", "DESIGNER_TASKS",
+           "prepare", "load_param", "resolve_pe", "resolve_task",
            "AlphaResult", "RealizableResult", "Inconclusive", "DEFAULT_MIN_MARGIN", "DEFAULT_MIN_MASS"]
