@@ -106,18 +106,13 @@ def test_fault_certificate_rows_not_at_longer_lengths(monkeypatch):
     assert dec.answers[1].realizable is False and any(a.realizable is None for a in dec.answers[2:])
 
 
-def test_fault_certificate_rows_rebuilt_differently_at_longer_lengths(monkeypatch):
-    # cutting planes: the certificate's rows, rebuilt at a longer length, come out different (scaled): those
-    # lengths are undecided, never carried
-    real = R.coefficient
-
-    def scaled(family, task, i, j, L, window, feats):
-        c = real(family, task, i, j, L, window, feats)
-        return c if L <= 3 else tuple(2 * x for x in c)
-
-    monkeypatch.setattr(R, "coefficient", scaled)
+def test_fault_certificate_carried_to_a_length_missing_its_rows(monkeypatch):
+    # fault: the bisection is told the certificate's rows all lie at length 2 (they lie at 3): the rows are rebuilt
+    # exactly at 2, not found there, and length 2 (realizable) is left undecided, never refuted
+    monkeypatch.setattr(R, "_cert_extent", lambda cut, min_L, dim: min_L)
     dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20)
-    assert dec.answers[1].realizable is False and all(a.realizable is None for a in dec.answers[2:])
+    assert dec.answers[0].L == 2 and dec.answers[0].realizable is None
+    assert all(a.realizable is False for a in dec.answers[1:])
 
 
 def test_alibi_fixed_realizability(capsys):

@@ -107,8 +107,20 @@ def _pe_options(fn):
 
 @click.command("alpha", epilog="Exit codes: 0 measured (with --require-alpha: alpha >= X and not weak); 1 "
                "--require-alpha not met (alpha < X, or the head is weak); 2 bad input (one line, before any work); 3 "
-               "inconclusive (no head to measure: a diverged fit or an uncertified min-norm head).")
+               "inconclusive (no head to measure: a diverged fit or an uncertified min-norm head; with --tasks: some "
+               "length undecided, e.g. --budget ran out); 130 interrupted (with --tasks: what was decided so far is "
+               "printed).  Limits: L0 <= 2048, L <= 1048576 and about 4 GiB of float64 work; --up-to <= 131072 with "
+               "one exact realizability check at --up-to within about 4.3e9 multiply-adds (see verify realizable "
+               "--help).  --tasks runs the designer's question: per task, the largest length the fitted head "
+               "generalizes to (selection, alpha_L) and the largest some head does (existence, as verify "
+               "realizable), printed as decided.")
 @_pe_options
+@click.option("--tasks", "tasks", default=None, help="the designer's question for several tasks at once: 'all' (prev, "
+              "skip-3, attend-first, copy, reverse) or a comma-separated list; with --up-to, instead of --task/--L")
+@click.option("--up-to", "up_to", type=int, default=None, help="with --tasks: the largest length asked (fitted head "
+              "measured at 2 L0, 4 L0, ..., up to it; existence decided at every length up to it) [default: 4096]")
+@click.option("--budget", "budget_s", type=float, default=None, help="with --tasks: total seconds; what is undecided "
+              "when it runs out is INCONCLUSIVE, never a pass")
 @click.option("--L0", "L0", type=int, default=20, show_default=True, help="training length")
 @click.option("--L", "L", type=int, default=64, show_default=True, help="evaluation length (> L0)")
 @click.option("--W", "W", default=None, help="the head's parameter from a file instead of a fit: .npy (no pickle), "
@@ -141,10 +153,20 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
               frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L0: int, L: int,
               W: str | None, fmt: str, seed: int, lr: float | None, steps: int, weight_decay: float, selection: str,
               min_margin: float | None, min_mass: float | None, require_alpha: float | None, identifiability: bool,
-              timeout_s: float, plots: str | None, user_timeout: float) -> None:
+              timeout_s: float, plots: str | None, user_timeout: float, tasks: str | None, up_to: int | None,
+              budget_s: float | None) -> None:
     """Measure alpha_L of a positional-only head (fitted at L0, from --W, or fixed) on a task, with its
-    margins and the softmax mass on the target (pr26).  See the epilog for exit codes."""
+    margins and the softmax mass on the target (pr26).  With --tasks, answer per task up to what length
+    the fitted head (selection) and some head (existence) do the task.  See the epilog for exit codes."""
     A = registry.paper("pr26").api
+    if tasks is not None:
+        if task_name is not None or target is not None or W is not None:
+            raise InputError("--tasks replaces --task/--target/--W (the designer's question fits a head per task)")
+        _designer(A, pe_name, pe_features, slope, base, frequencies, tasks, L0, up_to or 4096, fmt, seed, lr,
+                  steps, weight_decay, selection, min_margin, min_mass, timeout_s, budget_s, user_timeout)
+        return
+    if up_to is not None or budget_s is not None:
+        raise InputError("--up-to and --budget go with --tasks")
 
     if require_alpha is not None and not (math.isfinite(require_alpha) and 0 <= require_alpha <= 1):
         raise InputError(f"--require-alpha must be in [0, 1], got {require_alpha}")
@@ -182,6 +204,86 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
         click.echo(_alpha_text(doc, require_alpha, gate_failed))
     if gate_failed:
         raise click.exceptions.Exit(1)
+
+
+def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
+              frequencies: int | None, tasks: str, L0: int, up_to: int, fmt: str, seed: int, lr: float | None,
+              steps: int, weight_decay: float, selection: str, min_margin: float | None, min_mass: float | None,
+              timeout_s: float, budget_s: float | None, user_timeout: float) -> None:
+    """``verify alpha --tasks ... --up-to N``: one line per decision, flushed as it comes (a terminal or not);
+    Ctrl-C prints what was decided and exits 130; an undecided length makes the exit 3."""
+    names = list(A.DESIGNER_TASKS) if tasks.strip() == "all" else [t.strip() for t in tasks.split(",") if t.strip()]
+    if not names:
+        raise InputError("--tasks: give 'all' or a comma-separated list of tasks")
+    if budget_s is not None and not (math.isfinite(budget_s) and budget_s > 0):
+        raise InputError(f"--budget must be a positive number of seconds, got {budget_s}")
+    mm = A.DEFAULT_MIN_MARGIN if min_margin is None else min_margin
+    ms = A.DEFAULT_MIN_MASS if min_mass is None else min_mass
+    gen = A.designer(pe_name, names, L0, up_to, features=pe_features, slope=slope, base=base, frequencies=frequencies,
+                     seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection, min_margin=mm,
+                     min_mass=ms, timeout_s=timeout_s, budget_s=budget_s, user_timeout=user_timeout)
+    events: list[dict] = []
+
+    def say(line: str) -> None:
+        if fmt == "text":
+            click.echo(line)
+            sys.stdout.flush()
+
+    say(f"designer (pr26): tasks {', '.join(names)}; the head fitted at L0 = {L0} ({selection}) measured at L = "
+        f"{', '.join(map(str, A.designer_lengths(L0, up_to)))}; existence decided exactly at every L <= {up_to}")
+    say("  selection = the head the fit picks (alpha_L, what the paper's fit measures); existence = some head with "
+        "these features (what `verify realizable` decides)")
+    try:
+        first = next(gen)  # validates every input before any line about results
+        for ev in [first, *gen]:
+            events.append(ev)
+            say(_designer_line(ev))
+    except KeyboardInterrupt:
+        done = [e for e in events if e["event"] == "task"]
+        click.echo("verify: interrupted; decided so far: " + ("; ".join(
+            f"{e['task']}: selection {e['selection']}, existence {e['existence']}" for e in done) or
+            f"{len(events)} partial results, no task finished"), err=True)
+        if fmt == "json":
+            click.echo(json.dumps({"schema": "verify-designer/1", "interrupted": True, "events": events}, indent=2,
+                                  default=str))
+        raise click.exceptions.Exit(130) from None
+    undecided = any(e["event"] == "length" and e["outcome"] != "measured" for e in events) or any(
+        e["event"] == "existence" and e["answer"] is None for e in events)
+    if fmt == "json":
+        from verify.evidence import to_jsonable
+
+        click.echo(json.dumps(to_jsonable({"schema": "verify-designer/1", "tasks": names, "L0": L0, "up_to": up_to,
+                                           "selection": selection, "events": events,
+                                           "inconclusive": undecided}), indent=2))
+    if undecided:
+        click.echo("verify: inconclusive: some lengths were not decided (see the INCONCLUSIVE lines)", err=True)
+        raise click.exceptions.Exit(EXIT_INCONCLUSIVE)
+
+
+def _designer_line(ev: dict) -> str:
+    """One event of :func:`verify.proofs.pr26.alpha.designer` as a text line."""
+    kind, t = ev["event"], ev.get("task", "")
+    if kind == "existence":
+        if ev["answer"] is True:
+            return f"[{t}] existence: some head realizes {t} at every L <= {ev['up_to']} (exact, re-checked at {ev['up_to']})"
+        if ev["answer"] is False:
+            pre = (f"realizable at every L <= {ev['realizable_up_to']}; " if ev["realizable_up_to"] else "")
+            return (f"[{t}] existence: {pre}NOT realizable at any L from {ev['first_unrealizable']} to {ev['up_to']} "
+                    "(Farkas certificate)")
+        return f"[{t}] existence: INCONCLUSIVE ({ev.get('why')})"
+    if kind == "length":
+        ex = {True: "exists", False: "none exists", None: "undecided"}[ev.get("existence")]
+        if ev["outcome"] != "measured":
+            return f"[{t}] L = {ev['L']}: selection INCONCLUSIVE ({ev.get('why')}); existence: {ex}"
+        weak = f"; weak: {'; '.join(ev['weak_reasons'])}" if ev["weak"] else ""
+        return (f"[{t}] L = {ev['L']}: selection alpha_L = {ev['alpha']:.4f} ({ev['passed']}/{ev['new_rows']} new "
+                f"rows), min margin {_f(ev['min_margin'])}, target mass >= {_f(ev['mass_min'])}{weak}; existence: {ex}")
+    if kind == "task":
+        out = f"[{t}] answer: selection: {ev['selection']}; existence: {ev['existence']}"
+        return out + (f"\n[{t}]   {ev['explanation']}" if ev["explanation"] else "")
+    if kind == "estimate":
+        return f"  ({ev['elapsed_s']} s so far; about {ev['remaining_s_estimate']} s more for the other tasks at this pace)"
+    return f"done in {ev.get('seconds')} s"
 
 
 def _alpha_text(doc: dict, require_alpha: float | None, gate_failed: bool) -> str:
@@ -346,7 +448,8 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
 
 
 _REALIZABLE_LIMITS = (
-    "Limits: N <= 131072, at most 4096 unknowns (r^2 absolute, r relative), and one exact check at N within about 4.3e9 multiply-adds (N^2 r / 2 for absolute features "
+    "Limits: N <= 131072, at most 4096 unknowns (r^2 absolute, r relative), and one exact check at N within about "
+    "4.3e9 multiply-adds (N^2 r / 2 for absolute features "
     "of dimension r, e.g. N <= 53000 for r = 3; N r for relative ones); larger sizes are refused before any work. "
     "For prev, skip-K, attend-first and targets in i alone, a head realizing length N realizes every shorter length "
     "(pr26 Theorem 1's causal-mask block identity), so 'every L <= N' is one exact decision at N; copy, reverse and "
