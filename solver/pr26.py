@@ -62,7 +62,9 @@ def realize_rows(family: Family, task: Task, L: int, window: int, rows: Iterable
     """
     ar = ar or FractionArith(0)
     r = family.dim(window)
-    feats = [family.features(m, window, ar) for m in range(L)]
+    rows = list(rows) if rows is not None else None
+    # row i's constraints read the features of positions/offsets 0..i only
+    feats = [family.features(m, window, ar) for m in range(L if not rows else min(L, max(rows) + 1))]
     out: dict[tuple, None] = {}
     for i in (rows if rows is not None else task.rows(L)):
         t = pe.target_in_window(task, i, L)  # a target outside 0..i is an index bug, never encoded
@@ -205,7 +207,7 @@ def prop1_inclusion(family: Family, cert: dict, n0: int, n: int) -> bool:
     used = used_rows(cert)
     task = get_task("prev")
     dim = family.dim(n) ** 2
-    at_n = set(task.rows(n))
+    at_n = task.rows(n)  # a range: membership is O(1)
     first = realize_rows(family, task, n, n, rows=[i for i in task.rows(n0) if i in at_n])
     return rows_present(used, first, MARGIN, dim) or rows_present(used, realize_rows(family, task, n, n), MARGIN, dim)
 
@@ -309,7 +311,8 @@ class Prop1Decision:
     def reached(self) -> int:
         """The largest n with every length 3..n decided UNSAT."""
         reached = 2
-        while reached + 1 in self.decided:
+        decided = set(self.decided)
+        while reached + 1 in decided:
             reached += 1
         return reached
 
