@@ -48,7 +48,7 @@ import torch
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
 from verify.evidence import Outcome, Status
-from verify.numeric.pr26_sizes import SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
+from verify.numeric.pr26_sizes import BLOCK_BYTES, SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
 #: fixed before any score was computed; :func:`verify.numeric.pr26_figures.lr_selection_table`)
@@ -172,12 +172,34 @@ def feature_matrix(family: Family, n: int, L0: int, seed: int = 0, start: int = 
 
 
 def _feature_rows(family: Family, n: int, L0: int, seed: int, start: int) -> torch.Tensor:
+    trig = _TRIG_ORDER.get(family.feature)
+    if trig is not None and n > start:
+        return _trig_rows(trig, n, start)
     ar = FloatArith(seed)
     rows = [family.features(m, L0, ar) for m in range(start, n)]
     r = family.dim(L0)
     if not rows:
         return torch.zeros((0, r), dtype=DTYPE)
     return torch.tensor(rows, dtype=DTYPE)
+
+
+#: the built-in trigonometric feature maps: (pe function) -> the order of each frequency's pair
+_TRIG_ORDER: dict[Any, tuple[str, str]] = {pe._rope: ("cos", "sin"), pe._trig: ("sin", "cos")}
+
+
+def _trig_rows(order: tuple[str, str], n: int, start: int) -> torch.Tensor:
+    """Rows start..n-1 of sinusoidal / RoPE features, the numbers ``FloatArith`` gives: each argument is the
+    float64 product m * theta_k (``pe.theta``) and each value ``math.sin`` / ``math.cos`` of it (libm, not a
+    vectorised sine whose last bit may differ), without a Python call per row."""
+    import numpy as np
+
+    th = np.array([pe.theta(k) for k in range(pe.N_FREQ)], dtype=np.float64)
+    args = (np.arange(start, n, dtype=np.float64)[:, None] * th[None, :]).ravel().tolist()
+    out = np.empty((n - start, 2 * pe.N_FREQ), dtype=np.float64)
+    for slot, name in enumerate(order):
+        fn = math.sin if name == "sin" else math.cos
+        out[:, slot::2] = np.fromiter(map(fn, args), dtype=np.float64, count=len(args)).reshape(n - start, pe.N_FREQ)
+    return torch.from_numpy(out)
 
 
 def full_logits(family: Family, param: torch.Tensor, feats: torch.Tensor, n: int) -> torch.Tensor:
@@ -742,7 +764,27 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         RowEval (tensors of shape (len(rows),); margin float64, argmax int64, passed bool).
     Raises:
         ValueError: a target outside its row's causal window (``pe.target_in_window``).
+
+    The float64 stage never holds an L x L matrix.  Relative heads: row i's logits are k(i - j), so
+    its margin is k(o) - max k over offsets [0, i] except the target offset o, read from a range-maximum
+    table of k (O(L log L) for every row); the argmax key is i minus the largest maximising offset
+    <= i (a running argmax); only the rows float64 cannot decide are materialised, for the re-check.
+    Absolute heads: row blocks of the logits a_i . (W phi(j)) up to the block's last causal key, by
+    batched matrix products, at most :data:`BLOCK_BYTES` per block.  Margins, argmaxes and the rows
+    re-checked are those of :func:`evaluate_rows_dense` (the definition, kept as the test oracle).
     """
+    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=True)
+
+
+def evaluate_rows_dense(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
+                        seed: int = 0, chunk: int = 1024, exact_ties: bool = True) -> RowEval:
+    """:func:`evaluate_rows` by its definition: every row's logits materialised over all n keys, chunk rows
+    at a time (memory chunk x n).  The oracle the streaming stage is tested against."""
+    return _evaluate(family, task, param, L0, L, rows, seed, chunk, exact_ties, fast=False)
+
+
+def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int], seed: int,
+              chunk: int, exact_ties: bool, fast: bool) -> RowEval:
     rows_t = torch.tensor(list(rows), dtype=torch.long)
     if len(rows_t) == 0:
         e = torch.zeros(0)
@@ -752,7 +794,12 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     param = param.to(DTYPE)
     logits = _FloatLogits(family, feats, param, n)
     E = logit_error_bound(family, param, feats)
-    fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    if not fast:
+        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    elif family.kind == "relative":
+        fp = _relative_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
+    else:
+        fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties, causal=True)
     passed = pe.attends(fp.margin)
     exact_n = interval_n = unresolved = 0
     if fp.todo or fp.rel_ties:
@@ -762,6 +809,10 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
             exact_n, interval_n, unresolved = _recheck_rows(rc_, task, L, rows_t, fp, passed)
     return RowEval(rows_t, fp.margin, fp.argmax, passed, target_tied=fp.tied, exact_rechecked=exact_n,
                    interval_rechecked=interval_n, unresolved=unresolved, error_bound=E)
+
+
+#: the causal column cut of a block of absolute logits is rounded up to a multiple of this
+CAUSAL_COLUMNS = 512
 
 
 class _FloatLogits:
@@ -781,13 +832,21 @@ class _FloatLogits:
             # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
             self.windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
 
-    def rows(self, rc: torch.Tensor) -> torch.Tensor:
-        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor)."""
+    def rows(self, rc: torch.Tensor, causal: bool = False) -> torch.Tensor:
+        """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor).
+
+        ``causal``: only keys 0..max(rc) (the columns after it are -inf in every row of the chunk), rounded up
+        to a multiple of :data:`CAUSAL_COLUMNS` so that the BLAS product tiles the kept columns as it tiles the
+        full matrix (the same float64 logits)."""
+        hi = self.n
+        if causal and len(rc):
+            hi = min(self.n, -(-(int(rc.max()) + 1) // CAUSAL_COLUMNS) * CAUSAL_COLUMNS)
         if self.absolute:
-            P = self.feats[rc] @ self.K.T
+            P = self.feats[rc] @ self.K[:hi].T
         else:
-            P = self.windows[self.n - 1 - rc]  # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
-        P.masked_fill_(self.cols[None, :] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
+            # = kern[(rc[:, None] - cols[None, :]).clamp(min=0)], the same numbers
+            P = self.windows[self.n - 1 - rc, :hi]
+        P.masked_fill_(self.cols[None, :hi] > rc[:, None], float("-inf"))  # P is a fresh tensor: masked in place
         return P
 
 
@@ -803,13 +862,18 @@ class _FloatPass:
 
 
 def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
-                 chunk: int, exact_ties: bool) -> _FloatPass:
-    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide."""
+                 chunk: int, exact_ties: bool, causal: bool = False) -> _FloatPass:
+    """Margins and argmaxes in float64, chunk by chunk; with ``exact_ties`` also the rows float64 cannot decide.
+
+    ``causal``: each chunk's logits only up to its last row's key, and at most :data:`BLOCK_BYTES` of them
+    (fewer rows per chunk at large n)."""
     margins, argmaxes, ties = [], [], []
     fp = _FloatPass(torch.zeros(0), torch.zeros(0), torch.zeros(0), [], [])
+    if causal:
+        chunk = block_rows(logits.n, chunk)
     for s in range(0, len(rows_t), chunk):
         rc = rows_t[s:s + chunk]
-        P = logits.rows(rc)
+        P = logits.rows(rc, causal)
         tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
         lt = P.gather(1, tgt[:, None]).squeeze(1)
         argmaxes.append(P.argmax(dim=1))
@@ -823,6 +887,158 @@ def _float_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch
             ties.append((other == lt[:, None]).any(dim=1))
     fp.margin, fp.argmax, fp.tied = torch.cat(margins), torch.cat(argmaxes), torch.cat(ties)
     return fp
+
+
+def block_rows(n: int, chunk: int) -> int:
+    """Rows per block of the streaming stage: at most ``chunk``, and at most :data:`BLOCK_BYTES` of float64
+    logits over n keys."""
+    return max(1, min(chunk, BLOCK_BYTES // (8 * max(n, 1))))
+
+
+def _targets(task: Task, rows_t: torch.Tensor, L: int) -> torch.Tensor:
+    """t_L(i) per row (``pe.target_in_window``: a target outside the causal window raises ValueError)."""
+    return torch.tensor([pe.target_in_window(task, i, L) for i in rows_t.tolist()], dtype=torch.long)
+
+
+class RangeMax:
+    """Maxima of a float64 vector over index ranges, many ranges at once (a sparse table: level l holds the
+    maximum of every window of 2^l entries; O(n log n) memory and build, each query two reads).  A maximum
+    is exact in floating point, so a range's maximum is the same number a full row's max returns."""
+
+    def __init__(self, v: torch.Tensor) -> None:
+        n = len(v)
+        levels = [v]
+        w = 1
+        while 2 * w <= n:
+            prev = levels[-1]
+            levels.append(torch.maximum(prev[:-w], prev[w:]))
+            w *= 2
+        ninf = float("-inf")
+        self.table = torch.stack([torch.cat([lv, v.new_full((n - len(lv),), ninf)]) for lv in levels])
+
+    def query(self, lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+        """max v[lo..hi] (inclusive, clipped to the vector) per pair; -inf for an empty range (lo > hi)."""
+        last = self.table.shape[1] - 1
+        lo, hi = lo.clamp(min=0), hi.clamp(max=last)
+        size = hi - lo + 1
+        empty = size <= 0
+        size = size.clamp(min=1)
+        lev = torch.frexp(size.to(DTYPE)).exponent.long() - 1  # floor(log2(size)), exact (size = m 2^e, m in [1/2, 1))
+        a = lo.clamp(max=last)                        # empty ranges read a valid slot, then masked
+        b = (hi - (1 << lev) + 1).clamp(0, last)
+        out = torch.maximum(self.table[lev, a], self.table[lev, b])
+        return out.masked_fill(empty, float("-inf"))
+
+
+def _relative_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
+                    chunk: int, exact_ties: bool) -> _FloatPass:
+    """The float64 stage of a relative head without its L x L logits.
+
+    Row i sees offsets 0..i with logits k(i - j); with target offset o = i - t, the margin is
+    k(o) - max(max k[0..o-1], max k[o+1..i]) (:class:`RangeMax`), and the first maximising key is
+    i - (the largest offset d <= i with k(d) = max k[0..i]), a running argmax.  The rows float64 cannot
+    decide (|margin| <= 4 E) are materialised as in :func:`_float_stage` for their candidate keys; the
+    rows that may tie without being near (margin <= 4 E) are recorded by target offset, as there."""
+    kern, n = logits.kern, logits.n
+    tgt = _targets(task, rows_t, L)
+    off = rows_t - tgt
+    lt = kern[off]
+    rmq = RangeMax(kern)
+    other = torch.maximum(rmq.query(torch.zeros_like(off), off - 1), rmq.query(off + 1, rows_t))
+    margin = lt - other
+    argmax = rows_t - _last_max_offset(kern)[rows_t]
+    fp = _FloatPass(margin, argmax, torch.zeros(len(rows_t), dtype=torch.bool), [], [])
+    if not exact_ties:
+        fp.tied = _offset_partner(kern)[off] <= rows_t
+        return fp
+    near = (margin.abs() <= 4 * E).nonzero().flatten()
+    step = block_rows(n, chunk)
+    for s in range(0, len(near), step):
+        sub = near[s:s + step]
+        P = logits.rows(rows_t[sub], causal=True)
+        t = tgt[sub]
+        lt_c = P.gather(1, t[:, None]).squeeze(1)
+        oth = P.scatter_(1, t[:, None], float("-inf"))
+        for k, idx_k in enumerate(sub.tolist()):
+            cand = (oth[k] >= lt_c[k] - 8 * E).nonzero().flatten()
+            cand = cand[(oth[k][cand] - lt_c[k]).abs().argsort(stable=True)]
+            fp.todo.append((idx_k, cand, True))
+    if family.rational:
+        rest = ((margin <= 4 * E) & ~(margin.abs() <= 4 * E)).nonzero().flatten()
+        fp.rel_ties = list(zip(rest.tolist(), rows_t[rest].tolist(), off[rest].tolist()))
+    return fp
+
+
+def target_mass(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
+                seed: int = 0, chunk: int = 512) -> list[float]:
+    """Softmax probability of the target key per row (float64, causal mask), without an L x L matrix.
+
+    Relative heads: row i's normaliser is the prefix log-sum-exp of k over offsets 0..i
+    (``torch.logcumsumexp``), so every row costs O(1) after an O(L) scan; absolute heads: row blocks up
+    to the block's last causal key (:func:`block_rows`).  Equal to :func:`target_mass_dense` up to float64
+    rounding of the sums (a different summation order)."""
+    if not rows:
+        return []
+    rows_t = torch.tensor(list(rows), dtype=torch.long)
+    n = int(rows_t.max()) + 1
+    feats = feature_matrix(family, n, L0, seed)
+    param = param.to(DTYPE)
+    tgt = _targets(task, rows_t, L)
+    if family.kind == "relative":
+        kern = feats @ param
+        lse = torch.logcumsumexp(kern, 0)
+        return torch.exp(kern[rows_t - tgt] - lse[rows_t]).tolist()
+    logits = _FloatLogits(family, feats, param, n)
+    out: list[float] = []
+    step = block_rows(n, chunk)
+    for s in range(0, len(rows_t), step):
+        P = logits.rows(rows_t[s:s + step], causal=True)
+        out += torch.exp(torch.log_softmax(P, dim=1).gather(1, tgt[s:s + step, None]).squeeze(1)).tolist()
+    return out
+
+
+def target_mass_dense(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
+                      seed: int = 0, chunk: int = 512) -> list[float]:
+    """:func:`target_mass` by its definition: each row's softmax over all n keys (masked), chunk rows at a
+    time (memory chunk x n).  The oracle the streaming version is tested against."""
+    if not rows:
+        return []
+    n = max(rows) + 1
+    feats = feature_matrix(family, n, L0, seed)
+    cols = torch.arange(n)
+    out: list[float] = []
+    if family.kind == "absolute":
+        K = feats @ param.T
+    else:
+        kern = feats @ param
+    rows_t = torch.tensor(list(rows), dtype=torch.long)
+    for s in range(0, len(rows_t), chunk):
+        rc = rows_t[s:s + chunk]
+        P = feats[rc] @ K.T if family.kind == "absolute" else kern[(rc[:, None] - cols[None, :]).clamp(min=0)]
+        P = P.masked_fill(cols[None, :] > rc[:, None], float("-inf"))
+        tgt = torch.tensor([pe.target_in_window(task, int(i), L) for i in rc])
+        lp = torch.log_softmax(P, dim=1).gather(1, tgt[:, None]).squeeze(1)
+        out += torch.exp(lp).tolist()
+    return out
+
+
+def _last_max_offset(kern: torch.Tensor) -> torch.Tensor:
+    """Per i, the largest offset d <= i with k(d) = max k[0..i] (the first maximising key of row i is i - d):
+    the last index where k equals its running maximum, carried forward by a running maximum of indices."""
+    idx = torch.arange(len(kern))
+    return torch.cummax(torch.where(kern == torch.cummax(kern, 0).values, idx, -1), 0).values
+
+
+def _offset_partner(kern: torch.Tensor) -> torch.Tensor:
+    """Per offset o, the smallest other offset d != o with k(d) == k(o) in float64 (len(kern) when none):
+    a row i has a key tying its target offset o iff partner(o) <= i."""
+    n = len(kern)
+    _, inv = torch.unique(kern, return_inverse=True)
+    idx = torch.arange(n)
+    big = torch.full((int(inv.max()) + 1,), n, dtype=torch.long)
+    first = big.scatter_reduce(0, inv, idx, "amin")
+    second = big.scatter_reduce(0, inv, torch.where(idx == first[inv], n, idx), "amin")
+    return torch.where(first[inv] == idx, second[inv], first[inv])
 
 
 def _collect_rechecks(family: Family, s: int, rc: torch.Tensor, tgt: torch.Tensor, lt: torch.Tensor,
@@ -1090,7 +1306,8 @@ def prop1_search(family: Family, n: int, seed: int, samples: int = 2000, opt_len
             "largest_interior_gap_over_scale": worst}
 
 
-__all__ = ["fit", "transfer", "alpha", "evaluate_rows", "feature_matrix", "full_logits", "kernel_summary",
+__all__ = ["fit", "transfer", "alpha", "evaluate_rows", "evaluate_rows_dense", "target_mass", "target_mass_dense",
+           "RangeMax", "BLOCK_BYTES", "feature_matrix", "full_logits", "kernel_summary",
            "logit_error_bound", "flat_row_controls", "theorem2_controls", "MAX_RECHECK_ROWS", "INTERVAL_DPS",
            "FitResult", "Transfer", "RowEval", "memory_bytes", "prop1_search", "LR", "INIT_STD", "STEPS",
            "WEIGHT_DECAY", "FitDiverged", "MinNormError", "NORM_BOUND"]

@@ -1,0 +1,202 @@
+"""The streaming alpha_L engine (pr26: alpha_L, margins and target mass at long lengths) against its
+definition: verify.numeric.pr26.evaluate_rows / target_mass against evaluate_rows_dense /
+target_mass_dense (every row's logits materialised) on a grid of families, tasks, lengths and seeds,
+with near and exact ties and custom feature maps; the comparison shown failing on injected faults;
+the size budgets refused before any work."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from verify.constructions import pe
+from verify.constructions.pe import FAMILIES, get_task
+from verify.core.model import InputError
+from verify.numeric import pr26 as num
+from verify.proofs.pr26 import alpha as A
+
+TASKS = ("prev", "skip-2", "attend-first", "copy", "reverse")
+CUSTOM = ("1, i, i**2", "cos(d/4), sin(d/4), cos(d/64), sin(d/64)", "1, d")
+
+
+def _family(name: str):
+    return FAMILIES[name] if name in FAMILIES else A.resolve_pe(features=name).family
+
+
+def _params(fam, L0: int, seed: int) -> list[torch.Tensor]:
+    """A random head, and heads with exact and near ties (flat kernels, repeated values, a tiny tilt)."""
+    g = torch.Generator().manual_seed(seed)
+    shape = fam.param_shape(L0)
+    out = [torch.randn(shape, generator=g, dtype=torch.float64)]
+    flat = torch.zeros(shape, dtype=torch.float64)
+    flat.view(-1)[0] = 1.0                                   # constant logits on the first feature: ties
+    out.append(flat)
+    tilt = flat.clone()
+    tilt.view(-1)[-1] = 1e-17 if seed % 2 else -3e-16         # within the rounding bound of a tie
+    out.append(tilt)
+    out.append(torch.randint(-2, 3, shape, generator=g).to(torch.float64))  # small integers: exact repeats
+    return out
+
+
+def _same(a: num.RowEval, b: num.RowEval, tol: float = 0.0) -> bool:
+    """Equal row results; ``tol``: float margins may differ by that much (absolute heads in blocks of another
+    height than the definition's chunks: the BLAS product may round differently; decisions stay exact)."""
+    margins = torch.equal(a.margin, b.margin) if tol == 0 else bool(((a.margin - b.margin).abs() <= tol).all())
+    return (margins and torch.equal(a.argmax, b.argmax) and torch.equal(a.passed, b.passed)
+            and torch.equal(a.target_tied, b.target_tied) and a.error_bound == b.error_bound
+            and (a.exact_rechecked, a.interval_rechecked, a.unresolved)
+            == (b.exact_rechecked, b.interval_rechecked, b.unresolved))
+
+
+def _grid(names, Ls=((5, 31), (20, 97)), seeds=(0, 1)):
+    for name, tname, (L0, L), seed in itertools.product(names, TASKS, Ls, seeds):
+        fam = _family(name)
+        task = get_task(tname)
+        for p in _params(fam, L0, seed):
+            yield fam, task, L0, L, seed, p
+
+
+def _mismatches(grid, exact_ties=(True, False)) -> list:
+    bad = []
+    for fam, task, L0, L, seed, p in grid:
+        rows = list(task.rows(L))
+        for et in exact_ties:
+            a = num.evaluate_rows(fam, task, p, L0, L, rows, seed, exact_ties=et)
+            b = num.evaluate_rows_dense(fam, task, p, L0, L, rows, seed, exact_ties=et)
+            blocks_differ = fam.kind == "absolute" and num.block_rows(L, 1024) < min(1024, len(rows))
+            if not _same(a, b, 2 * b.error_bound if blocks_differ else 0.0):
+                bad.append((fam.name, task.name, L0, L, seed, et))
+    return bad
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of a few rows: every streaming path crosses many block boundaries at these lengths."""
+    monkeypatch.setattr(num, "BLOCK_BYTES", 8 * 97 * 3)
+
+
+def test_fast_rows_equal_the_definition_builtin(small_blocks):
+    assert _mismatches(_grid(list(FAMILIES))) == []
+
+
+def test_fast_rows_equal_the_definition_custom_features(small_blocks):
+    assert _mismatches(_grid(CUSTOM)) == []
+
+
+def test_fast_rows_equal_the_definition_at_a_longer_length():
+    grid = [(FAMILIES[f], get_task(t), 20, 3001, 0, _params(FAMILIES[f], 20, 0)[0])
+            for f in ("rope", "alibi", "free-relative", "sinusoidal") for t in ("prev", "copy")]
+    assert _mismatches(grid, exact_ties=(True,)) == []
+
+
+def test_near_ties_are_rechecked_in_the_fast_path():
+    fam, task = FAMILIES["free-relative"], get_task("prev")
+    p = torch.zeros(20, dtype=torch.float64)
+    p[1] = 1.0
+    p[3] = 1.0  # k(1) = k(3): rows i >= 3 tie the target exactly and fail
+    ev = num.evaluate_rows(fam, task, p, 20, 200, list(task.rows(200)), 0)
+    assert not bool(ev.passed[2:].any()) and bool(ev.passed[:2].all())
+    assert int(ev.target_tied.sum()) == 199 - 2 and ev.exact_rechecked > 0
+
+
+def test_target_mass_equals_the_definition(small_blocks):
+    for fam, task, L0, L, seed, p in _grid(list(FAMILIES) + list(CUSTOM), Ls=((20, 97),), seeds=(0,)):
+        rows = [i for i in task.rows(L) if i >= L0]
+        a = num.target_mass(fam, task, p, L0, L, rows, seed)
+        b = num.target_mass_dense(fam, task, p, L0, L, rows, seed)
+        assert len(a) == len(b)
+        assert all(abs(x - y) <= 1e-12 * max(1.0, abs(y)) for x, y in zip(a, b)), (fam.name, task.name)
+
+
+def test_range_max_against_brute_force():
+    g = torch.Generator().manual_seed(3)
+    for n in (1, 2, 3, 7, 64, 100):
+        v = torch.randint(-3, 4, (n,), generator=g).to(torch.float64)
+        rm = num.RangeMax(v)
+        lo, hi = zip(*[(a, b) for a in range(-1, n + 1) for b in range(-1, n + 1)])
+        got = rm.query(torch.tensor(lo), torch.tensor(hi))
+        for a, b, x in zip(lo, hi, got.tolist()):
+            a_, b_ = max(a, 0), min(b, n - 1)
+            want = max(v[a_:b_ + 1].tolist()) if a_ <= b_ and a <= b else float("-inf")
+            assert x == want, (n, a, b)
+
+
+def _dense_alpha(monkeypatch, **kw):
+    with monkeypatch.context() as m:
+        m.setattr(num, "evaluate_rows", num.evaluate_rows_dense)
+        m.setattr(num, "target_mass", num.target_mass_dense)
+        return A.alpha(**kw)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(pe="rope", task="prev", L0=20, L=2000),
+    dict(pe="sinusoidal", task="copy", L0=20, L=600),
+    dict(pe="alibi", task="attend-first", L0=20, L=5000),
+    dict(pe="learned-absolute", task="prev", L0=20, L=400, seed=1),
+    dict(features="cos(d/4), sin(d/4), cos(d/64), sin(d/64)", task="prev", L0=20, L=3000),
+    dict(features="1, i, i**2", target="i - 2", L0=20, L=3000),
+])
+def test_alpha_same_document_as_the_old_path(monkeypatch, kw):
+    fast = A.alpha(**kw).doc
+    slow = _dense_alpha(monkeypatch, **kw).doc
+    mf, ms = fast.pop("target_mass"), slow.pop("target_mass")
+    assert repr(fast) == repr(slow)  # repr: nan entries compare equal
+    assert mf["over"] == ms["over"]
+    for k in ("min", "mean"):
+        assert abs(mf[k] - ms[k]) <= 1e-12 * max(1.0, abs(ms[k]))
+
+
+# ----------------------------------------------------------------------------- the oracle catches faults
+
+
+def test_fault_off_by_one_in_the_prefix_range_is_caught(monkeypatch, small_blocks):
+    orig = num.RangeMax.query
+    monkeypatch.setattr(num.RangeMax, "query", lambda self, lo, hi: orig(self, lo, hi - 1))
+    assert _mismatches(_grid(["rope", "alibi", "free-relative"], Ls=((20, 97),), seeds=(0,)))
+
+
+def test_fault_in_the_running_argmax_is_caught(monkeypatch):
+    def first_maximiser(kern):  # a fault: the smallest maximising offset (the last key) instead of the largest
+        out, best, arg = [], float("-inf"), -1
+        for d, v in enumerate(kern.tolist()):
+            if v > best:
+                best, arg = v, d
+            out.append(arg)
+        return torch.tensor(out)
+
+    monkeypatch.setattr(num, "_last_max_offset", first_maximiser)
+    assert _mismatches(_grid(["free-relative", "alibi"], Ls=((20, 97),), seeds=(0,)), exact_ties=(False,))
+
+
+def test_fault_in_the_streamed_target_mass_is_caught(monkeypatch):
+    monkeypatch.setattr(num.torch, "logcumsumexp", lambda x, d: torch.cumsum(x, d))
+    fam, task = FAMILIES["rope"], get_task("prev")
+    p = _params(fam, 20, 0)[0]
+    rows = list(range(20, 200))
+    a = num.target_mass(fam, task, p, 20, 200, rows, 0)
+    b = num.target_mass_dense(fam, task, p, 20, 200, rows, 0)
+    assert any(abs(x - y) > 1e-6 for x, y in zip(a, b))
+
+
+# ----------------------------------------------------------------------------- budgets
+
+
+def test_sizes_beyond_the_budgets_are_refused_with_the_budget_and_the_size():
+    with pytest.raises(InputError) as e:
+        A.prepare("sinusoidal", "prev", 20, 200_000)
+    assert "time budget 600 s" in str(e.value) and "--L 200000" in str(e.value)
+    with pytest.raises(InputError) as e:
+        A.prepare("learned-absolute", "prev", 2000, 100_000)
+    assert "memory budget 4 GiB" in str(e.value) and "--L 100000" in str(e.value)
+    A.prepare("rope", "prev", 20, 131072)  # a relative head at 128k positions is within both
+
+
+def test_pe_seam_untouched():
+    # the vectorised sin/cos tables are the numbers FloatArith gives
+    ar = pe.FloatArith(0)
+    for name in ("rope", "sinusoidal"):
+        fam = FAMILIES[name]
+        want = torch.tensor([fam.features(m, 20, ar) for m in range(5, 700)], dtype=torch.float64)
+        assert torch.equal(num._feature_rows(fam, 700, 20, 0, 5), want)
