@@ -136,7 +136,7 @@ class RowCheck:
 
 
 def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
-                  feats: Sequence[Sequence] | None = None) -> RowCheck:
+                  feats: Sequence[Sequence] | None = None, only: Sequence[int] | None = None) -> RowCheck:
     """Every query row's exact margin at length L, without an L x L matrix of Fractions.
 
     Relative families: k(delta) = w . psi(delta) exactly for delta < L, then row i's competitors are
@@ -148,6 +148,8 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     products after scaling by the common denominators), a set that contains the exact max.  The margins
     returned are exact rationals.
 
+    ``only``: the query rows to decide (default: every query row at L).
+
     Raises:
         TooManyTies: more than :data:`MAX_EXACT_CANDIDATES` pairs to re-decide (or a non-finite float).
     """
@@ -156,7 +158,7 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
         feats = [family.features(m, window, ar) for m in range(L)]
     margins: dict[int, Fraction] = {}
     worst: dict[int, int] = {}
-    rows = list(task.rows(L))
+    rows = list(task.rows(L)) if only is None else [i for i in only if i in task.rows(L)]
     if family.kind == "relative":
         k = [sum((Fraction(w) * p for w, p in zip(param, feats[d]) if p != 0), Fraction(0)) for d in range(L)]
         # top-two of k over offsets 0..d, as (value, offset)
@@ -337,13 +339,26 @@ def _recheck_all(family: Family, task: Task, param: Any, lengths: Sequence[int],
     return out
 
 
+#: rounds at one length L > SAMPLE_FROM (absolute families) first check every SAMPLE_STEP-th row and the last
+#: SAMPLE_TAIL rows; the full exact check runs when that sample shows no violated row
+SAMPLE_FROM, SAMPLE_STEP, SAMPLE_TAIL = 1024, 32, 256
+
+
 def _violations(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int, margin: Fraction,
                 feats: Sequence[Sequence]) -> list[tuple[Fraction, int, int, int]]:
     """The violated constraints of ``param`` (exact): (slack < 0, row i, key j, length L), most violated first,
-    one per (row, length): the row's worst key."""
+    one per (row, length): the row's worst key.  Empty only when every row of every length passed the exact
+    check (a sample of rows may be checked first, to find violations cheaply)."""
     out = []
     for ell in lengths:
-        chk = exact_margins(family, task, param, ell, window, feats)
+        chk = None
+        if family.kind != "relative" and len(lengths) == 1 and ell > SAMPLE_FROM:
+            sample = sorted(set(range(0, ell, SAMPLE_STEP)) | set(range(max(ell - SAMPLE_TAIL, 0), ell)))
+            chk = exact_margins(family, task, param, ell, window, feats, only=sample)
+            if all(m >= margin for m in chk.margins.values()):
+                chk = None
+        if chk is None:
+            chk = exact_margins(family, task, param, ell, window, feats)
         out += [(m - margin, i, chk.worst_key[i], ell) for i, m in chk.margins.items() if m < margin]
     out.sort(key=lambda v: (v[0], v[3], v[1]))
     return out
@@ -359,6 +374,46 @@ class _Cuts:
     origin: dict[tuple, tuple[int, int, int]]
     rounds: int
     converged: bool
+
+
+#: the float LP asks for this much more than the margin, so that its solution survives being read exactly
+FLOAT_SLACK = Fraction(1, 100)
+
+
+def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction) -> Any:
+    """A parameter for the rows held, proposed by a float64 LP (scipy's HiGHS, margin (1 + FLOAT_SLACK) G) and
+    accepted only when, read as the exact rationals its floats are, it meets every held row exactly
+    (c . theta >= G in Fractions): an ObligationResult SAT with that model, else None (the caller asks z3,
+    which also gives the Farkas certificate of an infeasible subset).  The whole-system check that follows
+    each round is exact either way."""
+    from verify.solver.common import ObligationResult
+
+    try:
+        import numpy as np
+        from scipy.optimize import linprog
+    except ImportError:
+        return None
+    t0 = time.perf_counter()
+    C = np.array([[float(x) for x in c] for c in rows], dtype=np.float64)
+    if not np.isfinite(C).all():
+        return None
+    scale = np.abs(C).max(axis=1)
+    scale[scale == 0] = 1.0
+    want = float(margin * (1 + FLOAT_SLACK))
+    try:
+        lp = linprog(np.zeros(dim), A_ub=-C / scale[:, None], b_ub=-want / scale, bounds=[(None, None)] * dim,
+                     method="highs")
+    except (ValueError, RuntimeError):
+        return None
+    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all():
+        return None
+    theta = [Fraction(float(x)) for x in lp.x]
+    for c in rows:
+        if sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) < margin:
+            return None
+    return ObligationResult(name + "; float64 LP proposal read exactly", SolverAnswer.SAT,
+                            model={f"theta_{a}": x for a, x in enumerate(theta)},
+                            seconds=time.perf_counter() - t0, n_constraints=len(rows))
 
 
 def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fraction, dim: int,
@@ -400,7 +455,9 @@ def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fra
                          origin, rnd - 1, False)
         name = (f"exists a parameter with margin >= {margin} on every query row of every length <= {ell} "
                 f"({family.name}, {task.name}; cutting planes: {len(rows)} constraints, round {rnd})")
-        res = lp_obligation(name, rows, dim, timeout_ms, margin=margin, extra=extra, second_opinion="never")
+        res = None if extra else _float_proposal(name, rows, dim, margin)
+        if res is None:  # no exactly feasible float proposal: z3 decides (an UNSAT with its Farkas certificate)
+            res = lp_obligation(name, rows, dim, timeout_ms, margin=margin, extra=extra, second_opinion="never")
         if res.answer != SolverAnswer.SAT:
             return _Cuts(res, rows, origin, rnd, False)
         theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
