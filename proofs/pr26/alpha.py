@@ -877,7 +877,8 @@ def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: i
     * existence: is there any head with these features that does the task at every length <= L?
       (:func:`realizable`: exact, a re-checked head or a Farkas certificate.)
 
-    Yields one dict per event, as it is decided: ``{"event": "existence", ...}`` (per task),
+    Returns a generator of one dict per event, as it is decided (every input is validated before it is
+    returned): ``{"event": "existence", ...}`` (per task),
     ``{"event": "length", ...}`` (per task and measured length), ``{"event": "task", ...}`` (the task's
     summary), then ``{"event": "done", ...}``.  With ``budget_s`` every length not decided when it runs
     out is reported inconclusive (never a pass).
@@ -901,6 +902,14 @@ def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: i
         r = fam.dim(L0)
         if realizable_work(fam.kind, r, up_to) > MAX_REALIZABLE_WORK:
             raise InputError(f"--up-to {up_to} with features of dimension {r} is beyond the exact check's budget")
+    return _designer_events(pe, list(tasks), L0, up_to, preps, kw, fit_kw, selection, timeout_s, t0, deadline)
+
+
+def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, preps: dict, kw: dict, fit_kw: dict,
+                     selection: str, timeout_s: float, t0: float, deadline: float | None) -> Any:
+    """The events of :func:`designer` (its inputs already validated), one at a time as decided."""
+    import time
+
     lengths = designer_lengths(L0, up_to)
 
     def left() -> float | None:

@@ -234,8 +234,7 @@ def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str |
     say("  selection = the head the fit picks (alpha_L, what the paper's fit measures); existence = some head with "
         "these features (what `verify realizable` decides)")
     try:
-        first = next(gen)  # validates every input before any line about results
-        for ev in [first, *gen]:
+        for ev in gen:  # one event at a time, printed as decided
             events.append(ev)
             say(_designer_line(ev))
     except KeyboardInterrupt:
