@@ -101,7 +101,7 @@ def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
     ax.axvline(i - t, color="red", ls="--", label=f"target offset i - t = {i - t} (row i = {i})")
     ax.set_xlabel("offset delta = i - j")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{fam.name[:40]}, {task.name[:30]}: witness W1 at L = {N}", fontsize=9)
+    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(task.name, 24)}: witness W1 at L = {N}", fontsize=9)
     ax.legend(fontsize=7)
     emit(fig, "realizable_kernel.png")
     margins = R.exact_margins(fam, task, param, N, L0, feats).margins
@@ -116,7 +116,12 @@ def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
     ax.set_ylabel("logit(target) - max other logit")
     if mg and min(mg) > 0 and max(mg) / min(mg) > 100:
         ax.set_yscale("log")
-    ax.set_title(f"{fam.name[:40]}, {task.name[:30]}: W1's margins at L = {N}", fontsize=9)
+    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(task.name, 24)}: W1's margins at L = {N}", fontsize=9)
     ax.legend(fontsize=7)
     emit(fig, "realizable_margins.png")
     return written
+
+
+def _clip_name(name: str, n: int) -> str:
+    """A name shortened to n characters for a plot title (an ellipsis marks the cut)."""
+    return name if len(name) <= n else name[:n - 3] + "..."

@@ -412,13 +412,15 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     written = []
     import io
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(offs, k, ".-")
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(offs, k, ".-", ms=2)
     ax.axvline(L0 - 0.5, color="grey", ls=":", label="trained window edge (delta = L0)")
+    t_last = int(fr.task.target(L - 1, L))
+    ax.axvline(L - 1 - t_last, color="red", ls="--", label=f"target offset i - t = {L - 1 - t_last} (row i = {L - 1})")
     ax.set_xlabel("offset delta = i - j")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{fam.name}: kernel against the offset")
-    ax.legend()
+    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(fr.task.name, 24)}: kernel against the offset", fontsize=9)
+    ax.legend(fontsize=7)
     buf = io.BytesIO()
     fig.tight_layout()  # keeps the axis labels inside the image
     fig.savefig(buf, format="png", dpi=100)
@@ -427,16 +429,27 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     written.append(str(out / "kernel.png"))
     step = max(1, (L - L0) // 40)
     ells = sorted(set(list(range(L0 + 1, L + 1, step)) + [L]))
-    alphas = []
+    alphas, weak = [], []
+    th = res.doc.get("thresholds", {})
+    mm, ms = th.get("min_margin", 0.01), th.get("min_mass", 0.5)
     with torch.no_grad():
         for ell in ells:
-            alphas.append(num.transfer(fr, ell).alpha)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(ells, alphas, "o-")
+            tr = num.transfer(fr, ell)
+            alphas.append(tr.alpha)
+            new = [i for i in fr.task.rows(ell) if i >= L0]
+            mass = num.target_mass(fam, fr.task, fr.param, L0, ell, new, fr.seed) if new else []
+            weak.append(bool(new) and (not tr.gL >= mm or not min(mass) >= ms))
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.plot(ells, alphas, "o-", ms=3, label="alpha_L")
+    wk = [(e, a) for e, a, w in zip(ells, alphas, weak) if w]
+    if wk:
+        ax.plot([e for e, _ in wk], [a for _, a in wk], "x", color="red", ms=8,
+                label=f"weak: margin < {mm:g} or target mass < {ms:g}")
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("evaluation length L")
     ax.set_ylabel("alpha_L")
-    ax.set_title(f"{fam.name}, {fr.task.name}: alpha_L (head at L0 = {L0})")
+    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(fr.task.name, 24)}: alpha_L (head fitted at L0 = {L0})", fontsize=9)
+    ax.legend(fontsize=7)
     buf = io.BytesIO()
     fig.tight_layout()  # keeps the axis labels inside the image
     fig.savefig(buf, format="png", dpi=100)
@@ -581,6 +594,11 @@ def _readable_param(p: object, digits: int = 4, limit: int = 300) -> str:
 def _clip_param(p: object, limit: int = 300) -> str:
     s = json.dumps(p)
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters; all in --format json)"
+
+
+def _clip_name(name: str, n: int) -> str:
+    """A name shortened to n characters for a plot title (an ellipsis marks the cut)."""
+    return name if len(name) <= n else name[:n - 3] + "..."
 
 
 __all__ = ["alpha_cmd", "realizable_cmd", "EXIT_INCONCLUSIVE"]
