@@ -63,8 +63,14 @@ def main() -> None:
 
     top = 4096 if a.quick else 131072
     N = 64
+    from verify.core.model import InputError
+
     while N <= top:
-        secs, res = _time(lambda: A.realizable(features="1, i, i**2", task="prev", L=N, margin=1))
+        try:
+            secs, res = _time(lambda: A.realizable(features="1, i, i**2", task="prev", L=N, margin=1))
+        except InputError as e:
+            print(f"realizable [1, i, i^2] prev N = {N}: refused before any work ({e})")
+            break
         row(f"realizable [1, i, i^2] prev N = {N} (cutting planes)", secs, res.realizable)
         if N <= 128:
             secs, res = _time(lambda: A.realizable(features="1, i, i**2", task="prev", L=N, margin=1, method="full"))

@@ -305,6 +305,7 @@ class Decision:
     certificates: dict[str, dict] = field(default_factory=dict)
     obligations: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    method: str = "full"
 
 
 def _margins_by_row(family: Family, task: Task, param: Any, L: int, window: int) -> dict[int, Fraction]:
@@ -607,7 +608,7 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
                          f"{time.perf_counter() - t0:.1f} s)")
         return solved[ell].res, solved[ell].rows
 
-    dec = Decision([])
+    dec = Decision([], method="cutting")
     lengths = list(range(min_L, N + 1))
     best_sat: list[tuple[int, _Cuts]] = []  # (every length <= extent realized by this model, the solve)
     best_unsat: list[tuple[int, _Cuts]] = []  # (the certificate's rows are all rows of this length, the solve)

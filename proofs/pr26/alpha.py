@@ -1075,7 +1075,13 @@ def _realizable_doc(spec: Any, tsk: Any, L: int, G: Fraction, overall: bool | No
         "certificates": {k: {**{kk: vv for kk, vv in v.items() if kk != "certificate"},
                              "checked": v["certificate"].get("checked"), "check": v["certificate"].get("check"),
                              "certificate": v["certificate"]} for k, v in dec.certificates.items()},
-        "arithmetic": spec.note, "solver": "z3 linear real arithmetic (exact rationals), fresh context, seed 0",
+        "arithmetic": spec.note,
+        "solver": ("cutting planes: the LP on the violated rows only, each round's parameter a float64 LP proposal "
+                   "(scipy HiGHS) kept only when its exact rationals meet every held row, else z3 linear real "
+                   "arithmetic (exact rationals, fresh context, seed 0); the parameter re-checked on every row in "
+                   "exact arithmetic; an infeasible subset refuted by z3 with a Farkas certificate"
+                   if dec.method == "cutting" else
+                   "z3 linear real arithmetic (exact rationals), fresh context, seed 0, every row"),
         "obligations": [{k: v for k, v in ob.items() if k != "farkas_certificate"} for ob in dec.obligations],
         "indexing": "rows and keys 0-indexed; parameter W row-major (absolute) or w (relative)",
     }

@@ -5,8 +5,9 @@
                  [--selection ce|min-norm] [--lr X] [--steps N] [--weight-decay X] [--seed S]
                  [--min-margin G] [--min-mass P] [--require-alpha X] [--identifiability] [--plots DIR]
                  [--format text|json]
+    verify alpha (--pe ... | --pe-features EXPRS) --tasks all|T1,T2,... [--up-to N] [--budget S] [--L0 N] ...
     verify realizable (--pe ... | --pe-features EXPRS) (--task NAME | --target EXPR) --L N [--margin G]
-                 [--certificates DIR] [--timeout S] [--format text|json]
+                 [--certificates DIR] [--timeout S] [--budget S] [--plots DIR] [--format text|json]
 
 ``verify alpha`` prints alpha_L (the fraction of new query rows i in [L0, L) whose strict causal
 masked argmax is the target t_L(i); exact ties fail), the margins on the old rows (g0) and new rows
@@ -29,9 +30,14 @@ L0 < 2, sizes too large, --seed outside 0..2^31-1, --lr outside [MIN_LR, MAX_LR]
 a non-finite loss or parameter, or the min-norm head could not be certified.  A diverged fit is
 never reported as a measured alpha.
 
+``verify alpha --tasks`` answers the designer's question per task: the largest length up to which the
+fitted head generalizes (selection: alpha_L of the head the fit picks) and up to which some head does
+(existence: ``verify realizable``), one flushed line per decision.
+
 Exit codes of ``verify realizable``: 0 realizable at every length 2..N (a parameter re-checked in
 exact rationals); 1 not realizable from some length on (a Farkas certificate checked without a
-solver); 2 bad input; 3 inconclusive (a solver timeout or an unchecked answer).
+solver); 2 bad input; 3 inconclusive (a solver timeout, an unchecked answer, --budget spent);
+130 interrupted (what was decided so far is printed).
 
 Source: pr26 (TMLR 2026), the fit/transfer protocol and the realizability programme (full text not
 reachable; reconstructed).
