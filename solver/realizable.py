@@ -160,12 +160,14 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     worst: dict[int, int] = {}
     rows = list(task.rows(L)) if only is None else [i for i in only if i in task.rows(L)]
     if family.kind == "relative":
-        k = [sum((Fraction(w) * p for w, p in zip(param, feats[d]) if p != 0), Fraction(0)) for d in range(L)]
+        # k(delta) * scale as Python ints (features and w times their common denominators)
+        Fi, (wi,), scale = _integer_scaled(feats, L, [[Fraction(w) for w in param]])
+        k = [sum(x * y for x, y in zip(wi, Fi[d])) for d in range(L)]
         # top-two of k over offsets 0..d, as (value, offset)
-        top1: list[tuple[Fraction, int]] = []
-        top2: list[tuple[Fraction, int] | None] = []
-        a: tuple[Fraction, int] | None = None
-        b: tuple[Fraction, int] | None = None
+        top1: list[tuple[int, int]] = []
+        top2: list[tuple[int, int] | None] = []
+        a: tuple[int, int] | None = None
+        b: tuple[int, int] | None = None
         for d in range(L):
             v = (k[d], d)
             if a is None or v[0] > a[0]:
@@ -181,7 +183,7 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
             dt = i - t
             best = top1[i] if top1[i][1] != dt else top2[i]
             assert best is not None
-            margins[i] = k[dt] - best[0]
+            margins[i] = Fraction(k[dt] - best[0], scale)
             worst[i] = i - best[1]
         return RowCheck(margins, worst)
     import numpy as np
@@ -189,6 +191,7 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     W = [[Fraction(x) for x in row] for row in param]
     r = len(W)
     Fi, Wi, scale = _integer_scaled(feats, L, W)
+    scale = scale * _feature_den(feats, L)  # logits carry the feature denominator twice (phi(i) and phi(j))
     Ff = np.array([[float(x) for x in f] for f in feats[:L]], dtype=np.float64).reshape(L, r)
     Wf = np.array([[float(x) for x in row] for row in W], dtype=np.float64).reshape(r, r)
     Q = Ff @ Wf
@@ -241,9 +244,9 @@ _INT_FEATS: list[tuple[Any, int, list, int]] = []  # (feature list, length, inte
 
 
 def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Fraction]]) -> tuple[list, list, int]:
-    """Features and W as integers (times their common denominators Df and Dw): phi^T W phi = (integer) / scale,
-    scale = Df^2 Dw, so the exact logits are Python-int dot products.  The integer features of the same
-    feature list are reused across calls."""
+    """Features and W as integers (times their common denominators Df and Dw): W phi = (integer) / scale with
+    scale = Df Dw (absolute logits phi^T W phi carry one more Df: :func:`_feature_den`), so the exact logits are
+    Python-int dot products.  The integer features of the same feature list are reused across calls."""
     hit = next((e for e in _INT_FEATS if e[0] is feats and e[1] == L), None)
     if hit is None:
         Df = 1
@@ -257,7 +260,12 @@ def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Frac
         for x in row:
             Dw = math.lcm(Dw, x.denominator)
     Wi = [[int(x * Dw) for x in row] for row in W]
-    return hit[2], Wi, hit[3] * hit[3] * Dw
+    return hit[2], Wi, hit[3] * Dw
+
+
+def _feature_den(feats: Sequence[Sequence], L: int) -> int:
+    """The common denominator Df of the integer features :func:`_integer_scaled` cached for ``feats``."""
+    return next(e[3] for e in _INT_FEATS if e[0] is feats and e[1] == L)
 
 
 def _stable_lengths(task: Task, N: int, min_L: int) -> bool:
