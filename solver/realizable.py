@@ -385,16 +385,16 @@ class _Cuts:
     converged: bool
 
 
-#: the float LP asks for this much more than the margin, so that its solution survives being read exactly
-FLOAT_SLACK = Fraction(1, 100)
-
-
 def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction) -> Any:
-    """A parameter for the rows held, proposed by a float64 LP (scipy's HiGHS, margin (1 + FLOAT_SLACK) G) and
-    accepted only when, read as the exact rationals its floats are, it meets every held row exactly
-    (c . theta >= G in Fractions): an ObligationResult SAT with that model, else None (the caller asks z3,
-    which also gives the Farkas certificate of an infeasible subset).  The whole-system check that follows
-    each round is exact either way."""
+    """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
+
+    The LP (scipy's HiGHS) maximises t subject to c . theta >= t |c|_inf for every held row and
+    |theta_a| <= 1 (the most robust direction; the constraints are homogeneous, so the scale is free).
+    The float solution is read as the exact rationals its floats are, its smallest held-row value m is
+    computed in Fractions, and theta is scaled by a dyadic s >= G / m, so every held row has c . theta >= G
+    exactly.  Returns an ObligationResult SAT with that model, or None when the LP finds no positive t or m
+    is not positive (the caller then asks z3, which also gives the Farkas certificate of an infeasible
+    subset).  The whole-system check that follows each round is exact either way."""
     from verify.solver.common import ObligationResult
 
     try:
@@ -404,23 +404,29 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
         return None
     t0 = time.perf_counter()
     C = np.array([[float(x) for x in c] for c in rows], dtype=np.float64)
-    if not np.isfinite(C).all():
+    if not np.isfinite(C).all() or not len(rows):
         return None
     scale = np.abs(C).max(axis=1)
     scale[scale == 0] = 1.0
-    want = float(margin * (1 + FLOAT_SLACK))
+    A = np.hstack([-C / scale[:, None], np.ones((len(rows), 1))])
+    cost = np.zeros(dim + 1)
+    cost[-1] = -1.0
     try:
-        lp = linprog(np.zeros(dim), A_ub=-C / scale[:, None], b_ub=-want / scale, bounds=[(None, None)] * dim,
+        lp = linprog(cost, A_ub=A, b_ub=np.zeros(len(rows)), bounds=[(-1.0, 1.0)] * dim + [(None, 1.0)],
                      method="highs")
     except (ValueError, RuntimeError):
         return None
-    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all():
+    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all() or not lp.x[-1] > 1e-12:
         return None
-    theta = [Fraction(float(x)) for x in lp.x]
-    for c in rows:
-        if sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) < margin:
-            return None
-    return ObligationResult(name + "; float64 LP proposal read exactly", SolverAnswer.SAT,
+    theta = [Fraction(float(x)) for x in lp.x[:dim]]
+    m = min(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) for c in rows)
+    if m <= 0:
+        return None
+    k = Fraction(margin) / m
+    den = 1 << 20
+    s = Fraction(-(-k.numerator * den // k.denominator), den)  # the dyadic ceiling of G / m
+    theta = [x * s for x in theta]
+    return ObligationResult(name + "; float64 max-margin LP proposal, scaled and checked exactly", SolverAnswer.SAT,
                             model={f"theta_{a}": x for a, x in enumerate(theta)},
                             seconds=time.perf_counter() - t0, n_constraints=len(rows))
 
