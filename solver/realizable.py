@@ -268,6 +268,21 @@ def _feature_den(feats: Sequence[Sequence], L: int) -> int:
     return next(e[3] for e in _INT_FEATS if e[0] is feats and e[1] == L)
 
 
+_FEATS: list[tuple[Family, int, list]] = []  # (family, window, exact features 0..n-1): the last few, by identity
+
+
+def feature_table(family: Family, window: int, N: int) -> list:
+    """The exact features of positions/offsets 0..N-1, reused for the same family object (several tasks of one
+    feature map: the trigonometric tables are computed with mpmath, about 0.2 ms an entry)."""
+    for fam, w, feats in _FEATS:
+        if fam is family and w == window and len(feats) >= N:
+            return feats
+    ar = FractionArith(0)
+    feats = [family.features(m, window, ar) for m in range(N)]
+    _FEATS[:] = [(family, window, feats)] + _FEATS[:1]
+    return feats
+
+
 def _stable_lengths(task: Task, N: int, min_L: int) -> bool:
     """May every length up to N be decided by the one system at N (the causal-mask block identity, pr26
     Theorem 1: a head realizing length N realizes every shorter length)?  Only when the targets and the first
@@ -385,7 +400,7 @@ class _Cuts:
     converged: bool
 
 
-def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction) -> Any:
+def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction, support: list[int] | None = None) -> Any:
     """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
 
     The LP (scipy's HiGHS) maximises t subject to c . theta >= t |c|_inf for every held row and
@@ -394,9 +409,11 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
     computed in Fractions, and theta is scaled by a dyadic s >= G / m, so every held row has c . theta >= G
     exactly.  Returns an ObligationResult SAT with that model, or None when the LP finds no positive t or m
     is not positive (the caller then asks z3, which also gives the Farkas certificate of an infeasible
-    subset).  The whole-system check that follows each round is exact either way."""
+    subset; ``support`` then receives the indices of the rows with nonzero LP duals, a likely small
+    infeasible subset).  The whole-system check that follows each round is exact either way."""
     from verify.solver.common import ObligationResult
 
+    support = [] if support is None else support
     try:
         import numpy as np
         from scipy.optimize import linprog
@@ -416,7 +433,13 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
                      method="highs")
     except (ValueError, RuntimeError):
         return None
-    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all() or not lp.x[-1] > 1e-12:
+    if lp.status == 0 and lp.x is not None and np.isfinite(lp.x).all() and not lp.x[-1] > 1e-12:
+        # no positive margin: the rows with nonzero duals are the likely Farkas support
+        y = getattr(getattr(lp, "ineqlin", None), "marginals", None)
+        if y is not None:
+            support.extend(int(k) for k in np.nonzero(np.abs(y) > 1e-12)[0])
+        return None
+    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all():
         return None
     theta = [Fraction(float(x)) for x in lp.x[:dim]]
     m = min(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) for c in rows)
@@ -470,7 +493,15 @@ def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fra
                          origin, rnd - 1, False)
         name = (f"exists a parameter with margin >= {margin} on every query row of every length <= {ell} "
                 f"({family.name}, {task.name}; cutting planes: {len(rows)} constraints, round {rnd})")
-        res = None if extra else _float_proposal(name, rows, dim, margin)
+        support: list[int] = []
+        res = None if extra else _float_proposal(name, rows, dim, margin, support)
+        if res is None and 0 < len(support) < len(rows):
+            # the float LP's dual support first: a small subset whose infeasibility z3 certifies quickly
+            sub = [rows[k] for k in support]
+            res = lp_obligation(name.replace(f"{len(rows)} constraints", f"{len(sub)} of {len(rows)} constraints"),
+                                sub, dim, timeout_ms, margin=margin, second_opinion="never")
+            if res.answer != SolverAnswer.UNSAT or not (res.certificate or {}).get("checked"):
+                res = None
         if res is None:  # no exactly feasible float proposal: z3 decides (an UNSAT with its Farkas certificate)
             res = lp_obligation(name, rows, dim, timeout_ms, margin=margin, extra=extra, second_opinion="never")
         if res.answer != SolverAnswer.SAT:
@@ -604,8 +635,7 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
                     deadline: float | None, progress: Callable[[str], None] | None) -> Decision:
     """:func:`decide_lengths` by cutting planes (see there)."""
     stable = _stable_lengths(task, N, min_L)
-    ar = FractionArith(0)
-    feats = [family.features(m, window, ar) for m in range(N)]
+    feats = feature_table(family, window, N)
     solved: dict[int, _Cuts] = {}
 
     def solve(ell: int) -> tuple[Any, list]:

@@ -762,7 +762,8 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
                frequencies: int | None = None, target: str | None = None, rows: str | None = None,
                margin: Any = 1, L0: int = 20, timeout_s: float = 20.0,
                certificates: str | Path | None = None, user_timeout: float = 60.0, budget_s: float | None = None,
-               progress: Callable[[str], None] | None = None, method: str = "cutting") -> RealizableResult:
+               progress: Callable[[str], None] | None = None, method: str = "cutting",
+               _spec: Any = None) -> RealizableResult:
     """Can any head with these features do the task at every length up to L (pr26's realizability)?
 
     For each length ell = 2..L: is there one parameter theta with logit(i, t(i)) >= logit(i, j) +
@@ -801,8 +802,9 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
     G = _realizable_checked(L, L0, margin)
     timeout_ms = check_timeout(timeout_s)
     tsk = resolve_task(task, target=target, rows=rows)
-    spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
-                      max_positions=max(L, L0), check_prefix=None, user_timeout=user_timeout)
+    spec = _spec or resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base,
+                               frequencies=frequencies, max_positions=max(L, L0), check_prefix=None,
+                               user_timeout=user_timeout)
     fam = spec.family
     r = fam.dim(L0)
     nparam = r if fam.kind == "relative" else r * r
@@ -911,6 +913,10 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
     import time
 
     lengths = designer_lengths(L0, up_to)
+    # one feature map for every task's realizability (its exact feature table is then computed once)
+    spec = resolve_pe(pe, features=kw["features"], feature_map=kw["feature_map"], slope=kw["slope"], base=kw["base"],
+                      frequencies=kw["frequencies"], max_positions=max(up_to, L0), check_prefix=None,
+                      user_timeout=kw["user_timeout"])
 
     def left() -> float | None:
         return None if deadline is None else deadline - time.perf_counter()
@@ -924,7 +930,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
             ex.update(realizable_up_to=None, first_unrealizable=None, answer=None, why="--budget ran out")
         else:
             try:
-                rz = realizable(pe, t, up_to, **kw, L0=L0, timeout_s=timeout_s, budget_s=rem)
+                rz = realizable(pe, t, up_to, **kw, L0=L0, timeout_s=timeout_s, budget_s=rem, _spec=spec)
                 per = {p["L"]: p["realizable"] for p in rz.per_length}
                 good = 1
                 while good + 1 in per and per[good + 1] is True:
