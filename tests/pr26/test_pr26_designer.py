@@ -89,3 +89,34 @@ def test_realizable_plots_and_readable_W(capsys, tmp_path):
     assert rc == 0 and "realizable at every L <= 64" in out and "rounded; exact rationals in --format json" in out
     assert (tmp_path / "realizable_kernel.png").stat().st_size > 0
     assert (tmp_path / "realizable_margins.png").stat().st_size > 0
+
+
+def test_realizable_4096_one_exact_decision_and_affine_certificate(capsys, tmp_path):
+    # issue 25's "done when": [1, i, i^2] realizes prev at every L <= 4096 (one head re-checked exactly at 4096);
+    # [1, i] does not from L = 3, with a certificate verify recheck accepts
+    assert main(["realizable", "--pe-features", "1, i, i**2", "--task", "prev", "--L", "4096", "--margin", "1"]) == 0
+    cap = capsys.readouterr()
+    assert "realizable at every L <= 4096" in cap.out and "block identity" in cap.out
+    assert cap.err.count("verify: realizable: length ") == 1  # one decision, at 4096
+    d = tmp_path / "c"
+    assert main(["realizable", "--pe-features", "1, i", "--task", "prev", "--L", "4096", "--certificates", str(d)]) == 1
+    assert "not realizable at any L from 3 to 4096" in capsys.readouterr().out
+    assert main(["recheck", str(d)]) == 0
+
+
+def test_realizable_interrupt_prints_progress_and_exits_130(capsys, monkeypatch):
+    from verify.solver import realizable as R
+
+    real = R.solve_cutting
+    calls = {"n": 0}
+
+    def interrupting(*a, **k):
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(R, "solve_cutting", interrupting)
+    rc = main(["realizable", "--pe-features", "1, i", "--task", "prev", "--L", "64"])
+    err = capsys.readouterr().err
+    assert rc == 130 and "decided so far: length 64: unsat" in err
