@@ -403,8 +403,10 @@ class _Cuts:
 def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction, support: list[int] | None = None) -> Any:
     """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
 
-    The LP (scipy's HiGHS) maximises t subject to c . theta >= t |c|_inf for every held row and
-    |theta_a| <= 1 (the most robust direction; the constraints are homogeneous, so the scale is free).
+    First a feasibility LP at margin 1.01 G (scipy's HiGHS), its solution read as the exact rationals its
+    floats are and kept when every held row meets G in Fractions.  Otherwise an LP maximises t subject to
+    c . theta >= t |c|_inf for every held row and |theta_a| <= 1 (the most robust direction; the
+    constraints are homogeneous, so the scale is free).
     The float solution is read as the exact rationals its floats are, its smallest held-row value m is
     computed in Fractions, and theta is scaled by a dyadic s >= G / m, so every held row has c . theta >= G
     exactly.  Returns an ObligationResult SAT with that model, or None when the LP finds no positive t or m
@@ -425,6 +427,18 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
         return None
     scale = np.abs(C).max(axis=1)
     scale[scale == 0] = 1.0
+    # first a plain feasibility LP at 1.01 G (a vertex: often generalizes to the rows not held), read exactly
+    try:
+        lp = linprog(np.zeros(dim), A_ub=-C / scale[:, None], b_ub=-float(margin) * 1.01 / scale,
+                     bounds=[(None, None)] * dim, method="highs")
+    except (ValueError, RuntimeError):
+        lp = None
+    if lp is not None and lp.status == 0 and lp.x is not None and np.isfinite(lp.x).all():
+        theta = [Fraction(float(x)) for x in lp.x]
+        if all(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) >= margin for c in rows):
+            return ObligationResult(name + "; float64 LP proposal checked exactly", SolverAnswer.SAT,
+                                    model={f"theta_{a}": x for a, x in enumerate(theta)},
+                                    seconds=time.perf_counter() - t0, n_constraints=len(rows))
     A = np.hstack([-C / scale[:, None], np.ones((len(rows), 1))])
     cost = np.zeros(dim + 1)
     cost[-1] = -1.0
