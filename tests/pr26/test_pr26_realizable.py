@@ -264,3 +264,23 @@ def test_long_prev_one_decision_at_N():
     res = A.realizable(features="1, i, i**2", task="prev", L=1024, progress=lines.append)
     assert res.realizable is True and len(lines) == 1 and lines[0].startswith("length 1024: sat")
     assert res.doc["witnesses"]["W1"]["cutting_planes"]["block_identity"] is True
+
+
+@pytest.mark.parametrize("name,task,window", [("learned-absolute", "prev", 6), ("learned-absolute", "reverse", 6),
+                                              ("rope", "prev", 20), ("alibi", "attend-first", 20),
+                                              ("clamped-absolute", "skip-2", 5), ("free-relative", "copy", 6)])
+def test_cutting_planes_match_the_full_system_builtin_families(name, task, window):
+    fam, tsk = pe.FAMILIES[name], pe.get_task(task)
+    full = R.decide_lengths(fam, tsk, 10, window, method="full")
+    cut = R.decide_lengths(fam, tsk, 10, window)
+    assert [(a.L, a.realizable) for a in cut.answers] == [(a.L, a.realizable) for a in full.answers]
+
+
+def test_cutting_planes_match_with_a_pinned_parameter():
+    # alibi-fixed: the parameter pinned by equality rows (no float proposal; z3 with the pinned rows)
+    spec = A.resolve_pe("alibi-fixed", slope="1/2")
+    tsk = A.resolve_task(None, target="i")
+    for G in (Fraction(1, 2), Fraction(1)):
+        full = R.decide_lengths(spec.family, tsk, 8, 20, G, fixed=spec.fixed_param, method="full")
+        cut = R.decide_lengths(spec.family, tsk, 8, 20, G, fixed=spec.fixed_param)
+        assert [(a.L, a.realizable) for a in cut.answers] == [(a.L, a.realizable) for a in full.answers]
