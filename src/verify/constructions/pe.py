@@ -399,11 +399,6 @@ def get_task(name: str) -> Task:
 # ----------------------------------------------------------------------------- exact evaluation
 
 
-def feature_rows(family: Family, n: int, L0: int, ar: Any) -> list[list]:
-    """Phi (absolute: positions 0..n-1) or Psi (relative: offsets 0..n-1), as lists."""
-    return [family.features(m, L0, ar) for m in range(n)]
-
-
 def logit(family: Family, param: Any, i: int, j: int, L0: int, ar: Any, feats: Sequence[Sequence] | None = None) -> Any:
     """logit(i, j) = phi(i)^T W phi(j) (absolute) or w . psi(i - j) (relative), in ar's arithmetic.
 
@@ -470,6 +465,6 @@ def exact_row_margin(family: Family, task: Task, param: Any, i: int, L: int, L0:
 
 
 __all__ = ["Family", "Task", "FAMILIES", "TASKS", "QUADRATIC", "get_family", "get_task", "task_names",
-           "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin", "feature_rows",
+           "FloatArith", "FractionArith", "ceil_half", "theta", "logit", "exact_row_margin",
            "attends", "target_in_window",
            "N_FREQ", "TRIG_DENOM_BITS"]
