@@ -581,8 +581,9 @@ def test_alpha_refusals_before_torch(extra, needle):
 
 
 def test_alpha_size_refusal_before_torch():
-    rc, secs, torch_loaded, err = _probe(["alpha", "--pe", "rope", "--task", "prev", "--L0", "2000", "--L", "1000000"])
-    assert rc == 2 and "GiB" in err and len(err.strip().splitlines()) == 1
+    # an absolute head is O(L^2 r): 200000 positions are past the time budget, refused before torch loads
+    rc, secs, torch_loaded, err = _probe(["alpha", "--pe", "sinusoidal", "--task", "prev", "--L0", "20", "--L", "200000"])
+    assert rc == 2 and "time budget" in err and len(err.strip().splitlines()) == 1
     assert not torch_loaded and secs < 0.5, (secs, torch_loaded)
 
 
