@@ -400,14 +400,30 @@ class _Cuts:
     converged: bool
 
 
+#: significant bits an LP's float solution keeps before the exact check (:func:`_dyadic`)
+PROPOSAL_BITS = 30
+
+
+def _dyadic(x: float) -> Fraction:
+    """``x`` rounded to :data:`PROPOSAL_BITS` significant bits, as an exact dyadic rational: the LP solver's last
+    bits follow the CPU's vector width, so a proposal read bit for bit could print a different W on another
+    machine; the exact check that follows decides either way."""
+    import math
+
+    if x == 0.0:
+        return Fraction(0)
+    mant, exp = math.frexp(x)
+    return Fraction(round(mant * (1 << PROPOSAL_BITS))) * Fraction(2) ** (exp - PROPOSAL_BITS)
+
+
 def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction, support: list[int] | None = None) -> Any:
     """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
 
-    First a feasibility LP at margin 1.01 G (scipy's HiGHS), its solution read as the exact rationals its
-    floats are and kept when every held row meets G in Fractions.  Otherwise an LP maximises t subject to
+    First a feasibility LP at margin 1.01 G (scipy's HiGHS), its solution rounded to :data:`PROPOSAL_BITS`
+    significant bits (:func:`_dyadic`) and kept when every held row meets G in Fractions.  Otherwise an LP maximises t subject to
     c . theta >= t |c|_inf for every held row and |theta_a| <= 1 (the most robust direction; the
     constraints are homogeneous, so the scale is free).
-    The float solution is read as the exact rationals its floats are, its smallest held-row value m is
+    The float solution is rounded the same way, its smallest held-row value m is
     computed in Fractions, and theta is scaled by a dyadic s >= G / m, so every held row has c . theta >= G
     exactly.  Returns an ObligationResult SAT with that model, or None when the LP finds no positive t or m
     is not positive (the caller then asks z3, which also gives the Farkas certificate of an infeasible
@@ -434,7 +450,7 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
     except (ValueError, RuntimeError):
         lp = None
     if lp is not None and lp.status == 0 and lp.x is not None and np.isfinite(lp.x).all():
-        theta = [Fraction(float(x)) for x in lp.x]
+        theta = [_dyadic(float(x)) for x in lp.x]
         if all(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) >= margin for c in rows):
             return ObligationResult(name + "; float64 LP proposal checked exactly", SolverAnswer.SAT,
                                     model={f"theta_{a}": x for a, x in enumerate(theta)},
@@ -455,7 +471,7 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
         return None
     if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all():
         return None
-    theta = [Fraction(float(x)) for x in lp.x[:dim]]
+    theta = [_dyadic(float(x)) for x in lp.x[:dim]]
     m = min(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) for c in rows)
     if m <= 0:
         return None

@@ -284,3 +284,19 @@ def test_cutting_planes_match_with_a_pinned_parameter():
         full = R.decide_lengths(spec.family, tsk, 8, 20, G, fixed=spec.fixed_param, method="full")
         cut = R.decide_lengths(spec.family, tsk, 8, 20, G, fixed=spec.fixed_param)
         assert [(a.L, a.realizable) for a in cut.answers] == [(a.L, a.realizable) for a in full.answers]
+
+
+def test_lp_proposals_do_not_carry_the_solvers_last_bits():
+    """A float LP's last bits follow the CPU's vector width: the proposal keeps 30 significant bits, so two
+    solutions a few ulps apart give the same exact W (the exact check decides either way).  Fault: reading the
+    float bit for bit (Fraction(x)) gives two different Ws."""
+    import math
+    from fractions import Fraction
+
+    from verify.solver.realizable import PROPOSAL_BITS, _dyadic
+
+    for x in (0.7364219811, -3.25e-3, 12345.678, 1.0 / 3.0):
+        y = math.nextafter(math.nextafter(x, math.inf), math.inf)
+        assert _dyadic(x) == _dyadic(y) and Fraction(x) != Fraction(y)
+        assert abs(_dyadic(x) - Fraction(x)) <= abs(Fraction(x)) / 2 ** (PROPOSAL_BITS - 1)
+    assert _dyadic(0.0) == 0
