@@ -130,7 +130,7 @@ DECODE = Claim(
     requires=REQUIRES,
     id="impl:decode",
     title="cached incremental decoding equals the full forward pass (the library's own cache)",
-    source="transformers' generation contract (DynamicCache); issue 22 item 1",
+    source="transformers' generation contract (DynamicCache): generate() with use_cache=True and the cache-free forward pass must agree",
     statement=("For every prefill split of a prompt, a prefill call then one call per token through the library's "
                "cache gives at every position the logits of the full forward pass without a cache: float64 to "
                "rounding; float16/bfloat16/float32 within a tolerance calibrated on the full pass's own rounding."),
