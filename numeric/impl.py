@@ -33,6 +33,25 @@ CAL_CAP = 1e-6
 ROPE_FACTOR = 8
 
 
+
+def _noise(x: float, tol: float | None = None) -> str:
+    """A measured deviation for a sentence, without the digits that follow the CPU: at rounding level (below
+    :data:`~verify.evidence.ROUNDING_LEVEL`) ``< 1e-12``; within a tolerance, the power of ten above it (``< 1e-07``),
+    since its leading digits are rounding noise too (float32 cos/sin, float32 slopes); beyond the tolerance (a
+    real mismatch) three significant digits."""
+    import math
+
+    from verify.evidence import ROUNDING_LEVEL
+
+    x = float(x)
+    if x == 0.0:
+        return "0"
+    if x < ROUNDING_LEVEL:
+        return f"< {ROUNDING_LEVEL:g}"
+    if tol is None or x <= tol:
+        return f"< 1e{math.floor(math.log10(x)) + 1:+03d}"
+    return f"{x:.3g}"
+
 def _engines() -> dict[str, str]:
     out = engine_versions("torch")
     out["transformers"] = im.transformers_module().__version__
@@ -97,7 +116,7 @@ def check_decode(spec: str, attn: str, dtype: str, seed: int, L: int, splits: Se
         b = b64
         floor = prefix_rounding(b64, ids, ref, scale)
         tol = max(TOL64, min(LOW_FACTOR * floor, CAL_CAP))
-        tol_txt = (f"float64: relative deviation <= max({TOL64:g}, min({LOW_FACTOR} x the prefix rounding {floor:.2g}, "
+        tol_txt = (f"float64: relative deviation <= max({TOL64:g}, min({LOW_FACTOR} x the prefix rounding {_noise(floor)}, "
                    f"{CAL_CAP:g})) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails; between: inconclusive (the prefix "
                    "rounding: full passes of each prefix against the whole prompt's, at the same positions)")
     else:
@@ -105,7 +124,7 @@ def check_decode(spec: str, attn: str, dtype: str, seed: int, L: int, splits: Se
         floor = _rel(im.full(b, ids), ref, scale)
         tol = LOW_FACTOR * floor
         tol_txt = (f"{dtype}: relative deviation from the float64 full pass <= {LOW_FACTOR} x the {dtype} full "
-                   f"pass's own ({floor:.2g}) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails")
+                   f"pass's own ({_noise(floor)}) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails")
     devs = decode_sweep(b, ids, ref, scale, splits)
     dev = max(max(r) for r in devs.values())
     status, outcome = _verdict(dev, tol)
@@ -113,7 +132,7 @@ def check_decode(spec: str, attn: str, dtype: str, seed: int, L: int, splits: Se
     numbers = {**b.describe(), "L": L, "splits": splits, "max_deviation": dev, "tolerance": tol, "rounding": floor,
                "per_split_max": {str(k): max(r) for k, r in devs.items()}, "relative_to": f"max |logit| = {scale:.4g}"}
     head = (f"{spec} ({b.attn}, {dtype}), prompt {L} tokens, prefill splits {splits[0]}..{splits[-1]} then one "
-            f"token per call: max |cached - full| / max |full| = {dev:.3g} (tolerance {tol:.2g})")
+            f"token per call: max |cached - full| / max |full| = {_noise(dev, tol)} (tolerance {tol:.2g})")
     witness = None
     if outcome == Outcome.FAILS and wit is not None:
         witness = {**wit, "dtype": dtype, "tolerance": tol}
@@ -286,8 +305,8 @@ def check_alibi(spec: str, attn: str, seed: int, heads: int, L: int, schedule: S
     tol = (f"each measured slope (every query/key pair, without and with the cache) within {SLOPE_TOL:g} of "
            "the schedule (the slopes are float32 in the library; the schedule exact)")
     head = (f"{spec} ({b.attn}), {heads} heads, L = {L}: slopes read from layer 0's attention with zero projections, "
-            f"max |measured - schedule| {numbers['max_abs_difference']['full']:.2g} (no "
-            f"cache), {numbers['max_abs_difference']['cache']:.2g} (cache)")
+            f"max |measured - schedule| {_noise(numbers['max_abs_difference']['full'])} (no "
+            f"cache), {_noise(numbers['max_abs_difference']['cache'])} (cache)")
     if witness is not None:
         return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, numbers=numbers, tolerance=tol, seed=seed,
                         engines=_engines(), witness=witness,
@@ -338,9 +357,9 @@ def check_rope(spec: str, attn: str, seed: int, rope: dict[str, Any], L: int, ma
     tol = (f"offset: spread of the score along each offset <= {ROPE_FACTOR} x P x 2^-24 = {otol:.2g} relative (the "
            f"library's cos and sin are float32; P = {2 * L} positions); > {FAIL_FACTOR} x that fails; cache: "
            f"{dec.tolerance}")
-    head = (f"{spec} ({b.attn}), rope {rope.get('rope_type')}: score spread along offsets {spread:.2g} over positions "
+    head = (f"{spec} ({b.attn}), rope {rope.get('rope_type')}: score spread along offsets {_noise(spread, otol)} over positions "
             f"0..{2 * L - 1} (max_position_embeddings {max_positions}); cached decode vs full pass "
-            f"{dec.numbers['max_deviation']:.3g} (tolerance {dec.numbers['tolerance']:.2g})")
+            f"{_noise(dec.numbers['max_deviation'], dec.numbers['tolerance'])} (tolerance {dec.numbers['tolerance']:.2g})")
     if spread > FAIL_FACTOR * otol or dec.outcome == Outcome.FAILS:
         w = {"offset_spread": spread} if spread > FAIL_FACTOR * otol else {}
         if dec.outcome == Outcome.FAILS:
@@ -403,7 +422,7 @@ def check_padding(spec: str, attn: str, seed: int, lengths: Sequence[int], steps
     tol = (f"float64: relative deviation <= {TOL64:g} holds, > {FAIL_FACTOR * TOL64:g} fails (max |logit| of the "
            "sequence alone)")
     head = (f"{spec} ({b.attn}), left-padded batch of lengths {list(lengths)} with the cache, {steps} decode steps, "
-            f"position_ids {positions}: max |batched - alone| / max |alone| = {worst:.3g}")
+            f"position_ids {positions}: max |batched - alone| / max |alone| = {_noise(worst, TOL64)}")
     if outcome == Outcome.FAILS and witness is not None:
         head += (f"; first: sequence {witness['sequence']} (length {witness['length']}, {witness['padding']} pads), "
                  f"{witness['phase']}")
