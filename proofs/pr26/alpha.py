@@ -1136,3 +1136,11 @@ def _z3_version() -> str:
 __all__ = ["alpha", "realizable", "identifiability", "designer", "designer_lengths", "DESIGNER_TASKS",
            "prepare", "load_param", "resolve_pe", "resolve_task",
            "AlphaResult", "RealizableResult", "Inconclusive", "DEFAULT_MIN_MARGIN", "DEFAULT_MIN_MASS"]
+
+
+def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
+    """``verify realizable --plots``: the witness kernel with the target offset and the margins per row
+    (:func:`verify.proofs.pr26.plots.realizable_plots`), reached through the paper's API."""
+    from verify.proofs.pr26.plots import realizable_plots as draw
+
+    return draw(plt, directory, res)

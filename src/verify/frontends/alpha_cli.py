@@ -524,9 +524,7 @@ def realizable_cmd(pe_name: str | None, pe_features: str | None, slope: str | No
         raise click.exceptions.Exit(130) from None
     doc = res.doc
     if plt is not None and plots is not None:
-        from verify.proofs.pr26.plots import realizable_plots
-
-        doc["plots"] = realizable_plots(plt, plots, res)
+        doc["plots"] = A.realizable_plots(plt, plots, res)
     if fmt == "json":
         from verify.evidence import to_jsonable
 
