@@ -36,7 +36,7 @@ ROPE_FACTOR = 8
 
 def _noise(x: float, tol: float | None = None) -> str:
     """A measured deviation for a sentence, without the digits that follow the CPU: at rounding level (below
-    :data:`~verify.evidence.ROUNDING_LEVEL`) ``< 1e-12``; within a tolerance, the power of ten above it (``< 1e-07``),
+    :data:`~verify.evidence.ROUNDING_LEVEL`) ``< 1e-12``; within a tolerance, the bound 3 x 10^k above it (``< 3e-07``),
     since its leading digits are rounding noise too (float32 cos/sin, float32 slopes); beyond the tolerance (a
     real mismatch) three significant digits."""
     import math
@@ -49,7 +49,9 @@ def _noise(x: float, tol: float | None = None) -> str:
     if x < ROUNDING_LEVEL:
         return f"< {ROUNDING_LEVEL:g}"
     if tol is None or x <= tol:
-        return f"< 1e{math.floor(math.log10(x)) + 1:+03d}"
+        # the bound 3 x 10^k just above x: the measured values sit near powers of ten (float32 rounding ~1e-7),
+        # so bounds between them keep a factor of about 3 from a CPU's last-bit wobble
+        return f"< 3e{math.ceil(math.log10(x / 3)):+03d}"
     return f"{x:.3g}"
 
 def _engines() -> dict[str, str]:
