@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from verify.core.model import InconclusiveError, InputError
+from verify.evidence import Status
 from verify.numeric.pr26_sizes import MEMORY_BUDGET_BYTES, SELECTIONS, TIME_BUDGET_S
 
 #: a head is "weak" when its smallest margin on the new rows is below this (logit units) ...
@@ -956,7 +957,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
             row: dict[str, Any] = {"event": "length", "task": t, "L": ell,
                                    "existence": ex.get("per_length", {}).get(ell)}
             if rem is not None and rem <= 0:
-                row.update(alpha=None, outcome="inconclusive", why="--budget ran out")
+                row.update(alpha=None, outcome=Status.INCONCLUSIVE, why="--budget ran out")
                 sel.append(row)
                 yield row
                 continue
@@ -966,7 +967,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
             try:
                 res = alpha(pe, t, L0, ell, **kw, **fit_kw, _prepared=prep)
             except Inconclusive as e:
-                row.update(alpha=None, outcome="inconclusive", why=e.message)
+                row.update(alpha=None, outcome=Status.INCONCLUSIVE, why=e.message)
                 sel.append(row)
                 yield row
                 break
