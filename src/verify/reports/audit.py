@@ -475,7 +475,6 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
         The report text, ending with a newline.
     """
     from verify.core.registry import paper_title
-    from verify.core.specs import run_id
 
     del changes  # CI outputs report them
     ref = title or paper_title(paper)
@@ -501,45 +500,7 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
     appendix = _Appendix()
     body: list[str] = []
     for c in claims:
-        rs = [r for r in results if r.claim is c]
-        body += [f"## {_anchor(_slug(c.id))}{c.id}: {c.title}", ""]
-        body += [f"**Source:** {c.source}", ""]
-        if any(r.provenance.kind in ("paper", "repair") for r in rs):
-            body += ["**The paper's statement** (as the source states it; variants that are ours say so in their "
-                     "heading):", "", f"> {c.statement}", ""]
-        else:
-            body += ["**Our statement** (the paper states none; each variant says whose it is):", "",
-                     f"> {c.statement}", ""]
-        if c.repair:
-            needs = any(r.verdict in (FAILS, HOLDS_WITH_FIX) for r in rs)
-            said = c.repair if needs else f"(not needed by these results) {c.repair}"
-            body += [_anchor(f"{_slug(c.id)}-repair") + f"**Repair:** {said}", ""]
-        for r in rs:
-            where = r.display_id.split(":", 1)[1]
-            body += [f"### {_anchor(_result_anchor(r))}{_variant_title(r)}", ""]
-            if r.provenance.why and r.provenance.kind != "repair":
-                body += [f"*Why this variant exists:* {r.provenance.why}.", ""]
-            body += [f"**Verdict: {r.verdict}**: {_untime(r.reason, timings)}.", ""]
-            if r.parts:
-                body += _parts_table(r)
-            wit, shown = _witness(r, timings)
-            body += wit
-            findings = [f for f in (_fresh(_untime(n, timings), shown) for n in r.notes) if f]
-            if findings:
-                body += ["**Findings:**", ""] + [f"- {n}" for n in findings] + [""]
-            if r.figures:
-                body += [f"**Paper against ours** (published figures reproduced {r.figures_reproduced}; the verdict "
-                         "is about the statement, the printed numbers are counted here):", ""] + _figures_table(r) + [""]
-            body += [f"#### Evidence: {_layers_line(r)}", "",
-                     f"Run id `{run_id(r.claim, r.params)}`; parameters: {_param_list(r)}.", ""]
-            for ev in r.evidence:
-                body += _layer_section(ev, timings, where, appendix, shown)
-        kernel = _kernel_statements(c.id)
-        if kernel:
-            link = appendix.add(f"{c.id}: kernel statements", kernel[2:])
-            body += [f"**Kernel statements:** the Coq theorems that answer this claim are quoted in {link}.", ""]
-        if c.caveats:
-            body += ["### Caveats", ""] + [f"- {cav}" for cav in c.caveats] + [""]
+        body += _claim_section(c, [r for r in results if r.claim is c], timings, appendix)
     if plots:
         toc.append("- [Figures](#figures)")
         body += [f"## {_anchor('figures')}Figures", ""] + [f"- ![{p}]({p})" for p in plots] + [""]
@@ -559,3 +520,56 @@ def audit_markdown(paper: str, results: Sequence[ClaimResult], changes: Sequence
     out += [f"| {k} | {v} |" for k, v in PROVENANCE_KINDS.items()]
     out += [""] + [f"- {v}" for v in STATUS_MEANING.values()] + [""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _claim_section(c: Any, rs: Sequence[ClaimResult], timings: bool, appendix: "_Appendix") -> list[str]:
+    """One claim's section: its source, the paper's statement (or ours, labelled), the repair, each variant's
+    section (:func:`_variant_section`), the kernel statements (to the appendix) and the caveats."""
+    body = [f"## {_anchor(_slug(c.id))}{c.id}: {c.title}", ""]
+    body += [f"**Source:** {c.source}", ""]
+    if any(r.provenance.kind in ("paper", "repair") for r in rs):
+        body += ["**The paper's statement** (as the source states it; variants that are ours say so in their "
+                 "heading):", "", f"> {c.statement}", ""]
+    else:
+        body += ["**Our statement** (the paper states none; each variant says whose it is):", "",
+                 f"> {c.statement}", ""]
+    if c.repair:
+        needs = any(r.verdict in (FAILS, HOLDS_WITH_FIX) for r in rs)
+        said = c.repair if needs else f"(not needed by these results) {c.repair}"
+        body += [_anchor(f"{_slug(c.id)}-repair") + f"**Repair:** {said}", ""]
+    for r in rs:
+        body += _variant_section(r, timings, appendix)
+    kernel = _kernel_statements(c.id)
+    if kernel:
+        link = appendix.add(f"{c.id}: kernel statements", kernel[2:])
+        body += [f"**Kernel statements:** the Coq theorems that answer this claim are quoted in {link}.", ""]
+    if c.caveats:
+        body += ["### Caveats", ""] + [f"- {cav}" for cav in c.caveats] + [""]
+    return body
+
+
+def _variant_section(r: ClaimResult, timings: bool, appendix: "_Appendix") -> list[str]:
+    """One variant: why it exists (when it is ours), the verdict, its parts, the witness once, the findings and the
+    published figures, then the evidence layer by layer."""
+    from verify.core.specs import run_id
+
+    where = r.display_id.split(":", 1)[1]
+    body = [f"### {_anchor(_result_anchor(r))}{_variant_title(r)}", ""]
+    if r.provenance.why and r.provenance.kind != "repair":
+        body += [f"*Why this variant exists:* {r.provenance.why}.", ""]
+    body += [f"**Verdict: {r.verdict}**: {_untime(r.reason, timings)}.", ""]
+    if r.parts:
+        body += _parts_table(r)
+    wit, shown = _witness(r, timings)
+    body += wit
+    findings = [f for f in (_fresh(_untime(n, timings), shown) for n in r.notes) if f]
+    if findings:
+        body += ["**Findings:**", ""] + [f"- {n}" for n in findings] + [""]
+    if r.figures:
+        body += [f"**Paper against ours** (published figures reproduced {r.figures_reproduced}; the verdict "
+                 "is about the statement, the printed numbers are counted here):", ""] + _figures_table(r) + [""]
+    body += [f"#### Evidence: {_layers_line(r)}", "",
+             f"Run id `{run_id(r.claim, r.params)}`; parameters: {_param_list(r)}.", ""]
+    for ev in r.evidence:
+        body += _layer_section(ev, timings, where, appendix, shown)
+    return body
