@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
+from verify.faults import seam
 from verify.solver.common import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
 
@@ -156,38 +157,51 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     ar = FractionArith(0)
     if feats is None or len(feats) < L:
         feats = [family.features(m, window, ar) for m in range(L)]
-    margins: dict[int, Fraction] = {}
-    worst: dict[int, int] = {}
     rows = list(task.rows(L)) if only is None else [i for i in only if i in task.rows(L)]
     if family.kind == "relative":
-        # k(delta) * scale as Python ints (features and w times their common denominators)
-        Fi, (wi,), scale = _integer_scaled(feats, L, [[Fraction(w) for w in param]])
-        k = [sum(x * y for x, y in zip(wi, Fi[d])) for d in range(L)]
-        # top-two of k over offsets 0..d, as (value, offset)
-        top1: list[tuple[int, int]] = []
-        top2: list[tuple[int, int] | None] = []
-        a: tuple[int, int] | None = None
-        b: tuple[int, int] | None = None
-        for d in range(L):
-            v = (k[d], d)
-            if a is None or v[0] > a[0]:
-                a, b = v, a
-            elif b is None or v[0] > b[0]:
-                b = v
-            top1.append(a)
-            top2.append(b)
-        for i in rows:
-            t = pe.target_in_window(task, i, L)
-            if i == 0:
-                continue
-            dt = i - t
-            best = top1[i] if top1[i][1] != dt else top2[i]
-            assert best is not None
-            margins[i] = Fraction(k[dt] - best[0], scale)
-            worst[i] = i - best[1]
-        return RowCheck(margins, worst)
+        return _relative_margins(task, param, L, feats, rows)
+    return _absolute_margins(task, param, L, feats, rows)
+
+
+def _relative_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:
+    """:func:`exact_margins` for a relative family: k(delta) in integers, a running top-two of k over the offsets."""
+    margins: dict[int, Fraction] = {}
+    worst: dict[int, int] = {}
+    # k(delta) * scale as Python ints (features and w times their common denominators)
+    Fi, (wi,), scale = _integer_scaled(feats, L, [[Fraction(w) for w in param]])
+    k = [sum(x * y for x, y in zip(wi, Fi[d])) for d in range(L)]
+    # top-two of k over offsets 0..d, as (value, offset)
+    top1: list[tuple[int, int]] = []
+    top2: list[tuple[int, int] | None] = []
+    a: tuple[int, int] | None = None
+    b: tuple[int, int] | None = None
+    for d in range(L):
+        v = (k[d], d)
+        if a is None or v[0] > a[0]:
+            a, b = v, a
+        elif b is None or v[0] > b[0]:
+            b = v
+        top1.append(a)
+        top2.append(b)
+    for i in rows:
+        t = pe.target_in_window(task, i, L)
+        if i == 0:
+            continue
+        dt = i - t
+        best = top1[i] if top1[i][1] != dt else top2[i]
+        assert best is not None
+        margins[i] = Fraction(k[dt] - best[0], scale)
+        worst[i] = i - best[1]
+    return RowCheck(margins, worst)
+
+
+def _absolute_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:
+    """:func:`exact_margins` for an absolute family: float64 logits in row blocks, every key within twice the
+    rounding bound of the row's float max re-decided exactly in integers."""
     import numpy as np
 
+    margins: dict[int, Fraction] = {}
+    worst: dict[int, int] = {}
     W = [[Fraction(x) for x in row] for row in param]
     r = len(W)
     Fi, Wi, scale = _integer_scaled(feats, L, W)
@@ -368,6 +382,7 @@ def _recheck_all(family: Family, task: Task, param: Any, lengths: Sequence[int],
 SAMPLE_FROM, SAMPLE_STEP, SAMPLE_TAIL = 1024, 32, 256
 
 
+@seam("solver.realizable._violations")
 def _violations(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int, margin: Fraction,
                 feats: Sequence[Sequence]) -> list[tuple[Fraction, int, int, int]]:
     """The violated constraints of ``param`` (exact): (slack < 0, row i, key j, length L), most violated first,
@@ -416,6 +431,7 @@ def _dyadic(x: float) -> Fraction:
     return Fraction(round(mant * (1 << PROPOSAL_BITS))) * Fraction(2) ** (exp - PROPOSAL_BITS)
 
 
+@seam("solver.realizable._float_proposal")
 def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction, support: list[int] | None = None) -> Any:
     """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
 
@@ -760,6 +776,7 @@ def _extent(family: Family, task: Task, theta: Sequence[Fraction], N: int, windo
     return min(bad) if bad else N
 
 
+@seam("solver.realizable._cert_extent")
 def _cert_extent(cut: _Cuts, min_L: int, dim: int) -> int | None:
     """The shortest length holding every row a checked certificate uses (length-stable task: row i's
     constraints are rows of every length > i): 1 + the largest row used; None without a checked certificate."""
