@@ -124,3 +124,27 @@ def test_the_check_sees_machinery_importing_a_paper(tmp_path):
     g.write_text("from verify.pipeline.run import execute\n")
     assert [x.split(": ", 1)[1] for x in violations("verify.numeric", [g])] == [
         "imports verify.pipeline.run", "imports verify.pipeline.run.execute"]
+
+
+def long_functions(files: list[Path], limit: int = 100) -> list[str]:
+    """``file:function (n lines)`` for every function (methods and nested ones included) longer than ``limit``."""
+    out = []
+    for f in files:
+        for node in ast.walk(ast.parse(f.read_text(), filename=str(f))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    out.append(f"{_rel(f)}:{node.name} ({n} lines)")
+    return out
+
+
+def test_no_function_is_over_100_lines():
+    """Each check computes a typed result and a separate function describes it; no body grows past 100 lines."""
+    files = sorted(p for d in (*FOLDERS.values(), SRC) for p in d.rglob("*.py"))
+    assert files and long_functions(files) == []
+
+
+def test_the_length_check_sees_a_long_function(tmp_path):
+    f = tmp_path / "long.py"
+    f.write_text("def f():\n" + "    x = 1\n" * 100)
+    assert long_functions([f]) == ["long.py:f (101 lines)"]
