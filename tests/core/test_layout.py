@@ -147,4 +147,4 @@ def test_no_function_is_over_100_lines():
 def test_the_length_check_sees_a_long_function(tmp_path):
     f = tmp_path / "long.py"
     f.write_text("def f():\n" + "    x = 1\n" * 100)
-    assert long_functions([f]) == ["long.py:f (101 lines)"]
+    assert [x.rsplit("/", 1)[-1] for x in long_functions([f])] == ["long.py:f (101 lines)"]
