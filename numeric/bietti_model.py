@@ -41,6 +41,7 @@ from typing import Iterator
 
 import torch
 
+from verify.faults import seam
 from verify.numeric.bietti_sizes import memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 
@@ -120,6 +121,7 @@ def _inputs(fr: FrozenParts, tokens: torch.Tensor, pe: str) -> torch.Tensor:
     return X + fr.p[: tokens.shape[1]] if pe == "ape" else X
 
 
+@seam("numeric.bietti_model._project")
 def _project(fr: FrozenParts, tokens: torch.Tensor, pe: str, M: torch.Tensor) -> torch.Tensor:
     """x_t^T M for every sequence and position, shape (N, T, d).
 

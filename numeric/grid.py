@@ -36,6 +36,8 @@ import re
 import time
 from typing import Any, Callable, Sequence
 
+from verify.faults import seam
+
 #: the scheduler choices that are not addresses
 LOCAL, IN_PROCESS = "local", "in-process"
 SCHEDULER_HELP = ("where grids run: 'local' (a 2-worker dask LocalCluster on this machine), 'in-process' (no Dask), "
@@ -145,6 +147,7 @@ def _tagged(fn: Callable[[Any], Any], k: int, task: Any) -> tuple[int, Any]:
     return k, fn(task)
 
 
+@seam("numeric.grid._key_index")
 def _key_index(keys: Sequence[str]) -> dict[str, int]:
     """The position of each task from its Dask key (task k has the key ``f"{name}-{k}"``)."""
     return {key: k for k, key in enumerate(keys)}

@@ -23,6 +23,7 @@ import torch
 from verify.constructions.kvshift24 import Variant
 from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
+from verify.faults import seam
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
 #: correct cache reorders no reduction that matters at this size; a bug moves outputs by far more
@@ -36,6 +37,7 @@ LOW_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
 LOW_FACTOR = 4
 
 
+@seam("numeric.kvshift24_pe._rope")
 def _rope(X: torch.Tensor, pos: torch.Tensor, base: float) -> torch.Tensor:
     """Rotate coordinate pairs of X (..., n, d) at positions ``pos`` (n,), angles in float64."""
     d = X.shape[-1]

@@ -48,6 +48,7 @@ import torch
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
 from verify.evidence import Outcome, Status
+from verify.faults import seam
 from verify.numeric.pr26_sizes import BLOCK_BYTES, SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
 
 #: the fixed learning-rate grid the default is chosen from (1-2-3-5-7 steps per decade,
@@ -316,6 +317,7 @@ class DualityGapError(ArithmeticError):
     never a verdict."""
 
 
+@seam("numeric.pr26._primal_upper")
 def _primal_upper(sq: float, s: float) -> float:
     """The objective ||theta / s||^2 / 2 = ||theta||^2 / (2 s^2) of the rescaled (feasible) primal point,
     ``sq`` = ||theta||^2, ``s`` = min(C theta) > 0: an upper bound on the min-norm optimum."""
@@ -1022,6 +1024,7 @@ def target_mass_dense(family: Family, task: Task, param: torch.Tensor, L0: int, 
     return out
 
 
+@seam("numeric.pr26._last_max_offset")
 def _last_max_offset(kern: torch.Tensor) -> torch.Tensor:
     """Per i, the largest offset d <= i with k(d) = max k[0..i] (the first maximising key of row i is i - d):
     the last index where k equals its running maximum, carried forward by a running maximum of indices."""

@@ -29,6 +29,7 @@ import torch
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
+from verify.faults import seam
 from verify.numeric.bietti_model import (
     FrozenParts,
     OneStepWeights,
@@ -131,6 +132,7 @@ def _profile_of_scores(S: torch.Tensor) -> list[float]:
     return out
 
 
+@seam("numeric.ws24._dense")
 def _dense(con: Any, g: TorchGram) -> torch.Tensor:
     """The construction's matrix sum_k c(k) a_k b_k^T on the sampled vectors (float64)."""
     L = torch.stack([g.vec(a) for _, a, _ in con.W.terms])

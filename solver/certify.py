@@ -20,6 +20,7 @@ from typing import Any, Sequence
 import z3
 
 from verify import interrupts
+from verify.faults import seam
 from verify.solver.common import SolverAnswer, seeded_solver, solve
 from verify.solver.recheck import check_certificate, encoding_hash
 
@@ -397,6 +398,7 @@ def _cvc5_child(smt2: str, timeout_ms: int, seed: int, out) -> None:  # pragma: 
         out.close()
 
 
+@seam("solver.certify._cvc5_solve")
 def _cvc5_solve(smt2: str, timeout_ms: int, seed: int) -> tuple[str, str]:
     import re
 

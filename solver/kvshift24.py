@@ -54,6 +54,7 @@ from verify.constructions.kvshift24 import (
 )
 from verify.constructions.kvshift24 import variant as variant_named
 from verify.evidence import Evidence, Layer, Status, engine_versions
+from verify.faults import seam
 from verify.solver.common import (
     ObligationResult,
     SolverAnswer,
@@ -229,6 +230,7 @@ def _tok_intervals(terms, x, sigma, m):
     return out
 
 
+@seam("solver.kvshift24._gap")
 def _gap(x, var, m, sigma) -> tuple[Fraction, str, dict, dict]:
     L = len(x)
     kv = _tok_intervals(kvsa_terms(L, var, Fraction(sigma)), x, sigma, m)

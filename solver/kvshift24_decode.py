@@ -49,6 +49,7 @@ from verify.constructions.kvshift24 import Variant, canonical_sequences
 from verify.constructions.kvshift24_pe import PE, Decode, Query, plane_exponent, symbols_in_order
 from verify.constructions.kvshift24_reference import exp_enclosure_sane
 from verify.evidence import Evidence, Layer, Status, current_settings, engine_versions
+from verify.faults import seam
 from verify.solver.common import (
     ObligationResult,
     SolverAnswer,
@@ -303,6 +304,7 @@ class _Iv:
         return self * _Iv(1 / o.hi, 1 / o.lo)
 
 
+@seam("solver.kvshift24_decode._gap")
 def _gap(pairs: Sequence[tuple[Query, Query]], x: Sequence[str], lg: _Logits) -> tuple[Fraction, int, str]:
     """The largest certified separation between decoded and full symbol coefficients over the pairs,
     by Fraction interval arithmetic on the weight boxes: (gap, t, symbol), gap 0 when none separates."""

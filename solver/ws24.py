@@ -56,6 +56,7 @@ from verify.constructions.bilinear import (
     wE,
 )
 from verify.evidence import Evidence, Layer, SolverProvenance, Status, current_settings, engine_versions
+from verify.faults import seam
 from verify.solver.common import ObligationResult, SolverAnswer, check, provenance_numbers, rval, solver_evidence
 
 EPS = sp.Symbol("eps", nonnegative=True)
@@ -130,11 +131,13 @@ def _z3_of(expr: sp.Expr, ctx: z3.Context, eps: z3.ArithRef) -> z3.ArithRef:
     return out
 
 
+@seam("solver.ws24._is_psd")
 def _is_psd(gram: Callable[[Vec, Vec], Fraction], family: Sequence[Vec]) -> bool:
     M = sp.Matrix(len(family), len(family), lambda i, j: _sym(gram(family[i], family[j])))
     return bool(M.is_positive_semidefinite)
 
 
+@seam("solver.ws24._threshold")
 @functools.lru_cache(maxsize=256)
 def _threshold(s0_aw: Fraction, B_aw: sp.Expr, s0_tr: Fraction, B_tr: sp.Expr) -> sp.Expr | None:
     """The smallest eps > 0 where s0_aw + B_aw(eps) = s0_tr - B_tr(eps) (None: never).  Memoized: an
