@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -195,12 +196,38 @@ def _trig_rows(order: tuple[str, str], n: int, start: int) -> torch.Tensor:
     import numpy as np
 
     th = np.array([pe.theta(k) for k in range(pe.N_FREQ)], dtype=np.float64)
-    args = (np.arange(start, n, dtype=np.float64)[:, None] * th[None, :]).ravel().tolist()
+    grid = np.arange(start, n, dtype=np.float64)[:, None] * th[None, :]
     out = np.empty((n - start, 2 * pe.N_FREQ), dtype=np.float64)
+    if _numpy_trig_is_libm():
+        for slot, name in enumerate(order):
+            out[:, slot::2] = np.sin(grid) if name == "sin" else np.cos(grid)
+        return torch.from_numpy(out)
+    args = grid.ravel().tolist()
     for slot, name in enumerate(order):
         fn = math.sin if name == "sin" else math.cos
         out[:, slot::2] = np.fromiter(map(fn, args), dtype=np.float64, count=len(args)).reshape(n - start, pe.N_FREQ)
     return torch.from_numpy(out)
+
+
+#: arguments on which numpy's float64 sine and cosine are compared with ``math``'s before the table uses them:
+#: every RoPE/sinusoidal product m * theta_k for m < 4096 at a stride, and large arguments up to 2^20 (the
+#: range reduction a vectorised implementation shortcuts first)
+_TRIG_PROBE_POSITIONS = tuple(range(0, 4096, 7)) + tuple(range(4096, 1 << 20, 4093))
+
+
+@functools.cache
+def _numpy_trig_is_libm() -> bool:
+    """Whether numpy's float64 ``sin``/``cos`` return the same bits as ``math.sin``/``math.cos`` (the C
+    library's) on :data:`_TRIG_PROBE_POSITIONS` x theta_k, checked once per process.  numpy builds that
+    loop over the C library's scalar functions agree everywhere; a SIMD polynomial (1-4 ulp) differs on a
+    large share of such arguments, and the table then takes ``math``'s values one by one."""
+    import numpy as np
+
+    th = np.array([pe.theta(k) for k in range(pe.N_FREQ)], dtype=np.float64)
+    args = (np.array(_TRIG_PROBE_POSITIONS, dtype=np.float64)[:, None] * th[None, :]).ravel()
+    listed = args.tolist()
+    return bool(np.array_equal(np.sin(args), np.array([math.sin(x) for x in listed]))
+                and np.array_equal(np.cos(args), np.array([math.cos(x) for x in listed])))
 
 
 def full_logits(family: Family, param: torch.Tensor, feats: torch.Tensor, n: int) -> torch.Tensor:
@@ -898,7 +925,22 @@ def block_rows(n: int, chunk: int) -> int:
 
 
 def _targets(task: Task, rows_t: torch.Tensor, L: int) -> torch.Tensor:
-    """t_L(i) per row (``pe.target_in_window``: a target outside the causal window raises ValueError)."""
+    """t_L(i) per row (``pe.target_in_window``: a target outside the causal window raises ValueError).
+
+    The task's target is applied to the whole row tensor at once when it maps a long tensor to a long
+    tensor of the same shape (the built-in tasks: ``i - 1``, ``0 * i``, ``i - ceil_half(L)``,
+    ``L - 1 - i``, ``i - K``) and agrees with the per-row ints at the first and last row; otherwise (a
+    target that needs Python ints, e.g. an expression evaluated exactly) one call per row."""
+    rows_l = rows_t.to(torch.long)
+    try:
+        tgt = task.target(rows_l, L)
+    except Exception:  # a target written for ints (int(i), comparisons): one call per row below
+        tgt = None
+    if (isinstance(tgt, torch.Tensor) and tgt.dtype == torch.long and tgt.shape == rows_l.shape
+            and not bool(((tgt < 0) | (tgt > rows_l)).any())  # a target outside its window: raised below
+            and (len(rows_l) == 0 or all(int(tgt[k]) == pe.target_in_window(task, int(rows_l[k]), L)
+                                         for k in (0, -1)))):
+        return tgt.clone()
     return torch.tensor([pe.target_in_window(task, i, L) for i in rows_t.tolist()], dtype=torch.long)
 
 

@@ -200,3 +200,66 @@ def test_pe_seam_untouched():
         fam = FAMILIES[name]
         want = torch.tensor([fam.features(m, 20, ar) for m in range(5, 700)], dtype=torch.float64)
         assert torch.equal(num._feature_rows(fam, 700, 20, 0, 5), want)
+
+
+def _trig_rows_one_by_one(order, n: int, start: int) -> torch.Tensor:
+    """The RoPE/sinusoidal rows by their definition: ``math.sin``/``math.cos`` of each float64 m * theta_k."""
+    import math
+
+    rows = []
+    for m in range(start, n):
+        row = []
+        for k in range(pe.N_FREQ):
+            a = float(m) * pe.theta(k)
+            row += [getattr(math, order[0])(a), getattr(math, order[1])(a)]
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("order", [("cos", "sin"), ("sin", "cos")])
+@pytest.mark.parametrize("span", [(0, 3000), (131000, 131072), (1 << 20, (1 << 20) + 40)])
+def test_trig_table_bit_equal_to_the_scalar_definition(order, span):
+    """The vectorised RoPE/sinusoidal table equals math.sin/math.cos of each product, bit for bit."""
+    fast = num._trig_rows(order, span[1], span[0])
+    assert torch.equal(fast, _trig_rows_one_by_one(order, span[1], span[0]))
+
+
+def test_trig_table_falls_back_to_the_scalar_sine_when_numpy_differs(monkeypatch):
+    """Fault: numpy's sine off by one ulp (a SIMD polynomial).  The probe sees it and the table takes
+    math.sin's values, still bit-equal to the definition."""
+    import numpy as np
+
+    real_sin = np.sin
+    monkeypatch.setattr(np, "sin", lambda x: np.nextafter(real_sin(x), np.inf))
+    num._numpy_trig_is_libm.cache_clear()
+    try:
+        assert not num._numpy_trig_is_libm()
+        assert torch.equal(num._trig_rows(("cos", "sin"), 500, 0), _trig_rows_one_by_one(("cos", "sin"), 500, 0))
+    finally:
+        monkeypatch.undo()
+        num._numpy_trig_is_libm.cache_clear()
+
+
+def _targets_one_by_one(task, rows, L):
+    return torch.tensor([pe.target_in_window(task, i, L) for i in rows.tolist()], dtype=torch.long)
+
+
+@pytest.mark.parametrize("task", TASKS + ("skip-7",))
+@pytest.mark.parametrize("L", [2, 97, 131072])
+def test_targets_equal_the_per_row_definition(task, L):
+    tsk = get_task(task)
+    rows = torch.tensor(list(tsk.rows(L)), dtype=torch.long)
+    assert torch.equal(num._targets(tsk, rows, L), _targets_one_by_one(tsk, rows, L))
+
+
+def test_targets_of_an_expression_task_and_an_out_of_window_target():
+    """A target evaluated exactly (Python ints) takes the per-row path; a target outside its row's window
+    raises the per-row ValueError naming the first such row."""
+    from verify.constructions import features as F
+
+    tsk = F.expression_task("floor(i/2)")
+    rows = torch.arange(1, 50)
+    assert torch.equal(num._targets(tsk, rows, 50), _targets_one_by_one(tsk, rows, 50))
+    bad = pe.Task("bad", lambda L: 0, lambda i, L: i - 1, "t = i - 1 from row 0")
+    with pytest.raises(ValueError, match=r"t_L\(i\) = -1 of row i = 0"):
+        num._targets(bad, torch.arange(0, 10), 10)
