@@ -20,6 +20,7 @@ import sympy as sp
 
 from verify.constructions import bilinear, pe  # noqa: F401 (importing a construction registers its seams)
 from verify.constructions import kvshift24 as kc
+from verify.numeric import bietti_model, ws24  # noqa: F401 (importing a layer module registers its seams)
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,14 @@ FAULTS: dict[str, Fault] = {
     "association scaled by 1/4": Fault(
         "ws24.PrevTokenConstruction.term", lambda f: lambda k, coef, o: (coef / 4,) + f(k, coef, o)[1:],
         "ws24 Eq. 13: every term of W^1_K carries chi(k)/4 (a scale bug inside each term's own triangle bound)"),
+    "W^1_K transposed in the built model": Fault(
+        "numeric.ws24._dense", lambda f: lambda con, g: f(con, g).T,
+        "ws24 Theorem 2 (Eq. 13): the built model's W^1_K is the transpose of the displayed matrix, so the "
+        "model's own previous-token score loses chi(v) while the display still reads it"),
+    "layer-1 query read from the previous position": Fault(
+        "numeric.bietti_model._project", lambda f: lambda fr, tokens, enc, M: f(fr, tokens.roll(1, dims=1), enc, M),
+        "ws24 Theorem 2: the built model's layer-1 query reads z_(t-1) for z_t; with chi constant the score at "
+        "s = t-1 is unchanged, so only the index probe (distinct chi) sees it"),
     "copy offset floor(L/2)": Fault(
         "pe.ceil_half", lambda f: lambda L: L // 2,
         "pr26 Theorem 2: copy's target offset floor(L/2) instead of ceil(L/2)"),
@@ -126,6 +135,10 @@ CASES: list[Case] = [
     C("ws24:theorem2", WS24, "symbolic", "association scaled by 1/4", "refuted", "fails"),
     C("ws24:theorem2", WS24, "solver", "association scaled by 1/4", "refuted", "fails", says="|score - target|"),
     C("ws24:theorem2", WS24, "numeric", "association scaled by 1/4", "consistent", "fails"),
+    C("ws24:theorem2", WS24, "numeric", "W^1_K transposed in the built model", "consistent", "fails",
+      says="the model's own previous-token score misses chi(v)"),
+    C("ws24:theorem2", WS24, "numeric", "layer-1 query read from the previous position", "consistent", "fails",
+      says="(index probe)"),
     # ---- pr26:theorem2 and pr26:prop1 (strict attention: a tie is a failure)
     C("pr26:theorem2", {}, "numeric", None, "consistent", "holds"),
     C("pr26:theorem2", {}, "numeric", "copy offset floor(L/2)", "consistent", "fails"),

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from verify import faults
 from verify.numeric import grid
 from verify.numeric import pr26_trained as pt
 
@@ -70,7 +71,7 @@ def test_bad_worker_count_refused():
         grid.run_grid(pt.run_cell, [], n_workers=0)
 
 
-def test_more_than_ten_cells_matched_by_identity(monkeypatch):
+def test_more_than_ten_cells_matched_by_identity():
     """Twelve tasks on one Dask cluster come back as [fn(t) for t in tasks] ("grid-10" sorts before "grid-2":
     an order of key strings would put task 10's result in slot 2).  Fault: the slots taken
     from the sorted key strings -> the identity check (each result carries its task's index) refuses."""
@@ -83,7 +84,7 @@ def test_more_than_ten_cells_matched_by_identity(monkeypatch):
                       silence_logs=logging.CRITICAL) as cluster:
         addr = cluster.scheduler_address
         assert grid.run_grid(str, tasks, scheduler=addr) == [str(t) for t in tasks]
-        monkeypatch.setattr(grid, "_key_index", lambda keys: {key: k for k, key in enumerate(sorted(keys))})
-        with pytest.raises(RuntimeError, match="came back under the key of task"):
-            grid.run_grid(str, tasks, scheduler=addr)
+        with faults.inject("numeric.grid._key_index", lambda keys: {key: k for k, key in enumerate(sorted(keys))}):
+            with pytest.raises(RuntimeError, match="came back under the key of task"):
+                grid.run_grid(str, tasks, scheduler=addr)
     assert grid.run_grid(str, tasks, scheduler=grid.IN_PROCESS) == [str(t) for t in tasks]

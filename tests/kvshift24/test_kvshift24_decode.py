@@ -129,13 +129,14 @@ def test_fault_numeric_decoder_ignoring_policy_is_consistent(monkeypatch):
     assert (ev.status, ev.outcome) == ("consistent", "fails")
 
 
-def test_fault_numeric_rope_at_wrong_position_breaks_raw_key(monkeypatch):
+def test_fault_numeric_rope_at_wrong_position_breaks_raw_key():
+    from verify import faults
     from verify.numeric import kvshift24_pe as num_pe
 
     real = num_pe._rope
-    monkeypatch.setattr(num_pe, "_rope", lambda X, pos, base: real(X, pos + (1 if len(pos) == 1 else 0), base))
-    ev = num_pe.check_decode(variant("none"), PE("after-shift"), Decode(2), Fraction(2), Fraction(1, 2), 16, 8, 0,
-                             B=1)
+    with faults.inject("numeric.kvshift24_pe._rope", lambda X, pos, base: real(X, pos + (1 if len(pos) == 1 else 0), base)):
+        ev = num_pe.check_decode(variant("none"), PE("after-shift"), Decode(2), Fraction(2), Fraction(1, 2), 16, 8, 0,
+                                 B=1)
     assert ev.outcome != "holds"
 
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
+from verify import faults
 from verify.constructions import kvshift24 as kc
 from verify.constructions import kvshift24_pe as pe_mod
 from verify.constructions.kvshift24 import variant
@@ -135,10 +136,10 @@ def test_fault_model_recheck_failing_is_an_error(monkeypatch):
     assert ev.status == "error" and "Fractions" in ev.summary, ev.summary
 
 
-def test_no_certified_input_is_inconclusive_not_refuted(monkeypatch):
+def test_no_certified_input_is_inconclusive_not_refuted():
     """Fault: the Fraction enclosures never separate (gap 0): the structural SAT alone is not a refutation."""
-    monkeypatch.setattr(Sol, "_gap", lambda pairs, x, lg: (Fraction(0), 0, ""))
-    ev = _run(Decode(2, "mixed-key"))
+    with faults.inject("solver.kvshift24_decode._gap", lambda pairs, x, lg: (Fraction(0), 0, "")):
+        ev = _run(Decode(2, "mixed-key"))
     assert ev.status == "inconclusive" and "no token input" in ev.summary, ev.summary
 
 

@@ -556,10 +556,11 @@ def test_solver_refutation_is_reported_without_a_second_solver(monkeypatch):
     """A refutation rests on the witness re-checked in Fraction enclosures, not on cvc5: with cvc5 silent
     the as-written variant stays refuted; with the witness's exact re-check broken it is not reported."""
     import verify.solver.kvshift24 as Sol
+    from verify import faults
 
     _cvc5_says(monkeypatch, "unknown")
     ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
     assert ev.status == "refuted" and ev.solver is not None and ev.witness["x"] == "(A, B, A)"
-    monkeypatch.setattr(Sol, "_gap", lambda x, var, m, sigma: (Fraction(0), "", {}, {}))
-    ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
+    with faults.inject("solver.kvshift24._gap", lambda x, var, m, sigma: (Fraction(0), "", {}, {})):
+        ev = Sol.check_theorem2(kc.variant("none"), M2, S2, Lmax=4)
     assert ev.status == "inconclusive" and "no certified token witness" in ev.summary, ev.summary

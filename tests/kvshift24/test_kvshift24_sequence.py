@@ -123,9 +123,10 @@ def test_fault_rope_ignored_turns_refuted_into_inconclusive(monkeypatch):
     assert ev.status == "inconclusive"
 
 
-def test_fault_numeric_rope_dropped_is_consistent(monkeypatch):
+def test_fault_numeric_rope_dropped_is_consistent():
+    from verify import faults
     from verify.numeric import kvshift24_pe as num_pe
 
-    monkeypatch.setattr(num_pe, "_rope", lambda X, pos, base: X)
-    ev = num_pe.check_theorem2_pe(variant("mask+scale"), PE("after-shift"), Fraction(2), Fraction(1, 2), 32, 8, 0)
+    with faults.inject("numeric.kvshift24_pe._rope", lambda X, pos, base: X):
+        ev = num_pe.check_theorem2_pe(variant("mask+scale"), PE("after-shift"), Fraction(2), Fraction(1, 2), 32, 8, 0)
     assert ev.status == "consistent"

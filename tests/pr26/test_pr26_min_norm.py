@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import verify.numeric.pr26 as num
+from verify import faults
 from verify.constructions.pe import get_family, get_task
 
 
@@ -38,12 +39,12 @@ def test_exact_gap_refuses_an_unconverged_or_forged_certificate():
         num.exact_duality_gap(C, lam, -theta)
 
 
-def test_min_norm_wrong_primal_bound_refused(monkeypatch):
+def test_min_norm_wrong_primal_bound_refused():
     """Fault: U = ||theta||^2 / (2 s) instead of / (2 s^2).  Unchecked it stops after 50 iterations with a
     gap of -0.119 (norm 2.17 instead of 2.05); a negative gap is an error."""
-    monkeypatch.setattr(num, "_primal_upper", lambda sq, s: sq / (2 * s))
-    with pytest.raises(num.DualityGapError, match=r"gap -1\.18\de-01 < 0 after 50 iterations"):
-        num.fit_min_norm(get_family("rope"), get_task("prev"), 20)
+    with faults.inject("numeric.pr26._primal_upper", lambda sq, s: sq / (2 * s)):
+        with pytest.raises(num.DualityGapError, match=r"gap -1\.18\de-01 < 0 after 50 iterations"):
+            num.fit_min_norm(get_family("rope"), get_task("prev"), 20)
 
 
 def test_min_norm_float_gap_not_trusted(monkeypatch):
@@ -62,10 +63,10 @@ def test_min_norm_float_gap_not_trusted(monkeypatch):
         return sys._getframe(1).f_locals["dual"] * (1 + 5e-7)
 
     monkeypatch.setattr(num, "exact_duality_gap", spy)
-    monkeypatch.setattr(num, "_primal_upper", forged_upper)
-    with pytest.raises(num.MinNormError, match="not certified"):
-        num.fit_min_norm(get_family("rope"), get_task("prev"), 20, max_iter=200)
-    assert len(exact_gaps) == 4 and min(exact_gaps) > 1e-6   # each float "certificate" refused by the exact gap
-    # without the exact net (it echoes the float claim) the forged certificate is accepted at iteration 50
-    monkeypatch.setattr(num, "exact_duality_gap", lambda C, lam, theta: (0, None, None))
-    assert num.fit_min_norm(get_family("rope"), get_task("prev"), 20, max_iter=200).settings["iterations"] == 50
+    with faults.inject("numeric.pr26._primal_upper", forged_upper):
+        with pytest.raises(num.MinNormError, match="not certified"):
+            num.fit_min_norm(get_family("rope"), get_task("prev"), 20, max_iter=200)
+        assert len(exact_gaps) == 4 and min(exact_gaps) > 1e-6   # each float "certificate" refused by the exact gap
+        # without the exact net (it echoes the float claim) the forged certificate is accepted at iteration 50
+        monkeypatch.setattr(num, "exact_duality_gap", lambda C, lam, theta: (0, None, None))
+        assert num.fit_min_norm(get_family("rope"), get_task("prev"), 20, max_iter=200).settings["iterations"] == 50

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 import pytest
 
+from verify import faults
 from verify.constructions import features as F
 from verify.constructions import pe
 from verify.frontends.cli import main
@@ -84,17 +85,17 @@ def test_fault_wrong_model_fails_the_exact_recheck(monkeypatch):
         return res
 
     monkeypatch.setattr(R, "lp_obligation", off)
-    monkeypatch.setattr(R, "_float_proposal", lambda *a, **k: None)  # every round through the faulty solver
-    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20, method="full")
-    assert any(a.realizable is None for a in dec.answers) and not dec.witnesses["W1"]["rechecked_exact"]
-    # cutting planes: the off model keeps violating rows already held: no witness, every length undecided
-    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
-    assert all(a.realizable is None for a in dec.answers) and "W1" not in dec.witnesses
-    res = A.realizable(features="1, i, i**2", task="prev", L=8)
-    assert res.realizable is None
+    with faults.inject("solver.realizable._float_proposal", lambda *a, **k: None):  # every round through the faulty solver
+        dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20, method="full")
+        assert any(a.realizable is None for a in dec.answers) and not dec.witnesses["W1"]["rechecked_exact"]
+        # cutting planes: the off model keeps violating rows already held: no witness, every length undecided
+        dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
+        assert all(a.realizable is None for a in dec.answers) and "W1" not in dec.witnesses
+        res = A.realizable(features="1, i, i**2", task="prev", L=8)
+        assert res.realizable is None
 
 
-def test_fault_float_proposal_taken_unchecked(monkeypatch):
+def test_fault_float_proposal_taken_unchecked():
     # fault: the float64 LP proposal accepted without its exact check, and off by one in every entry: the exact
     # check of the whole system keeps finding violated rows already held; nothing is certified
     from verify.solver.common import ObligationResult
@@ -102,8 +103,8 @@ def test_fault_float_proposal_taken_unchecked(monkeypatch):
     def off(name, rows, dim, margin, support=None):
         return ObligationResult(name, "sat", model={f"theta_{a}": Fraction(1) for a in range(dim)})
 
-    monkeypatch.setattr(R, "_float_proposal", off)
-    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
+    with faults.inject("solver.realizable._float_proposal", off):
+        dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 8, 20)
     assert all(a.realizable is None for a in dec.answers) and "W1" not in dec.witnesses
 
 
@@ -120,11 +121,11 @@ def test_fault_certificate_rows_not_at_longer_lengths(monkeypatch):
     assert dec.answers[1].realizable is False and any(a.realizable is None for a in dec.answers[2:])
 
 
-def test_fault_certificate_carried_to_a_length_missing_its_rows(monkeypatch):
+def test_fault_certificate_carried_to_a_length_missing_its_rows():
     # fault: the bisection is told the certificate's rows all lie at length 2 (they lie at 3): the rows are rebuilt
     # exactly at 2, not found there, and length 2 (realizable) is left undecided, never refuted
-    monkeypatch.setattr(R, "_cert_extent", lambda cut, min_L, dim: min_L)
-    dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20)
+    with faults.inject("solver.realizable._cert_extent", lambda cut, min_L, dim: min_L):
+        dec = R.decide_lengths(F.expression_family("1, i").family, pe.get_task("prev"), 6, 20)
     assert dec.answers[0].L == 2 and dec.answers[0].realizable is None
     assert not any(a.realizable for a in dec.answers)  # nothing certified from the wrong extent
 
@@ -226,11 +227,11 @@ def test_fault_block_identity_refused_for_length_dependent_targets():
         R.decide_lengths(pe.QUADRATIC, dataclasses.replace(pe.get_task("reverse"), length_stable=True), 12, 20)
 
 
-def test_fault_cutting_loop_stopping_early_does_not_certify(monkeypatch):
+def test_fault_cutting_loop_stopping_early_does_not_certify():
     # fault: the loop's violation search reports nothing (it stops on the seed rows): the independent exact
     # re-check of every row refuses the parameter at N; only the short lengths it truly realizes stay realizable
-    monkeypatch.setattr(R, "_violations", lambda *a, **k: [])
-    dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 64, 20)
+    with faults.inject("solver.realizable._violations", lambda *a, **k: []):
+        dec = R.decide_lengths(pe.QUADRATIC, pe.get_task("prev"), 64, 20)
     assert dec.answers[-1].realizable is None and not dec.witnesses["W1"]["rechecked_exact"]
     W = [[Fraction(x) for x in row] for row in dec.witnesses["W1"]["param"]]
     ar = pe.FractionArith()
