@@ -392,10 +392,12 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
             frequencies: int | None = None, target: str | None = None, rows: str | None = None,
             W: str | Path | None = None, seed: int = 0, lr: float | None = None, steps: int = 400,
             weight_decay: float = 1e-4, selection: str = "ce", min_margin: float = DEFAULT_MIN_MARGIN,
-            min_mass: float = DEFAULT_MIN_MASS, user_timeout: float = 60.0) -> dict:
+            min_mass: float = DEFAULT_MIN_MASS, user_timeout: float = 60.0, _spec: Any = None) -> dict:
     """Validate every input of :func:`alpha` (no fit, no evaluation); returns the resolved pieces.
 
-    Built-in families and tasks are validated without importing torch or sympy.
+    Built-in families and tasks are validated without importing torch or sympy.  ``_spec``: a feature map
+    already resolved (and checked finite) for these arguments at a length >= L, used instead of resolving
+    it again.
 
     Raises:
         InputError: the first bad input, in one line.
@@ -405,9 +407,10 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
     tsk = resolve_task(task, target=target, rows=rows)
     if not isinstance(L, int) or isinstance(L, bool) or not isinstance(L0, int) or isinstance(L0, bool):
         raise InputError("--L0 and --L must be integers")
-    spec = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
-                      max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None,
-                      user_timeout=user_timeout)
+    spec = _spec if _spec is not None else resolve_pe(
+        pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
+        max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None,
+        user_timeout=user_timeout)
     _validate_sizes(spec, tsk, L0, L)
     if target is not None:
         _check_task_at(tsk, L0)
@@ -902,25 +905,34 @@ def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: i
                               frequencies=frequencies, user_timeout=user_timeout)
     fit_kw: dict[str, Any] = dict(seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection,
                                   min_margin=min_margin, min_mass=min_mass)
-    preps = {t: prepare(pe, t, L0, up_to, **kw, **fit_kw) for t in tasks}  # every input refused before any work
+    # an expression map resolved once (parse, evaluator cross-check, finite up to up_to) for every task and
+    # length: one family object, so its exact table is computed once for the run
+    shared = None
+    if features is not None:
+        shared = resolve_pe(pe, features=features, feature_map=feature_map, slope=slope, base=base,
+                            frequencies=frequencies, max_positions=up_to, check_prefix=None, user_timeout=user_timeout)
+    preps = {t: prepare(pe, t, L0, up_to, **kw, **fit_kw, _spec=shared) for t in tasks}  # refused before any work
     for prep in preps.values():
         fam = prep["spec"].family
         r = fam.dim(L0)
         if realizable_work(fam.kind, r, up_to) > MAX_REALIZABLE_WORK:
             raise InputError(f"--up-to {up_to} with features of dimension {r} is beyond the exact check's budget")
-    return _designer_events(pe, list(tasks), L0, up_to, preps, kw, fit_kw, selection, timeout_s, t0, deadline)
+    return _designer_events(pe, list(tasks), L0, up_to, preps, kw, fit_kw, selection, timeout_s, t0, deadline,
+                            shared)
 
 
 def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, preps: dict, kw: dict, fit_kw: dict,
-                     selection: str, timeout_s: float, t0: float, deadline: float | None) -> Any:
-    """The events of :func:`designer` (its inputs already validated), one at a time as decided."""
+                     selection: str, timeout_s: float, t0: float, deadline: float | None, shared: Any = None) -> Any:
+    """The events of :func:`designer` (its inputs already validated), one at a time as decided.  ``shared``:
+    the expression map resolved once for every task and length (None: resolved per call)."""
     import time
 
     lengths = designer_lengths(L0, up_to)
     # one feature map for every task's realizability (its exact feature table is then computed once)
-    spec = resolve_pe(pe, features=kw["features"], feature_map=kw["feature_map"], slope=kw["slope"], base=kw["base"],
-                      frequencies=kw["frequencies"], max_positions=max(up_to, L0), check_prefix=None,
-                      user_timeout=kw["user_timeout"])
+    spec = shared if shared is not None else resolve_pe(
+        pe, features=kw["features"], feature_map=kw["feature_map"], slope=kw["slope"], base=kw["base"],
+        frequencies=kw["frequencies"], max_positions=max(up_to, L0), check_prefix=None,
+        user_timeout=kw["user_timeout"])
 
     def left() -> float | None:
         return None if deadline is None else deadline - time.perf_counter()
@@ -961,7 +973,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
                 sel.append(row)
                 yield row
                 continue
-            prep = prepare(pe, t, L0, ell, **kw, **fit_kw)
+            prep = prepare(pe, t, L0, ell, **kw, **fit_kw, _spec=shared)
             if head_param is not None:
                 prep["param"] = head_param
             try:

@@ -120,3 +120,25 @@ def test_realizable_interrupt_prints_progress_and_exits_130(capsys, monkeypatch)
     rc = main(["realizable", "--pe-features", "1, i", "--task", "prev", "--L", "64"])
     err = capsys.readouterr().err
     assert rc == 130 and "decided so far: length 64: unsat" in err
+
+
+def test_designer_resolves_an_expression_map_once_with_the_same_events(monkeypatch):
+    """The designer parses and cross-checks the feature map once for every task and length; its events are
+    those of a run that resolves the map again for every call (timings aside)."""
+    from verify.constructions import features as F
+
+    def events() -> list:
+        return [{k: v for k, v in e.items() if k not in ("seconds", "elapsed_s", "remaining_s_estimate")}
+                for e in A.designer(features=REL, tasks=("prev", "copy"), up_to=80)]
+
+    calls = []
+    real = F.expression_family
+    monkeypatch.setattr(F, "expression_family", lambda *a, **k: calls.append(a) or real(*a, **k))
+    shared = events()
+    assert len(calls) == 1
+    real_prepare = A.prepare
+    monkeypatch.setattr(A, "prepare", lambda *a, _spec=None, **k: real_prepare(*a, **k))  # resolved per call
+    real_events = A._designer_events
+    monkeypatch.setattr(A, "_designer_events", lambda *a: real_events(*a[:-1], None))
+    calls.clear()
+    assert events() == shared and len(calls) > 1
