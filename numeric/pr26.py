@@ -200,7 +200,7 @@ def _trig_rows(order: tuple[str, str], n: int, start: int) -> torch.Tensor:
     out = np.empty((n - start, 2 * pe.N_FREQ), dtype=np.float64)
     if _numpy_trig_is_libm():
         for slot, name in enumerate(order):
-            out[:, slot::2] = np.sin(grid) if name == "sin" else np.cos(grid)
+            (np.sin if name == "sin" else np.cos)(grid, out=out[:, slot::2])
         return torch.from_numpy(out)
     args = grid.ravel().tolist()
     for slot, name in enumerate(order):
