@@ -599,7 +599,8 @@ def _head(prep: dict, L0: int, seed: int, lr: float | None, steps: int, weight_d
         return _Head(fr, param_f, exact_param, "fixed")
     if prep["param"] is not None:
         exact_param, param_f, how = prep["param"]
-        loss = num._ce_loss(fam, tsk, L0, param_f, seed)
+        # the designer passes the loss it already computed for this head, task and L0 (one value per task)
+        loss = prep["param_loss"] if prep.get("param_loss") is not None else num._ce_loss(fam, tsk, L0, param_f, seed)
         fr = num.FitResult(fam, tsk, L0, seed, param_f, loss, loss, {"selection": "file", "file_format": how})
         return _Head(fr, param_f, exact_param, "file")
     try:
@@ -962,6 +963,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
         yield {k2: v for k2, v in ex.items() if k2 != "per_length"}
         # ---- selection
         head_param = None
+        head_loss: float | None = None  # the cross-entropy at L0 of head_param (the same at every length)
         sel: list[dict] = []
         fail_row: int | None = None
         for ell in lengths:
@@ -975,7 +977,7 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
                 continue
             prep = prepare(pe, t, L0, ell, **kw, **fit_kw, _spec=shared)
             if head_param is not None:
-                prep["param"] = head_param
+                prep["param"], prep["param_loss"] = head_param, head_loss
             try:
                 res = alpha(pe, t, L0, ell, **kw, **fit_kw, _prepared=prep)
             except Inconclusive as e:
@@ -983,6 +985,8 @@ def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, prep
                 sel.append(row)
                 yield row
                 break
+            if prep["param"] is head_param is not None and head_loss is None and res.head is not None:
+                head_loss = res.head.loss_first
             if head_param is None and res.head is not None and prep["spec"].fixed_param is None:
                 from verify.numeric import pr26 as num
 
