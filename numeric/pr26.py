@@ -46,6 +46,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
+from verify import runcache
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
 from verify.evidence import Outcome, Status
@@ -288,8 +289,9 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
     if steps < 1 or not lr > 0 or weight_decay < 0:
         raise ValueError(f"need steps >= 1, lr > 0, weight decay >= 0; got {steps}, {lr}, {weight_decay}")
     key: tuple[Any, ...] | None = (family, task, L0, seed, steps, lr, weight_decay, init_std, selection)
+    fitted = _FITTED.table()
     try:
-        hit = _FITTED.get(key) if key is not None else None
+        hit = fitted.get(key) if key is not None else None
     except TypeError:  # a user's family or task with unhashable fields: no memo
         key, hit = None, None
     if hit is None:
@@ -301,23 +303,23 @@ def fit(family: Family, task: Task, L0: int, seed: int = 0, steps: int = STEPS, 
         finally:
             torch.set_num_threads(n)
         if key is not None:
-            _FITTED[key] = hit
-            while len(_FITTED) > 256:
-                _FITTED.pop(next(iter(_FITTED)))
+            fitted[key] = hit
+            while len(fitted) > 256:
+                fitted.pop(next(iter(fitted)))
     # a copy: a caller that edits its head never edits the memo's
     return dataclasses.replace(hit, param=hit.param.clone(), settings=copy.deepcopy(hit.settings))
 
 
-#: heads already selected in this process, by every argument of :func:`fit` (the family and task objects
-#: themselves, so a replaced feature map is another key).  A pure memo: a fit is deterministic (seeded
+#: heads already selected in this run (:mod:`verify.runcache`), by every argument of :func:`fit` (the family
+#: and task objects themselves, so a replaced feature map is another key).  A pure memo: a fit is deterministic (seeded
 #: init, one thread, float64), so a hit is the head a new fit would return; pr26's claims ask for 57 fits
 #: at the defaults, 44 of them distinct.
-_FITTED: dict[tuple[Any, ...], FitResult] = {}
+_FITTED = runcache.Memo("numeric.pr26: fitted heads")
 
 
 def forget_fits() -> None:
-    """Drop every memoized head (for a caller that changes the fit's code mid-process, e.g. a test
-    injecting a fault between two runs)."""
+    """Drop the memoized heads of the current run scope (for a caller that changes the fit's code between
+    two runs in one scope, e.g. a test injecting a fault)."""
     _FITTED.clear()
 
 
@@ -724,17 +726,18 @@ class _Recheck:
         return Fraction(float(x.mid)) if self.sign(x) else Fraction(0)
 
 
-_RECHECKS: dict[tuple, "_Recheck"] = {}
+_RECHECKS = runcache.Memo("numeric.pr26: exact re-checks of a head")
 
 
 def _recheck_for(family: Family, param: torch.Tensor, L0: int, seed: int) -> "_Recheck":
     """The exact/interval logits of one head, shared by every evaluation of that head (a few heads kept)."""
     key = (family.name, family.feature, L0, seed, tuple(param.shape), param.detach().contiguous().numpy().tobytes())
-    rc = _RECHECKS.get(key)
+    rechecks = _RECHECKS.table()
+    rc = rechecks.get(key)
     if rc is None:
-        if len(_RECHECKS) >= 16:
-            _RECHECKS.pop(next(iter(_RECHECKS)))
-        rc = _RECHECKS[key] = _Recheck(family, param, L0, seed)
+        if len(rechecks) >= 16:
+            rechecks.pop(next(iter(rechecks)))
+        rc = rechecks[key] = _Recheck(family, param, L0, seed)
     return rc
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import torch
@@ -38,6 +37,7 @@ from verify.numeric.bietti_model import (
     sample_frozen,
     sample_sequences,
 )
+from verify.runcache import memoize
 
 
 class TorchGram:
@@ -82,7 +82,7 @@ class TorchGram:
         return float(c)
 
 
-@lru_cache(maxsize=8)
+@memoize(maxsize=8)
 def _protocol(d: int, V: int, T: int, N: int, seed: int, pe: str) -> tuple[FrozenParts, OneStepWeights, torch.Tensor]:
     fr = sample_frozen(d, V, T, seed)
     tokens, y, _ = sample_sequences(V, T, N, seed + 1)
@@ -141,7 +141,7 @@ def _dense(con: Any, g: TorchGram) -> torch.Tensor:
     return (L.T * c) @ R
 
 
-@lru_cache(maxsize=8)
+@memoize(maxsize=8)
 def learning_coefficients(V: int, T: int, n: int, runs: int, seed: int, lr: float = 1.0) -> dict[str, Any]:
     """Monte-Carlo estimate of the population one-step W^1_K's previous-token coefficient.
 
@@ -220,7 +220,7 @@ def appendix_c2_sequences(V: int, T: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(seqs), torch.tensor(ys)
 
 
-@lru_cache(maxsize=16)
+@memoize(maxsize=16)
 def population_coefficients_exact(V: int, T: int, lr: float = 1.0) -> dict[str, Any]:
     """The population one-step protocol's W^1_K coefficients, without sampling (orthonormal idealization, RPE).
 

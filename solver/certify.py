@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import z3
 
-from verify import interrupts
+from verify import interrupts, runcache
 from verify.faults import seam
 from verify.solver.common import SolverAnswer, seeded_solver, solve
 from verify.solver.recheck import check_certificate, encoding_hash
@@ -310,9 +310,10 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
     """
     cases = [with_products(rows) for rows in (cases if cases is not None else cases_of(constraints))]
     key = (encoding_hash(cases), tuple(core) if core is not None else None, int(timeout_ms))
-    hit = _CERTIFIED.get(key)
-    if hit is not None:  # the same rows were certified before in this process: the same certificate
-        _CERTIFIED.move_to_end(key)
+    certified = _CERTIFIED.table()
+    hit = certified.get(key)
+    if hit is not None:  # the same rows were certified before in this run: the same certificate
+        certified.move_to_end(key)
         return copy.deepcopy(hit)
     out_cases = []
     lp = z3.Context()  # one fresh context for every LP of this certificate: a function of its rows alone
@@ -330,18 +331,17 @@ def farkas_certificate(constraints: Sequence[z3.BoolRef], timeout_ms: int = 20_0
     ok, why = check_certificate(cert)
     cert.update(checked=ok, check=why)
     if ok:
-        _CERTIFIED[key] = copy.deepcopy(cert)
-        while len(_CERTIFIED) > _CERTIFIED_MAX:
-            _CERTIFIED.popitem(last=False)
+        certified[key] = copy.deepcopy(cert)
+        while len(certified) > _CERTIFIED_MAX:
+            certified.popitem(last=False)
     return cert
 
 
 #: certificates that passed the exact re-check, by (encoding hash, unsat core, budget).  A pure memo:
 #: the search is deterministic for the same rows and core (fixed seed, one fresh context per
 #: certificate), so a hit returns what a new search would, and the variants of a claim (which share
-#: many obligations) pay once.
-_CERTIFIED: "collections.OrderedDict[tuple[str, tuple[int, ...] | None, int], dict[str, Any]]" = \
-    collections.OrderedDict()
+#: many obligations) pay once.  Run-scoped (:mod:`verify.runcache`), in least-recently-used order.
+_CERTIFIED = runcache.Memo("solver.certify: checked certificates", collections.OrderedDict)
 _CERTIFIED_MAX = 1024
 
 

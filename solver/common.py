@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import z3
 
-from verify import interrupts
+from verify import interrupts, runcache
 from verify.evidence import Evidence, Layer, SolverProvenance, Status, _StrEnum, current_settings
 
 #: the fixed seed every solver call uses (determinism: fixed z3/cvc5 seeds)
@@ -201,15 +201,16 @@ def check(
     order = _build_order(ctx, text, constraints)
     key = (hashlib.sha256(text.encode()).hexdigest(), order, seed, int(timeout_ms), bool(certify), policy,
            sat_rechecked, rows is not None)
-    hit = _ANSWERED.get(key) if order is not None else None
+    answered = _ANSWERED.table()
+    hit = answered.get(key) if order is not None else None
     if hit is not None:  # the same obligation, built the same way, under the same settings: answered before
-        _ANSWERED.move_to_end(key)
+        answered.move_to_end(key)
         return dataclasses.replace(copy.deepcopy(hit), name=name, seconds=0.0, certify_seconds=0.0)
     res = _check_built(name, ctx, s, text, constraints, timeout_ms, seed, policy, certify, rows, sat_rechecked)
     if res.answer != SolverAnswer.UNKNOWN and order is not None:  # an unknown (a budget ran out) is asked again
-        _ANSWERED[key] = copy.deepcopy(res)
-        while len(_ANSWERED) > _ANSWERED_MAX:
-            _ANSWERED.popitem(last=False)
+        answered[key] = copy.deepcopy(res)
+        while len(answered) > _ANSWERED_MAX:
+            answered.popitem(last=False)
     return res
 
 
@@ -219,8 +220,9 @@ def check(
 #: what a new solve would (answer, model, certificate, cvc5's answer), with the caller's name and no
 #: time spent.  The text alone is not enough: the same text with its variables created in another order
 #: can get another model (55 of 98 such repeats on random linear systems), hence :func:`_build_order`.  The
-#: variants of a claim share many obligations (ws24: 91 of 284).
-_ANSWERED: "collections.OrderedDict[tuple[Any, ...], ObligationResult]" = collections.OrderedDict()
+#: variants of a claim share many obligations (ws24: 91 of 284).  Run-scoped (:mod:`verify.runcache`): the
+#: table of the run in progress, an ``OrderedDict`` in least-recently-used order.
+_ANSWERED = runcache.Memo("solver.common: answered obligations", collections.OrderedDict)
 _ANSWERED_MAX = 2048
 _DECLARED = re.compile(r"^\(declare-fun (\|[^|]*\||[^\s|()]+) \(\) (Real|Int|Bool)\)$", re.M)
 
@@ -238,9 +240,10 @@ def _build_order(ctx: z3.Context, text: str, constraints: Sequence[z3.BoolRef]) 
 
 
 def forget() -> None:
-    """Drop every memoized obligation answer and Farkas certificate of this process.  The memos are
-    pure for fixed code; a caller that changes a solver or checker mid-process (a test injecting a
-    fault between two runs) calls this so the second run solves afresh."""
+    """Drop the memoized obligation answers and Farkas certificates of the current run scope
+    (:mod:`verify.runcache`).  The memos are pure for fixed code; a caller that changes a solver or
+    checker between two runs in one scope (a test injecting a fault) calls this so the second run
+    solves afresh."""
     from verify.solver import certify
 
     _ANSWERED.clear()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
+from verify import runcache
 from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
 from verify.faults import seam
@@ -254,21 +255,23 @@ def _absolute_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence],
     return RowCheck(margins, worst)
 
 
-_INT_FEATS: list[tuple[Any, int, list, int]] = []  # (feature list, length, integer features, Df): the last few
+# (feature list, length, integer features, Df): the last few of this run (:mod:`verify.runcache`)
+_INT_FEATS = runcache.Memo("solver.realizable: integer features", list)
 
 
 def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Fraction]]) -> tuple[list, list, int]:
     """Features and W as integers (times their common denominators Df and Dw): W phi = (integer) / scale with
     scale = Df Dw (absolute logits phi^T W phi carry one more Df: :func:`_feature_den`), so the exact logits are
     Python-int dot products.  The integer features of the same feature list are reused across calls."""
-    hit = next((e for e in _INT_FEATS if e[0] is feats and e[1] == L), None)
+    recent = _INT_FEATS.table()
+    hit = next((e for e in recent if e[0] is feats and e[1] == L), None)
     if hit is None:
         Df = 1
         for f in feats[:L]:
             for x in f:
                 Df = math.lcm(Df, Fraction(x).denominator)
         hit = (feats, L, [[int(Fraction(x) * Df) for x in f] for f in feats[:L]], Df)
-        _INT_FEATS[:] = [hit] + _INT_FEATS[:3]
+        recent[:] = [hit] + recent[:3]
     Dw = 1
     for row in W:
         for x in row:
@@ -279,21 +282,23 @@ def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Frac
 
 def _feature_den(feats: Sequence[Sequence], L: int) -> int:
     """The common denominator Df of the integer features :func:`_integer_scaled` cached for ``feats``."""
-    return next(e[3] for e in _INT_FEATS if e[0] is feats and e[1] == L)
+    return next(e[3] for e in _INT_FEATS.table() if e[0] is feats and e[1] == L)
 
 
-_FEATS: list[tuple[Family, int, list]] = []  # (family, window, exact features 0..n-1): the last few, by identity
+# (family, window, exact features 0..n-1): the last few of this run, by identity (:mod:`verify.runcache`)
+_FEATS = runcache.Memo("solver.realizable: exact feature tables", list)
 
 
 def feature_table(family: Family, window: int, N: int) -> list:
     """The exact features of positions/offsets 0..N-1, reused for the same family object (several tasks of one
     feature map: the trigonometric tables are computed with mpmath, about 0.2 ms an entry)."""
-    for fam, w, feats in _FEATS:
+    recent = _FEATS.table()
+    for fam, w, feats in recent:
         if fam is family and w == window and len(feats) >= N:
             return feats
     ar = FractionArith(0)
     feats = [family.features(m, window, ar) for m in range(N)]
-    _FEATS[:] = [(family, window, feats)] + _FEATS[:1]
+    recent[:] = [(family, window, feats)] + recent[:1]
     return feats
 
 

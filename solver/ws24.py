@@ -38,7 +38,6 @@ an UNSAT from z3 alone leaves the layer inconclusive, never proved.
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -57,6 +56,7 @@ from verify.constructions.bilinear import (
 )
 from verify.evidence import Evidence, Layer, SolverProvenance, Status, current_settings, engine_versions
 from verify.faults import seam
+from verify.runcache import memoize
 from verify.solver.common import ObligationResult, SolverAnswer, check, provenance_numbers, rval, solver_evidence
 
 EPS = sp.Symbol("eps", nonnegative=True)
@@ -138,7 +138,7 @@ def _is_psd(gram: Callable[[Vec, Vec], Fraction], family: Sequence[Vec]) -> bool
 
 
 @seam("solver.ws24._threshold")
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _threshold(s0_aw: Fraction, B_aw: sp.Expr, s0_tr: Fraction, B_tr: sp.Expr) -> sp.Expr | None:
     """The smallest eps > 0 where s0_aw + B_aw(eps) = s0_tr - B_tr(eps) (None: never).  Memoized: an
     exact function of its (immutable) arguments; ws24's solver layers ask 42 times for 13 of them."""

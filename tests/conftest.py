@@ -14,17 +14,14 @@ torch.set_num_threads(2)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_certificate_memo():
-    """Each test searches its own Farkas certificates, solves its own obligations and fits its own heads
-    (a fault injected into the search must not be hidden by a result another test found)."""
-    from verify.numeric import pr26
-    from verify.solver import common
+def _run_cache_per_test():
+    """Each test has its own memo scope (:mod:`verify.runcache`): it searches its own Farkas certificates,
+    solves its own obligations and fits its own heads (a fault injected into the search must not be hidden
+    by a result another test found); the runs inside one test share the scope."""
+    from verify import runcache
 
-    common.forget()
-    pr26.forget_fits()
-    yield
-    common.forget()
-    pr26.forget_fits()
+    with runcache.scope():
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -184,3 +184,168 @@ def test_plugin_profile_option(pytester: pytest.Pytester, monkeypatch) -> None:
     res = pytester.runpytest(*args, "--verify-profile=paper")
     assert res.ret == pytest.ExitCode.USAGE_ERROR
     res.stderr.fnmatch_lines(["*--verify-profile*invalid choice*paper*"])
+
+
+# ----------------------------------------------------------------------------- run-scoped memos
+
+
+class _StandIn:
+    """A claim for :func:`verify.pipeline.run.execute` whose check only asks the obligation memo."""
+
+    id = "stand-in:memo"
+
+    def checked_layers(self, layers=None):
+        return ["solver"]
+
+
+def _box(ctx):
+    import z3
+
+    x = z3.Real("x", ctx)
+    return [x >= 1, x <= 2]
+
+
+def _pipeline_solves(monkeypatch, runs: int, variants: int, shared_scope: bool) -> list[str]:
+    """The solves (memo misses) of ``runs`` pipeline runs of ``variants`` variants each, every variant checking the
+    same obligation twice; the runs in one :func:`verify.runcache.scope` when ``shared_scope``, else with no
+    scope open around them (a fresh ``contextvars`` context: the test fixture's scope is not visible)."""
+    import contextvars
+
+    from verify import runcache
+    from verify.pipeline import run
+    from verify.solver import common
+
+    solves: list[str] = []
+    real = common._check_built
+    monkeypatch.setattr(common, "_check_built", lambda name, *a, **k: solves.append(name) or real(name, *a, **k))
+    monkeypatch.setattr(run, "run_claim", lambda c, p, ctx, layers: [common.check(f"{p} {i}", _box, 5000)
+                                                                     for i in range(2)])
+
+    def all_runs() -> None:
+        for _ in range(runs):
+            run.execute([(_StandIn(), f"v{k}") for k in range(variants)], Context(), ["solver"], 1)
+
+    def in_scope() -> None:
+        with runcache.scope():
+            all_runs()
+
+    contextvars.Context().run(in_scope if shared_scope else all_runs)
+    return solves
+
+
+def test_a_memo_hit_inside_one_run(monkeypatch):
+    """One run: each variant asks the same obligation twice, and two variants ask it too: solved once."""
+    assert _pipeline_solves(monkeypatch, runs=1, variants=2, shared_scope=False) == ["v0 0"]
+
+
+def test_two_runs_share_memos_only_in_one_scope(monkeypatch):
+    from verify import runcache
+
+    default = runcache._DEFAULT
+    before = len(default)
+    assert _pipeline_solves(monkeypatch, runs=2, variants=1, shared_scope=False) == ["v0 0", "v0 0"]
+    assert len(default) == before  # a run's memos ended with it; the process-wide default saw none
+    assert _pipeline_solves(monkeypatch, runs=2, variants=1, shared_scope=True) == ["v0 0"]
+
+
+def test_two_runs_sharing_memos_are_caught(monkeypatch):
+    """Injected fault: runs that keep their memos in the process-wide cache (module globals) solve the second
+    run's obligation from the first one's memo, and the check above sees it."""
+    import contextlib
+
+    from verify import runcache
+
+    monkeypatch.setattr(runcache, "run_scope", lambda: contextlib.nullcontext(runcache.current()))
+    try:
+        assert _pipeline_solves(monkeypatch, runs=2, variants=1, shared_scope=False) == ["v0 0"]
+    finally:
+        runcache._DEFAULT.clear()
+
+
+def test_a_memo_that_never_hits_is_caught(monkeypatch):
+    """Injected fault: a scope per memo lookup (no memo at all) solves every ask, and the hit check sees it."""
+    from verify import runcache
+
+    monkeypatch.setattr(runcache, "current", lambda: runcache.RunCache())
+    assert _pipeline_solves(monkeypatch, runs=1, variants=2, shared_scope=False) == ["v0 0", "v0 1", "v1 0", "v1 1"]
+
+
+def test_outside_every_scope_the_memos_still_hit(monkeypatch):
+    """A caller of the layer functions with no scope open (an API user) gets the process-wide default scope."""
+    import contextvars
+
+    from verify import runcache
+    from verify.solver import common
+
+    solves: list[str] = []
+    real = common._check_built
+    monkeypatch.setattr(common, "_check_built", lambda name, *a, **k: solves.append(name) or real(name, *a, **k))
+
+    def twice() -> None:
+        assert runcache.current() is runcache._DEFAULT
+        try:
+            common.check("a", _box, 5000)
+            common.check("b", _box, 5000)
+        finally:
+            common.forget()
+
+    contextvars.Context().run(twice)
+    assert solves == ["a"]
+
+
+def test_a_worker_keeps_one_scope_for_its_run(monkeypatch):
+    """A worker process (started for one run) enters a fresh scope at start-up and its tasks share it; a task
+    run where no scope is open gets a fresh one, never the process-wide default."""
+    import atexit
+    import contextvars
+    import signal
+    from types import SimpleNamespace
+
+    from verify import runcache
+    from verify.pipeline import pool
+
+    seen: list[runcache.RunCache] = []
+    claim = SimpleNamespace(params_type=SimpleNamespace(from_options=lambda v: v))
+    monkeypatch.setattr(pool.registry, "get", lambda claim_id: claim)
+    monkeypatch.setattr(pool, "run_layer", lambda c, p, ctx, layer, layers: seen.append(runcache.current()))
+    monkeypatch.setattr(atexit, "register", lambda *a: None)   # start-up's process-wide effects, kept off this process
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+
+    def worker() -> None:
+        pool._worker_init(2)
+        pool._layer_in_worker("x", [{}, {}], Context(), "solver", ["solver"])
+        pool._layer_in_worker("y", [{}], Context(), "solver", ["solver"])
+
+    def tasks_alone() -> None:
+        pool._layer_in_worker("x", [{}], Context(), "solver", ["solver"])
+        pool._layer_in_worker("y", [{}], Context(), "solver", ["solver"])
+
+    contextvars.Context().run(worker)
+    assert seen[0] is seen[1] is seen[2] and seen[0] is not runcache._DEFAULT
+    contextvars.Context().run(tasks_alone)
+    assert seen[3] is not seen[4] and runcache._DEFAULT not in seen[3:] and seen[0] not in seen[3:]
+
+
+def test_memoize_keeps_lru_cache_semantics():
+    from verify import runcache
+
+    calls: list[tuple] = []
+
+    @runcache.memoize(maxsize=2)
+    def f(a, b=0):
+        calls.append((a, b))
+        return [a, b]
+
+    first = f(1)
+    assert f(1) is first and f(1, b=0) == first and f(1.0) is first  # keyword calls are another key, as in lru_cache
+    f(2), f(3)                                                         # past maxsize: the least recently used (1) goes
+    f(1)
+    assert calls == [(1, 0), (1, 0), (2, 0), (3, 0), (1, 0)]
+    with runcache.scope():                                             # another scope: its own entries
+        f(3)
+    f.cache_clear()
+    f(3)
+    assert calls[-2:] == [(3, 0), (3, 0)]
+    with pytest.raises(TypeError):
+        f([1])

@@ -25,12 +25,13 @@ numerator and the normaliser, b1, the ALiBi bias) is implemented here again.
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 import mpmath
 from mpmath.ctx_iv import MPIntervalContext
+
+from verify.runcache import memoize
 
 #: working precision of the interval enclosures (decimal digits)
 DPS = 40
@@ -281,7 +282,7 @@ def _flags(var: Any) -> tuple:
     return (var.first_num, var.first_den, var.last_num, var.last_den, var.b1_inv_sigma, var.alibi)
 
 
-@functools.lru_cache(maxsize=256)
+@memoize(maxsize=256)
 def _ref_t2(name: str, m: Fraction, sigma: Fraction, flags: tuple | None) -> tuple:
     """IH (flags None) or KVSA with these flags on the fixed input ``name`` (cached: the three layers
     of one run ask for the same values)."""

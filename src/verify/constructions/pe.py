@@ -44,6 +44,7 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from verify.faults import seam
+from verify.runcache import Memo
 
 #: the 16 standard frequencies theta_k = 10000^(-k/16), k = 0..15 (sinusoidal, RoPE)
 N_FREQ = 16
@@ -119,7 +120,8 @@ def _round_trig(fn: str, k: int, n: int) -> Fraction:
     return Fraction(scaled, 2**TRIG_DENOM_BITS)
 
 
-_RAND_CACHE: dict[tuple[int, int, int], list[float]] = {}
+#: the untrained random features by (seed, slot, r): run-scoped (:mod:`verify.runcache`)
+_RAND_CACHE = Memo("constructions.pe: untrained random features")
 _TWOPI = 2.0 * math.pi
 
 
@@ -129,7 +131,8 @@ def _rand_vec(seed: int, n: int, r: int) -> list[float]:
     times (CPython's pairwise Box-Muller, written out here: the method-call overhead dominated the
     Prop. 2 Monte Carlo)."""
     key = (seed, n, r)
-    vec = _RAND_CACHE.get(key)
+    cache = _RAND_CACHE.table()
+    vec = cache.get(key)
     if vec is None:
         rnd = random.Random(f"pr26-untrained:{seed}:{n}:{r}").random
         sigma = 1.0 / math.sqrt(r)
@@ -141,9 +144,9 @@ def _rand_vec(seed: int, n: int, r: int) -> list[float]:
             vec.append(0.0 + (cos(x2pi) * g2rad) * sigma)
             if len(vec) < r:
                 vec.append(0.0 + (sin(x2pi) * g2rad) * sigma)
-        if len(_RAND_CACHE) > 200_000:
-            _RAND_CACHE.clear()
-        _RAND_CACHE[key] = vec
+        if len(cache) > 200_000:
+            cache.clear()
+        cache[key] = vec
     return vec
 
 

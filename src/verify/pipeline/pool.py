@@ -13,7 +13,7 @@ import os
 from contextlib import nullcontext
 from typing import Any, Mapping, Sequence
 
-from verify import interrupts
+from verify import interrupts, runcache
 from verify.core import registry
 from verify.core.model import Claim, run_layer
 from verify.evidence import Context, Evidence, Layer, Status
@@ -40,6 +40,7 @@ def _worker_init(threads: int, parent: int | None = None) -> None:
     if parent is not None:  # a worker whose parent is gone (killed) leaves instead of waiting on a dead pipe
         threading.Thread(target=_orphan_watch, args=(parent,), daemon=True).start()
     os.environ["OMP_NUM_THREADS"] = str(threads)
+    runcache.enter()  # the worker's memo scope: its tasks belong to one run (a pool lives for one round)
     if "torch" in sys.modules:  # a forked worker: torch is already loaded, its pool not yet sized
         sys.modules["torch"].set_num_threads(threads)
 
@@ -56,10 +57,13 @@ def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Cont
                      layers: Sequence[str]) -> list[Any]:
     """One layer of every listed variant of one claim, in a worker process, in order; returns their
     (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
-    travel together.  ``ctx`` is the run's settings without the progress callback."""
+    travel together, in the worker's memo scope (:mod:`verify.runcache`: one run's, shared by the tasks of
+    this worker), or a fresh one for this task where none is open.  ``ctx`` is the run's settings without the
+    progress callback."""
     claim = registry.get(claim_id)
     typed = [claim.params_type.from_options(v) for v in variants]
-    return [run_layer(claim, params, ctx, layer, layers) for params in typed]
+    with runcache.run_scope():
+        return [run_layer(claim, params, ctx, layer, layers) for params in typed]
 
 
 def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tuple[Claim, Mapping[str, Any]]],

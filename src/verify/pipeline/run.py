@@ -18,6 +18,7 @@ import dataclasses
 import os
 from typing import Any, Callable, Mapping, Sequence
 
+from verify import runcache
 from verify.core import registry
 from verify.core.inputs import check_cache_dir, check_seed, check_timeout, clip
 from verify.core.model import Claim, ClaimResult, InputError, Verdict, finish_claim, run_claim, run_layer
@@ -122,7 +123,16 @@ def execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, la
     error (the claim INCONCLUSIVE, never a verdict).
 
     Concurrency needs every claim to be the registry's own (a worker looks it up by id); any
-    other claim (a test's stand-in) runs in this process."""
+    other claim (a test's stand-in) runs in this process.
+
+    The layers' memos (:mod:`verify.runcache`) live as long as the run: in the caller's scope where one
+    is open (runs in it share memos), else in a fresh one that ends here; a worker opens one per task."""
+    with runcache.run_scope():
+        return _execute(planned, ctx, layers, jobs)
+
+
+def _execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
+             jobs: int) -> list[ClaimResult]:
     base = ctx.progress
     n = len(planned)
     groups: dict[tuple[str, str], list[int]] = {}
