@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Paper, Params, param
+from verify.core.model import Claim, InputError, Paper, Params, Provenance, param
 from verify.evidence import Context, Evidence
 
 #: the families ``--model hf:NAME`` builds (torch-free copy of verify.numeric.impl_models.HF_MODELS; a test checks it)
@@ -41,6 +41,10 @@ ROPE_MAX_POSITIONS = 8
 INSTALL = "the impl claims need the transformers package: pip install 'verify-attention[impl]'"
 #: the optional package every impl claim imports (``verify all`` lists the claims as not checked without it)
 REQUIRES = (("transformers", "needs transformers: pip install 'verify-attention[impl]'"),)
+#: whose statement an impl claim checks: the library's contract (its documentation and the behaviour its own
+#: full forward pass defines), not a paper's
+CONTRACT = {"*": Provenance("contract", "an attention implementation must compute what its cache-free, unpadded "
+                                       "forward pass and the published schedule define")}
 
 
 def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
@@ -128,6 +132,7 @@ def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 DECODE = Claim(
     requires=REQUIRES,
+    provenance=CONTRACT,
     id="impl:decode",
     title="cached incremental decoding equals the full forward pass (the library's own cache)",
     source="transformers' generation contract (DynamicCache): generate() with use_cache=True and the cache-free forward pass must agree",
@@ -177,6 +182,7 @@ def _win_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 WINDOW = Claim(
     requires=REQUIRES,
+    provenance=CONTRACT,
     id="impl:window",
     title="each query sees exactly the keys its causal mask or sliding window admits (w keys, not w + 1)",
     source="transformers masking_utils (sliding_window_overlay); transformers #39408, mlx-lm #390",
@@ -239,6 +245,7 @@ def _al_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 ALIBI = Claim(
     requires=REQUIRES,
+    provenance=CONTRACT,
     id="impl:alibi",
     title="the ALiBi slopes the model applies are Press et al.'s schedule for its head count, penalise distance, "
           "and hold under the cache",
@@ -295,6 +302,7 @@ def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 ROPE = Claim(
     requires=REQUIRES,
+    provenance=CONTRACT,
     id="impl:rope",
     title="RoPE scores depend only on the offset, for each scaling rule, with positions continued through the cache",
     source="Su et al., RoFormer (arXiv 2104.09864) Sec. 3.4.2; transformers modeling_rope_utils; "
@@ -342,6 +350,7 @@ def _pad_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 PADDING = Claim(
     requires=REQUIRES,
+    provenance=CONTRACT,
     id="impl:padding",
     title="a left-padded batch with the cache equals each sequence run alone",
     source="transformers #18104 (GPT-2 with the cache and left padding)",

@@ -160,3 +160,15 @@ def test_summaries_carry_no_rounding_digits():
     assert num._noise(0.0112, 1e-9) == "0.0112"
     ev = num.check_decode("hf:llama", "eager", "float64", 0, 6)
     assert "e-16" not in ev.summary and "e-17" not in ev.summary and "< 1e-12" in ev.summary
+
+
+def test_impl_statements_are_labelled_as_the_librarys_contract_not_a_paper():
+    """No impl variant may be reported as "the paper's statement": there is no paper.  Fault: a claim without its
+    provenance declaration falls back to "paper"."""
+    import dataclasses
+
+    for claim in paper.CLAIMS:
+        for v in claim.variants:
+            assert claim.provenance_of(dict(v)).kind == "contract", claim.id
+    bare = dataclasses.replace(paper.CLAIMS[0], provenance={})
+    assert bare.provenance_of(dict(bare.variants[0])).kind == "paper"

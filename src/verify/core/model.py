@@ -349,6 +349,7 @@ PROVENANCE_KINDS: dict[str, str] = {
     "reading": "our reading of the paper's statement",
     "hazard": "an implementation hazard (ours, not the paper's)",
     "repair": "our repair of the paper's statement",
+    "contract": "an implementation's contract (what the library promises; no paper states it)",
 }
 
 #: a part's role in its claim: ``main`` carries the paper's conclusion, ``detail`` does not

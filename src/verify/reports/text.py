@@ -17,7 +17,7 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
           "verdict": "HOLDS" | "FAILS" | "HOLDS WITH FIX" | "INCONCLUSIVE" | "INCONSISTENT",
           "reason": str, "expected": str | null, "matches_expected": bool | null,
           "source": str, "statement": str, "fix": str | null, "repair": str,
-          "provenance": {"kind": "paper" | "reading" | "hazard" | "repair",   # whose statement the variant
+          "provenance": {"kind": "paper" | "reading" | "hazard" | "repair" | "contract",  # whose statement the variant
                          "label": str, "why": str},                          # checks (additive)
           "parts": [{"part": str, "role": "main" | "detail",                 # a claim's parts, each judged
                      "severity": "load-bearing" | "not load-bearing",       # on its own (additive; [] when
