@@ -34,7 +34,7 @@ from verify.constructions.kvshift24 import (
     t1_terms,
     without_value_scale,
 )
-from verify.evidence import Evidence, Figure, Layer, Outcome, Status, engine_versions
+from verify.evidence import Evidence, Figure, Layer, Outcome, Status, engine_versions, fmt_measured
 
 DTYPE = torch.float64
 #: float64 tolerance for an exact identity: softmax averages of L <= 4096 terms agree to ~1e-13
@@ -628,7 +628,7 @@ def _describe_theorem3(r: Theorem3Result) -> Evidence:
                    f"(alpha1, beta1) = {w['alpha1_beta1']} (limit {w['exact_limit']:.6f}, reading "
                    f"{w['reading']:.6f}; tolerance {T3_EXACT_TOL:g})")
     else:
-        why.append(f"the exact d -> infinity limit equals {name} (largest difference {exact['max_abs_diff']:.2g} "
+        why.append(f"the exact d -> infinity limit equals {name} (largest difference {fmt_measured(exact['max_abs_diff'])} "
                    f"<= {T3_EXACT_TOL:g})")
     why.append(f"at d = {max(r.ds)} the empirical loss is {'' if r.emp_ok else 'not '}within {tol_a:.5f} of it (RMSE "
                f"{top['rmse'][name]:.4f}; vs the other reading of the a1/a2 slot "

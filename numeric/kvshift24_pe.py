@@ -22,7 +22,7 @@ import torch
 
 from verify.constructions.kvshift24 import Variant
 from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
-from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
@@ -229,21 +229,21 @@ def check_decode(var: Variant, pe: PE, dec: Decode, sigma: Fraction, m: Fraction
                "float64_correct_cache": floor, "tolerance_float64": TOL64, "reduced_precision": low,
                "relative_to": f"max |full output| = {scale:.4g}"}
     tol_txt = (f"float64: relative deviation <= {TOL64:g} holds; a failure also needs >= {SEPARATION} x the correct "
-               f"cache's deviation ({floor:.2g}). float16/bfloat16: tolerance = {LOW_FACTOR} x the full pass's own "
+               f"cache's deviation ({fmt_measured(floor)}). float16/bfloat16: tolerance = {LOW_FACTOR} x the full pass's own "
                f"deviation from float64 in that dtype (a correct cache reorders the same operations)")
     lows = "; ".join(f"{n}: correct cache {v['correct_cache']:.2g}, this policy {v['this_policy']:.2g}, tolerance "
                      f"{v['tolerance']:.2g}" for n, v in low.items())
     base: dict[str, Any] = dict(layer=Layer.NUMERIC, engines=engine_versions("torch"), seed=seed, numbers=numbers, tolerance=tol_txt,
                 details=[f"reduced precision (relative max deviation from the float64 full pass): {lows}"])
-    head = f"L = {L}, d = {X.shape[-1]}, B = {X.shape[0]}, prefill {k}: max |decoded - full| / max |full| = {dev:.3g}"
+    head = f"L = {L}, d = {X.shape[-1]}, B = {X.shape[0]}, prefill {k}: max |decoded - full| / max |full| = {fmt_measured(dev, '.3g')}"
     if dev <= TOL64:
         return Evidence(status=Status.CONSISTENT, outcome=Outcome.HOLDS, summary=f"{head} (float64, <= {TOL64:g}); {lows}", **base)
     if dev >= SEPARATION * max(floor, 1e-300) and dev > TOL64:
         # floating point agrees with FAILS; only an exact re-check may say refuted
-        return Evidence(status=Status.CONSISTENT, outcome=Outcome.FAILS, summary=f"{head} (float64; correct cache {floor:.2g}); {lows}",
-                        **base)
+        return Evidence(status=Status.CONSISTENT, outcome=Outcome.FAILS,
+                        summary=f"{head} (float64; correct cache {fmt_measured(floor)}); {lows}", **base)
     return Evidence(status=Status.INCONCLUSIVE, summary=f"{head}: above {TOL64:g} but not {SEPARATION} x the correct "
-                                                   f"cache's {floor:.2g}", **base)
+                                                   f"cache's {fmt_measured(floor)}", **base)
 
 
 def check_theorem2_pe(var: Variant, pe: PE, sigma: Fraction, m: Fraction, L: int, d: int, seed: int, B: int = 4,

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 from verify.constructions.kvshift24 import EQ10_READINGS, FIXES, T1_MASKS, input_bytes
 from verify.constructions.kvshift24_pe import ALIBI_DISTANCES, CACHE_POLICIES, ROPE_OFFSETS, ROPE_PLACEMENTS
 from verify.core.model import Claim, InputError, Paper, Params, Part, Provenance, param
-from verify.evidence import Context, Evidence, Layer, Outcome, Sized, Status
+from verify.evidence import Context, Evidence, Layer, Outcome, Sized, Status, fmt_measured
 from verify.proofs import with_kernel_layer
 from verify.proofs.kvshift24 import api, plots
 from verify.proofs.kvshift24.api import ALIBI_CHOICES
@@ -351,7 +351,7 @@ def _t3_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     r = top["rmse"]
     if ex["ok"]:
         first = (f"The exact d -> infinity limit (orthonormal embeddings) equals {n['reading']}: largest difference "
-                 f"{ex['max_abs_diff']:.2g} over the grid (tolerance {ex['tolerance']:g}; beta2*a1 and beta2*a2 differ "
+                 f"{fmt_measured(ex['max_abs_diff'])} over the grid (tolerance {ex['tolerance']:g}; beta2*a1 and beta2*a2 differ "
                  f"by up to {ex['gap_a1_vs_a2']:.4f}).")
     else:
         first = (f"The exact d -> infinity limit (orthonormal embeddings) is not {n['reading']}: at (alpha1, beta1) = "
@@ -692,8 +692,8 @@ def _dec_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     if num is not None:
         n = num.numbers
         out.append("Rounding against a bug (relative max deviation from the float64 full pass, L = "
-                   f"{n['L']}, d = {n['d']}): float64 {n['float64_deviation']:.2g} (correct cache "
-                   f"{n['float64_correct_cache']:.2g}); " + "; ".join(
+                   f"{n['L']}, d = {n['d']}): float64 {fmt_measured(n['float64_deviation'])} (correct cache "
+                   f"{fmt_measured(n['float64_correct_cache'])}); " + "; ".join(
                        f"{k}: correct cache {v['correct_cache']:.2g}, this policy {v['this_policy']:.2g}, tolerance "
                        f"{v['tolerance']:.2g} (" + ("correct cache within it" if v["correct_within_tolerance"] else
                                    "correct cache NOT within it") + (", this policy beyond it" if v["policy_beyond_tolerance"]

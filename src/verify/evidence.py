@@ -370,6 +370,12 @@ ROUNDING_LEVEL = 1e-12
 ROUNDING_BOUND = "|x| < 1e-12"
 
 
+def fmt_measured(x: float, spec: str = ".2g") -> str:
+    """A measured float64 value for a sentence: ``format(x, spec)``, or ``"< 1e-12"`` when it is nonzero and at
+    rounding level (:data:`ROUNDING_LEVEL`), so that a summary quoting it reads the same on every CPU."""
+    return f"< {ROUNDING_LEVEL:g}" if 0 < abs(x) < ROUNDING_LEVEL else format(x, spec)
+
+
 def at_resolution(obj: Any) -> Any:
     """``obj`` (JSON-ready) with its floats at the absolute resolution :data:`ROUNDING_LEVEL`: a nonzero float of
     magnitude below it becomes :data:`ROUNDING_BOUND`, any other is rounded to 12 decimal places (so 7.4245289065e-07,
