@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.core.model import ClaimResult
-from verify.reports.plots import numbers, save, stem
+from verify.reports.plots import clip_title, numbers, plot_dir, save, stem
 
 
 def alpha_vs_L(r: ClaimResult, d: Path, plt: Any) -> list[Path]:
@@ -55,23 +55,16 @@ def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
 
     Returns the paths written ([] without a witness).
     """
-    import io
     from fractions import Fraction
 
     from verify.constructions import pe
-    from verify.core.inputs import atomic_write_bytes
-    from verify.core.model import InputError
     from verify.solver import realizable as R
 
     doc = res.doc
     w = doc["witnesses"].get("W1")
     if w is None or res.family is None:
         return []
-    out = Path(directory)
-    try:
-        out.mkdir(parents=False, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--plots {directory}: cannot create the directory ({e.strerror})") from None
+    out = plot_dir(directory)
     fam, task, L0, N = res.family, res.task, res.window, int(w["found_at_length"])
     param = [[Fraction(x) for x in row] for row in w["param"]] if fam.kind != "relative" else [
         Fraction(x) for x in w["param"]]
@@ -89,19 +82,14 @@ def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
     written = []
 
     def emit(fig: Any, name: str) -> None:
-        buf = io.BytesIO()
-        fig.tight_layout()
-        fig.savefig(buf, format="png", dpi=100)
-        plt.close(fig)
-        atomic_write_bytes(out / name, buf.getvalue(), "--plots")
-        written.append(str(out / name))
+        written.append(str(save(fig, out / name, plt, dpi=100)))
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.plot(offs, ys, ".-", ms=2)
     ax.axvline(i - t, color="red", ls="--", label=f"target offset i - t = {i - t} (row i = {i})")
     ax.set_xlabel("offset delta = i - j")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(task.name, 24)}: witness W1 at L = {N}", fontsize=9)
+    ax.set_title(f"{clip_title(fam.name, 44)}, {clip_title(task.name, 24)}: witness W1 at L = {N}", fontsize=9)
     ax.legend(fontsize=7)
     emit(fig, "realizable_kernel.png")
     margins = R.exact_margins(fam, task, param, N, L0, feats).margins
@@ -116,12 +104,7 @@ def realizable_plots(plt: Any, directory: str | Path, res: Any) -> list[str]:
     ax.set_ylabel("logit(target) - max other logit")
     if mg and min(mg) > 0 and max(mg) / min(mg) > 100:
         ax.set_yscale("log")
-    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(task.name, 24)}: W1's margins at L = {N}", fontsize=9)
+    ax.set_title(f"{clip_title(fam.name, 44)}, {clip_title(task.name, 24)}: W1's margins at L = {N}", fontsize=9)
     ax.legend(fontsize=7)
     emit(fig, "realizable_margins.png")
     return written
-
-
-def _clip_name(name: str, n: int) -> str:
-    """A name shortened to n characters for a plot title (an ellipsis marks the cut)."""
-    return name if len(name) <= n else name[:n - 3] + "..."

@@ -391,18 +391,12 @@ def _conclusion(doc: dict) -> str:
 
 def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     """kernel.png (logit against the offset i - j, last row) and alpha.png (alpha_ell against ell)."""
-    from pathlib import Path
-
     import torch
 
-    from verify.core.inputs import atomic_write_bytes
     from verify.numeric import pr26 as num
+    from verify.reports.plots import clip_title, plot_dir, save
 
-    out = Path(directory)
-    try:
-        out.mkdir(parents=False, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--plots {directory}: cannot create the directory ({e.strerror})") from None
+    out = plot_dir(directory)
     fr = res.head
     fam = fr.family
     feats = num.feature_matrix(fam, L, L0, fr.seed)
@@ -416,8 +410,6 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
         k = row.tolist()
         ylabel = f"logit(i = {L - 1}, j)"
     written = []
-    import io
-
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.plot(offs, k, ".-", ms=2)
     ax.axvline(L0 - 0.5, color="grey", ls=":", label="trained window edge (delta = L0)")
@@ -425,14 +417,9 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     ax.axvline(L - 1 - t_last, color="red", ls="--", label=f"target offset i - t = {L - 1 - t_last} (row i = {L - 1})")
     ax.set_xlabel("offset delta = i - j")
     ax.set_ylabel(ylabel)
-    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(fr.task.name, 24)}: kernel against the offset", fontsize=9)
+    ax.set_title(f"{clip_title(fam.name, 44)}, {clip_title(fr.task.name, 24)}: kernel against the offset", fontsize=9)
     ax.legend(fontsize=7)
-    buf = io.BytesIO()
-    fig.tight_layout()  # keeps the axis labels inside the image
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(out / "kernel.png", buf.getvalue(), "--plots")
-    written.append(str(out / "kernel.png"))
+    written.append(str(save(fig, out / "kernel.png", plt, dpi=100)))
     step = max(1, (L - L0) // 40)
     ells = sorted(set(list(range(L0 + 1, L + 1, step)) + [L]))
     alphas, weak = [], []
@@ -454,14 +441,9 @@ def _plots(plt, directory: str, res, L0: int, L: int) -> list[str]:
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel("evaluation length L")
     ax.set_ylabel("alpha_L")
-    ax.set_title(f"{_clip_name(fam.name, 44)}, {_clip_name(fr.task.name, 24)}: alpha_L (head fitted at L0 = {L0})", fontsize=9)
+    ax.set_title(f"{clip_title(fam.name, 44)}, {clip_title(fr.task.name, 24)}: alpha_L (head fitted at L0 = {L0})", fontsize=9)
     ax.legend(fontsize=7)
-    buf = io.BytesIO()
-    fig.tight_layout()  # keeps the axis labels inside the image
-    fig.savefig(buf, format="png", dpi=100)
-    plt.close(fig)
-    atomic_write_bytes(out / "alpha.png", buf.getvalue(), "--plots")
-    written.append(str(out / "alpha.png"))
+    written.append(str(save(fig, out / "alpha.png", plt, dpi=100)))
     return written
 
 
@@ -598,11 +580,6 @@ def _readable_param(p: object, digits: int = 4, limit: int = 300) -> str:
 def _clip_param(p: object, limit: int = 300) -> str:
     s = json.dumps(p)
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters; all in --format json)"
-
-
-def _clip_name(name: str, n: int) -> str:
-    """A name shortened to n characters for a plot title (an ellipsis marks the cut)."""
-    return name if len(name) <= n else name[:n - 3] + "..."
 
 
 __all__ = ["alpha_cmd", "realizable_cmd", "EXIT_INCONCLUSIVE"]

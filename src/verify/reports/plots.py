@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 from verify.core.model import ClaimResult, InputError
 from verify.evidence import Layer, Status
 
-__all__ = ["Plotter", "write_plots", "require_matplotlib", "numbers", "save", "stem"]
+__all__ = ["Plotter", "write_plots", "require_matplotlib", "numbers", "save", "stem", "plot_dir", "clip_title"]
 
 Plotter = Callable[[ClaimResult, Path, Any], list[Path]]
 
@@ -61,18 +61,38 @@ def numbers(r: ClaimResult, layer: Layer | str = Layer.NUMERIC) -> dict[str, Any
     return ev.numbers if ev is not None and isinstance(ev.numbers, dict) else {}
 
 
-def save(fig: Any, path: Path, plt: Any) -> Path:
-    """Render the figure to PNG and write it atomically (temporary file, then rename)."""
+def save(fig: Any, path: Path, plt: Any, dpi: int = 120) -> Path:
+    """Render the figure to PNG (no software version in its metadata, so the bytes depend only on the figure) and
+    write it atomically (temporary file, then rename)."""
     import io
 
     from verify.core.inputs import atomic_write_bytes
 
-    fig.tight_layout()
+    fig.tight_layout()  # keeps the axis labels inside the image
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, metadata={"Software": None})
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
     plt.close(fig)
     atomic_write_bytes(path, buf.getvalue(), "--plots")
     return path
+
+
+def plot_dir(directory: str | Path) -> Path:
+    """The ``--plots`` directory of ``verify alpha``/``verify realizable``, created if missing (its parent exists).
+
+    Raises:
+        InputError: it cannot be created.
+    """
+    out = Path(directory)
+    try:
+        out.mkdir(parents=False, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--plots {directory}: cannot create the directory ({e.strerror})") from None
+    return out
+
+
+def clip_title(name: str, n: int) -> str:
+    """A name shortened to n characters for a plot title (an ellipsis marks the cut)."""
+    return name if len(name) <= n else name[:n - 3] + "..."
 
 
 def _find(r: ClaimResult) -> Plotter | None:
