@@ -41,13 +41,11 @@ def _noise(x: float, tol: float | None = None) -> str:
     real mismatch) three significant digits."""
     import math
 
-    from verify.evidence import ROUNDING_LEVEL
+    from verify.evidence import ROUNDING_LEVEL, fmt_measured
 
     x = float(x)
-    if x == 0.0:
-        return "0"
-    if x < ROUNDING_LEVEL:
-        return f"< {ROUNDING_LEVEL:g}"
+    if x < ROUNDING_LEVEL:  # zero, or rounding level
+        return fmt_measured(x, "g")
     if tol is None or x <= tol:
         # the bound 3 x 10^k just above x: the measured values sit near powers of ten (float32 rounding ~1e-7),
         # so bounds between them keep a factor of about 3 from a CPU's last-bit wobble

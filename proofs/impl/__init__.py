@@ -16,12 +16,11 @@ optional extra: without it every impl claim refuses before any work (``pip insta
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Paper, Params, Provenance, param
+from verify.core.model import Claim, InputError, Paper, Params, Provenance, missing_packages, param
 from verify.evidence import Context, Evidence
 
 #: the families ``--model hf:NAME`` builds (torch-free copy of verify.numeric.impl_models.HF_MODELS; a test checks it)
@@ -59,13 +58,6 @@ def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
     return base
 
 
-def _have_transformers() -> bool:
-    try:
-        return importlib.util.find_spec("transformers") is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
     kind, sep, rest = text.partition(":")
     if kind == "hf" and sep and rest in HF_MODELS:
@@ -80,7 +72,7 @@ def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
 
 
 def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoint: bool = True) -> tuple[str, str]:
-    if not _have_transformers():
+    if missing_packages(REQUIRES):
         raise InputError(INSTALL)
     kind, name = _model(p["model"], allowed)
     if kind == "hf-dir" and not checkpoint:

@@ -430,6 +430,20 @@ class PartResult:
                 "verdict": self.verdict.value, "evidence": self.evidence, "layers": list(self.layers)}
 
 
+def missing_packages(requires: Sequence[tuple[str, str]]) -> list[str]:
+    """The hints of the ``(module, install hint)`` pairs whose module this environment cannot import (a broken or
+    blocked install counts as missing); the module is located, never imported."""
+    import importlib.util
+
+    def absent(module: str) -> bool:
+        try:
+            return importlib.util.find_spec(module) is None
+        except (ImportError, ValueError):
+            return True
+
+    return [hint for module, hint in requires if absent(module)]
+
+
 #: a layer check: ``(params, ctx) -> Evidence``; params is the claim's :class:`Params` instance
 LayerCheck = Callable[[Any, Context], Evidence]
 
@@ -533,15 +547,7 @@ class Claim:
 
     def missing_requirements(self) -> list[str]:
         """The install hints of the optional packages this claim needs and this environment lacks."""
-        import importlib.util
-
-        def absent(module: str) -> bool:
-            try:
-                return importlib.util.find_spec(module) is None
-            except (ImportError, ValueError):  # a broken or blocked install counts as absent
-                return True
-
-        return [hint for module, hint in self.requires if absent(module)]
+        return missing_packages(self.requires)
 
     def expected_verdict(self, label: str) -> Verdict | None:
         """The recorded expectation of the variant labelled ``label`` (None: none recorded)."""
