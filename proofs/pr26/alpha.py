@@ -90,12 +90,14 @@ class Inconclusive(InconclusiveError):
 
 def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_map: str | Callable | None = None,
                slope: Any = None, base: Any = None, frequencies: int | None = None, max_positions: int = 64,
-               check_prefix: int | None = None, user_timeout: float = 60.0) -> Any:
+               check_prefix: int | None = None, user_timeout: float = 60.0, rope_scaling: Any = None) -> Any:
     """The feature map named by the arguments, as a :class:`verify.constructions.features.FeatureSpec`.
 
     Exactly one of: ``pe`` (a built-in family name, ``nope``, ``alibi-fixed`` with ``slope``,
     ``sinusoidal``/``rope`` optionally with ``base``/``frequencies``, or ``MODULE:CALLABLE``),
     ``features`` (expressions in i or d) or ``feature_map`` (a callable or ``MODULE:CALLABLE``).
+    ``rope_scaling`` (``rope`` only): a :class:`verify.constructions.rope_scaling.RopeScaling` or the dict of
+    its options (:func:`rope_scaling_of`); the frequencies are the rule's at length ``max_positions``.
 
     Raises:
         InputError: none or several given, unknown name, a bad expression or callable, an option
@@ -113,6 +115,8 @@ def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_ma
         raise InputError("--slope applies to --pe alibi-fixed only")
     if (base is not None or frequencies is not None) and pe not in ("sinusoidal", "rope"):
         raise InputError("--base and --frequencies apply to --pe sinusoidal or rope only")
+    if rope_scaling is not None and pe != "rope":
+        raise InputError("--rope-scaling applies to --pe rope only")
     try:
         if features is not None:
             spec = F.expression_family(features)
@@ -126,6 +130,17 @@ def resolve_pe(pe: str | None = None, *, features: str | None = None, feature_ma
             if slope is None:
                 raise InputError("--pe alibi-fixed needs --slope M (the bias is -M (i - j))")
             return F.alibi_fixed_family(_rational(slope, "--slope"))
+        if pe == "rope" and rope_scaling is not None:
+            from verify.constructions import rope_scaling as RS
+
+            b = _rational(base, "--base", 10**12) if base is not None else Fraction(10000)
+            try:
+                spec = RS.scaled_rope_family(rope_scaling_of(rope_scaling), b,
+                                             16 if frequencies is None else int(frequencies), max_positions)[0]
+            except RS.ScalingError as e:
+                raise InputError(str(e)) from None
+            F.ensure_finite(spec, max_positions, "--base")
+            return spec
         if pe in ("sinusoidal", "rope") and (base is not None or frequencies is not None):
             b = _rational(base, "--base", 10**12) if base is not None else Fraction(10000)
             spec = F.trig_family(pe, b, 16 if frequencies is None else int(frequencies))
@@ -158,6 +173,51 @@ def _rational(x: Any, flag: str, maximum: Any = None) -> Fraction:
         raise
     except (ValueError, ZeroDivisionError):
         raise InputError(f"{flag} expects a finite number such as 0.5 or 1/2, got {str(x)[:40]!r}") from None
+
+
+def rope_scaling_of(options: Any) -> Any:
+    """A validated :class:`verify.constructions.rope_scaling.RopeScaling` from one (returned as is) or from a dict
+    of :func:`verify.constructions.rope_scaling.make`'s arguments (``rule``, ``factor``, ``original_max``,
+    ``beta_fast``, ``beta_slow``, ``low_freq_factor``, ``high_freq_factor``).
+
+    Raises:
+        InputError: a bad option, in one line.
+    """
+    from verify.constructions import rope_scaling as RS
+
+    if isinstance(options, RS.RopeScaling):
+        return options
+    if not isinstance(options, dict):
+        raise InputError("rope_scaling must be a RopeScaling or a dict of its options")
+    try:
+        return RS.make(**options)
+    except TypeError as e:
+        raise InputError(f"rope_scaling: {e}") from None
+    except RS.ScalingError as e:
+        raise InputError(str(e)) from None
+
+
+def _rope_doc(sc: Any, base: Any, frequencies: int | None, L: int) -> dict:
+    """The scaling rule's frequencies and attention factor as used, and their cross-check against transformers."""
+    from verify.constructions import rope_scaling as RS
+
+    b = float(_rational(base, "--base", 10**12)) if base is not None else 10000.0
+    dim = 2 * (16 if frequencies is None else int(frequencies))
+    a = RS.attention_factor(sc)
+    doc = {**sc.parameters(), "rotary_dim": dim, "base": b, "inv_freq": RS.inv_freq(sc, b, dim, L),
+           "plain_inv_freq": RS.plain_inv_freq(b, dim), "attention_factor": a, "logit_scale": a * a,
+           "features": "psi(d) = attention_factor^2 [cos(d w_k), sin(d w_k)]_k, w_k = inv_freq[k] as the exact "
+                       "rational of its float64 value; the head is fitted at L0 and evaluated at L with this map"}
+    if sc.rule == "dynamic":
+        doc["seq_len"] = L
+        doc["length_dependence"] = (
+            f"frequencies computed at the evaluated length L = {L} and used for every position of that pass, the "
+            f"L0 rows the head is fitted on included" + (f" (L <= original max {sc.original_max}: the plain "
+                                                          "frequencies)" if L <= sc.original_max else "")
+            + "; keys cached before the scaling starts keep their old rotation in an implementation with a KV "
+            "cache (the impl:rope claim's finding, not measured here)")
+    doc["cross_check"] = RS.cross_check(sc, b, dim, L)
+    return doc
 
 
 def resolve_task(task: str | None = None, *, target: str | None = None, rows: str | None = None) -> Any:
@@ -392,7 +452,8 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
             frequencies: int | None = None, target: str | None = None, rows: str | None = None,
             W: str | Path | None = None, seed: int = 0, lr: float | None = None, steps: int = 400,
             weight_decay: float = 1e-4, selection: str = "ce", min_margin: float = DEFAULT_MIN_MARGIN,
-            min_mass: float = DEFAULT_MIN_MASS, user_timeout: float = 60.0, _spec: Any = None) -> dict:
+            min_mass: float = DEFAULT_MIN_MASS, user_timeout: float = 60.0, _spec: Any = None,
+            rope_scaling: Any = None) -> dict:
     """Validate every input of :func:`alpha` (no fit, no evaluation); returns the resolved pieces.
 
     Built-in families and tasks are validated without importing torch or sympy.  ``_spec``: a feature map
@@ -404,13 +465,14 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
     """
     _validate_fit(seed, lr, steps, weight_decay, selection)
     _validate_thresholds(min_margin, min_mass)
+    sc = rope_scaling_of(rope_scaling) if rope_scaling is not None else None
     tsk = resolve_task(task, target=target, rows=rows)
     if not isinstance(L, int) or isinstance(L, bool) or not isinstance(L0, int) or isinstance(L0, bool):
         raise InputError("--L0 and --L must be integers")
     spec = _spec if _spec is not None else resolve_pe(
         pe, features=features, feature_map=feature_map, slope=slope, base=base, frequencies=frequencies,
         max_positions=max(L, 1) if 2 <= L <= (1 << 20) else 64, check_prefix=L0 if 0 < L0 < L else None,
-        user_timeout=user_timeout)
+        user_timeout=user_timeout, rope_scaling=sc)
     _validate_sizes(spec, tsk, L0, L)
     if target is not None:
         _check_task_at(tsk, L0)
@@ -421,7 +483,8 @@ def prepare(pe: str | None = None, task: str | None = None, L0: int = 20, L: int
         if spec.fixed_param is not None:
             raise InputError(f"--W: {spec.family.name} has no trained parameter")
         param = load_param(W, spec.family.param_shape(L0))
-    return {"spec": spec, "task": tsk, "param": param}
+    return {"spec": spec, "task": tsk, "param": param,
+            **({"rope": (sc, base, frequencies)} if sc is not None else {})}
 
 
 def _exact_eval(family: Any, task: Any, param: Any, L0: int, L: int,
@@ -473,7 +536,7 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
           lr: float | None = None, steps: int = 400, weight_decay: float = 1e-4, selection: str = "ce",
           min_margin: float = DEFAULT_MIN_MARGIN, min_mass: float = DEFAULT_MIN_MASS,
           identifiability: bool = False, timeout_s: float = 20.0, _prepared: dict | None = None,
-          user_timeout: float = 60.0) -> AlphaResult:
+          user_timeout: float = 60.0, rope_scaling: Any = None) -> AlphaResult:
     """alpha_L of a positional-only head, with its margins and the softmax mass on the target (pr26).
 
     Args:
@@ -488,6 +551,10 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
         L0, L: training and evaluation lengths (positions; 2 <= L0 < L).
         slope: fixed ALiBi slope m (``alibi-fixed``; the bias is -m (i - j)).
         base, frequencies: theta_k = base^(-k/F), k < F, for ``sinusoidal``/``rope``.
+        rope_scaling: ``rope`` only: a scaling rule (:func:`rope_scaling_of`: a
+            :class:`verify.constructions.rope_scaling.RopeScaling` or a dict such as ``{"rule": "yarn",
+            "factor": 4}``); the head is fitted and evaluated with the rule's frequencies (dynamic: those at L),
+            and the document's ``rope_scaling`` entry cross-checks them against transformers when installed.
         W: a parameter file (.npy, .pt weights-only, .json exact rationals) of the head's shape
             (absolute r x r, relative r) instead of a fit.
         seed, lr, steps, weight_decay, selection: the fit at L0 (pr26's protocol, verify.numeric.pr26.fit).
@@ -505,7 +572,7 @@ def alpha(pe: str | None = None, task: str | None = None, L0: int = 20, L: int =
     prep = _prepared or prepare(pe, task, L0, L, features=features, feature_map=feature_map, slope=slope, base=base,
                                 frequencies=frequencies, target=target, rows=rows, W=W, seed=seed, lr=lr, steps=steps,
                                 weight_decay=weight_decay, selection=selection, min_margin=min_margin,
-                                min_mass=min_mass, user_timeout=user_timeout)
+                                min_mass=min_mass, user_timeout=user_timeout, rope_scaling=rope_scaling)
     from verify.numeric.pr26 import feature_cache
 
     with feature_cache():  # the features of positions 0..L-1 computed once for every evaluation below
@@ -548,6 +615,8 @@ def _alpha(prep: dict, L0: int, L: int, seed: int, lr: float | None, steps: int,
                            {"kind": fam.kind, "param": [str(x) for x in head.exact_param]}),
                 "pe_description": fam.description, "task_description": tsk.description,
                 "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1"})
+    if prep.get("rope") is not None:
+        doc["rope_scaling"] = _rope_doc(*prep["rope"], L)
     if identifiability:
         from verify.numeric import pr26 as num
 

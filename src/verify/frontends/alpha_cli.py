@@ -155,16 +155,37 @@ def _pe_options(fn):
               help="solver budget per call of --identifiability, seconds")
 @click.option("--plots", "plots", default=None, help="directory for two PNGs: the kernel against the offset, and "
               "alpha against the length (needs matplotlib)")
+@click.option("--rope-scaling", "rope_scaling", default=None, help="--pe rope with a real implementation's frequency "
+              "scaling: linear (inv_freq / F), dynamic (NTK base at the evaluated length L), yarn (ramp between "
+              "--beta-fast/--beta-slow, attention factor 0.1 ln F + 1 on cos and sin) or llama3 (low/high frequency "
+              "factors); the head is fitted at L0 and evaluated at L with the scaled frequencies, which are "
+              "cross-checked against transformers' ROPE_INIT_FUNCTIONS when it is installed")
+@click.option("--factor", "factor", default=None, help="--rope-scaling: the scaling factor F (a number >= 1)")
+@click.option("--original-max-position", "original_max", type=int, default=None, help="--rope-scaling dynamic/yarn/"
+              "llama3: the original context length L_orig (dynamic scales only when L > L_orig) [default: 4096]")
+@click.option("--beta-fast", "beta_fast", default=None, help="--rope-scaling yarn: rotations over L_orig above which "
+              "a frequency is kept [default: 32]")
+@click.option("--beta-slow", "beta_slow", default=None, help="--rope-scaling yarn: rotations below which a frequency "
+              "is divided by F [default: 1]")
+@click.option("--low-freq-factor", "low_freq_factor", default=None, help="--rope-scaling llama3: wavelengths above "
+              "L_orig / this are divided by F [default: 1]")
+@click.option("--high-freq-factor", "high_freq_factor", default=None, help="--rope-scaling llama3: wavelengths below "
+              "L_orig / this are kept [default: 4]")
 def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
               frequencies: int | None, task_name: str | None, target: str | None, rows: str | None, L0: int, L: int,
               W: str | None, fmt: str, seed: int, lr: float | None, steps: int, weight_decay: float, selection: str,
               min_margin: float | None, min_mass: float | None, require_alpha: float | None, identifiability: bool,
               timeout_s: float, plots: str | None, user_timeout: float, tasks: str | None, up_to: int | None,
-              budget_s: float | None) -> None:
+              budget_s: float | None, rope_scaling: str | None = None, factor: str | None = None,
+              original_max: int | None = None, beta_fast: str | None = None, beta_slow: str | None = None,
+              low_freq_factor: str | None = None, high_freq_factor: str | None = None) -> None:
     """Measure alpha_L of a positional-only head (fitted at L0, from --W, or fixed) on a task, with its
     margins and the softmax mass on the target (pr26).  With --tasks, answer per task up to what length
     the fitted head (selection) and some head (existence) do the task.  See the epilog for exit codes."""
     A = registry.paper("pr26").api
+    rope = _rope_options(rope_scaling, factor, original_max, beta_fast, beta_slow, low_freq_factor, high_freq_factor)
+    if rope is not None and tasks is not None:
+        raise InputError("--rope-scaling goes with --task/--target at one --L, not with --tasks")
     if tasks is not None:
         if task_name is not None or target is not None or W is not None:
             raise InputError("--tasks replaces --task/--target/--W (the designer's question fits a head per task)")
@@ -190,6 +211,8 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
     kw: dict[str, Any] = dict(features=pe_features, slope=slope, base=base, frequencies=frequencies, target=target,
                               rows=rows, W=W, seed=seed, lr=lr, steps=steps, weight_decay=weight_decay, selection=selection,
                               min_margin=mm, min_mass=ms, user_timeout=user_timeout)
+    if rope is not None:
+        kw["rope_scaling"] = rope
     prep = A.prepare(pe_name, task_name, L0, L, **kw)
     try:
         res = A.alpha(pe_name, task_name, L0, L, **kw, identifiability=identifiability, timeout_s=timeout_s,
@@ -210,6 +233,49 @@ def alpha_cmd(pe_name: str | None, pe_features: str | None, slope: str | None, b
         click.echo(_alpha_text(doc, require_alpha, gate_failed))
     if gate_failed:
         raise click.exceptions.Exit(1)
+
+
+def _rope_options(rule: str | None, factor: str | None, original_max: int | None, beta_fast: str | None,
+                  beta_slow: str | None, low: str | None, high: str | None) -> dict | None:
+    """The --rope-scaling options as ``rope_scaling`` for the API (validated there), or None when not asked."""
+    given = {k: v for k, v in (("factor", factor), ("original_max", original_max), ("beta_fast", beta_fast),
+                               ("beta_slow", beta_slow), ("low_freq_factor", low), ("high_freq_factor", high))
+             if v is not None}
+    if rule is None:
+        if given:
+            flag = "--" + next(iter(given)).replace("_", "-").replace("original-max", "original-max-position")
+            raise InputError(f"{flag} goes with --rope-scaling linear|dynamic|yarn|llama3")
+        return None
+    return {"rule": rule, **given}
+
+
+def _rope_lines(doc: dict) -> list[str]:
+    """The scaling rule, its frequencies and the library cross-check (text report of --rope-scaling)."""
+    rs = doc.get("rope_scaling")
+    if not rs:
+        return []
+    opts = ", ".join(f"{k.replace('_', ' ')} {rs[k]:g}" for k in ("factor", "original_max_position", "beta_fast",
+                                                                       "beta_slow", "low_freq_factor",
+                                                                       "high_freq_factor") if k in rs)
+    w, p, a = rs["inv_freq"], rs["plain_inv_freq"], rs["attention_factor"]
+    out = [f"  RoPE scaling: {rs['rule']} ({opts}; rotary dim {rs['rotary_dim']}, base {rs['base']:g}): "
+           f"inverse frequencies {_f(w[0])} .. {_f(w[-1])} (plain {_f(p[0])} .. {_f(p[-1])})"
+           + (f"; attention factor {a:.6g} on cos and sin (logits x {a * a:.6g})" if a != 1 else "")]
+    if rs.get("length_dependence"):
+        out.append(f"  dynamic: {rs['length_dependence']}")
+    cc = rs["cross_check"]
+    if not cc["checked"]:
+        out.append(f"  {cc['note']}")
+        return out
+    ok = "agree" if cc["agrees"] else "DISAGREE"
+    out.append(f"  cross-checked against {cc['library']} ({cc['function']}): {ok}; max relative difference "
+               f"{cc['max_relative_difference']:.1e} over {len(w)} inverse frequencies (tolerance "
+               f"{cc['tolerance']:g}: the library computes them in float32), attention factor "
+               f"{cc['attention_factor_relative_difference']:.1e} (tolerance {cc['attention_factor_tolerance']:g})")
+    for f in cc["findings"]:
+        where = f" index {f['index']}" if "index" in f else ""
+        out.append(f"  finding: {f['rule']} {f['what']}{where}: ours {f['ours']!r}, library {f['library']!r}")
+    return out
 
 
 def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str | None, base: str | None,
@@ -333,6 +399,7 @@ def _alpha_text(doc: dict, require_alpha: float | None, gate_failed: bool) -> st
         lines.append("  head: fixed (no trained parameter)")
     lines.append("  head: " + ", ".join(f"{k} = {_short(v)}" for k, v in doc["kernel"].items()))
     lines.append(f"  PE: {doc['pe_description']}")
+    lines += _rope_lines(doc)
     lines.append(f"  task: {doc['task_description']}")
     idf = doc.get("identifiability")
     if idf:
