@@ -1,0 +1,469 @@
+"""Rigorous bounds on one attention head's pattern in arb ball arithmetic (python-flint): every quantity is a ball
+that contains the exact-real value for the stored weights and inputs, so "the head puts at least tau on its target"
+is decided without trusting a floating-point rounding.
+
+The head (one query/key head of a causal self-attention layer), as :class:`HeadProgram` stores it:
+
+    x_i in R^{d_model}                      the layer's input at query/key position i (see :class:`PromptInput`)
+    n(x)                                    LayerNorm  (x - mean) / sqrt(var + eps) * g + b,
+                                            RMSNorm    x / sqrt(mean(x^2) + eps) * g, or none
+    q_i = n(x_i) W_Q + b_Q,  k_j = n(x_j) W_K + b_K                                       [d_head]
+    RoPE (rotate-half pairs (m, m + r/2), angle i * inv_freq[m], cos and sin times attention_scaling)
+    s_ij = scale * (q_i . k_j + q_i . r_{i-j}) + slope * (j - i)
+           (r_delta: relative key vectors, the RPE of ws24/bietti23; slope: ALiBi's m_h)
+    a_ij = exp(s_ij) / sum_{j' admitted} exp(s_ij')     admitted: j <= i and i - j < window
+
+The target mass is enclosed as 1 / sum_j exp(s_ij - s_it) (one exp per key, no overflow whatever the logits'
+size), and "argmax on target" is decided on the ball s_it - s_ij > 0 for every admitted j != t.
+
+Imports no torch and no solver: ``verify recheck`` re-derives a certificate's every bound from the file alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Sequence
+
+FORMAT = "verify-head-certificate/1"
+#: working precision of the balls (bits); the weights are float32/float64 values, exact at this precision
+PRECISION = 128
+NORMS = ("layernorm", "rmsnorm", "none")
+PATTERNS = ("prev", "induction")
+#: what a row must show: the mass on the target >= tau, or the target the strict argmax
+CRITERIA = ("mass", "argmax")
+
+
+class HeadCertificateError(ValueError):
+    """A head certificate that cannot be read (malformed, inconsistent sizes)."""
+
+
+def _hex(x: float) -> str:
+    return float(x).hex()
+
+
+def _unhex(s: Any) -> float:
+    if not isinstance(s, str):
+        raise HeadCertificateError(f"expected a float in hex notation, got {type(s).__name__}")
+    v = float.fromhex(s)
+    if not math.isfinite(v):
+        raise HeadCertificateError(f"non-finite value {s!r}")
+    return v
+
+
+def _hexes(rows: Sequence[Sequence[float]]) -> list[list[str]]:
+    return [[_hex(v) for v in r] for r in rows]
+
+
+def _unhexes(rows: Any, ncols: int | None = None) -> list[list[float]]:
+    if not isinstance(rows, list):
+        raise HeadCertificateError("expected a matrix (a list of rows)")
+    out = [[_unhex(v) for v in r] for r in rows]
+    if ncols is not None and any(len(r) != ncols for r in out):
+        raise HeadCertificateError(f"a matrix row does not have {ncols} entries")
+    return out
+
+
+@dataclass
+class HeadProgram:
+    """One head's query/key side, exactly as stored (Python floats: float32/float64 values, exact).
+
+    W_Q, W_K: ``[d_model, d_head]``; b_Q, b_K: ``[d_head]`` or None; norm: one of :data:`NORMS` with
+    ``norm_weight``/``norm_bias`` ``[d_model]`` (None: 1 and 0) and ``norm_eps``; scale_inv_sqrt: the score scale is
+    1/sqrt(scale_inv_sqrt) times ``scale_factor``; rope_inv_freq ``[r/2]`` (None: no RoPE) with
+    ``rope_attention_scaling``; relative_keys ``[n_delta, d_head]`` (r_delta, row delta = i - j) or None;
+    alibi_slope or None; window (keys with i - j < window) or None."""
+
+    W_Q: list[list[float]]
+    W_K: list[list[float]]
+    b_Q: list[float] | None = None
+    b_K: list[float] | None = None
+    norm: str = "none"
+    norm_weight: list[float] | None = None
+    norm_bias: list[float] | None = None
+    norm_eps: float = 0.0
+    scale_inv_sqrt: int = 1
+    scale_factor: float = 1.0
+    rope_inv_freq: list[float] | None = None
+    rope_attention_scaling: float = 1.0
+    relative_keys: list[list[float]] | None = None
+    alibi_slope: float | None = None
+    window: int | None = None
+
+    @property
+    def d_model(self) -> int:
+        return len(self.W_Q)
+
+    @property
+    def d_head(self) -> int:
+        return len(self.W_Q[0])
+
+    def to_json(self) -> dict[str, Any]:
+        def vec(v: list[float] | None) -> list[str] | None:
+            return None if v is None else [_hex(x) for x in v]
+
+        return {"W_Q": _hexes(self.W_Q), "W_K": _hexes(self.W_K), "b_Q": vec(self.b_Q), "b_K": vec(self.b_K),
+                "norm": self.norm, "norm_weight": vec(self.norm_weight), "norm_bias": vec(self.norm_bias),
+                "norm_eps": _hex(self.norm_eps), "scale_inv_sqrt": self.scale_inv_sqrt,
+                "scale_factor": _hex(self.scale_factor), "rope_inv_freq": vec(self.rope_inv_freq),
+                "rope_attention_scaling": _hex(self.rope_attention_scaling),
+                "relative_keys": None if self.relative_keys is None else _hexes(self.relative_keys),
+                "alibi_slope": None if self.alibi_slope is None else _hex(self.alibi_slope), "window": self.window}
+
+    @classmethod
+    def from_json(cls, d: Any) -> "HeadProgram":
+        if not isinstance(d, dict):
+            raise HeadCertificateError("'program' must be an object")
+        try:
+            WQ = _unhexes(d["W_Q"])
+            if not WQ or not WQ[0]:
+                raise HeadCertificateError("W_Q is empty")
+            dm, dh = len(WQ), len(WQ[0])
+            WK = _unhexes(d["W_K"], dh)
+            if len(WK) != dm or any(len(r) != dh for r in WQ):
+                raise HeadCertificateError("W_Q and W_K must both be [d_model, d_head]")
+
+            def vec(key: str, n: int) -> list[float] | None:
+                v = d.get(key)
+                if v is None:
+                    return None
+                out = [_unhex(x) for x in v]
+                if len(out) != n:
+                    raise HeadCertificateError(f"{key} must have {n} entries")
+                return out
+
+            norm = d.get("norm", "none")
+            if norm not in NORMS:
+                raise HeadCertificateError(f"unknown norm {norm!r}")
+            rope = d.get("rope_inv_freq")
+            inv = None if rope is None else [_unhex(x) for x in rope]
+            if inv is not None and (2 * len(inv) > dh or not inv):
+                raise HeadCertificateError("rope_inv_freq has more than d_head/2 entries")
+            rel = d.get("relative_keys")
+            window = d.get("window")
+            if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
+                raise HeadCertificateError("window must be a positive integer")
+            sis = d.get("scale_inv_sqrt", 1)
+            if not isinstance(sis, int) or isinstance(sis, bool) or sis < 1:
+                raise HeadCertificateError("scale_inv_sqrt must be a positive integer")
+            return cls(W_Q=WQ, W_K=WK, b_Q=vec("b_Q", dh), b_K=vec("b_K", dh), norm=norm,
+                       norm_weight=vec("norm_weight", dm), norm_bias=vec("norm_bias", dm),
+                       norm_eps=_unhex(d.get("norm_eps", "0x0.0p+0")), scale_inv_sqrt=sis,
+                       scale_factor=_unhex(d.get("scale_factor", "0x1.0p+0")), rope_inv_freq=inv,
+                       rope_attention_scaling=_unhex(d.get("rope_attention_scaling", "0x1.0p+0")),
+                       relative_keys=None if rel is None else _unhexes(rel, dh),
+                       alibi_slope=None if d.get("alibi_slope") is None else _unhex(d["alibi_slope"]), window=window)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise HeadCertificateError(f"malformed head: {type(e).__name__}: {str(e)[:100]}") from None
+
+
+@dataclass
+class PromptInput:
+    """One prompt: its tokens, the layer's input rows x_i (``[pos, d_model]``, the sum of the listed components,
+    added exactly), which query rows are checked and each row's target key."""
+
+    tokens: list[int]
+    components: list[list[list[float]]]
+    rows: list[int]
+    targets: list[int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tokens": self.tokens, "components": [_hexes(c) for c in self.components], "rows": self.rows,
+                "targets": self.targets}
+
+    @classmethod
+    def from_json(cls, d: Any, d_model: int) -> "PromptInput":
+        try:
+            comps = [_unhexes(c, d_model) for c in d["components"]]
+            toks = [int(t) for t in d["tokens"]]
+            rows, targets = [int(r) for r in d["rows"]], [int(t) for t in d["targets"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise HeadCertificateError(f"malformed prompt: {type(e).__name__}: {str(e)[:100]}") from None
+        if not comps or any(len(c) != len(toks) for c in comps):
+            raise HeadCertificateError("each input component must have one row per token")
+        if len(rows) != len(targets) or any(not (0 <= t <= r < len(toks)) for r, t in zip(rows, targets)):
+            raise HeadCertificateError("rows and targets must pair up, with 0 <= target <= row < positions")
+        return cls(toks, comps, rows, targets)
+
+
+@dataclass
+class RowBound:
+    """One query row's enclosures: the target mass (lo, hi), the score margin's lower end (s_it - max_j s_ij,
+    rigorous), and the decisions: mass >= tau 'ge', < tau 'lt', else 'undecided'; the target the strict argmax
+    'yes', certainly not (some key scores at least as high) 'no', else 'undecided'."""
+
+    prompt: int
+    row: int
+    target: int
+    mass_lo: float
+    mass_hi: float
+    margin_lo: float
+    status: str
+    argmax: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"prompt": self.prompt, "row": self.row, "target": self.target, "status": self.status,
+                "argmax": self.argmax, "mass": [_fmt_down(self.mass_lo), _fmt_up(self.mass_hi)],
+                "margin_lower": _fmt_down(self.margin_lo)}
+
+
+def _fmt_down(x: float) -> str:
+    return fmt_directed(x, down=True)
+
+
+def _fmt_up(x: float) -> str:
+    return fmt_directed(x, down=False)
+
+
+def fmt_directed(x: float, down: bool, digits: int = 12) -> str:
+    """A decimal string of ``digits`` significant digits not above x (``down``) or not below it."""
+    if not math.isfinite(x):
+        return "-inf" if down else "inf"
+    if x == 0:
+        return "0"
+    f = Fraction(x)
+    e = math.floor(math.log10(abs(x))) - digits + 1
+    q = Fraction(10) ** e
+    n = (f / q).__floor__() if down else (f / q).__ceil__()
+    if e >= 0:
+        return str(n * 10 ** e)
+    digits_ = str(abs(n)).rjust(-e + 1, "0")
+    text = f"{digits_[:e]}.{digits_[e:]}".rstrip("0").rstrip(".")
+    return ("-" if n < 0 else "") + text
+
+
+@dataclass
+class HeadBound:
+    """The bounds of every checked row and the decision at threshold tau and fraction f."""
+
+    rows: list[RowBound] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {"rows": len(self.rows), "ge": sum(r.status == "ge" for r in self.rows),
+                "lt": sum(r.status == "lt" for r in self.rows),
+                "undecided": sum(r.status == "undecided" for r in self.rows),
+                "argmax_yes": sum(r.argmax == "yes" for r in self.rows),
+                "argmax_no": sum(r.argmax == "no" for r in self.rows)}
+
+    def verdict(self, fraction: Fraction, criterion: str = "mass") -> str:
+        """Criterion ``mass``: HOLDS when at least ceil(f n) rows are certified to put >= tau on the target;
+        ``argmax``: when at least ceil(f n) rows certify the target as the strict argmax.  FAILS when even counting
+        every undecided row as a success leaves fewer; else INCONCLUSIVE."""
+        c = self.counts()
+        need = math.ceil(fraction * c["rows"])
+        yes, no = (c["ge"], c["lt"]) if criterion == "mass" else (c["argmax_yes"], c["argmax_no"])
+        if yes >= need:
+            return "HOLDS"
+        if c["rows"] - no < need:
+            return "FAILS"
+        return "INCONCLUSIVE"
+
+
+def _arb() -> Any:
+    import flint
+
+    return flint
+
+
+def _norm_rows(fl: Any, X: list[list[Any]], prog: HeadProgram) -> list[list[Any]]:
+    arb = fl.arb
+    if prog.norm == "none":
+        return X
+    d = prog.d_model
+    g = [arb(v) for v in prog.norm_weight] if prog.norm_weight is not None else None
+    b = [arb(v) for v in prog.norm_bias] if prog.norm_bias is not None else None
+    eps = arb(prog.norm_eps)
+    out = []
+    for x in X:
+        if prog.norm == "layernorm":
+            mean = sum(x, arb(0)) / d
+            c = [v - mean for v in x]
+            inv = (sum((v * v for v in c), arb(0)) / d + eps).rsqrt()
+        else:
+            c = x
+            inv = (sum((v * v for v in x), arb(0)) / d + eps).rsqrt()
+        row = [v * inv for v in c]
+        if g is not None:
+            row = [v * w for v, w in zip(row, g)]
+        if b is not None:
+            row = [v + w for v, w in zip(row, b)]
+        out.append(row)
+    return out
+
+
+def _project(fl: Any, N: list[list[Any]], W: list[list[float]], bias: list[float] | None) -> list[list[Any]]:
+    M = fl.arb_mat(N) * fl.arb_mat(W)
+    rows, cols = M.nrows(), M.ncols()
+    out = [[M[i, j] for j in range(cols)] for i in range(rows)]
+    if bias is not None:
+        bb = [fl.arb(v) for v in bias]
+        out = [[v + w for v, w in zip(r, bb)] for r in out]
+    return out
+
+
+def _rope(fl: Any, Y: list[list[Any]], prog: HeadProgram) -> list[list[Any]]:
+    if prog.rope_inv_freq is None:
+        return Y
+    arb = fl.arb
+    h = len(prog.rope_inv_freq)
+    att = arb(prog.rope_attention_scaling)
+    inv = [arb(v) for v in prog.rope_inv_freq]
+    out = []
+    for i, y in enumerate(Y):
+        row = list(y)
+        for m in range(h):
+            ang = inv[m] * i
+            c, s = ang.cos() * att, ang.sin() * att
+            a, b = y[m], y[m + h]
+            row[m], row[m + h] = a * c - b * s, b * c + a * s
+        out.append(row)
+    return out
+
+
+def _down(x: Any) -> float:
+    """A float not above the exact point ``x`` (float() rounds to nearest; one step down makes it a bound)."""
+    return math.nextafter(float(x), -math.inf)
+
+
+def _up(x: Any) -> float:
+    return math.nextafter(float(x), math.inf)
+
+
+def _admitted(prog: HeadProgram, i: int) -> range:
+    lo = 0 if prog.window is None else max(0, i - prog.window + 1)
+    return range(lo, i + 1)
+
+
+def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: int = 0,
+                 precision: int = PRECISION) -> list[RowBound]:
+    """The rigorous enclosures of every checked row of one prompt (see the module docstring)."""
+    fl = _arb()
+    old = fl.ctx.prec
+    fl.ctx.prec = precision
+    try:
+        arb = fl.arb
+        L = len(prompt.tokens)
+        X = [[sum((arb(c[i][k]) for c in prompt.components), arb(0)) for k in range(prog.d_model)] for i in range(L)]
+        N = _norm_rows(fl, X, prog)
+        Q = _rope(fl, _project(fl, N, prog.W_Q, prog.b_Q), prog)
+        K = _rope(fl, _project(fl, N, prog.W_K, prog.b_K), prog)
+        S = fl.arb_mat(Q) * fl.arb_mat(K).transpose()
+        QR = None
+        if prog.relative_keys is not None:
+            QR = fl.arb_mat(Q) * fl.arb_mat(prog.relative_keys).transpose()
+        scale = arb(prog.scale_inv_sqrt).rsqrt() * arb(prog.scale_factor)
+        slope = None if prog.alibi_slope is None else arb(prog.alibi_slope)
+        tau_b = arb(tau.numerator) / tau.denominator
+        out = []
+        for i, t in zip(prompt.rows, prompt.targets):
+            keys = _admitted(prog, i)
+            if t not in keys:
+                raise HeadCertificateError(f"row {i}: target {t} is not an admitted key")
+
+            def score(j: int) -> Any:
+                v = S[i, j]
+                if QR is not None:
+                    if i - j >= QR.ncols():
+                        raise HeadCertificateError(f"no relative key vector for offset {i - j}")
+                    v = v + QR[i, i - j]
+                v = v * scale
+                return v if slope is None else v + slope * (j - i)
+
+            st = score(t)
+            diffs = [score(j) - st for j in keys if j != t]
+            total = sum((dd.exp() for dd in diffs), arb(1))
+            mass = 1 / total
+            margin_lo = min((_down((-dd).lower()) for dd in diffs), default=math.inf)
+            status = "ge" if mass >= tau_b else ("lt" if mass < tau_b else "undecided")
+            argmax = "yes" if all(dd < 0 for dd in diffs) else ("no" if any(dd >= 0 for dd in diffs) else "undecided")
+            out.append(RowBound(index, i, t, _down(mass.lower()), _up(mass.upper()), margin_lo, status, argmax))
+        return out
+    finally:
+        fl.ctx.prec = old
+
+
+def bound_head(prog: HeadProgram, prompts: Sequence[PromptInput], tau: Fraction,
+               precision: int = PRECISION) -> HeadBound:
+    hb = HeadBound()
+    for k, p in enumerate(prompts):
+        hb.rows.extend(bound_prompt(prog, p, tau, k, precision))
+    return hb
+
+
+# ----------------------------------------------------------------------------- certificates
+
+
+def certificate(prog: HeadProgram, prompts: Sequence[PromptInput], hb: HeadBound, *, tau: Fraction,
+                fraction: Fraction, criterion: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """The certificate document: the head, the prompts, the threshold and fraction, every row's decision and the
+    verdict; ``meta`` (model, layer, head, pattern, input provenance) is carried for the reader."""
+    body = {"program": prog.to_json(), "prompts": [p.to_json() for p in prompts]}
+    return {"format": FORMAT, "kind": "head-bound", **meta, "threshold": str(tau), "fraction": str(fraction),
+            "criterion": criterion, "precision_bits": PRECISION, "content_sha256": content_digest(body), **body,
+            "claimed": {"counts": hb.counts(), "verdict": hb.verdict(fraction, criterion),
+                        "rows": [r.to_json() for r in hb.rows]}}
+
+
+def content_digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _fraction(s: Any, what: str) -> Fraction:
+    try:
+        f = Fraction(str(s))
+    except (ValueError, ZeroDivisionError):
+        raise HeadCertificateError(f"{what} {s!r} is not a rational number") from None
+    if not (0 <= f <= 1):
+        raise HeadCertificateError(f"{what} {s} is not in [0, 1]")
+    return f
+
+
+#: a hostile file cannot make the checker run for hours: positions x keys x prompts is capped
+MAX_WORK = 50_000_000
+
+
+def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
+    """Re-derive every row's enclosure from the certificate's head and prompts (arb, this module's code path; no
+    torch) and compare the decisions and the verdict with what the file claims."""
+    try:
+        if doc.get("format") != FORMAT:
+            return False, f"not a head certificate (format {doc.get('format')!r})"
+        prog = HeadProgram.from_json(doc.get("program"))
+        raw = doc.get("prompts")
+        if not isinstance(raw, list) or not raw:
+            return False, "no prompts"
+        prompts = [PromptInput.from_json(p, prog.d_model) for p in raw]
+        work = sum(len(p.tokens) ** 2 * (prog.d_head + 1) + len(p.tokens) * prog.d_model * prog.d_head * 2
+                   for p in prompts)
+        if work > MAX_WORK:
+            return False, f"too large to re-check here ({work} > {MAX_WORK} multiply-adds)"
+        if doc.get("content_sha256") != content_digest({"program": doc["program"], "prompts": raw}):
+            return False, "the head or prompts do not match the recorded content hash (edited)"
+        tau, frac = _fraction(doc.get("threshold"), "threshold"), _fraction(doc.get("fraction"), "fraction")
+        crit = doc.get("criterion")
+        if crit not in CRITERIA:
+            return False, f"unknown criterion {crit!r} (one of {', '.join(CRITERIA)})"
+        hb = bound_head(prog, prompts, tau)
+        claimed = doc.get("claimed") or {}
+        got_rows = [(r.prompt, r.row, r.target, r.status, r.argmax) for r in hb.rows]
+        want_rows = [(r.get("prompt"), r.get("row"), r.get("target"), r.get("status"), r.get("argmax"))
+                     for r in claimed.get("rows", [])]
+        if got_rows != want_rows:
+            bad = next((w for g, w in zip(got_rows, want_rows) if g != w), None)
+            return False, f"the rows' decisions differ from the re-derived ones (first: {bad})"
+        if claimed.get("counts") != hb.counts():
+            return False, "the claimed counts differ from the re-derived ones"
+        verdict = hb.verdict(frac, crit)
+        if claimed.get("verdict") != verdict:
+            return False, f"the claimed verdict {claimed.get('verdict')!r} differs from {verdict!r}"
+        c = hb.counts()
+        return True, (f"head bound re-derived in arb: {c['ge']}/{c['rows']} rows with mass >= {tau} on the target, "
+                      f"{c['lt']} below, the target the strict argmax at {c['argmax_yes']}; verdict {verdict} "
+                      f"({crit}, fraction {frac})")
+    except HeadCertificateError as e:
+        return False, str(e)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError, ZeroDivisionError) as e:
+        return False, f"malformed head certificate: {type(e).__name__}: {str(e)[:120]}"

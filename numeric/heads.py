@@ -1,0 +1,409 @@
+"""One attention head of a real or trained model, taken apart for :mod:`verify.numeric.head_bounds`: its query/key
+weights, its input rows on given prompts, the target of each query under a pattern, and the library's own float64
+attention for the cross-check that ties the extracted head to the model's forward pass.
+
+Models (``--model``):
+
+* ``hf:gpt2|llama|mistral|qwen2`` -- a tiny random model built locally (:mod:`verify.numeric.impl_models`);
+  ``hf-dir:PATH`` -- a local checkpoint of one of those families (never a download);
+* ``trained:ws24-rpe`` / ``trained:ws24-ape`` -- the two-layer model of ws24:falsifier (bietti23's simplified
+  architecture, arXiv 2306.00802 Sec. 4, as proofs/ws24/trained.py cites it) trained with that claim's
+  default recipe for the given seed (read from the lab's checkpoint cache, or trained: about 15 s of one core).
+
+Inputs: the first attention layer's input is exact from the weights (token embedding plus learned position, added
+exactly in the balls); a deeper layer's input is the model's own float64 forward of the layers below, recorded
+(the certificate says so: the bound then holds for those recorded inputs, not for the earlier layers' arithmetic).
+
+Patterns: ``prev`` (query i -> key i - 1, i >= 1) and ``induction`` (query i -> the key after the most recent
+earlier occurrence of token x_i; prompts drawn as a random block repeated twice, [A A]).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+
+from verify.numeric.head_bounds import HeadProgram, PromptInput
+
+#: the Hugging Face families whose attention head is taken apart here
+HF_FAMILIES = ("gpt2", "llama", "mistral", "qwen2")
+TRAINED = ("ws24-rpe", "ws24-ape")
+#: the cross-check: the library's float64 attention and the balls' midpoints agree to this (absolute, on a_ij);
+#: RoPE tables computed in float32 by the library move a_ij by ~1e-7, a wrong head or offset by ~1e-1
+CROSS_CHECK_TOL = 1e-4
+
+
+class HeadInputError(ValueError):
+    """A model, layer, head or prompt this module cannot take apart (the message says what to change)."""
+
+
+@dataclass
+class Extracted:
+    """The head, its prompts (with targets), the library's attention rows ``[pos, pos]`` per prompt, and where the
+    inputs come from."""
+
+    program: HeadProgram
+    prompts: list[PromptInput]
+    library_attention: list[torch.Tensor]
+    input_kind: str
+    describe: dict[str, Any]
+
+
+# ----------------------------------------------------------------------------- prompts and targets
+
+
+def prev_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
+    return list(range(1, len(tokens))), list(range(0, len(tokens) - 1))
+
+
+def induction_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Rows i whose token x_i occurred before; the target is j + 1 for the most recent earlier occurrence j < i
+    (the token that followed it, the key an induction head copies from; j + 1 <= i)."""
+    last: dict[int, int] = {}
+    rows, targets = [], []
+    for i, t in enumerate(tokens):
+        if t in last:
+            rows.append(i)
+            targets.append(last[t] + 1)
+        last[t] = i
+    return rows, targets
+
+
+TARGETS: dict[str, Callable[[Sequence[int]], tuple[list[int], list[int]]]] = {
+    "prev": prev_targets, "induction": induction_targets}
+
+
+def draw_prompts(pattern: str, n: int, length: int, vocab: int, seed: int, low: int = 3) -> list[list[int]]:
+    """``n`` prompts of ``length`` tokens from ``[low, vocab)`` under ``seed``: uniform for prev; for induction a
+    block of length//2 distinct tokens (when the vocabulary allows) repeated twice."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        if pattern == "induction":
+            half = length // 2
+            if vocab - low >= half:
+                block = (torch.randperm(vocab - low, generator=g)[:half] + low).tolist()
+            else:
+                block = torch.randint(low, vocab, (half,), generator=g).tolist()
+            out.append(block + block)
+        else:
+            out.append(torch.randint(low, vocab, (length,), generator=g).tolist())
+    return out
+
+
+def _rows(pattern: str, toks: Sequence[int], rows: tuple[int, int] | None) -> tuple[list[int], list[int]]:
+    r, t = TARGETS[pattern](toks)
+    if rows is not None:
+        keep = [k for k, i in enumerate(r) if rows[0] <= i <= rows[1]]
+        r, t = [r[k] for k in keep], [t[k] for k in keep]
+    return r, t
+
+
+def _floats(t: torch.Tensor) -> list[list[float]]:
+    return t.detach().to(torch.float64).tolist()
+
+
+# ----------------------------------------------------------------------------- Hugging Face models
+
+
+def _hf_family(model: Any) -> str:
+    mt = str(getattr(model.config, "model_type", ""))
+    if mt not in HF_FAMILIES:
+        raise HeadInputError(f"model type {mt!r}: verify head takes apart {', '.join(HF_FAMILIES)}")
+    return mt
+
+
+def _gpt2_program(model: Any, layer: int, head: int) -> tuple[HeadProgram, Callable[[list[int]], list]]:
+    cfg = model.config
+    blk = model.transformer.h[layer]
+    d = int(cfg.n_embd)
+    H = int(cfg.n_head)
+    dh = d // H
+    W = blk.attn.c_attn.weight.detach().to(torch.float64)  # Conv1D: x @ W + b, [d, 3d]
+    b = blk.attn.c_attn.bias.detach().to(torch.float64)
+    sl = slice(head * dh, (head + 1) * dh)
+    factor = 1.0
+    if getattr(blk.attn, "scale_attn_by_inverse_layer_idx", False):
+        factor = 1.0 / float(layer + 1)
+    prog = HeadProgram(W_Q=_floats(W[:, :d][:, sl]), W_K=_floats(W[:, d:2 * d][:, sl]), b_Q=b[:d][sl].tolist(),
+                       b_K=b[d:2 * d][sl].tolist(), norm="layernorm",
+                       norm_weight=blk.ln_1.weight.detach().double().tolist(),
+                       norm_bias=blk.ln_1.bias.detach().double().tolist(), norm_eps=float(blk.ln_1.eps),
+                       scale_inv_sqrt=dh if getattr(blk.attn, "scale_attn_weights", True) else 1, scale_factor=factor)
+    wte, wpe = model.transformer.wte.weight.detach(), model.transformer.wpe.weight.detach()
+
+    def embed(toks: list[int]) -> list:
+        idx = torch.tensor(toks)
+        return [_floats(wte[idx]), _floats(wpe[: len(toks)])]
+
+    return prog, embed
+
+
+def _llama_program(model: Any, layer: int, head: int) -> tuple[HeadProgram, Callable[[list[int]], list]]:
+    cfg = model.config
+    blk = model.model.layers[layer]
+    att = blk.self_attn
+    H = int(cfg.num_attention_heads)
+    n_kv = int(getattr(cfg, "num_key_value_heads", None) or H)
+    dh = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // H)
+    kvh = head // (H // n_kv)
+    rope = model.model.rotary_emb
+    rtype = str(getattr(rope, "rope_type", "default"))
+    if "dynamic" in rtype:
+        raise HeadInputError(f"RoPE scaling {rtype!r}: its frequencies depend on the sequence length; verify head "
+                             "takes static frequencies (default, linear, yarn, llama3)")
+    inv = rope.inv_freq.detach().to(torch.float64)
+    if 2 * inv.numel() != dh:
+        raise HeadInputError(f"partial rotary embeddings ({2 * inv.numel()} of {dh} dims) are not taken apart here")
+    scaling = float(getattr(att, "scaling", dh ** -0.5))
+    if scaling != dh ** -0.5:
+        raise HeadInputError(f"attention scale {scaling} is not 1/sqrt(head_dim) = {dh ** -0.5}")
+    window = None
+    types = getattr(cfg, "layer_types", None) or []
+    sliding = cfg.model_type == "mistral" or (layer < len(types) and types[layer] == "sliding_attention")
+    if sliding and getattr(cfg, "sliding_window", None):
+        window = int(cfg.sliding_window)
+    qb = att.q_proj.bias
+    kb = att.k_proj.bias
+    q_rows = slice(head * dh, (head + 1) * dh)
+    k_rows = slice(kvh * dh, (kvh + 1) * dh)
+    prog = HeadProgram(W_Q=_floats(att.q_proj.weight.detach()[q_rows].T), W_K=_floats(att.k_proj.weight.detach()[k_rows].T),
+                       b_Q=None if qb is None else qb.detach().double()[q_rows].tolist(),
+                       b_K=None if kb is None else kb.detach().double()[k_rows].tolist(), norm="rmsnorm",
+                       norm_weight=blk.input_layernorm.weight.detach().double().tolist(),
+                       norm_eps=float(blk.input_layernorm.variance_epsilon), scale_inv_sqrt=dh,
+                       rope_inv_freq=inv.tolist(), rope_attention_scaling=float(rope.attention_scaling), window=window)
+    emb = model.model.embed_tokens.weight.detach()
+
+    def embed(toks: list[int]) -> list:
+        return [_floats(emb[torch.tensor(toks)])]
+
+    return prog, embed
+
+
+def _n_layers_heads(model: Any) -> tuple[int, int]:
+    cfg = model.config
+    L = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+    H = int(getattr(cfg, "num_attention_heads", 0) or getattr(cfg, "n_head", 0))
+    return L, H
+
+
+def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[list[int]] | None, *, n: int,
+               length: int, seed: int, rows: tuple[int, int] | None = None) -> Extracted:
+    """Take apart head ``head`` of layer ``layer`` (0-indexed) of the model ``spec`` names."""
+    from verify.numeric import impl_models as im
+
+    b = im.build(spec, attn="eager", dtype="float64", seed=seed)
+    model = b.model
+    fam = _hf_family(model)
+    L, H = _n_layers_heads(model)
+    if not (0 <= layer < L) or not (0 <= head < H):
+        raise HeadInputError(f"--layer {layer} --head {head}: {spec} has layers 0..{L - 1} and heads 0..{H - 1}")
+    prog, embed = (_gpt2_program if fam == "gpt2" else _llama_program)(model, layer, head)
+    vocab = int(model.config.vocab_size)
+    maxpos = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 0) or 0)
+    toks_list = prompts if prompts is not None else draw_prompts(pattern, n, length, vocab, seed)
+    _check_prompts(toks_list, vocab, maxpos)
+    out_prompts, atts = [], []
+    for toks in toks_list:
+        ids = torch.tensor([toks])
+        with torch.no_grad():
+            o = model(input_ids=ids, use_cache=False, output_attentions=True, output_hidden_states=True)
+        comps = embed(toks) if layer == 0 else [_floats(o.hidden_states[layer][0])]
+        r, t = _rows(pattern, toks, rows)
+        out_prompts.append(PromptInput(list(toks), comps, r, t))
+        atts.append(o.attentions[layer][0, head].to(torch.float64))
+    kind = _input_kind(layer, fam)
+    desc = {"model": spec, "family": fam, "class": type(model).__name__, "layers": L, "heads": H,
+            "d_model": prog.d_model, "d_head": prog.d_head, "rope": prog.rope_inv_freq is not None,
+            "window": prog.window}
+    return Extracted(prog, out_prompts, atts, kind, desc)
+
+
+def _input_kind(layer: int, fam: str) -> str:
+    if layer == 0:
+        what = "token embedding + learned position" if fam in ("gpt2", "ws24-ape") else "token embedding"
+        return f"exact: {what}, from the stored weights"
+    return (f"recorded: the model's float64 forward of layers 0..{layer - 1} (the bound holds for these inputs; the "
+            "earlier layers' arithmetic is not certified)")
+
+
+def _check_prompts(toks_list: list[list[int]], vocab: int, maxpos: int) -> None:
+    if not toks_list:
+        raise HeadInputError("no prompts")
+    for k, toks in enumerate(toks_list):
+        if len(toks) < 2:
+            raise HeadInputError(f"prompt {k}: needs at least 2 tokens")
+        if maxpos and len(toks) > maxpos:
+            raise HeadInputError(f"prompt {k}: {len(toks)} tokens exceed the model's {maxpos} positions")
+        bad = [t for t in toks if not (0 <= t < vocab)]
+        if bad:
+            raise HeadInputError(f"prompt {k}: token {bad[0]} outside the vocabulary 0..{vocab - 1}")
+
+
+# ----------------------------------------------------------------------------- ws24's trained two-layer model
+
+
+def extract_trained(name: str, layer: int, head: int, pattern: str, prompts: list[list[int]] | None, *, n: int,
+                    length: int, seed: int, rows: tuple[int, int] | None = None, cache: Any = None) -> Extracted:
+    """The two-layer model ws24:falsifier trains (its default recipe, seed ``seed``): one head per layer; layer 0's
+    scores x_t^T W^1_K (x_s + r_{t-s}) / sqrt(d) (RPE) or with x = w_E + p (APE), layer 1's h_t^T W^2_K h_s / sqrt(d)."""
+    from verify.numeric import trained_models as tm
+    from verify.numeric import ws24_trained as wt
+
+    pe = name.split("-", 1)[1]
+    if head != 0:
+        raise HeadInputError(f"--head {head}: {name} has one head per layer (head 0)")
+    if layer not in (0, 1):
+        raise HeadInputError(f"--layer {layer}: {name} has layers 0 and 1")
+    cfg = wt.falsifier_config(pe, 32, 32, 256, 8, 16, 300, 0.01, 0, "adam")
+    tr = tm.train_two_layer(cfg, [seed], cache)
+    p = {k: v[0:1] for k, v in tr.float64().items()}
+    d = int(p["E"].shape[-1])
+    V = int(p["E"].shape[1])
+    if prompts is None:
+        toks_t = tm.eval_batch(cfg, seed, n)[0][:, : min(length or cfg.T, cfg.T)]
+        toks_list = toks_t.tolist() if pattern == "prev" else draw_prompts(pattern, n, length or 64, V, seed, low=0)
+    else:
+        toks_list = prompts
+    _check_prompts(toks_list, V, cfg.T)
+    WK = p["W1K" if layer == 0 else "W2K"][0]
+    eye = torch.eye(d, dtype=torch.float64)
+    rel = _floats(p["POS"][0]) if (pe == "rpe" and layer == 0) else None
+    prog = HeadProgram(W_Q=_floats(WK), W_K=_floats(eye), scale_inv_sqrt=d, relative_keys=rel)
+    out_prompts, atts = [], []
+    for toks in toks_list:
+        tok = torch.tensor([[toks]])
+        X = p["E"][0][tok[0, 0]]
+        if layer == 0:
+            comps = [_floats(X)] + ([_floats(p["POS"][0][: len(toks)])] if pe == "ape" else [])
+            sc = tm.layer1_scores(p, tok, pe)[0, 0]
+        else:
+            H1 = _ws24_layer1_out(p, tok, pe, tm)
+            comps = [_floats(H1)]
+            sc = (H1 @ p["W2K"][0]) @ H1.T / math.sqrt(d)
+            sc = sc.masked_fill(~torch.ones_like(sc, dtype=torch.bool).tril(), float("-inf"))
+        r, t = _rows(pattern, toks, rows)
+        out_prompts.append(PromptInput(list(toks), comps, r, t))
+        atts.append(torch.softmax(sc, -1))
+    desc = {"model": f"trained:{name}", "family": name, "recipe": "ws24:falsifier defaults (d 32, V 32, T 256, K 8, "
+            "batch 16, 300 Adam steps, lr 0.01)", "seed": seed, "layers": 2, "heads": 1, "d_model": d, "d_head": d}
+    return Extracted(prog, out_prompts, atts, _input_kind(layer, name), desc)
+
+
+def _ws24_layer1_out(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, tm: Any) -> torch.Tensor:
+    """h_t = x_t + W^1_O W^1_V sum_s a_ts x_s (the residual stream after layer 1), float64, ``[pos, d]``."""
+    X = tm._inputs(p, tok, pe)[0, 0]
+    A = torch.softmax(tm.layer1_scores(p, tok, pe)[0, 0], -1)
+    return X + (A @ (X @ p["W1V"][0].T)) @ p["W1O"][0].T
+
+
+# ----------------------------------------------------------------------------- the cross-check
+
+
+def cross_check(ex: Extracted, precision: int = 53) -> float:
+    """Largest |a_ij(library, float64) - a_ij(extracted head, balls' midpoints)| over the checked rows' admitted
+    keys: ties the extracted head to the model's own forward pass (a wrong slice, scale, norm, rotation or mask
+    shows as ~1e-1)."""
+    import flint
+
+    worst = 0.0
+    old = flint.ctx.prec
+    flint.ctx.prec = precision
+    try:
+        for prompt, A in zip(ex.prompts, ex.library_attention):
+            ours = _midpoint_attention(ex.program, prompt)
+            for i in prompt.rows:
+                for j, v in ours[i].items():
+                    worst = max(worst, abs(float(A[i, j]) - v))
+    finally:
+        flint.ctx.prec = old
+    return worst
+
+
+def _midpoint_attention(prog: HeadProgram, prompt: PromptInput) -> dict[int, dict[int, float]]:
+    """a_ij for every checked row i and admitted key j, in float64 from the program (the arithmetic the balls
+    enclose, evaluated at their midpoints)."""
+    X = sum(torch.tensor(c, dtype=torch.float64) for c in prompt.components)
+    assert isinstance(X, torch.Tensor)
+    if prog.norm == "layernorm":
+        Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=prog.norm_eps)
+    elif prog.norm == "rmsnorm":
+        Xn = X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + prog.norm_eps)
+    else:
+        Xn = X
+    if prog.norm_weight is not None:
+        Xn = Xn * torch.tensor(prog.norm_weight, dtype=torch.float64)
+    if prog.norm_bias is not None:
+        Xn = Xn + torch.tensor(prog.norm_bias, dtype=torch.float64)
+    Q = Xn @ torch.tensor(prog.W_Q, dtype=torch.float64)
+    K = Xn @ torch.tensor(prog.W_K, dtype=torch.float64)
+    if prog.b_Q is not None:
+        Q = Q + torch.tensor(prog.b_Q, dtype=torch.float64)
+    if prog.b_K is not None:
+        K = K + torch.tensor(prog.b_K, dtype=torch.float64)
+    if prog.rope_inv_freq is not None:
+        Q, K = _rope_t(Q, prog), _rope_t(K, prog)
+    S = Q @ K.T
+    L = S.shape[0]
+    if prog.relative_keys is not None:
+        QR = Q @ torch.tensor(prog.relative_keys, dtype=torch.float64).T
+        idx = torch.arange(L)
+        off = (idx[:, None] - idx[None, :]).clamp(min=0, max=QR.shape[1] - 1)
+        S = S + torch.gather(QR, 1, off)
+    S = S * (prog.scale_factor / math.sqrt(prog.scale_inv_sqrt))
+    if prog.alibi_slope is not None:
+        idx = torch.arange(L, dtype=torch.float64)
+        S = S + prog.alibi_slope * (idx[None, :] - idx[:, None])
+    out: dict[int, dict[int, float]] = {}
+    for i in prompt.rows:
+        lo = 0 if prog.window is None else max(0, i - prog.window + 1)
+        a = torch.softmax(S[i, lo:i + 1], -1)
+        out[i] = {lo + k: float(a[k]) for k in range(a.numel())}
+    return out
+
+
+def _rope_t(Y: torch.Tensor, prog: HeadProgram) -> torch.Tensor:
+    inv = torch.tensor(prog.rope_inv_freq, dtype=torch.float64)
+    h = inv.numel()
+    ang = torch.arange(Y.shape[0], dtype=torch.float64)[:, None] * inv[None, :]
+    c, s = torch.cos(ang) * prog.rope_attention_scaling, torch.sin(ang) * prog.rope_attention_scaling
+    a, b = Y[:, :h], Y[:, h:2 * h]
+    return torch.cat([a * c - b * s, b * c + a * s, Y[:, 2 * h:]], -1)
+
+
+# ----------------------------------------------------------------------------- one entry point, and the rebuild
+
+
+def extract(spec: str, layer: int, head: int, pattern: str, prompts: list[list[int]] | None, *, n: int, length: int,
+            seed: int, rows: tuple[int, int] | None = None) -> Extracted:
+    """Take apart the head of the model ``spec`` names (``hf:``, ``hf-dir:`` or ``trained:``)."""
+    kind, _, name = spec.partition(":")
+    if kind == "trained":
+        from verify.numeric import lab
+
+        return extract_trained(name, layer, head, pattern, prompts, n=n, length=length, seed=seed, rows=rows,
+                               cache=lab.Cache(None))
+    return extract_hf(spec, layer, head, pattern, prompts, n=n, length=length, seed=seed, rows=rows)
+
+
+def rebuild_matches(doc: dict[str, Any]) -> tuple[bool, str]:
+    """Take the certificate's head apart again from its model (same layer, head, pattern, seed, prompts and row
+    filter) and compare the head and inputs with the file's: ties a self-consistent file to the model's weights."""
+    from verify.numeric import head_bounds as hb
+
+    try:
+        model = doc["model"]["model"]
+        toks = [p["tokens"] for p in doc["prompts"]]
+        rf = doc.get("rows_filter")
+        ex = extract(model, int(doc["layer"]), int(doc["head"]), str(doc["pattern"]), toks, n=len(toks), length=0,
+                     seed=int(doc["seed"]), rows=None if rf is None else (int(rf[0]), int(rf[1])))
+    except (KeyError, TypeError, ValueError, HeadInputError) as e:
+        return False, f"cannot rebuild the head: {type(e).__name__}: {str(e)[:120]}"
+    body = {"program": ex.program.to_json(), "prompts": [p.to_json() for p in ex.prompts]}
+    if hb.content_digest(body) != doc.get("content_sha256"):
+        return False, f"the head or inputs are not those of {model} layer {doc['layer']} head {doc['head']} today"
+    return True, f"the head and inputs are {model}'s (layer {doc['layer']}, head {doc['head']})"

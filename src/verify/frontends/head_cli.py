@@ -1,0 +1,279 @@
+"""``verify head``: certify one attention head's pattern on real weights.
+
+    verify head --model (hf:NAME | hf-dir:PATH | trained:ws24-rpe | trained:ws24-ape) --layer L --head H
+                [--pattern prev|induction] [--prompts FILE | --n-prompts N --length T] [--rows A:B]
+                [--criterion mass|argmax] [--threshold TAU] [--fraction F] [--seed S]
+                [--certificates DIR] [--format text|json]
+
+Statement checked: at least a fraction F of the checked query rows put attention mass >= TAU on their target key
+(``--criterion mass``; default TAU = 1/2, F = 1), or have the target as the strict argmax (``--criterion argmax``);
+targets: ``prev`` query i -> key i - 1; ``induction`` query i -> the key after the most recent earlier occurrence of
+token x_i.  Every row's mass and score margin are enclosed in arb balls (python-flint, 128 bits) from the head's
+stored weights and its input rows (exact for layer 0: embeddings and learned positions; recorded float64 inputs for
+deeper layers, which the output says), so the counts are rigorous; the library's own float64 attention is compared
+with the extracted head first (a mismatch above 1e-4 stops with exit 3: the head was not taken apart correctly).
+
+Exit codes: 0 HOLDS; 1 FAILS (a witness row is printed: prompt, query, target, the mass's enclosure); 2 bad input,
+refused in one line before any work; 3 INCONCLUSIVE (undecided rows, or the cross-check failed).  With
+``--certificates DIR`` the bound is written as a certificate that ``verify recheck DIR`` re-derives without torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import click
+
+from verify.core.model import InputError
+
+EXIT_OK, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 1, 3
+VERDICT_EXIT = {"HOLDS": EXIT_OK, "FAILS": EXIT_FAIL, "INCONCLUSIVE": EXIT_INCONCLUSIVE}
+MAX_PROMPTS = 64
+MAX_LENGTH = 1024
+#: a prompts file larger than this is refused before it is parsed
+MAX_PROMPTS_FILE = 4 * 1024 * 1024
+SCHEMA = "verify-head/1"
+
+
+def _rational(text: str, name: str) -> Fraction:
+    try:
+        f = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise InputError(f"--{name} {text[:40]!r}: expected a number in (0, 1], e.g. 0.5 or 1/2") from None
+    if not 0 < f <= 1:
+        raise InputError(f"--{name} {text[:40]}: must be in (0, 1]")
+    return f
+
+
+def _model(text: str) -> tuple[str, str]:
+    from verify.numeric.heads import HF_FAMILIES, TRAINED
+
+    kind, sep, rest = text.partition(":")
+    if kind == "hf" and sep and rest in HF_FAMILIES:
+        return kind, rest
+    if kind == "hf-dir" and sep and rest:
+        if not os.path.isfile(os.path.join(rest, "config.json")):
+            raise InputError(f"--model {text}: not a local checkpoint directory (no config.json); nothing is downloaded")
+        return kind, rest
+    if kind == "trained" and sep and rest in TRAINED:
+        return kind, rest
+    raise InputError(f"--model {text[:80]!r}: expected hf:NAME (NAME one of {', '.join(HF_FAMILIES)}), hf-dir:PATH "
+                     f"or trained:NAME (one of {', '.join(TRAINED)})")
+
+
+def _rows(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    a, sep, b = text.partition(":")
+    try:
+        lo, hi = int(a), int(b)
+    except ValueError:
+        raise InputError(f"--rows {text[:40]!r}: expected A:B, query positions (0-indexed, inclusive)") from None
+    if not sep or lo < 0 or hi < lo:
+        raise InputError(f"--rows {text[:40]!r}: expected A:B with 0 <= A <= B")
+    return lo, hi
+
+
+def _prompts(path: str | None) -> list[list[int]] | None:
+    if path is None:
+        return None
+    from verify.safeio import UnsafeInput, read_regular_file
+
+    try:
+        data = read_regular_file(Path(path), limit=MAX_PROMPTS_FILE)
+        doc = json.loads(data.decode("utf-8"))
+    except UnsafeInput as e:
+        raise InputError(f"--prompts {path}: {e}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"--prompts {path}: not JSON ({type(e).__name__}); expected [[token, ...], ...]") from None
+    ok = (isinstance(doc, list) and 0 < len(doc) <= MAX_PROMPTS and all(
+        isinstance(p, list) and 2 <= len(p) <= MAX_LENGTH and all(isinstance(t, int) and not isinstance(t, bool)
+                                                                   for t in p) for p in doc))
+    if not ok:
+        raise InputError(f"--prompts {path}: expected a JSON list of 1..{MAX_PROMPTS} token lists, each of 2.."
+                         f"{MAX_LENGTH} integers")
+    return doc
+
+
+def _preflight(kind: str, certificates: str | None) -> None:
+    if kind in ("hf", "hf-dir"):
+        from verify.core.model import missing_packages
+
+        if missing_packages((("transformers", ""),)):
+            raise InputError("--model hf:...: needs the transformers package: pip install 'verify-attention[impl]'")
+    if certificates is not None:
+        d = Path(certificates)
+        if d.exists() and not d.is_dir():
+            raise InputError(f"--certificates {certificates}: exists and is not a directory")
+
+
+@click.command("head", epilog="Exit codes: 0 HOLDS; 1 FAILS (witness printed); 2 bad input; 3 INCONCLUSIVE.")
+@click.option("--model", "model_spec", required=True,
+              help="hf:gpt2|llama|mistral|qwen2 (a tiny random model built locally), hf-dir:PATH (a local checkpoint "
+                   "of those families; never a download) or trained:ws24-rpe|ws24-ape (ws24:falsifier's two-layer "
+                   "model at its defaults, seed --seed: read from the lab cache or trained, ~15 s)")
+@click.option("--layer", type=click.IntRange(0, 1000), required=True, help="layer, 0-indexed")
+@click.option("--head", "head_index", type=click.IntRange(0, 10000), required=True, help="head, 0-indexed")
+@click.option("--pattern", type=click.Choice(["prev", "induction"]), default="prev",
+              help="prev: query i -> key i - 1; induction: query i -> the key after the last earlier occurrence of x_i")
+@click.option("--prompts", "prompts_file", default=None,
+              help=f"JSON file [[token, ...], ...] (1..{MAX_PROMPTS} prompts of 2..{MAX_LENGTH} tokens); default: drawn")
+@click.option("--n-prompts", type=click.IntRange(1, MAX_PROMPTS), default=4, help="prompts drawn under --seed")
+@click.option("--length", type=click.IntRange(0, MAX_LENGTH), default=64,
+              help="tokens per drawn prompt (trained:ws24-*: 0 = the model's T, 256)")
+@click.option("--rows", "rows_text", default=None, help="A:B, only the query positions A..B (0-indexed)")
+@click.option("--criterion", type=click.Choice(["mass", "argmax"]), default="mass",
+              help="mass: mass on the target >= --threshold; argmax: the target is the strict argmax")
+@click.option("--threshold", "threshold_text", default="1/2", help="TAU in (0, 1] for --criterion mass (default 1/2)")
+@click.option("--fraction", "fraction_text", default="1", help="F in (0, 1]: the share of rows that must succeed")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0,
+              help="draws the tiny model, the trained seed and the prompts")
+@click.option("--certificates", default=None, help="write the bound as a certificate here (verify recheck DIR)")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def head_cmd(model_spec: str, layer: int, head_index: int, pattern: str, prompts_file: str | None, n_prompts: int,
+             length: int, rows_text: str | None, criterion: str, threshold_text: str, fraction_text: str, seed: int,
+             certificates: str | None, fmt: str) -> None:
+    """Certify what one attention head attends to, with rigorous (arb ball) bounds on its attention mass."""
+    kind, name = _model(model_spec)
+    tau = _rational(threshold_text, "threshold")
+    frac = _rational(fraction_text, "fraction")
+    rows = _rows(rows_text)
+    prompts = _prompts(prompts_file)
+    if kind != "trained" and length < 2 and prompts is None:
+        raise InputError(f"--length {length}: a drawn prompt needs at least 2 tokens")
+    _preflight(kind, certificates)
+    report = run_head(model_spec, kind, layer, head_index, pattern, prompts, n=n_prompts, length=length, rows=rows,
+                      criterion=criterion, tau=tau, fraction=frac, seed=seed, certificates=certificates)
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2, sort_keys=True))
+    else:
+        click.echo(render(report))
+    raise click.exceptions.Exit(VERDICT_EXIT[report["verdict"]])
+
+
+def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, prompts: list[list[int]] | None, *,
+             n: int, length: int, rows: tuple[int, int] | None, criterion: str, tau: Fraction, fraction: Fraction,
+             seed: int, certificates: str | None) -> dict[str, Any]:
+    """Take the head apart, cross-check it against the library, bound every row, and decide (the JSON report)."""
+    from verify.numeric import head_bounds as hb
+    from verify.numeric import heads
+
+    try:
+        ex = heads.extract(model_spec, layer, head, pattern, prompts, n=n, length=length, seed=seed, rows=rows)
+    except heads.HeadInputError as e:
+        raise InputError(str(e)) from None
+    n_rows = sum(len(p.rows) for p in ex.prompts)
+    if n_rows == 0:
+        raise InputError(f"no query row has a {pattern} target in the given prompts and --rows")
+    cc = heads.cross_check(ex)
+    base: dict[str, Any] = {
+        "schema": SCHEMA, "model": ex.describe, "layer": layer, "head": head, "pattern": pattern,
+        "criterion": criterion, "threshold": str(tau), "fraction": str(fraction), "seed": seed,
+        "rows_filter": None if rows is None else list(rows),
+        "inputs": ex.input_kind, "prompts": len(ex.prompts), "positions": [len(p.tokens) for p in ex.prompts],
+        "statement": statement(pattern, criterion, tau, fraction),
+        "library_cross_check": {"tolerance": heads.CROSS_CHECK_TOL, "max_abs_diff_at_most": _decade(cc),
+                                "within": cc <= heads.CROSS_CHECK_TOL}}
+    if cc > heads.CROSS_CHECK_TOL:
+        return {**base, "verdict": "INCONCLUSIVE", "reason": (
+            f"the extracted head's attention differs from the library's forward pass by up to {cc:.3g} > "
+            f"{heads.CROSS_CHECK_TOL:g}: this model's head is not taken apart correctly here, so nothing is certified")}
+    bound = hb.bound_head(ex.program, ex.prompts, tau)
+    verdict = bound.verdict(fraction, criterion)
+    out = {**base, "verdict": verdict, "counts": bound.counts(), **_extremes(bound, criterion)}
+    if verdict == "INCONCLUSIVE":
+        c = bound.counts()
+        open_rows = c["undecided"] if criterion == "mass" else c["rows"] - c["argmax_yes"] - c["argmax_no"]
+        out["reason"] = (f"{open_rows} rows are not decided at {hb.PRECISION} bits (their enclosure straddles the "
+                         "threshold, or two scores tie within it)")
+    if certificates is not None:
+        out["certificate"] = _write(ex, bound, tau, fraction, criterion, certificates, base)
+    return out
+
+
+def statement(pattern: str, criterion: str, tau: Fraction, fraction: Fraction) -> str:
+    target = "key i - 1" if pattern == "prev" else "the key after the last earlier occurrence of x_i"
+    share = "at every checked query row i" if fraction == 1 else f"at a share >= {fraction} of the checked query rows i"
+    what = (f"puts attention mass >= {tau} on {target}" if criterion == "mass" else f"has {target} as the strict argmax")
+    return f"{share}, the head {what}"
+
+
+def _decade(x: float) -> str:
+    """The smallest of 1e-12, 1e-9, 1e-6, 1e-4, 1e-2, 1 not below x (a CPU-independent statement of a rounding-level
+    difference)."""
+    for b in ("1e-12", "1e-9", "1e-6", "1e-4", "1e-2"):
+        if x <= float(b):
+            return b
+    return "1"
+
+
+def _extremes(bound: Any, criterion: str) -> dict[str, Any]:
+    """The weakest row (smallest certified mass) and, when some row fails, the witness (the row with the smallest
+    mass upper bound among the failing ones); masses rounded outward to 6 significant digits."""
+    from verify.numeric.head_bounds import fmt_directed
+
+    def row(r: Any) -> dict[str, Any]:
+        return {"prompt": r.prompt, "query": r.row, "target": r.target, "argmax": r.argmax,
+                "mass": [fmt_directed(r.mass_lo, True, 6), fmt_directed(r.mass_hi, False, 6)]}
+
+    weakest = min(bound.rows, key=lambda r: r.mass_lo)
+    fail = [r for r in bound.rows if (r.status == "lt" if criterion == "mass" else r.argmax == "no")]
+    out: dict[str, Any] = {"weakest_row": row(weakest)}
+    if fail:
+        out["witness"] = row(min(fail, key=lambda r: r.mass_hi))
+    return out
+
+
+def _write(ex: Any, bound: Any, tau: Fraction, fraction: Fraction, criterion: str, directory: str,
+           base: dict[str, Any]) -> str:
+    from verify.core.inputs import atomic_write_text
+    from verify.numeric import head_bounds as hb
+    from verify.reports.certificates import _slug, write_manifest
+
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"--certificates {directory}: cannot create it ({e.strerror})") from None
+    meta = {"model": base["model"], "layer": base["layer"], "head": base["head"], "pattern": base["pattern"],
+            "seed": base["seed"], "inputs": base["inputs"], "statement": base["statement"],
+            "rows_filter": base["rows_filter"]}
+    doc = hb.certificate(ex.program, ex.prompts, bound, tau=tau, fraction=fraction, criterion=criterion, meta=meta)
+    rid = f"head {base['model']['model']} L{base['layer']} H{base['head']} {base['pattern']} {criterion} {tau} {fraction}"
+    path = d / f"head-{_slug(rid)}.json"
+    atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True), "--certificates")
+    write_manifest(d, [(path, rid)])
+    return str(path)
+
+
+def render(r: dict[str, Any]) -> str:
+    m = r["model"]
+    lines = [f"verify head: {m['model']} layer {r['layer']} head {r['head']}, pattern {r['pattern']}",
+             f"  statement: {r['statement']}",
+             f"  prompts: {r['prompts']} ({', '.join(map(str, r['positions'][:8]))}"
+             f"{', ...' if len(r['positions']) > 8 else ''} positions); inputs {r['inputs']}",
+             f"  cross-check with the library's float64 attention: max |difference| <= "
+             f"{r['library_cross_check']['max_abs_diff_at_most']} (tolerance {r['library_cross_check']['tolerance']:g})"]
+    if "counts" in r:
+        c = r["counts"]
+        lines += [f"  arb balls (128 bits): mass >= {r['threshold']} on the target certified at {c['ge']}/{c['rows']} "
+                  f"rows, below at {c['lt']}, undecided {c['undecided']}; the target the strict argmax at "
+                  f"{c['argmax_yes']}/{c['rows']} (certainly not at {c['argmax_no']})"]
+        w = r["weakest_row"]
+        lines.append(f"  weakest row: prompt {w['prompt']}, query {w['query']} -> key {w['target']}: mass in "
+                     f"[{w['mass'][0]}, {w['mass'][1]}]")
+    if r["verdict"] == "FAILS" and "witness" in r:
+        w = r["witness"]
+        lines.append(f"  FAILS: {r['statement']}; witness prompt {w['prompt']}, query {w['query']} -> key "
+                     f"{w['target']}: mass in [{w['mass'][0]}, {w['mass'][1]}], argmax {w['argmax']}")
+    elif r["verdict"] == "INCONCLUSIVE":
+        lines.append(f"  INCONCLUSIVE: {r.get('reason', 'some rows are undecided at 128 bits')}")
+    else:
+        lines.append(f"  {r['verdict']}: {r['statement']}")
+    if "certificate" in r:
+        lines.append(f"  certificate: {r['certificate']} (verify recheck {os.path.dirname(r['certificate']) or '.'})")
+    return "\n".join(lines)
