@@ -7,7 +7,7 @@ Deviations are relative: max |a - b| / max |b| over the compared logits or outpu
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -66,21 +66,6 @@ def _per_pos(a: torch.Tensor, b: torch.Tensor, scale: float) -> list[float]:
     return [float(x) / scale for x in (a - b).abs().amax(dim=(0, 2))]
 
 
-def prefix_rounding(b: im.Built, ids: torch.Tensor, ref: torch.Tensor, scale: float) -> float:
-    """The rounding of a correct computation: full passes of each prefix against the full pass of the whole
-    prompt, at the prefix's positions (same positions, a different shape)."""
-    worst = 0.0
-    for n in range(1, ids.shape[1]):
-        worst = max(worst, _rel(im.full(b, ids[:, :n]), ref[:, :n], scale))
-    return worst
-
-
-def decode_sweep(b: im.Built, ids: torch.Tensor, ref: torch.Tensor, scale: float,
-                 splits: Sequence[int]) -> dict[int, list[float]]:
-    """split -> relative deviation of the cached decode from ``ref`` at each position."""
-    return {k: _per_pos(im.decode(b, ids, k), ref, scale) for k in splits}
-
-
 def _first_mismatch(devs: dict[int, list[float]], tol: float) -> dict[str, Any] | None:
     """The smallest (prompt length, split) whose deviation exceeds ``tol``."""
     best = None
@@ -109,37 +94,53 @@ def check_decode(spec: str, attn: str, dtype: str, seed: int, L: int, splits: Se
     prefix rounding); another dtype -> LOW_FACTOR x that dtype's full pass's deviation from float64."""
     b64 = im.build(spec, attn=attn, seed=seed, window=window, rope=rope, max_positions=max_positions)
     ids = im.tokens(L, b64.vocab, seed)
-    ref = im.full(b64, ids)
+    b = b64 if dtype == "float64" else im.cast(b64, dtype)
+    return decode_evidence(lambda x: im.full(b64, x), lambda x: im.full(b, x), lambda x, k: im.decode(b, x, k), ids,
+                           dtype, splits, f"{spec} ({b.attn}, {dtype})", "tokens", b.describe(), _engines(), seed)
+
+
+def decode_evidence(full64: Callable[[torch.Tensor], torch.Tensor], full_at: Callable[[torch.Tensor], torch.Tensor],
+                    decode_at: Callable[[torch.Tensor, int], torch.Tensor], inputs: torch.Tensor, dtype: str,
+                    splits: Sequence[int] | None, label: str, unit: str, describe: dict[str, Any],
+                    engines: dict[str, str], seed: int) -> Evidence:
+    """impl:decode's comparison and report, for any model: ``full64`` (the float64 reference's cache-free pass),
+    ``full_at`` (the same at ``dtype``), ``decode_at(inputs, split)`` (a prefill of ``split`` positions then one
+    per call through the cache, at ``dtype``); each maps inputs ``[batch, pos, ...]`` to float64 outputs
+    ``[batch, pos, features]``."""
+    L = inputs.shape[1]
+    ref = full64(inputs)
     scale = float(ref.abs().max()) or 1.0
     splits = list(splits) if splits is not None else list(range(1, L))
     if dtype == "float64":
-        b = b64
-        floor = prefix_rounding(b64, ids, ref, scale)
+        floor = 0.0  # the prefix rounding: full passes of each prefix against the whole prompt's
+        for n in range(1, L):
+            floor = max(floor, _rel(full64(inputs[:, :n]), ref[:, :n], scale))
         tol = max(TOL64, min(LOW_FACTOR * floor, CAL_CAP))
         tol_txt = (f"float64: relative deviation <= max({TOL64:g}, min({LOW_FACTOR} x the prefix rounding {_noise(floor)}, "
                    f"{CAL_CAP:g})) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails; between: inconclusive (the prefix "
                    "rounding: full passes of each prefix against the whole prompt's, at the same positions)")
     else:
-        b = im.cast(b64, dtype)
-        floor = _rel(im.full(b, ids), ref, scale)
+        floor = _rel(full_at(inputs), ref, scale)
         tol = LOW_FACTOR * floor
         tol_txt = (f"{dtype}: relative deviation from the float64 full pass <= {LOW_FACTOR} x the {dtype} full "
                    f"pass's own ({_noise(floor)}) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails")
-    devs = decode_sweep(b, ids, ref, scale, splits)
+    devs = {k: _per_pos(decode_at(inputs, k), ref, scale) for k in splits}
     dev = max(max(r) for r in devs.values())
     status, outcome = _verdict(dev, tol)
     wit = _first_mismatch(devs, tol)
-    numbers = {**b.describe(), "L": L, "splits": splits, "max_deviation": dev, "tolerance": tol, "rounding": floor,
-               "per_split_max": {str(k): max(r) for k, r in devs.items()}, "relative_to": f"max |logit| = {scale:.4g}"}
-    head = (f"{spec} ({b.attn}, {dtype}), prompt {L} tokens, prefill splits {splits[0]}..{splits[-1]} then one "
-            f"token per call: max |cached - full| / max |full| = {_noise(dev, tol)} (tolerance {tol:.2g})")
+    quantity = "logit" if unit == "tokens" else "output"
+    numbers = {**describe, "L": L, "splits": splits, "max_deviation": dev, "tolerance": tol, "rounding": floor,
+               "per_split_max": {str(k): max(r) for k, r in devs.items()}, "relative_to": f"max |{quantity}| = {scale:.4g}"}
+    head = (f"{label}, prompt {L} {unit}, prefill splits {splits[0]}..{splits[-1]} then one "
+            f"{'token' if unit == 'tokens' else 'position'} per call: max |cached - full| / max |full| = "
+            f"{_noise(dev, tol)} (tolerance {tol:.2g})")
     witness = None
     if outcome == Outcome.FAILS and wit is not None:
         witness = {**wit, "dtype": dtype, "tolerance": tol}
         head += (f"; smallest mismatch: prompt length {wit['prompt_length']}, split {wit['split']}, deviation "
                  f"{wit['deviation']:.3g}")
     return Evidence(Layer.NUMERIC, status, outcome, summary=head, numbers=numbers, witness=witness,
-                    tolerance=tol_txt, engines=_engines(), seed=seed)
+                    tolerance=tol_txt, engines=engines, seed=seed)
 
 
 def _capture(b: im.Built) -> tuple[list[torch.Tensor], Any]:
@@ -190,43 +191,53 @@ def check_window(spec: str, attn: str, seed: int, L: int, window: int | None, sp
     b = im.build(spec, attn=attn, seed=seed, window=window)
     w = getattr(b.config, "sliding_window", None) if window is not None else None
     ids = im.tokens(L, b.vocab, seed)
+    return window_evidence(lambda k: visibility(b, ids, k), L, w, splits, f"{spec} ({b.attn})", "tokens",
+                           "changing its token moves layer 0's attention output", b.describe(), _engines(), seed)
+
+
+def window_evidence(vis_at: Callable[[int | None], list[list[float]]], L: int, w: int | None, splits: Sequence[int],
+                    label: str, unit: str, moves: str, describe: dict[str, Any], engines: dict[str, str],
+                    seed: int) -> Evidence:
+    """impl:window's reading and report, for any model: ``vis_at(split)`` is the visibility matrix V[t][j] (the
+    relative change at query t when input j changes) of one pass (split None) or of a prefill of ``split``
+    positions then one per call through the cache; ``moves`` says what V measures, for the tolerance text."""
     runs: list[tuple[str, int | None]] = [("no cache", None)] + [(f"cache, prefill {k}", k) for k in splits]
     rows = []
     worst: dict[str, Any] | None = None
     undecided = []
-    for label, k in runs:
-        vis = visibility(b, ids, k)
+    for label_run, k in runs:
+        vis = vis_at(k)
         first_q = 0 if k is None else k
         for t in range(first_q, L):
             lo = 0 if w is None else max(0, t - w + 1)
             seen = [j for j in range(t + 1) if vis[t][j] > VISIBLE]
             unsure = [j for j in range(t + 1) if HIDDEN < vis[t][j] <= VISIBLE]
             if unsure:
-                undecided.append({"run": label, "query": t, "keys": unsure})
+                undecided.append({"run": label_run, "query": t, "keys": unsure})
             want = list(range(lo, t + 1))
             if seen != want and worst is None:
                 extra = sorted(set(seen) - set(want))
                 missing = sorted(set(want) - set(seen))
-                worst = {"run": label, "query": t, "keys_seen": len(seen), "keys_admitted": len(want),
+                worst = {"run": label_run, "query": t, "keys_seen": len(seen), "keys_admitted": len(want),
                          "extra_distances": [t - j for j in extra], "missing_distances": [t - j for j in missing],
                          "window": w, "prompt_length": L}
-        rows.append({"run": label, "queries": f"{first_q}..{L - 1}"})
+        rows.append({"run": label_run, "queries": f"{first_q}..{L - 1}"})
     rule = f"a sliding window of w = {w} (keys at distance 0..{w - 1})" if w else "the causal mask (keys 0..t)"
-    numbers = {**b.describe(), "L": L, "runs": rows, "undecided": undecided[:10], "rule": rule}
-    tol = (f"a key is seen when changing its token moves layer 0's attention output at the query by > {VISIBLE:g} "
+    numbers = {**describe, "L": L, "runs": rows, "undecided": undecided[:10], "rule": rule}
+    tol = (f"a key is seen when {moves} at the query by > {VISIBLE:g} "
            f"(relative), unseen below {HIDDEN:g}; between: undecided")
-    head = f"{spec} ({b.attn}), {rule}, prompt {L} tokens, {len(runs)} runs (no cache; cache with prefill {list(splits)})"
+    head = f"{label}, {rule}, prompt {L} {unit}, {len(runs)} runs (no cache; cache with prefill {list(splits)})"
     if worst is not None:
         return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, numbers=numbers, tolerance=tol, seed=seed,
-                        engines=_engines(), witness=worst,
+                        engines=engines, witness=worst,
                         summary=(f"{head}: query {worst['query']} ({worst['run']}) sees {worst['keys_seen']} keys, the "
                                  f"rule admits {worst['keys_admitted']} (extra distances {worst['extra_distances']}, "
                                  f"missing {worst['missing_distances']})"))
     if undecided:
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, numbers=numbers, tolerance=tol, seed=seed,
-                        engines=_engines(), summary=f"{head}: {len(undecided)} query/key pairs undecided")
+                        engines=engines, summary=f"{head}: {len(undecided)} query/key pairs undecided")
     return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, numbers=numbers, tolerance=tol, seed=seed,
-                    engines=_engines(), summary=f"{head}: every query sees exactly the keys the rule admits")
+                    engines=engines, summary=f"{head}: every query sees exactly the keys the rule admits")
 
 
 # ------------------------------------------------------------------ ALiBi
@@ -403,9 +414,21 @@ def check_padding(spec: str, attn: str, seed: int, lengths: Sequence[int], steps
         mask = torch.cat([mask, torch.ones(B, 1, dtype=torch.long)], 1)
         logits.append(im.call(b, nxt, cache, **kw(mask, 1)).logits.to(torch.float64))
     got = torch.cat(logits, 1)
+    return padding_evidence(got, lambda i, n: im.full(b, toks[i:i + 1, :n + steps]), lengths, steps, positions,
+                            f"{spec} ({b.attn})", b.describe(), _engines(), seed)
+
+
+def padding_evidence(got: torch.Tensor, alone_at: Callable[[int, int], torch.Tensor], lengths: Sequence[int],
+                     steps: int, positions: str, label: str, describe: dict[str, Any], engines: dict[str, str],
+                     seed: int, quantity: str = "logit") -> Evidence:
+    """impl:padding's comparison and report, for any model: ``got`` (float64 ``[batch, max(lengths) + steps,
+    features]``) are the batched calls' outputs, left-padded; ``alone_at(i, n)`` the cache-free pass of sequence
+    ``i`` (``n`` prompt positions, then the ``steps`` decoded ones) run alone, ``[1, n + steps, features]``;
+    ``quantity`` names what the features are, for the tolerance text."""
+    T = max(lengths)
     worst, witness, scale_all = 0.0, None, 0.0
     for i, n in enumerate(lengths):
-        alone = im.full(b, toks[i:i + 1, :n + steps])
+        alone = alone_at(i, n)
         scale = float(alone.abs().max()) or 1.0
         scale_all = max(scale_all, scale)
         mine = got[i:i + 1, T - n:]
@@ -417,14 +440,14 @@ def check_padding(spec: str, attn: str, seed: int, lengths: Sequence[int], steps
                 witness = {"sequence": i, "length": n, "padding": T - n, "position": t,
                            "phase": "prefill" if t < n else f"decode step {t - n + 1}", "deviation": d}
     status, outcome = _verdict(worst, TOL64)
-    numbers = {**b.describe(), "lengths": list(lengths), "steps": steps, "positions": positions,
+    numbers = {**describe, "lengths": list(lengths), "steps": steps, "positions": positions,
                "max_deviation": worst}
-    tol = (f"float64: relative deviation <= {TOL64:g} holds, > {FAIL_FACTOR * TOL64:g} fails (max |logit| of the "
+    tol = (f"float64: relative deviation <= {TOL64:g} holds, > {FAIL_FACTOR * TOL64:g} fails (max |{quantity}| of the "
            "sequence alone)")
-    head = (f"{spec} ({b.attn}), left-padded batch of lengths {list(lengths)} with the cache, {steps} decode steps, "
+    head = (f"{label}, left-padded batch of lengths {list(lengths)} with the cache, {steps} decode steps, "
             f"position_ids {positions}: max |batched - alone| / max |alone| = {_noise(worst, TOL64)}")
     if outcome == Outcome.FAILS and witness is not None:
         head += (f"; first: sequence {witness['sequence']} (length {witness['length']}, {witness['padding']} pads), "
                  f"{witness['phase']}")
     return Evidence(Layer.NUMERIC, status, outcome, summary=head, numbers=numbers,
-                    witness=witness if outcome == Outcome.FAILS else None, tolerance=tol, engines=_engines(), seed=seed)
+                    witness=witness if outcome == Outcome.FAILS else None, tolerance=tol, engines=engines, seed=seed)

@@ -60,6 +60,8 @@ def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
 
 def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
     kind, sep, rest = text.partition(":")
+    if kind == "module" and sep and rest:
+        return kind, rest
     if kind == "hf" and sep and rest in HF_MODELS:
         if rest not in allowed:
             raise InputError(f"--model {text}: this claim needs one of {', '.join('hf:' + a for a in allowed)}")
@@ -68,10 +70,15 @@ def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
         if not os.path.isfile(os.path.join(rest, "config.json")):
             raise InputError(f"--model {text}: not a local checkpoint directory (no config.json); nothing is downloaded")
         return kind, rest
-    raise InputError(f"--model {text!r}: expected hf:NAME (NAME one of {', '.join(HF_MODELS)}) or hf-dir:PATH")
+    raise InputError(f"--model {text!r}: expected hf:NAME (NAME one of {', '.join(HF_MODELS)}), hf-dir:PATH or "
+                     "module:PKG.MOD:FACTORY")
 
 
-def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoint: bool = True) -> tuple[str, str]:
+def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoint: bool = True,
+            claim: str = "", needs_mask: bool = False) -> tuple[str, str]:
+    if p["model"].startswith("module:"):
+        _module(p["model"], checkpoint, claim, needs_mask)
+        return "module", p["model"]
     if missing_packages(REQUIRES):
         raise InputError(INSTALL)
     kind, name = _model(p["model"], allowed)
@@ -83,9 +90,25 @@ def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoi
     return kind, name
 
 
+def _module(spec: str, checkpoint: bool, claim: str, needs_mask: bool) -> None:
+    """``--model module:PKG.MOD:FACTORY`` (docs/impl-module.md): refused for the claims that read a configuration;
+    for the others the module is imported, built and probed here, so that a broken one stops before any work."""
+    if not checkpoint:
+        raise InputError(f"--model {spec}: {claim} needs a model with a configuration (hf:NAME); an attention module "
+                         "goes to impl:decode, impl:window or impl:padding")
+    from verify.constructions.features import FeatureError
+    from verify.numeric import impl_module
+
+    try:
+        impl_module.validate(spec, claim, needs_mask)
+    except FeatureError as e:
+        raise InputError(str(e)) from None
+
+
 def _model_param(default: str) -> Any:
-    return param(default, "hf:NAME (a tiny random model: " + ", ".join(HF_MODELS) + "; never a download) or "
-                 "hf-dir:PATH (a local checkpoint directory)", kind="text", maximum=400)
+    return param(default, "hf:NAME (a tiny random model: " + ", ".join(HF_MODELS) + "; never a download), "
+                 "hf-dir:PATH (a local checkpoint directory) or module:PKG.MOD:FACTORY (your attention module, "
+                 "docs/impl-module.md)", kind="text", maximum=400)
 
 
 def _attn_param() -> Any:
@@ -108,7 +131,7 @@ class DecodeParams(Params):
 
 
 def _dec_validate(p: Mapping[str, Any]) -> None:
-    _common(p)
+    _common(p, claim="impl:decode")
 
 
 def _window_of(p: Mapping[str, Any], name: str) -> int | None:
@@ -116,9 +139,13 @@ def _window_of(p: Mapping[str, Any], name: str) -> int | None:
 
 
 def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    kind, name = _model(p["model"])
+    if kind == "module":
+        from verify.numeric import impl_module
+
+        return impl_module.check_decode(p["model"], p["dtype"], ctx.seed, p["L"])
     from verify.numeric import impl as num
 
-    _, name = _model(p["model"])
     return num.check_decode(p["model"], p["attn"], p["dtype"], ctx.seed, p["L"], window=_window_of(p, name))
 
 
@@ -159,17 +186,27 @@ class WindowParams(Params):
 
 
 def _win_validate(p: Mapping[str, Any]) -> None:
-    _common(p)
+    _common(p, claim="impl:window")
 
 
 def _win_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    kind, name = _model(p["model"])
+    if kind == "module":
+        from verify.numeric import impl_module
+
+        return impl_module.check_window(p["model"], ctx.seed, lambda w: _window_sizes(w, p["L"]))
     from verify.numeric import impl as num
 
-    _, name = _model(p["model"])
     w = _window_of(p, name)
-    L = p["L"] or 2 * (w or 4) + 1
-    splits = sorted({k for k in ((w or 4) - 1, w or 4, (w or 4) + 1) if 1 <= k < L})
+    L, splits = _window_sizes(w, p["L"])
     return num.check_window(p["model"], p["attn"], ctx.seed, L, w, splits)
+
+
+def _window_sizes(w: int | None, L: int) -> tuple[int, list[int]]:
+    """The prompt length (``L``, or 2w + 1 past the window when 0) and the prefill splits w - 1, w, w + 1 (w = 4
+    without a window)."""
+    L = L or 2 * (w or 4) + 1
+    return L, sorted({k for k in ((w or 4) - 1, w or 4, (w or 4) + 1) if 1 <= k < L})
 
 
 WINDOW = Claim(
@@ -209,7 +246,7 @@ class AlibiParams(Params):
 
 
 def _al_validate(p: Mapping[str, Any]) -> None:
-    _common(p, ALIBI_MODELS, checkpoint=False)
+    _common(p, ALIBI_MODELS, checkpoint=False, claim="impl:alibi")
 
 
 def _convention(p: Mapping[str, Any]) -> str:
@@ -280,7 +317,7 @@ class RopeParams(Params):
 
 
 def _rope_validate(p: Mapping[str, Any]) -> None:
-    _common(p, ROPE_MODELS, checkpoint=False)
+    _common(p, ROPE_MODELS, checkpoint=False, claim="impl:rope")
 
 
 def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -331,13 +368,17 @@ class PaddingParams(Params):
 
 
 def _pad_validate(p: Mapping[str, Any]) -> None:
-    _common(p)
+    _common(p, claim="impl:padding", needs_mask=True)
 
 
 def _pad_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    if _model(p["model"])[0] == "module":
+        from verify.numeric import impl_module
+
+        return impl_module.check_padding(p["model"], ctx.seed, PAD_LENGTHS, p["steps"], p["positions"])
     from verify.numeric import impl as num
 
-    return num.check_padding(p["model"], p["attn"], ctx.seed, (6, 4, 2), p["steps"], p["positions"])
+    return num.check_padding(p["model"], p["attn"], ctx.seed, PAD_LENGTHS, p["steps"], p["positions"])
 
 
 PADDING = Claim(
@@ -360,6 +401,9 @@ PADDING = Claim(
              "common to query and keys.",),
     cost="~0.3 s",
 )
+
+#: impl:padding's sequence lengths, left-padded to the longest
+PAD_LENGTHS = (6, 4, 2)
 
 CLAIMS: list[Claim] = [DECODE, WINDOW, ALIBI, ROPE, PADDING]
 

@@ -754,11 +754,13 @@ class _UserTimeout(BaseException):
     """Raised by the alarm inside the user's code (a BaseException: ``except Exception`` there cannot swallow it)."""
 
 
-def _guarded(call: Callable[[], Any], label: str, what: str, deadline: float, limit: float) -> Any:
+def _guarded(call: Callable[[], Any], label: str, what: str, deadline: float, limit: float, flag: str = "--pe",
+             limit_hint: str = " (--user-timeout)") -> Any:
     """Run user code under a guard: its ``SystemExit`` and exceptions become one :class:`FeatureError`,
     whatever it prints goes to stderr (never into the report on stdout), and it is stopped at
     ``deadline`` (time.monotonic()) by SIGALRM when called from the main thread of a Unix process.
-    KeyboardInterrupt passes through (Ctrl-C still stops the command).
+    KeyboardInterrupt passes through (Ctrl-C still stops the command).  Messages start ``{flag} {label}:``
+    (the option that named the code); ``limit_hint`` follows the time limit in its message.
     """
     import contextlib
     import signal
@@ -766,7 +768,7 @@ def _guarded(call: Callable[[], Any], label: str, what: str, deadline: float, li
     import time
 
     def over() -> FeatureError:
-        return FeatureError(f"--pe {label}: the user code ran past its time limit of {limit:g} s (--user-timeout)")
+        return FeatureError(f"{flag} {label}: the user code ran past its time limit of {limit:g} s{limit_hint}")
 
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -790,11 +792,11 @@ def _guarded(call: Callable[[], Any], label: str, what: str, deadline: float, li
     except _UserTimeout:
         raise over() from None
     except SystemExit as e:
-        raise FeatureError(f"--pe {label}: the {what} called exit({str(e.code)[:40]})") from None
+        raise FeatureError(f"{flag} {label}: the {what} called exit({str(e.code)[:40]})") from None
     except FeatureError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure of the user's code is a refusal
-        raise FeatureError(f"--pe {label}: the {what} raised {type(e).__name__}: "
+        raise FeatureError(f"{flag} {label}: the {what} raised {type(e).__name__}: "
                            f"{str(e).splitlines()[0][:80] if str(e) else ''}") from None
 
 
@@ -810,11 +812,13 @@ def check_user_timeout(value: Any) -> float:
     return float(value)
 
 
-def load_callable(spec: str, deadline: float | None = None, limit: float = USER_TIMEOUT_S) -> Callable:
+def load_callable(spec: str, deadline: float | None = None, limit: float = USER_TIMEOUT_S, flag: str = "--pe",
+                  label: str | None = None, limit_hint: str = " (--user-timeout)") -> Callable:
     """Import ``MODULE:CALLABLE`` (the current directory first on the import path).
 
     This runs the user's module: an explicit opt-in by the user who names it; the import runs under
-    :func:`_guarded` (exits, exceptions, stdout, the time limit).
+    :func:`_guarded` (exits, exceptions, stdout, the time limit).  Messages name ``{flag} {label}``
+    (``label`` defaults to ``spec``).
 
     Raises:
         FeatureError: malformed name, the module cannot be imported, no such callable.
@@ -822,8 +826,11 @@ def load_callable(spec: str, deadline: float | None = None, limit: float = USER_
     import time
 
     m = _MODCALL.fullmatch(spec.strip())
+    if label is None:
+        label = spec
     if not m or "__" in spec:
-        raise FeatureError(f"--pe {spec[:60]!r}: expected MODULE:CALLABLE (e.g. mypes:phi)")
+        example = "mypes:phi" if flag == "--pe" else "pkg.mod:factory"
+        raise FeatureError(f"{flag} {label[:60]!r}: expected MODULE:CALLABLE (e.g. {example})")
     modname, attr = m.groups()
     if deadline is None:
         deadline = time.monotonic() + limit
@@ -835,17 +842,17 @@ def load_callable(spec: str, deadline: float | None = None, limit: float = USER_
         try:
             return importlib.import_module(modname)
         except Exception as e:  # noqa: BLE001 - any failure of the user's import is a refusal
-            raise FeatureError(f"--pe {spec}: cannot import module {modname!r} ({type(e).__name__}: "
+            raise FeatureError(f"{flag} {label}: cannot import module {modname!r} ({type(e).__name__}: "
                                f"{str(e).splitlines()[0][:80] if str(e) else ''})") from None
 
     try:
-        mod = _guarded(imp, spec, f"import of module {modname!r}", deadline, limit)
+        mod = _guarded(imp, label, f"import of module {modname!r}", deadline, limit, flag, limit_hint)
     finally:
         if added:
             sys.path.remove("")
     fn = getattr(mod, attr, None)
     if fn is None or not callable(fn):
-        raise FeatureError(f"--pe {spec}: module {modname!r} has no callable {attr!r}")
+        raise FeatureError(f"{flag} {label}: module {modname!r} has no callable {attr!r}")
     return fn
 
 

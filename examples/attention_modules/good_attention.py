@@ -1,0 +1,93 @@
+"""A causal multi-head self-attention layer with rotary positions and a KV cache, behind the attention-module
+protocol of ``verify impl:* --model module:PKG.MOD:FACTORY`` (docs/impl-module.md).
+
+From this folder::
+
+    verify impl:decode --model module:good_attention:make             # HOLDS
+    verify impl:window --model module:good_attention:make_windowed    # HOLDS: each query sees w = 4 keys
+    verify impl:padding --model module:good_attention:make            # HOLDS
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+
+class Attention(nn.Module):
+    """Self-attention over ``x: [batch, pos, d_model]``; ``window`` (keys at distance 0..window-1) or causal.
+
+    The cache is a dict: rotated keys and values ``[batch, heads, keys, head_dim]``, the slot index of each
+    cached key, and the number of slots seen.  Under a window it keeps only the last ``window - 1`` keys, all
+    that a later query can reach."""
+
+    def __init__(self, seed: int, dtype: torch.dtype, d_model: int = 32, n_heads: int = 4,
+                 window: int | None = None) -> None:
+        super().__init__()
+        self.d_model, self.n_heads, self.window = d_model, n_heads, window
+        self.head_dim = d_model // n_heads
+        g = torch.Generator().manual_seed(seed)  # float64 draws, rounded to dtype: one seed, one set of weights
+        self.qkv = nn.Parameter((torch.randn(3 * d_model, d_model, generator=g, dtype=torch.float64)
+                                 / math.sqrt(d_model)).to(dtype))
+        self.proj = nn.Parameter((torch.randn(d_model, d_model, generator=g, dtype=torch.float64)
+                                  / math.sqrt(d_model)).to(dtype))
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """RoPE on ``x: [batch, heads, pos, head_dim]`` at ``positions: [batch, pos]``."""
+        half = self.head_dim // 2
+        freq = 10000.0 ** (-torch.arange(half, dtype=torch.float64) / half)
+        angle = positions[:, None, :, None].to(torch.float64) * freq
+        cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+        a, b = x[..., :half], x[..., half:]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
+
+    def admitted(self, q_slots: torch.Tensor, k_slots: torch.Tensor) -> torch.Tensor:
+        """[queries, keys]: key slot j is visible to query slot t (j <= t, and t - j < window under a window)."""
+        ok = k_slots[None, :] <= q_slots[:, None]
+        if self.window is not None:
+            ok &= q_slots[:, None] - k_slots[None, :] < self.window
+        return ok
+
+    def cache_keep(self) -> int | None:
+        """How many keys the cache keeps (None: all)."""
+        return None if self.window is None else self.window - 1
+
+    def forward(self, x: torch.Tensor, cache: dict[str, Any] | None = None, positions: torch.Tensor | None = None,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, Any]]:
+        B, T, _ = x.shape
+        H, hd = self.n_heads, self.head_dim
+        start = 0 if cache is None else cache["length"]
+        slots = torch.arange(start, start + T)
+        if positions is None:
+            positions = slots.expand(B, T)
+        q, k, v = (x @ self.qkv.T).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
+        q, k = self.rotate(q, positions), self.rotate(k, positions)
+        k_slots = slots
+        if cache is not None:
+            k = torch.cat([cache["k"], k], 2)
+            v = torch.cat([cache["v"], v], 2)
+            k_slots = torch.cat([cache["slots"], slots])
+        ok = self.admitted(slots, k_slots)[None, None]  # [1, 1, T, keys]
+        if mask is not None:  # mask: [batch, every slot so far]; padding is never attended
+            ok = ok & mask[:, k_slots][:, None, None, :]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+        weights = torch.softmax(scores.masked_fill(~ok, float("-inf")), -1).nan_to_num(0.0)  # a pad query: zeros
+        out = (weights @ v).transpose(1, 2).reshape(B, T, self.d_model) @ self.proj.T
+        keep = self.cache_keep()
+        n = k.shape[2] if keep is None else min(keep, k.shape[2])
+        new = {"k": k[:, :, k.shape[2] - n:], "v": v[:, :, k.shape[2] - n:], "slots": k_slots[k_slots.numel() - n:],
+               "length": start + T}
+        return out, new
+
+
+def make(seed: int, dtype: torch.dtype) -> Attention:
+    """Causal attention, d_model 32, 4 heads."""
+    return Attention(seed, dtype)
+
+
+def make_windowed(seed: int, dtype: torch.dtype) -> Attention:
+    """Sliding-window attention, w = 4 keys (the query's own included)."""
+    return Attention(seed, dtype, window=4)
