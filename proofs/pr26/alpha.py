@@ -616,7 +616,8 @@ def _alpha(prep: dict, L0: int, L: int, seed: int, lr: float | None, steps: int,
                 "pe_description": fam.description, "task_description": tsk.description,
                 "indexing": "rows and keys 0-indexed; row_i_paper = row_i + 1"})
     if prep.get("rope") is not None:
-        doc["rope_scaling"] = _rope_doc(*prep["rope"], L)
+        sc, base, frequencies = prep["rope"]
+        doc["rope_scaling"] = _rope_doc(sc, base, frequencies, L)
     if identifiability:
         from verify.numeric import pr26 as num
 

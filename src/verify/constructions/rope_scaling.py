@@ -113,7 +113,7 @@ def _number(x: Any, flag: str, low: float, high: float, low_open: bool = False) 
     return v
 
 
-def make(rule: Any, factor: Any, original_max: Any = None, beta_fast: Any = None, beta_slow: Any = None,
+def make(rule: Any, factor: Any = None, original_max: Any = None, beta_fast: Any = None, beta_slow: Any = None,
          low_freq_factor: Any = None, high_freq_factor: Any = None) -> RopeScaling:
     """A validated :class:`RopeScaling` (``None`` options take the defaults).
 

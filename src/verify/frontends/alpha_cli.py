@@ -2,6 +2,8 @@
 
     verify alpha (--pe NAME | --pe MODULE:CALLABLE | --pe-features EXPRS) (--task NAME | --target EXPR [--rows EXPR])
                  [--L0 N] [--L N] [--W FILE] [--slope M] [--base B] [--frequencies F]
+                 [--rope-scaling linear|dynamic|yarn|llama3 --factor F [--original-max-position N]
+                  [--beta-fast B --beta-slow B] [--low-freq-factor X --high-freq-factor X]]
                  [--selection ce|min-norm] [--lr X] [--steps N] [--weight-decay X] [--seed S]
                  [--min-margin G] [--min-mass P] [--require-alpha X] [--identifiability] [--plots DIR]
                  [--format text|json]
