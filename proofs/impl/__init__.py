@@ -105,6 +105,15 @@ def _module(spec: str, checkpoint: bool, claim: str, needs_mask: bool) -> None:
         raise InputError(str(e)) from None
 
 
+def _module_explain(p: Mapping[str, Any], evidence: Any) -> list[str]:
+    """With ``--model module:...``: how the module was run (the caveats describe the tiny hf models)."""
+    if not p["model"].startswith("module:"):
+        return []
+    return [f"{p['model']}: the attention module as its factory builds it under --seed, on standard normal input "
+            "vectors drawn under --seed; the module's own window attribute sets the rule, --attn and --window do "
+            "not apply (docs/impl-module.md)"]
+
+
 def _model_param(default: str) -> Any:
     return param(default, "hf:NAME (a tiny random model: " + ", ".join(HF_MODELS) + "; never a download), "
                  "hf-dir:PATH (a local checkpoint directory) or module:PKG.MOD:FACTORY (your attention module, "
@@ -163,6 +172,7 @@ DECODE = Claim(
     checks={"numeric": _dec_numeric},
     expected={"": "HOLDS"},
     validate=_dec_validate,
+    explain=_module_explain,
     caveats=("Tiny random models (2 layers, head size 16, vocabulary 128, 4 heads) drawn under --seed with the query "
              "and key projections scaled by 4 so attention is far from uniform; a checkpoint directory is run as "
              "stored.",
@@ -222,6 +232,7 @@ WINDOW = Claim(
     checks={"numeric": _win_numeric},
     expected={"": "HOLDS"},
     validate=_win_validate,
+    explain=_module_explain,
     caveats=("Measured, not read from the mask: each token of the prompt is changed in turn (one batch) and a key "
              "counts as seen by query t when layer 0's attention output at t moves (> 1e-9 relative); layer 0's input "
              "at t depends on token t alone, so this is the attention pattern of that layer, in the path --attn picks.",
@@ -396,6 +407,7 @@ PADDING = Claim(
     variants=({"positions": "from-mask"},),
     expected={"from-mask": "HOLDS", "implicit": "FAILS"},
     validate=_pad_validate,
+    explain=_module_explain,
     caveats=("With --positions implicit the library numbers every slot, padding included, so a left-padded sequence's "
              "absolute positions shift: GPT-2 (learned absolute positions) fails; RoPE models hold, the shift being "
              "common to query and keys.",),
