@@ -161,17 +161,53 @@ def feature_matrix(family: Family, n: int, L0: int, seed: int = 0, start: int = 
     Returns:
         tensor of shape (n - start, r), dtype float64.
     """
-    cache = _FEATURE_CACHE
-    if cache is not None:
-        key = (id(family), L0, seed)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is family and hit[1].shape[0] >= n:
-            return hit[1][start:n].clone()
-        if start == 0:
-            M = _feature_rows(family, n, L0, seed, 0)
-            cache[key] = (family, M)
+    if _FEATURE_CACHE is not None:
+        M = _cached_features(family, n, L0, seed, start)
+        if M is not None:
             return M.clone()
     return _feature_rows(family, n, L0, seed, start)
+
+
+def _cached_features(family: Family, n: int, L0: int, seed: int, start: int = 0) -> torch.Tensor | None:
+    """Inside :func:`feature_cache`: rows start..n-1 from the block's table (a view of it, not to be written),
+    computing the table when it is shorter than n and ``start`` is 0; None where the cache cannot answer."""
+    cache = _FEATURE_CACHE
+    if cache is None:
+        return None
+    key = (id(family), L0, seed)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is family and hit[1].shape[0] >= n:
+        return hit[1][start:n]
+    if start != 0:
+        return None
+    M = _feature_rows(family, n, L0, seed, 0)
+    cache[key] = (family, M)
+    return M
+
+
+def _head_tables(family: Family, param: torch.Tensor, n: int, L0: int, seed: int) -> tuple[torch.Tensor, Any]:
+    """``(feats, kern)`` for positions/offsets 0..n-1: :func:`feature_matrix` and, for a relative head, its
+    kernel ``feats @ param`` (None for an absolute head).
+
+    Inside :func:`feature_cache` the table is the block's (read, never written: the engine indexes and
+    multiplies it) and the pair is kept per (family, L0, seed, n, head), so the evaluations, the target
+    mass and the kernel summary of one check compute the table and the kernel once (the same numbers: the
+    same product on the same rows); outside it, :func:`feature_matrix` computes them afresh."""
+    cache = _FEATURE_CACHE
+    key = None
+    if cache is not None and family.kind == "relative":
+        key = ("head", id(family), L0, seed, n, str(param.dtype), tuple(param.shape),
+               param.detach().contiguous().numpy().tobytes())
+        hit = cache.get(key)
+        if hit is not None and hit[0] is family:
+            return hit[1], hit[2]
+    feats = _cached_features(family, n, L0, seed) if cache is not None else None
+    if feats is None:
+        feats = feature_matrix(family, n, L0, seed)
+    kern = feats @ param if family.kind == "relative" else None
+    if key is not None and cache is not None:
+        cache[key] = (family, feats, kern)
+    return feats, kern
 
 
 def _feature_rows(family: Family, n: int, L0: int, seed: int, start: int) -> torch.Tensor:
@@ -654,7 +690,8 @@ def logit_error_bound(family: Family, param: torch.Tensor, feats: torch.Tensor) 
         l1 = float(feats.abs().sum(dim=1).max())
         B, g = l1 * l1 * float(param.abs().max()), 2 * r + 4
     else:
-        B, g = float(feats.abs().max()) * float(param.abs().sum()), r + 3
+        lo, hi = torch.aminmax(feats)  # max |psi| = max(|min psi|, |max psi|), without an |psi| copy
+        B, g = float(torch.maximum(lo.abs(), hi.abs())) * float(param.abs().sum()), r + 3
     return 2.0 * g * UNIT_ROUNDOFF * B / (1.0 - g * UNIT_ROUNDOFF)
 
 
@@ -817,14 +854,14 @@ def evaluate_rows_dense(family: Family, task: Task, param: torch.Tensor, L0: int
 
 def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int], seed: int,
               chunk: int, exact_ties: bool, fast: bool) -> RowEval:
-    rows_t = torch.tensor(list(rows), dtype=torch.long)
+    rows_t = _rows_tensor(rows)
     if len(rows_t) == 0:
         e = torch.zeros(0)
         return RowEval(rows_t, e.double(), e.long(), e.bool(), target_tied=e.bool())
     n = int(rows_t.max()) + 1
-    feats = feature_matrix(family, n, L0, seed)
     param = param.to(DTYPE)
-    logits = _FloatLogits(family, feats, param, n)
+    feats, kern = _head_tables(family, param, n, L0, seed)
+    logits = _FloatLogits(family, feats, param, n, kern)
     E = logit_error_bound(family, param, feats)
     if not fast:
         fp = _float_stage(family, task, logits, rows_t, L, E, chunk, exact_ties)
@@ -843,6 +880,13 @@ def _evaluate(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, 
                    interval_rechecked=interval_n, unresolved=unresolved, error_bound=E)
 
 
+def _rows_tensor(rows: Sequence[int]) -> torch.Tensor:
+    """The rows as a long tensor (a unit-step range without a Python list)."""
+    if isinstance(rows, range) and rows.step == 1:
+        return torch.arange(rows.start, max(rows.start, rows.stop), dtype=torch.long)
+    return torch.tensor(list(rows), dtype=torch.long)
+
+
 #: the causal column cut of a block of absolute logits is rounded up to a multiple of this
 CAUSAL_COLUMNS = 512
 
@@ -853,16 +897,28 @@ class _FloatLogits:
     K: torch.Tensor     # absolute heads: row j is W phi(j)
     kern: torch.Tensor  # relative heads: k(o) = psi(o) . w for offsets o = 0..n-1
 
-    def __init__(self, family: Family, feats: torch.Tensor, param: torch.Tensor, n: int) -> None:
+    def __init__(self, family: Family, feats: torch.Tensor, param: torch.Tensor, n: int,
+                 kern: torch.Tensor | None = None) -> None:
         self.absolute, self.feats, self.n = family.kind == "absolute", feats, n
-        self.cols = torch.arange(n)
+        self._windows: torch.Tensor | None = None
         if self.absolute:
             self.K = feats @ param.T  # logit(i, j) = phi(i) . (W phi(j))
         else:
-            self.kern = feats @ param
-            # logit(i, j) = k(max(i - j, 0)) = h[n - 1 - i + j] for h = (k(n-1), ..., k(1), k(0), k(0), ..., k(0)):
-            # row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its windows)
-            self.windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
+            self.kern = feats @ param if kern is None else kern
+
+    @functools.cached_property
+    def cols(self) -> torch.Tensor:
+        return torch.arange(self.n)
+
+    @property
+    def windows(self) -> torch.Tensor:
+        """Relative heads: logit(i, j) = k(max(i - j, 0)) = h[n - 1 - i + j] for h = (k(n-1), ..., k(1), k(0),
+        k(0), ..., k(0)): row i is the window of h starting at n - 1 - i (a view; a row chunk copies only its
+        windows).  Built on first use (the streaming stage of a relative head reads rows only near ties)."""
+        if self._windows is None:
+            n = self.n
+            self._windows = torch.cat([self.kern.flip(0), self.kern[:1].expand(n - 1)]).unfold(0, n, 1)
+        return self._windows
 
     def rows(self, rc: torch.Tensor, causal: bool = False) -> torch.Tensor:
         """The logits of rows ``rc`` with the keys after each row at -inf (a fresh tensor).
@@ -977,12 +1033,36 @@ class RangeMax:
         return out.masked_fill(empty, float("-inf"))
 
 
+@seam("numeric.pr26._others_max")
+def _others_max(kern: torch.Tensor, off: torch.Tensor, rows_t: torch.Tensor) -> torch.Tensor:
+    """Per row i with target offset o: max(max k[0..o-1], max k[o+1..i]), -inf over an empty range.
+
+    The first range is a prefix: a running maximum of k read at o - 1.  The second is a running maximum of
+    k[c+1..] read at i when every row has the same target offset c (prev, skip-K, copy), empty when o = i on
+    every row (attend-first), and otherwise a :class:`RangeMax` query (reverse, custom targets).  A maximum
+    is exact in floating point, so each is the number the sparse table (and a full row's max) returns."""
+    ninf = float("-inf")
+    pre = torch.cummax(kern, 0).values
+    left = torch.where(off > 0, pre[(off - 1).clamp(min=0)], ninf)
+    if len(off) == 0 or bool((off == rows_t).all()):
+        return left
+    c = int(off[0])
+    if bool((off == c).all()):
+        if c + 1 >= len(kern):
+            return left
+        run = torch.cummax(kern[c + 1:], 0).values
+        right = torch.where(rows_t > c, run[(rows_t - c - 1).clamp(min=0, max=len(run) - 1)], ninf)
+        return torch.maximum(left, right)
+    return torch.maximum(left, RangeMax(kern).query(off + 1, rows_t))
+
+
 def _relative_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: torch.Tensor, L: int, E: float,
                     chunk: int, exact_ties: bool) -> _FloatPass:
     """The float64 stage of a relative head without its L x L logits.
 
     Row i sees offsets 0..i with logits k(i - j); with target offset o = i - t, the margin is
-    k(o) - max(max k[0..o-1], max k[o+1..i]) (:class:`RangeMax`), and the first maximising key is
+    k(o) - max(max k[0..o-1], max k[o+1..i]) (:func:`_others_max`: running maxima, a :class:`RangeMax`
+    where the target offset varies by row), and the first maximising key is
     i - (the largest offset d <= i with k(d) = max k[0..i]), a running argmax.  The rows float64 cannot
     decide (|margin| <= 4 E) are materialised as in :func:`_float_stage` for their candidate keys; the
     rows that may tie without being near (margin <= 4 E) are recorded by target offset, as there."""
@@ -990,8 +1070,7 @@ def _relative_stage(family: Family, task: Task, logits: _FloatLogits, rows_t: to
     tgt = _targets(task, rows_t, L)
     off = rows_t - tgt
     lt = kern[off]
-    rmq = RangeMax(kern)
-    other = torch.maximum(rmq.query(torch.zeros_like(off), off - 1), rmq.query(off + 1, rows_t))
+    other = _others_max(kern, off, rows_t)
     margin = lt - other
     argmax = rows_t - _last_max_offset(kern)[rows_t]
     fp = _FloatPass(margin, argmax, torch.zeros(len(rows_t), dtype=torch.bool), [], [])
@@ -1026,13 +1105,12 @@ def target_mass(family: Family, task: Task, param: torch.Tensor, L0: int, L: int
     rounding of the sums (a different summation order)."""
     if not rows:
         return []
-    rows_t = torch.tensor(list(rows), dtype=torch.long)
+    rows_t = _rows_tensor(rows)
     n = int(rows_t.max()) + 1
-    feats = feature_matrix(family, n, L0, seed)
     param = param.to(DTYPE)
+    feats, kern = _head_tables(family, param, n, L0, seed)
     tgt = _targets(task, rows_t, L)
-    if family.kind == "relative":
-        kern = feats @ param
+    if kern is not None:
         lse = torch.logcumsumexp(kern, 0)
         return torch.exp(kern[rows_t - tgt] - lse[rows_t]).tolist()
     logits = _FloatLogits(family, feats, param, n)
@@ -1249,10 +1327,10 @@ def transfer(fr: FitResult, L: int, chunk: int = 1024, max_failing: int = 5) -> 
     fam, task, L0 = fr.family, fr.task, fr.L0
     if L <= L0:
         raise ValueError(f"L = {L} must exceed L0 = {L0}")
-    old = evaluate_rows(fam, task, fr.param, L0, L0, list(task.rows(L0)), fr.seed, chunk)
-    new_rows = [i for i in task.rows(L) if i >= L0]
+    old = evaluate_rows(fam, task, fr.param, L0, L0, task.rows(L0), fr.seed, chunk)
+    new_rows = _rows_within(task.rows(L), L0, L)
     new = evaluate_rows(fam, task, fr.param, L0, L, new_rows, fr.seed, chunk)
-    old_at_L_rows = [i for i in task.rows(L) if i < L0]
+    old_at_L_rows = _rows_within(task.rows(L), 0, L0)
     old_L = evaluate_rows(fam, task, fr.param, L0, L, old_at_L_rows, fr.seed, chunk)
     failing = []
     for k in (~new.passed).nonzero().flatten().tolist()[:max_failing]:
@@ -1272,6 +1350,13 @@ def transfer(fr: FitResult, L: int, chunk: int = 1024, max_failing: int = 5) -> 
         unresolved=old.unresolved + new.unresolved)
 
 
+def _rows_within(rows: Sequence[int], lo: int, hi: int) -> Sequence[int]:
+    """The rows i with lo <= i < hi, in order (a range stays a range)."""
+    if isinstance(rows, range) and rows.step == 1:
+        return range(max(rows.start, lo), max(min(rows.stop, hi), max(rows.start, lo)))
+    return [i for i in rows if lo <= i < hi]
+
+
 def alpha(family: Family, task: Task, L0: int, L: int, seed: int = 0) -> Transfer:
     """fit at L0 then transfer to L (pr26 alpha_L)."""
     return transfer(fit(family, task, L0, seed), L)
@@ -1283,7 +1368,7 @@ def kernel_summary(fr: FitResult, L: int, show: int = 8) -> dict:
     p = fr.param
     out: dict[str, Any] = {"kind": fam.kind, "param_shape": list(p.shape), "frobenius_norm": float(p.norm())}
     if fam.kind == "relative":
-        k = feature_matrix(fam, L, L0, fr.seed) @ p
+        k = _head_tables(fam, p, L, L0, fr.seed)[1]
         out["k(delta) for delta = 0.."] = [round(float(x), 6) for x in k[:show]]
         out["argmax_delta_trained (delta < L0)"] = int(k[:L0].argmax())
         out["argmax_delta_all (delta < L)"] = int(k.argmax())

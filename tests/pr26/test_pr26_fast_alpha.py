@@ -264,3 +264,83 @@ def test_targets_of_an_expression_task_and_an_out_of_window_target():
     bad = pe.Task("bad", lambda L: 0, lambda i, L: i - 1, "t = i - 1 from row 0")
     with pytest.raises(ValueError, match=r"t_L\(i\) = -1 of row i = 0"):
         num._targets(bad, torch.arange(0, 10), 10)
+
+
+# ----------------------------------------------------------------------------- running maxima and the head memo
+
+
+def _others_max_brute(kern: torch.Tensor, off: torch.Tensor, rows_t: torch.Tensor) -> list[float]:
+    k = kern.tolist()
+    out = []
+    for o, i in zip(off.tolist(), rows_t.tolist()):
+        vals = [k[d] for d in range(0, i + 1) if d != o]
+        out.append(max(vals) if vals else float("-inf"))
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9, 64])
+def test_others_max_equals_the_definition(n):
+    g = torch.Generator().manual_seed(n)
+    kern = torch.randint(-3, 4, (n,), generator=g).to(torch.float64)
+    rows_t = torch.arange(n)
+    cases = [rows_t.clone(),                                   # attend-first: o = i (second range empty)
+             (rows_t - rows_t.clamp(max=0)) * 0,               # o = 0 on every row (first range empty)
+             torch.full((n,), min(1, n - 1)), torch.full((n,), n - 1),  # prev-like constant offsets
+             (2 * rows_t - n + 1).clamp(min=0).minimum(rows_t)]  # reverse-like: varies by row (the sparse table)
+    for off in cases:
+        keep = off <= rows_t
+        got = num._others_max(kern, off[keep], rows_t[keep]).tolist()
+        assert got == _others_max_brute(kern, off[keep], rows_t[keep]), (n, off.tolist())
+
+
+def test_fault_in_the_running_maximum_is_caught():
+    real = num._others_max
+
+    def off_by_one(kern, off, rows_t):  # a fault: the second range stops one offset short of the row
+        return real(kern, off, (rows_t - 1).maximum(off))
+
+    with faults.inject("numeric.pr26._others_max", off_by_one):
+        assert _mismatches(_grid(["rope", "alibi", "free-relative"], Ls=((20, 97),), seeds=(0,)),
+                           exact_ties=(False,))
+
+
+def _memo_mismatches() -> list:
+    """Two heads of one family evaluated in one feature-cache block (where the table and kernel are memoized)
+    against the same evaluations outside it."""
+    bad = []
+    for name in ("rope", "free-relative", CUSTOM[1]):
+        fam, task = _family(name), get_task("prev")
+        heads = _params(fam, 20, 0)[:2]
+        rows = range(20, 300)
+        outside = [(num.evaluate_rows(fam, task, p, 20, 300, rows), num.target_mass(fam, task, p, 20, 300, rows))
+                   for p in heads]
+        with num.feature_cache():
+            inside = [(num.evaluate_rows(fam, task, p, 20, 300, rows), num.target_mass(fam, task, p, 20, 300, rows))
+                      for p in heads]
+        for (a, ma), (b, mb) in zip(outside, inside):
+            if not (_same(a, b) and ma == mb):
+                bad.append(name)
+    return bad
+
+
+def test_head_memo_equals_fresh_tables(monkeypatch):
+    assert _memo_mismatches() == []
+    real = num._head_tables
+    stale: dict = {}
+
+    def keyed_without_the_head(family, param, n, L0, seed):  # a fault: the memo forgets the head in its key
+        if num._FEATURE_CACHE is None:
+            return real(family, param, n, L0, seed)
+        return stale.setdefault((id(family), n, L0, seed), real(family, param, n, L0, seed))
+
+    monkeypatch.setattr(num, "_head_tables", keyed_without_the_head)
+    assert _memo_mismatches() != []
+
+
+def test_rows_within_keeps_ranges_and_lists():
+    assert num._rows_within(range(3, 50), 20, 50) == range(20, 50)
+    assert num._rows_within(range(3, 50), 0, 20) == range(3, 20)
+    assert list(num._rows_within(range(30, 50), 0, 20)) == []
+    assert num._rows_within([1, 5, 30, 40], 5, 40) == [5, 30]
+    assert torch.equal(num._rows_tensor(range(4, 9)), torch.tensor([4, 5, 6, 7, 8]))
+    assert num._rows_tensor(range(9, 4)).shape == (0,)
