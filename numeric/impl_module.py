@@ -37,6 +37,8 @@ USER_TIMEOUT_S = F.USER_TIMEOUT_S
 DTYPES = {"float64": torch.float64, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 #: what a refusal points to
 DOC = " (docs/impl-module.md)"
+#: impl:window's input scales: a key is seen when replacing its input moves the output at either
+WINDOW_SCALES = (1.0, 0.125)
 #: positions of the protocol probe the validator runs (a cache-free pass, then one position through its cache)
 PROBE = 3
 
@@ -224,9 +226,16 @@ def check_window(spec: str, seed: int, sizes: Callable[[int | None], tuple[int, 
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, L, m.d_model, generator=g, dtype=torch.float64)
     other = torch.randn(1, L, m.d_model, generator=g, dtype=torch.float64)
-    return num.window_evidence(lambda k: visibility(m, x, other, k), L, m.window, splits, f"{spec} (float64)",
-                               "positions", "changing its input vector moves the module's output", m.describe(),
-                               _engines(), seed)
+
+    def vis_at(k: int | None) -> list[list[float]]:
+        # the larger change over the input scales: a softmax saturated at one scale (an admitted key's weight
+        # below rounding) is not at a smaller one, where the scores of a linear projection shrink quadratically
+        per = [visibility(m, s * x, s * other, k) for s in WINDOW_SCALES]
+        return [[max(v[t][j] for v in per) for j in range(L)] for t in range(L)]
+
+    return num.window_evidence(vis_at, L, m.window, splits, f"{spec} (float64)", "positions",
+                               "replacing its input vector (scales " + ", ".join(f"{s:g}" for s in WINDOW_SCALES)
+                               + ") moves the module's output", m.describe(), _engines(), seed)
 
 
 def check_padding(spec: str, seed: int, lengths: Sequence[int], steps: int, positions: str) -> Evidence:
