@@ -270,16 +270,12 @@ def extract_trained(name: str, layer: int, head: int, pattern: str, prompts: lis
     else:
         toks_list = prompts
     _check_prompts(toks_list, V, cfg.T)
-    WK = p["W1K" if layer == 0 else "W2K"][0]
-    eye = torch.eye(d, dtype=torch.float64)
-    rel = _floats(p["POS"][0]) if (pe == "rpe" and layer == 0) else None
-    prog = HeadProgram(W_Q=_floats(WK), W_K=_floats(eye), scale_inv_sqrt=d, relative_keys=rel)
+    prog = ws24_program(p, layer, pe)
     out_prompts, atts = [], []
     for toks in toks_list:
         tok = torch.tensor([[toks]])
-        X = p["E"][0][tok[0, 0]]
         if layer == 0:
-            comps = [_floats(X)] + ([_floats(p["POS"][0][: len(toks)])] if pe == "ape" else [])
+            comps = ws24_inputs(p, toks, pe)
             sc = tm.layer1_scores(p, tok, pe)[0, 0]
         else:
             H1 = _ws24_layer1_out(p, tok, pe, tm)
@@ -292,6 +288,43 @@ def extract_trained(name: str, layer: int, head: int, pattern: str, prompts: lis
     desc = {"model": f"trained:{name}", "family": name, "recipe": "ws24:falsifier defaults (d 32, V 32, T 256, K 8, "
             "batch 16, 300 Adam steps, lr 0.01)", "seed": seed, "layers": 2, "heads": 1, "d_model": d, "d_head": d}
     return Extracted(prog, out_prompts, atts, _input_kind(layer, name), desc)
+
+
+def ws24_program(p: dict[str, torch.Tensor], layer: int, pe: str) -> HeadProgram:
+    """The head of layer ``layer`` of one seed's two-layer model (parameters ``[1, ...]``, float64): q = x W_K^l,
+    k = x (W_K = identity), scale 1/sqrt(d), plus RPE's relative key vectors r_delta = POS[delta] at layer 0."""
+    d = int(p["E"].shape[-1])
+    WK = p["W1K" if layer == 0 else "W2K"][0]
+    rel = _floats(p["POS"][0]) if (pe == "rpe" and layer == 0) else None
+    return HeadProgram(W_Q=_floats(WK), W_K=_floats(torch.eye(d, dtype=torch.float64)), scale_inv_sqrt=d,
+                       relative_keys=rel)
+
+
+def ws24_inputs(p: dict[str, torch.Tensor], toks: Sequence[int], pe: str) -> list[list[list[float]]]:
+    """Layer 0's input rows, exact: w_E(z_t) (and the absolute position p_t for APE), as separate components."""
+    comps = [_floats(p["E"][0][torch.tensor(list(toks))])]
+    return comps + ([_floats(p["POS"][0][: len(toks)])] if pe == "ape" else [])
+
+
+def certified_prev_recall(p: dict[str, torch.Tensor], toks: torch.Tensor, pe: str, lo: int, hi: int
+                          ) -> tuple[int, int, int]:
+    """The previous-token recall of one seed's layer-0 head on sequences ``toks`` ``[batch, pos]``, certified in arb
+    balls: (rows whose target t - 1 is certainly the strict argmax, rows where it certainly is not, rows) over the
+    paper's t in [lo, hi] (1-indexed, t >= 2; 0-indexed rows t - 1).  Only positions <= hi enter (causal)."""
+    from fractions import Fraction
+
+    from verify.numeric.head_bounds import bound_prompt
+
+    prog = ws24_program(p, 0, pe)
+    yes = no = n = 0
+    for seq in toks[:, :hi].tolist():
+        rows = list(range(max(lo, 2) - 1, min(hi, len(seq))))
+        pr = PromptInput(seq, ws24_inputs(p, seq, pe), rows, [r - 1 for r in rows])
+        for r in bound_prompt(prog, pr, Fraction(1, 2)):
+            yes += r.argmax == "yes"
+            no += r.argmax == "no"
+            n += 1
+    return yes, no, n
 
 
 def _ws24_layer1_out(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, tm: Any) -> torch.Tensor:

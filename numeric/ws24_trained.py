@@ -321,8 +321,25 @@ def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, l
                    "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
         if pe == "rpe":
             out["rpe_orientation"] = tm.orientation_cosines(p)
+            out[pe]["gate_certified_recall"] = _certified_gate(p, cfg, seeds, n_eval, pe)
     out["from_cache"] = all(from_cache)
     return out, train_s
+
+
+def _certified_gate(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Sequence[int], n_eval: int,
+                    pe: str) -> list[list[float]]:
+    """Per seed, the gate's early recall enclosed in arb balls (``verify head``'s arithmetic on the same sequences):
+    [share of rows whose target t - 1 is certainly the strict argmax, share where it is not certainly not]; the float
+    recall lies between them, and a seed counts as having formed a head only when the lower end is >= FORMED."""
+    from verify.numeric.heads import certified_prev_recall
+
+    out = []
+    for i, s in enumerate(seeds):
+        ps = {k: v[i:i + 1] for k, v in p.items()}
+        toks = tm.eval_batch(cfg, s, 2 * n_eval)[0][:n_eval, :cfg.T]
+        yes, no, n = certified_prev_recall(ps, toks, pe, *EARLY)
+        out.append([round(yes / n, 6), round((n - no) / n, 6)])
+    return out
 
 
 def _more_seeds(need: int | None, S: int, k: int, train_s: float, command: str) -> str:
@@ -361,18 +378,21 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     numbers.update(trained)
     r, a = numbers["rpe"], numbers["ape"]
     S = len(seeds)
-    formed = [i for i in range(S) if r["gate_early_recall"][i] >= FORMED]
+    formed = [i for i in range(S) if r["gate_certified_recall"][i][0] >= FORMED]
     numbers["rpe_formed_seeds"] = [seeds[i] for i in formed]
     ae, al = sum(a["early_recall"]) / S, sum(a["late_recall"]) / S
     tol = (f"previous-token recall = causal layer-1 argmax at t - 1 (ties fail) on {n_eval} fresh sequences per seed "
            f"({EARLY[1] - EARLY[0] + 1} early and {T - LATE_FROM + 1} late positions each); gate per seed: RPE early "
-           f"recall >= {FORMED} on {n_eval} other sequences; test over the gated seeds: one-sided paired t-test of late - "
+           f"recall >= {FORMED} on {n_eval} other sequences, certified: the rows whose target t - 1 is the strict argmax "
+           "in arb ball arithmetic (verify head's bounds) are counted; test over the gated seeds: one-sided paired t-test "
+           "of late - "
            f"early, alpha = {ALPHA}; a non-rejection counts when the power against a drop of {DELTA} is >= {POWER} "
            "(from the observed sd)")
     k = len(formed)
     e_m = sum(r["early_recall"][i] for i in formed) / k if k else 0.0
     l_m = sum(r["late_recall"][i] for i in formed) / k if k else 0.0
-    summary = (f"RPE: {k} of {S} seeds formed a previous-token head; their recall early (t in [{EARLY[0]}, {EARLY[1]}]) "
+    summary = (f"RPE: {k} of {S} seeds formed a previous-token head (certified in arb balls: the target t - 1 the "
+               f"strict argmax at >= {FORMED} of the gate's rows); their recall early (t in [{EARLY[0]}, {EARLY[1]}]) "
                f"{e_m:.3f}, late (t > 128) {l_m:.3f}; APE (all seeds) early {ae:.3f}, late {al:.3f} ({steps} {optimizer} "
                f"steps, lr {lr:g}, batch {batch} per seed, {n_eval} evaluation sequences per seed)")
     if k < 2:

@@ -104,6 +104,7 @@ def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
     monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.71, 0.73, 0.70], [0.60, 0.62, 0.61]))
+    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.7, 0.7]] * 3)
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
     assert (ev.status, ev.outcome) == ("consistent", "fails") and "falls below" in ev.summary
     monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.70, 0.75, 0.66], [0.62, 0.80, 0.66]))
@@ -170,11 +171,18 @@ def test_falsifier_gate_is_per_seed(monkeypatch):
     early = [0.70, 0.72, 0.25, 0.71, 0.30, 0.69, 0.73, 0.22]
     late = [0.70, 0.73, 0.05, 0.70, 0.08, 0.69, 0.72, 0.04]
     monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: (early, early, late))
+    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[g, g] for g in early])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.numbers["rpe_formed_seeds"] == [0, 1, 3, 5, 6]
     assert ev.outcome == "holds", ev.summary          # no drop among the seeds with a head, power from sd 0.008
     every = num.drop_test(early, late)
     assert every["outcome"] == "fails"                 # the unformed seeds alone would have failed it
     monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.1] * 7 + [0.7], early, late))
+    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.1, 0.1]] * 7 + [[0.7, 0.7]])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.status == "inconclusive" and "no previous-token head formed in enough seeds" in ev.summary
+    # the gate reads the certified lower end: a float recall of 0.7 whose enclosure starts at 0.4 does not count
+    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: (early, early, late))
+    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.4, g] for g in early])
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
+    assert ev.numbers["rpe_formed_seeds"] == [] and ev.status == "inconclusive"
