@@ -145,7 +145,8 @@ FALSIFIER = Claim(
     caveats=(MODEL_SOURCES,
              "Verdict rule: a seed's RPE model counts when it formed a previous-token head (recall >= 0.5 over t in "
              "[2, 64] on gate sequences of its own, independent of the test's, so the selection does not bias late - "
-             "early); fewer than 2 such seeds: INCONCLUSIVE. Then the falsifier as worded ('falls below'): a one-sided "
+             "early; certified: only rows whose target t - 1 is the strict argmax in arb ball arithmetic count, the "
+             "bounds of `verify head`); fewer than 2 such seeds: INCONCLUSIVE. Then the falsifier as worded ('falls below'): a one-sided "
              "paired t-test of late (t > 128) minus early recall across those seeds, H0 'late is not below early' "
              "against H1 'late falls below', alpha = 0.05. A rejection FAILS the statement. A non-rejection HOLDS only "
              "when the test has power >= 0.8 against a drop of 0.05 (the smallest drop that matters here), computed "
