@@ -1,16 +1,19 @@
 """impl — claims about the attention code people ship, checked on the running library (Hugging Face transformers),
 not on a construction of ours.
 
-Each claim builds a tiny random model from a configuration (``--model hf:NAME``; never a download) or loads a
-local checkpoint directory (``--model hf-dir:PATH``), runs the library's forward pass with and without its own
-cache (``DynamicCache``), and compares.  The statements are the properties the library's documentation promises
-and public trackers report broken (transformers #39408 and mlx-lm #390: a sliding window admitting w + 1 keys;
-keras-hub #2861 and TransformerLens #776: ALiBi bias under the cache; flash-linear-attention #766: RoPE positions
-during decoding; transformers #18104: GPT-2 with the cache and left padding).  ALiBi's schedule is Press, Smith and
-Lewis, ICLR 2022 (arXiv 2108.12409), Sec. 3 and the authors' fairseq code.
+Each claim builds a tiny random model from a configuration (``--model hf:NAME``; never a download) or loads a local
+checkpoint directory (``--model hf-dir:PATH``), runs the library's forward pass with and without its own cache
+(``DynamicCache``), and compares.  impl:decode, impl:window and impl:padding also run on the user's own attention
+module behind a small protocol (``--model module:PKG.MOD:FACTORY``, docs/impl-module.md,
+:mod:`verify.numeric.impl_module`), which needs torch but not transformers.  The statements are the properties the
+library's documentation promises and public trackers report broken (transformers #39408 and mlx-lm #390: a sliding
+window admitting w + 1 keys; keras-hub #2861 and TransformerLens #776: ALiBi bias under the cache;
+flash-linear-attention #766: RoPE positions during decoding; transformers #18104: GPT-2 with the cache and left
+padding).  ALiBi's schedule is Press, Smith and Lewis, ICLR 2022 (arXiv 2108.12409), Sec. 3 and the authors'
+fairseq code.
 
-The layers: numeric (the library's model in float64, or the dtype asked, against its own full pass) for every
-claim; symbolic (the ALiBi schedule for the head count, exact in sympy) for impl:alibi.  transformers is an
+The layers: numeric (the library's model, or the user's module, in float64 or the dtype asked, against its own
+full pass) for every claim; symbolic (the ALiBi schedule for the head count, exact in sympy) for impl:alibi.  transformers is an
 optional extra: without it every impl claim refuses before any work (``pip install 'verify-attention[impl]'``).
 """
 
@@ -90,10 +93,10 @@ def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoi
     return kind, name
 
 
-def _module(spec: str, checkpoint: bool, claim: str, needs_mask: bool) -> None:
+def _module(spec: str, takes_module: bool, claim: str, needs_mask: bool) -> None:
     """``--model module:PKG.MOD:FACTORY`` (docs/impl-module.md): refused for the claims that read a configuration;
     for the others the module is imported, built and probed here, so that a broken one stops before any work."""
-    if not checkpoint:
+    if not takes_module:
         raise InputError(f"--model {spec}: {claim} needs a model with a configuration (hf:NAME); an attention module "
                          "goes to impl:decode, impl:window or impl:padding")
     from verify.constructions.features import FeatureError
