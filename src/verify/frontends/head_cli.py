@@ -232,7 +232,7 @@ def _write(ex: Any, bound: Any, tau: Fraction, fraction: Fraction, criterion: st
            base: dict[str, Any]) -> str:
     from verify.core.inputs import atomic_write_text
     from verify.numeric import head_bounds as hb
-    from verify.reports.certificates import _slug, write_manifest
+    from verify.reports.certificates import _stem, write_manifest
 
     d = Path(directory)
     try:
@@ -244,7 +244,7 @@ def _write(ex: Any, bound: Any, tau: Fraction, fraction: Fraction, criterion: st
             "rows_filter": base["rows_filter"]}
     doc = hb.certificate(ex.program, ex.prompts, bound, tau=tau, fraction=fraction, criterion=criterion, meta=meta)
     rid = f"head {base['model']['model']} L{base['layer']} H{base['head']} {base['pattern']} {criterion} {tau} {fraction}"
-    path = d / f"{_slug(rid)}.json"
+    path = d / f"{_stem(rid)}.json"
     atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True), "--certificates")
     write_manifest(d, [(path, rid)])
     return str(path)
