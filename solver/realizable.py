@@ -166,7 +166,15 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
 
 def _relative_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:
     """:func:`exact_margins` for a relative family: k(delta) in integers, a running top-two of k over the offsets."""
-    margins: dict[int, Fraction] = {}
+    nums, worst, scale = _relative_scaled(task, param, L, feats, rows)
+    return RowCheck({i: Fraction(v, scale) for i, v in nums.items()}, worst)
+
+
+def _relative_scaled(task: Task, param: Any, L: int, feats: Sequence[Sequence],
+                     rows: Sequence[int]) -> tuple[dict[int, int], dict[int, int], int]:
+    """Row i's exact margin as an integer over one positive scale: ``(numerators, worst keys, scale)``, the
+    margin of row i being numerators[i] / scale (no Fraction per row; :func:`_relative_margins` divides)."""
+    margins: dict[int, int] = {}
     worst: dict[int, int] = {}
     # k(delta) * scale as Python ints (features and w times their common denominators)
     Fi, (wi,), scale = _integer_scaled(feats, L, [[Fraction(w) for w in param]])
@@ -191,9 +199,9 @@ def _relative_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence],
         dt = i - t
         best = top1[i] if top1[i][1] != dt else top2[i]
         assert best is not None
-        margins[i] = Fraction(k[dt] - best[0], scale)
+        margins[i] = k[dt] - best[0]
         worst[i] = i - best[1]
-    return RowCheck(margins, worst)
+    return margins, worst, scale
 
 
 def _absolute_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:
@@ -262,16 +270,11 @@ _INT_FEATS = runcache.Memo("solver.realizable: integer features", list)
 def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Fraction]]) -> tuple[list, list, int]:
     """Features and W as integers (times their common denominators Df and Dw): W phi = (integer) / scale with
     scale = Df Dw (absolute logits phi^T W phi carry one more Df: :func:`_feature_den`), so the exact logits are
-    Python-int dot products.  The integer features of the same feature list are reused across calls."""
-    recent = _INT_FEATS.table()
-    hit = next((e for e in recent if e[0] is feats and e[1] == L), None)
-    if hit is None:
-        Df = 1
-        for f in feats[:L]:
-            for x in f:
-                Df = math.lcm(Df, Fraction(x).denominator)
-        hit = (feats, L, [[int(Fraction(x) * Df) for x in f] for f in feats[:L]], Df)
-        recent[:] = [hit] + recent[:3]
+    Python-int dot products.  The integer features of the same feature list are reused across calls, a longer
+    prefix's for a shorter L (its Df is a common multiple of the shorter prefix's denominators too, so the
+    logits are the same rationals, every integer scaled by the same positive factor: same signs, same order);
+    a miss at least doubles the prefix held, so increasing lengths cost O(longest) in all."""
+    hit = _int_features(feats, L)
     Dw = 1
     for row in W:
         for x in row:
@@ -280,9 +283,25 @@ def _integer_scaled(feats: Sequence[Sequence], L: int, W: Sequence[Sequence[Frac
     return hit[2], Wi, hit[3] * Dw
 
 
+def _int_features(feats: Sequence[Sequence], L: int) -> tuple:
+    """(feats, n, integer features of 0..n-1, Df) with n >= L: the first cached entry for ``feats`` that long."""
+    recent = _INT_FEATS.table()
+    hit = next((e for e in recent if e[0] is feats and e[1] >= L), None)
+    if hit is None:
+        held = max((e[1] for e in recent if e[0] is feats), default=0)
+        n = min(len(feats), max(L, 2 * held))
+        Df = 1
+        for f in feats[:n]:
+            for x in f:
+                Df = math.lcm(Df, Fraction(x).denominator)
+        hit = (feats, n, [[int(Fraction(x) * Df) for x in f] for f in feats[:n]], Df)
+        recent[:] = [hit] + recent[:3]
+    return hit
+
+
 def _feature_den(feats: Sequence[Sequence], L: int) -> int:
     """The common denominator Df of the integer features :func:`_integer_scaled` cached for ``feats``."""
-    return next(e[3] for e in _INT_FEATS.table() if e[0] is feats and e[1] == L)
+    return _int_features(feats, L)[3]
 
 
 # (family, window, exact features 0..n-1): the last few of this run, by identity (:mod:`verify.runcache`)
@@ -389,10 +408,22 @@ SAMPLE_FROM, SAMPLE_STEP, SAMPLE_TAIL = 1024, 32, 256
 
 @seam("solver.realizable._violations")
 def _violations(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int, margin: Fraction,
-                feats: Sequence[Sequence]) -> list[tuple[Fraction, int, int, int]]:
+                feats: Sequence[Sequence], limit: int | None = None) -> list[tuple[Fraction, int, int, int]]:
     """The violated constraints of ``param`` (exact): (slack < 0, row i, key j, length L), most violated first,
     one per (row, length): the row's worst key.  Empty only when every row of every length passed the exact
-    check (a sample of rows may be checked first, to find violations cheaply)."""
+    check (a sample of rows may be checked first, to find violations cheaply).  Relative families:
+    :func:`_relative_violations` (integer margins); the definition is :func:`_violations_from_margins`.
+    ``limit``: only the first ``limit`` of that list (the most violated)."""
+    if family.kind == "relative":
+        return _relative_violations(family, task, param, lengths, window, margin, feats, limit)
+    out = _violations_from_margins(family, task, param, lengths, window, margin, feats)
+    return out if limit is None else out[:limit]
+
+
+def _violations_from_margins(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int,
+                             margin: Fraction, feats: Sequence[Sequence]) -> list[tuple[Fraction, int, int, int]]:
+    """:func:`_violations` from :func:`exact_margins` (every family; the definition the relative path is tested
+    against)."""
     out = []
     for ell in lengths:
         chk = None
@@ -406,6 +437,44 @@ def _violations(family: Family, task: Task, param: Any, lengths: Sequence[int], 
         out += [(m - margin, i, chk.worst_key[i], ell) for i, m in chk.margins.items() if m < margin]
     out.sort(key=lambda v: (v[0], v[3], v[1]))
     return out
+
+
+def _relative_violations(family: Family, task: Task, param: Any, lengths: Sequence[int], window: int,
+                         margin: Fraction, feats: Sequence[Sequence] | None,
+                         limit: int | None = None) -> list[tuple[Fraction, int, int, int]]:
+    """:func:`_violations` of a relative family from the integer margins (:func:`_relative_scaled`): row i is
+    violated iff n_i / scale < G = p / q, i.e. n_i q - p scale < 0, so only the violated rows become
+    Fractions; at one length the slacks share the positive denominator q scale, so the integers sort as the
+    slacks do, and only the ``limit`` most violated become Fractions (``heapq.nsmallest``: the first ``limit``
+    of the sorted list).  The same list :func:`_violations` builds from :func:`exact_margins` (tested)."""
+    import heapq
+
+    G = Fraction(margin)
+    p, q = G.numerator, G.denominator
+    found: list[tuple[int, int, int, int, int]] = []  # (slack numerator, its denominator, row, key, length)
+    for ell in lengths:
+        fts = feats
+        if fts is None or len(fts) < ell:
+            ar = FractionArith(0)
+            fts = [family.features(m, window, ar) for m in range(ell)]
+        nums, worst, scale = _relative_scaled(task, param, ell, fts, list(task.rows(ell)))
+        ps = p * scale
+        for i, v in nums.items():
+            s_ = v * q - ps
+            if s_ < 0:
+                found.append((s_, q * scale, i, worst[i], ell))
+    if len(lengths) == 1:
+        def one_key(v: tuple) -> tuple:
+            return v[0], v[4], v[2]
+
+        top = sorted(found, key=one_key) if limit is None else heapq.nsmallest(limit, found, key=one_key)
+        return [(Fraction(s_, d), i, j, ell) for s_, d, i, j, ell in top]
+    out = [(Fraction(s_, d), i, j, ell) for s_, d, i, j, ell in found]
+
+    def key(v: tuple) -> tuple:
+        return v[0], v[3], v[1]
+
+    return sorted(out, key=key) if limit is None else heapq.nsmallest(limit, out, key=key)
 
 
 @dataclass
@@ -559,7 +628,8 @@ def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fra
             return _Cuts(res, rows, origin, rnd, False)
         theta = [res.model.get(f"theta_{a}", Fraction(0)) for a in range(dim)]
         try:
-            viol = _violations(family, task, _shape(family, window, theta), lengths, window, margin, feats)
+            viol = _violations(family, task, _shape(family, window, theta), lengths, window, margin, feats,
+                               limit=CUT_ADD)
         except TooManyTies as e:
             return _Cuts(ObligationResult(name, SolverAnswer.UNKNOWN, str(e)), rows, origin, rnd, False)
         if not viol:
@@ -736,11 +806,8 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
                                                  "block_identity": stable}
     if first_bad is not None:
         cut = min(best_unsat, key=lambda e: e[0])[1]
-
-        def present(used: list[dict], ell: int) -> bool:
-            return _present_by_origin(used, cut.origin, family, task, window, feats, margin, dim, extra, ell, stable)
-
-        _cite_certificate(dec, cut.res, first_bad, lengths, present)
+        _cite_certificate(dec, cut.res, first_bad, lengths,
+                          _Presence(cut.origin, family, task, window, feats, margin, dim, extra, stable))
     dec.answers.sort(key=lambda a: a.L)
     dec.seconds = time.perf_counter() - t0
     return dec
@@ -772,12 +839,70 @@ def _present_by_origin(used: Sequence[dict], origin: dict[tuple, tuple[int, int,
     return True
 
 
+class _Presence:
+    """:func:`_present_by_origin` for one certificate asked at many lengths: its rows read once (:func:`_dense`),
+    each (row i, key j, target t) coefficient rebuilt once (it depends on nothing else), every membership
+    condition still checked at each length.  Answers what :func:`_present_by_origin` answers (tested)."""
+
+    def __init__(self, origin: dict[tuple, tuple[int, int, int]], family: Family, task: Task, window: int,
+                 feats: Sequence[Sequence], margin: Fraction, dim: int, extra: Sequence, stable: bool) -> None:
+        self.origin, self.family, self.task, self.window, self.feats = origin, family, task, window, feats
+        self.margin, self.dim, self.stable = margin, dim, stable
+        self.ex = {(tuple(c), Fraction(b)) for c, b in extra}
+        self._used: tuple[int, list] | None = None
+        self._coef: dict[tuple[int, int, int], tuple] = {}
+
+    def _read(self, used: Sequence[dict]) -> list:
+        """Per used row: "extra" (a pinned row), None (not a constraint of any length), or (c, i, j, L)."""
+        if self._used is not None and self._used[0] == id(used):
+            return self._used[1]
+        out: list = []
+        for u in used:
+            d = _dense(u, self.dim)
+            if d is not None and d in self.ex:
+                out.append("extra")
+            elif d is None or d[1] != self.margin or d[0] not in self.origin:
+                out.append(None)
+            else:
+                out.append((d[0], *self.origin[d[0]]))
+        self._used = (id(used), out)
+        self._keep = used  # the list whose id keys the rows read
+        return out
+
+    def __call__(self, used: Sequence[dict], ell: int) -> bool:
+        task = self.task
+        for r in self._read(used):
+            if r == "extra":
+                continue
+            if r is None:
+                return False
+            c, i, j, L = r
+            at = ell if self.stable else L
+            if at > ell or i not in task.rows(at) or j > i:
+                return False
+            t = pe.target_in_window(task, i, at)
+            if j == t:
+                return False
+            co = self._coef.get((i, j, t))
+            if co is None:
+                co = self._coef[(i, j, t)] = coefficient(self.family, task, i, j, at, self.window, self.feats)
+            if co != c:
+                return False
+        return True
+
+
 def _extent(family: Family, task: Task, theta: Sequence[Fraction], N: int, window: int, margin: Fraction, dim: int,
             feats: Sequence[Sequence]) -> int:
     """The longest length <= N a model realizes (length-stable task): the first row whose exact margin at N is
     below ``margin`` is the first length it fails at, plus one."""
-    m = exact_margins(family, task, _shape(family, window, list(theta)), N, window, feats).margins
-    bad = [i for i, v in m.items() if v < margin]
+    param = _shape(family, window, list(theta))
+    if family.kind == "relative" and len(feats) >= N:  # integer margins: n / scale < p / q iff n q < p scale
+        G = Fraction(margin)
+        nums, _w, scale = _relative_scaled(task, param, N, feats, list(task.rows(N)))
+        bad = [i for i, v in nums.items() if v * G.denominator < G.numerator * scale]
+    else:
+        m = exact_margins(family, task, param, N, window, feats).margins
+        bad = [i for i, v in m.items() if v < margin]
     return min(bad) if bad else N
 
 

@@ -1,0 +1,153 @@
+"""verify realizable's fast paths against their definitions (issue 25): the violated rows of a relative head
+from integer margins (:func:`verify.solver.realizable._relative_violations`) against the row-by-row exact
+margins, the certificate's presence at many lengths (``_Presence``) against ``_present_by_origin``, and the
+integer features of a longer prefix reused at a shorter length; each comparison shown failing on an
+injected fault."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import pytest
+
+from verify.constructions import features as F
+from verify.constructions import pe
+from verify.solver import realizable as R
+
+REL = "cos(d/4), sin(d/4), cos(d/64), sin(d/64)"
+
+
+def _brute_violations(fam, tsk, param, lengths, margin, feats, limit=None):
+    """The definition: every row's exact logits k(i - j) in Fractions, the worst key the largest key j != t
+    attaining the max over the others (the running top-two keeps the first maximising offset)."""
+    out = []
+    for ell in lengths:
+        k = [sum((a * b for a, b in zip(param, feats[d])), Fraction(0)) for d in range(ell)]
+        for i in tsk.rows(ell):
+            if i == 0:
+                continue
+            t = pe.target_in_window(tsk, i, ell)
+            others = [(k[i - j], j) for j in range(i + 1) if j != t]
+            top = max(v for v, _ in others)
+            m = k[i - t] - top
+            if m < margin:
+                out.append((m - margin, i, max(j for v, j in others if v == top), ell))
+    out.sort(key=lambda v: (v[0], v[3], v[1]))
+    return out if limit is None else out[:limit]
+
+
+def _relative_cases():
+    rnd = random.Random(5)
+    for expr in (REL, "1, d, d**2", "1, d"):
+        fam = F.expression_family(expr).family
+        r = fam.dim(20)
+        feats = R.feature_table(fam, 20, 40)
+        heads = [[Fraction(rnd.randint(-9, 9), rnd.randint(1, 4)) for _ in range(r)] for _ in range(3)]
+        heads.append([Fraction(0)] * r)            # every logit ties: every row violated, worst key by the tie rule
+        heads.append([Fraction(1)] + [Fraction(0)] * (r - 1))
+        for task in ("prev", "skip-2", "attend-first", "copy", "reverse"):
+            yield fam, pe.get_task(task), heads, feats
+
+
+def _violation_mismatches() -> list:
+    bad = []
+    for fam, tsk, heads, feats in _relative_cases():
+        for param in heads:
+            for lengths in ([40], [17], list(range(2, 13))):
+                for limit in (None, 3):
+                    for G in (Fraction(1), Fraction(1, 3)):
+                        got = R._relative_violations(fam, tsk, param, lengths, 20, G, feats, limit)
+                        if got != _brute_violations(fam, tsk, param, lengths, G, feats, limit):
+                            bad.append((fam.name, tsk.name, lengths[-1], limit))
+                        if limit is None and got != R._violations_from_margins(fam, tsk, param, lengths, 20, G, feats):
+                            bad.append((fam.name, tsk.name, "margins"))
+    return bad
+
+
+def test_relative_violations_equal_the_definition():
+    assert _violation_mismatches() == []
+
+
+def test_fault_in_the_integer_margins_is_caught(monkeypatch):
+    real = R._relative_scaled
+
+    def one_unit_high(task, param, L, feats, rows):  # a fault: every margin one unit (1 / scale) too high
+        nums, worst, scale = real(task, param, L, feats, rows)
+        return {i: v + 1 for i, v in nums.items()}, worst, scale
+
+    monkeypatch.setattr(R, "_relative_scaled", one_unit_high)
+    assert _violation_mismatches() != []
+
+
+def _certificate_cut(expr: str, task: str, ell: int):
+    fam, tsk = F.expression_family(expr).family, pe.get_task(task)
+    feats = R.feature_table(fam, 20, ell)
+    dim = fam.dim(20) if fam.kind == "relative" else fam.dim(20) ** 2
+    stable = R._stable_lengths(tsk, ell, 2)
+    cut = R.solve_cutting(fam, tsk, ell, 20, Fraction(1), dim, [], 20_000, feats, stable)
+    assert cut.res.answer == "unsat" and cut.res.certificate.get("checked")
+    return fam, tsk, feats, dim, stable, cut
+
+
+def _presence_mismatches(stale_memo: bool = False) -> list:
+    bad = []
+    for expr, task, ell in (("1, i", "prev", 24), ("1, d", "reverse", 9), ("1, i, i**2", "copy", 8)):
+        fam, tsk, feats, dim, stable, cut = _certificate_cut(expr, task, ell)
+        used = R.used_rows(cut.res.certificate)
+        tampered = [dict(u, rhs=str(Fraction(u["rhs"]) - 1)) for u in used[:1]] + used[1:]
+        for rows in (used, tampered):
+            fast = R._Presence(cut.origin, fam, tsk, 20, feats, Fraction(1), dim, [], stable)
+            if stale_memo:  # a fault: the coefficient memo answers every (i, j, t) with the first one it held
+                first: dict = {}
+
+                class Stale(dict):
+                    def get(self, key, default=None):
+                        return first.get("c", default)
+
+                    def __setitem__(self, key, value):
+                        first.setdefault("c", value)
+
+                fast._coef = Stale()
+            for L in range(2, ell + 6):
+                want = R._present_by_origin(rows, cut.origin, fam, tsk, 20, feats, Fraction(1), dim, [], L, stable)
+                if fast(rows, L) != want:
+                    bad.append((expr, task, L))
+    return bad
+
+
+def test_certificate_presence_equals_the_definition():
+    assert _presence_mismatches() == []
+
+
+def test_fault_stale_coefficient_memo_is_caught():
+    assert _presence_mismatches(stale_memo=True) != []
+
+
+@pytest.mark.parametrize("expr,task", [("1, i, i**2", "prev"), (REL, "reverse"), ("1, i", "copy")])
+def test_integer_features_of_a_longer_prefix(expr, task):
+    # exact margins at short lengths after a longer table's integer features are held: the row definition
+    fam, tsk = F.expression_family(expr).family, pe.get_task(task)
+    r = fam.dim(20)
+    rnd = random.Random(2)
+    flat = [Fraction(rnd.randint(-9, 9), rnd.randint(1, 5)) for _ in range(r if fam.kind == "relative" else r * r)]
+    param = flat if fam.kind == "relative" else [flat[a * r:(a + 1) * r] for a in range(r)]
+    feats = R.feature_table(fam, 20, 60)
+    ar = pe.FractionArith()
+    for L in (60, 9, 33, 2, 60):
+        got = R.exact_margins(fam, tsk, param, L, 20, feats).margins
+        want = {i: pe.exact_row_margin(fam, tsk, param, i, L, 20, ar) for i in tsk.rows(L)}
+        assert got == {i: m for i, m in want.items() if m is not None}, L
+
+
+def test_fault_prefix_denominator_forgotten_is_caught(monkeypatch):
+    # a fault: the absolute logits scaled by the shorter prefix's own denominator instead of the held table's
+    fam, tsk = F.expression_family("1, i/3, i**2/7").family, pe.get_task("prev")
+    param = [[Fraction(a - b, 1 + a) for b in range(3)] for a in range(3)]
+    feats = R.feature_table(fam, 20, 60)
+    R.exact_margins(fam, tsk, param, 60, 20, feats)  # the 60-row integer table is now held
+    monkeypatch.setattr(R, "_feature_den", lambda feats, L: 1)
+    got = R.exact_margins(fam, tsk, param, 12, 20, feats).margins
+    ar = pe.FractionArith()
+    want = {i: pe.exact_row_margin(fam, tsk, param, i, 12, 20, ar) for i in tsk.rows(12)}
+    assert got != {i: m for i, m in want.items() if m is not None}
