@@ -457,7 +457,7 @@ def static_profile(path: str, seed: int = 0, n_seq: int = 8, T: int = 64, top: i
     mt = cfg.model_type
     if mt not in SCHEMES:
         raise ValueError(f"model_type {mt!r} is not supported (supported: {', '.join(sorted(SCHEMES))})")
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, torch_dtype=torch.float32,
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32,
                                                               attn_implementation="eager")
     model.eval()
     H = cfg.num_attention_heads
