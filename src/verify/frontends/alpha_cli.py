@@ -305,6 +305,11 @@ def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str |
 
     say(f"designer (pr26): tasks {', '.join(names)}; the head fitted at L0 = {L0} ({selection}) measured at L = "
         f"{', '.join(map(str, A.designer_lengths(L0, up_to)))}; existence decided exactly at every L <= {up_to}")
+    est_line = _estimate_line(A, _designer_sizes(pe_name, pe_features, frequencies, L0), names, L0, up_to, budget_s)
+    if fmt == "text":
+        say(est_line)
+    else:  # stdout is the JSON document: the estimate goes to stderr
+        click.echo(est_line, err=True)
     say("  selection = the head the fit picks (alpha_L, what the paper's fit measures); existence = some head with "
         "these features (what `verify realizable` decides)")
     try:
@@ -331,6 +336,96 @@ def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str |
     if undecided:
         click.echo("verify: inconclusive: some lengths were not decided (see the INCONCLUSIVE lines)", err=True)
         raise click.exceptions.Exit(EXIT_INCONCLUSIVE)
+
+
+#: the designer's cost model, seconds per unit on the machine it was measured on (2 cores, loaded), where the
+#: calibration below took CALIBRATION_NOMINAL_S; an estimate scales them by (calibration now) / nominal
+CALIBRATION_NOMINAL_S = 0.006
+DESIGNER_COSTS = {
+    "torch_import_s": 1.1,          # importing torch, when the process has not yet
+    "solver_start_s": 0.3,          # the LP solver's imports and first use, once (when scipy.optimize is not loaded)
+    "table_irrational_s": 6e-5,     # the exact (rounded mpmath) feature table, per position x coordinate
+    "table_rational_s": 5e-6,       # the exact rational feature table, per position x coordinate
+    "existence_task_s": 0.1,        # cutting planes per task: LPs and certificates
+    "existence_relative_s": 6e-6,   # ... plus per offset x coordinate (integer kernels, a few rounds)
+    "existence_absolute_s": 1e-8,   # ... plus per N^2 r (float64 filter, exact re-decisions)
+    "fit_s": 0.05,                  # the fit at L0, per task
+    "alpha_relative_s": 1.5e-6,     # selection at length L, per position (running maxima)
+    "alpha_exact_s": 4e-6,          # selection in Fractions (absolute, exact features, small L), per L^2 r / 2
+    "alpha_float_s": 1e-9,          # selection in float64 row blocks (absolute), per L^2 r
+}
+
+
+def _calibration_s() -> float:
+    """Seconds of a fixed small workload of exact arithmetic (about 6 ms where the costs were measured): the
+    machine's speed now, by which :data:`DESIGNER_COSTS` are scaled."""
+    import time
+    from fractions import Fraction
+
+    t = time.perf_counter()
+    acc = Fraction(0)
+    for k in range(1, 1500):
+        acc += Fraction(k, k + 1) * Fraction(3, 7)
+    return time.perf_counter() - t
+
+
+def designer_estimate(kind: str, r: int, exact_features: bool, n_tasks: int, lengths: list[int], up_to: int,
+                      calibration_s: float, max_exact_work: int, loaded: frozenset[str] = frozenset()) -> float:
+    """The designer's expected seconds from the sizes: the imports not yet done (``loaded``: the modules already
+    imported), the exact feature table of ``up_to`` positions, per task the existence decision at ``up_to``
+    (one system for length-stable tasks; copy and reverse usually fail early, and take longer when realizable
+    far) and the fit plus one alpha_L per length; scaled by ``calibration_s`` / :data:`CALIBRATION_NOMINAL_S`."""
+    c = DESIGNER_COSTS
+    total = up_to * r * c["table_rational_s" if exact_features else "table_irrational_s"]
+    total += (0.0 if "torch" in loaded else c["torch_import_s"]) + (
+        0.0 if "scipy.optimize" in loaded else c["solver_start_s"])
+    ex = c["existence_task_s"] + (up_to * r * c["existence_relative_s"] if kind == "relative"
+                                  else up_to * up_to * r * c["existence_absolute_s"])
+    sel = c["fit_s"]
+    for ell in lengths:
+        if kind == "relative":
+            sel += ell * c["alpha_relative_s"]
+        else:
+            work = ell * ell * max(r, 1) // 2 + ell * r * r
+            sel += work * c["alpha_exact_s"] if exact_features and work <= max_exact_work else \
+                ell * ell * r * c["alpha_float_s"]
+    return (total + n_tasks * (ex + sel)) * calibration_s / CALIBRATION_NOMINAL_S
+
+
+def _designer_sizes(pe_name: str | None, pe_features: str | None, frequencies: int | None,
+                    L0: int) -> tuple[str, int, bool] | None:
+    """(kind, feature dimension, exact features) of the designer's map, read without resolving it again
+    (expressions parsed, a built-in family looked up); None for a callable map."""
+    try:
+        if pe_features is not None:
+            from verify.constructions import features as F
+
+            try:
+                exprs, kind = F.parse_expressions(pe_features, ("i",)), "absolute"
+            except Exception:
+                exprs, kind = F.parse_expressions(pe_features, ("d",)), "relative"
+            return kind, len(exprs), all(F.is_rational_expr(e) for e in exprs)
+        if pe_name is None or ":" in pe_name:
+            return None
+        from verify.constructions import pe as pemod
+
+        fam = pemod.get_family(pe_name)
+        r = 2 * frequencies if frequencies is not None and pe_name in ("rope", "sinusoidal") else fam.dim(L0)
+        return fam.kind, r, bool(fam.rational)
+    except Exception:  # the designer validated the map already; an estimate is not worth a second error
+        return None
+
+
+def _estimate_line(A: Any, sizes: tuple[str, int, bool] | None, names: list[str], L0: int, up_to: int,
+                   budget_s: float | None) -> str:
+    """One line: ``estimated ~X s (budget Y s)``, before any work."""
+    budget = "no budget: --budget S stops it" if budget_s is None else f"budget {budget_s:g} s"
+    if sizes is None:
+        return f"estimated: no estimate for a callable feature map ({budget})"
+    kind, r, exact = sizes
+    secs = designer_estimate(kind, r, exact, len(names), A.designer_lengths(L0, up_to), up_to, _calibration_s(),
+                             A.MAX_EXACT_WORK, frozenset(m for m in ("torch", "scipy.optimize") if m in sys.modules))
+    return f"estimated ~{secs:.2g} s ({budget})" if secs < 10 else f"estimated ~{secs:.0f} s ({budget})"
 
 
 def _designer_line(ev: dict) -> str:
