@@ -150,7 +150,9 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     products after scaling by the common denominators), a set that contains the exact max.  The margins
     returned are exact rationals.
 
-    ``only``: the query rows to decide (default: every query row at L).
+    ``only``: the query rows to decide (default: every query row at L).  The result is kept for the same family,
+    task and feature list objects and an equal parameter (a few per run; the RowCheck is shared: not to be
+    written).
 
     Raises:
         TooManyTies: more than :data:`MAX_EXACT_CANDIDATES` pairs to re-decide (or a non-finite float).
@@ -158,10 +160,29 @@ def exact_margins(family: Family, task: Task, param: Any, L: int, window: int,
     ar = FractionArith(0)
     if feats is None or len(feats) < L:
         feats = [family.features(m, window, ar) for m in range(L)]
+    key = (L, window, None if only is None else tuple(only), _frozen(param))
+    recent = _MARGINS.table()
+    for fam_, task_, feats_, key_, chk in recent:
+        if fam_ is family and task_ is task and feats_ is feats and key_ == key:
+            return chk
     rows = list(task.rows(L)) if only is None else [i for i in only if i in task.rows(L)]
     if family.kind == "relative":
-        return _relative_margins(task, param, L, feats, rows)
-    return _absolute_margins(task, param, L, feats, rows)
+        chk = _relative_margins(task, param, L, feats, rows)
+    else:
+        chk = _absolute_margins(task, param, L, feats, rows)
+    recent[:] = [(family, task, feats, key, chk)] + recent[:3]
+    return chk
+
+
+# (family, task, feature list, (L, window, rows, parameter), RowCheck): the last few exact checks of this run, so
+# the loop's last check, the model's extent and the witness re-check of one parameter at N compute it once
+# (the same family, task and feature list objects, an equal exact parameter); :mod:`verify.runcache`
+_MARGINS = runcache.Memo("solver.realizable: exact margins of a parameter", list)
+
+
+def _frozen(param: Any) -> tuple:
+    """The parameter (a vector, or a matrix as rows) as nested tuples of Fractions, to compare by value."""
+    return tuple(tuple(Fraction(x) for x in p) if isinstance(p, (list, tuple)) else Fraction(p) for p in param)
 
 
 def _relative_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:

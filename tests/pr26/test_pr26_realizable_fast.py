@@ -151,3 +151,35 @@ def test_fault_prefix_denominator_forgotten_is_caught(monkeypatch):
     ar = pe.FractionArith()
     want = {i: pe.exact_row_margin(fam, tsk, param, i, 12, 20, ar) for i in tsk.rows(12)}
     assert got != {i: m for i, m in want.items() if m is not None}
+
+
+def _memo_mismatches() -> list:
+    """Exact margins of several parameters on one feature list, asked twice each (the second from the memo),
+    against the row definition."""
+    bad = []
+    for expr, task in (("1, i, i**2", "prev"), (REL, "skip-2")):
+        fam, tsk = F.expression_family(expr).family, pe.get_task(task)
+        r = fam.dim(20)
+        feats = R.feature_table(fam, 20, 30)
+        ar = pe.FractionArith()
+        rnd = random.Random(7)
+        for _ in range(2):
+            for _ in range(3):
+                flat = [Fraction(rnd.randint(-9, 9), rnd.randint(1, 5)) for _ in range(r if fam.kind == "relative"
+                                                                                        else r * r)]
+                param = flat if fam.kind == "relative" else [flat[a * r:(a + 1) * r] for a in range(r)]
+                for _ in range(2):
+                    got = R.exact_margins(fam, tsk, param, 30, 20, feats).margins
+                    want = {i: pe.exact_row_margin(fam, tsk, param, i, 30, 20, ar) for i in tsk.rows(30)}
+                    if got != {i: m for i, m in want.items() if m is not None}:
+                        bad.append((expr, task))
+    return bad
+
+
+def test_exact_margins_memo_equals_the_definition():
+    assert _memo_mismatches() == []
+
+
+def test_fault_memo_keyed_without_the_parameter_is_caught(monkeypatch):
+    monkeypatch.setattr(R, "_frozen", lambda param: ())
+    assert _memo_mismatches() != []
