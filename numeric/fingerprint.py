@@ -117,10 +117,11 @@ def rope_half(x: torch.Tensor, phase: bool = True) -> torch.Tensor:
     return torch.cat([a * c - b * s, a * s + b * c], -1)
 
 
-def toy_forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, phase: bool = True
-                ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def toy_forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, phase: bool = True,
+                streams: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Logits (S, B, T, V) of the 2-layer attention-only model (pre-LayerNorm without gain, residual stream,
-    unembedding after a final LayerNorm) and each layer's attention (S, B, H, T, T)."""
+    unembedding after a final LayerNorm) and each layer's attention (S, B, H, T, T); ``streams``, when given,
+    receives each layer's input residual stream (S, B, T, d)."""
     S, B, T = tok.shape
     X = p["E"][torch.arange(S)[:, None, None], tok]
     if pe == "absolute":
@@ -128,6 +129,8 @@ def toy_forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, phase: b
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     atts = []
     for layer in (1, 2):
+        if streams is not None:
+            streams.append(X)
         h = _ln(X)
         q = torch.einsum("sbtd,shde->sbhte", h, p[f"Q{layer}"])
         k = torch.einsum("sbtd,shde->sbhte", h, p[f"K{layer}"])
@@ -240,7 +243,8 @@ def head_report(p: dict[str, torch.Tensor], pe: str, V: int, T: int, seed: int) 
     x, mp = map_batch(V, T, 16, lab.generator("fp26-toy", seed, "eval"))
     S = p["E"].shape[0]
     tok = x.expand(S, *x.shape)
-    logits, atts = toy_forward(p, tok, pe)
+    streams: list[torch.Tensor] = []
+    logits, atts = toy_forward(p, tok, pe, streams=streams)
     ce = -torch.log_softmax(logits[..., :-1, :], -1).gather(-1, tok[..., 1:, None])[..., 0]
     pred = (mp & seen_before(x)[:, :-1])
     out = []
@@ -264,7 +268,11 @@ def head_report(p: dict[str, torch.Tensor], pe: str, V: int, T: int, seed: int) 
         nxt = (qr[:, 0] * kr[:, 1]).sum(-1)   # query at 0, key at 1
         scale = float(torch.cat([prev, nxt]).abs().mean()) or 1.0
         dfrac = float(np.linalg.norm(MA)) / max(float(np.linalg.norm(M)), 1e-300)
-        out.append({"layer": li, "head": h, "prev_weight": round(w, 4),
+        from verify.numeric.heads import certified_mean_prev, fp26_program
+
+        cert = certified_mean_prev(fp26_program(p, s, li, h, pe), x.tolist(),
+                                   [streams[li - 1][s, b] for b in range(x.shape[0])], lo)
+        out.append({"layer": li, "head": h, "prev_weight": round(w, 4), "prev_weight_certified": cert,
                     "dir_frac": dfrac, "d_head": d_head(M),
                     "rope_imag_share": float(im / (im + re_)) if pe == "rope" else None,
                     "pair_asymmetry": float((prev - nxt).mean()) / scale,
@@ -303,6 +311,12 @@ def gpt2_null(draws: int, seed: int) -> dict[str, float]:
     return core_null(s, GPT2_D, draws, seed)
 
 
+def prev_lower(head: dict[str, Any]) -> float:
+    """A head's attention on t - 1 as the rule reads it: the certified lower end when measured, else the float."""
+    cert = head.get("prev_weight_certified")
+    return float(cert[0]) if cert else float(head["prev_weight"])
+
+
 def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[Outcome | None, list[str]]:
     """The rule of :func:`check_toy` on measured numbers (``arms[name]`` with ``formation`` (per seed, None = not
     formed), ``heads`` (per seed, :func:`head_report`)).  Returns (None: some arm did not form within the budget,
@@ -320,7 +334,8 @@ def toy_verdict(arms: dict[str, dict[str, Any]]) -> tuple[Outcome | None, list[s
             return None, [f"{name} did not form within the budget in every seed"]
     ok = True
     for name, a in arms.items():
-        weak = [h["prev_weight"] for h in a["heads"] if h["prev_weight"] < PREV_HEAD]
+        # the certified lower end of the head's mean attention on t - 1 (arb balls) when measured, else the float
+        weak = [prev_lower(h) for h in a["heads"] if prev_lower(h) < PREV_HEAD]
         if weak:
             ok = False
             reasons.append(f"{name}: previous-token head weak ({min(weak):.2f} < {PREV_HEAD})")

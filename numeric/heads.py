@@ -440,3 +440,42 @@ def rebuild_matches(doc: dict[str, Any]) -> tuple[bool, str]:
     if hb.content_digest(body) != doc.get("content_sha256"):
         return False, f"the head or inputs are not those of {model} layer {doc['layer']} head {doc['head']} today"
     return True, f"the head and inputs are {model}'s (layer {doc['layer']}, head {doc['head']})"
+
+
+# ----------------------------------------------------------------------------- fp26's toy two-layer model
+
+
+def fp26_program(p: dict[str, torch.Tensor], s: int, layer: int, head: int, pe: str) -> HeadProgram:
+    """Head ``head`` of layer ``layer`` (1 or 2) of seed row ``s`` of fp26's toy model
+    (:func:`verify.numeric.fingerprint.toy_forward`): LayerNorm without gain (eps 1e-5), q = n(x) Q[h], k = n(x) K[h],
+    rotate-half RoPE over the whole head with theta_m = 10000^(-2m/d_head) under ``pe == "rope"``, scale
+    1/sqrt(d_head)."""
+    WQ, WK = p[f"Q{layer}"][s, head], p[f"K{layer}"][s, head]
+    dh = int(WQ.shape[-1])
+    inv = None
+    if pe == "rope":
+        inv = (10000.0 ** (-2.0 * torch.arange(dh // 2, dtype=torch.float64) / dh)).tolist()
+    return HeadProgram(W_Q=_floats(WQ), W_K=_floats(WK), norm="layernorm", norm_eps=1e-5, scale_inv_sqrt=dh,
+                       rope_inv_freq=inv)
+
+
+def certified_mean_prev(prog: HeadProgram, tokens: Sequence[Sequence[int]], inputs: Sequence[torch.Tensor],
+                        lo: int) -> list[str]:
+    """The head's mean attention on t - 1 over rows lo..T-1 of every sequence, enclosed: [lower, upper] as decimal
+    strings of 6 significant digits rounded outward (each row's ball, summed in exact rationals)."""
+    from fractions import Fraction
+
+    from verify.numeric.head_bounds import bound_prompt, fmt_directed
+
+    lo_sum, hi_sum, n = Fraction(0), Fraction(0), 0
+    for toks, X in zip(tokens, inputs):
+        rows = list(range(max(lo, 1), len(toks)))
+        pr = PromptInput(list(toks), [_floats(X)], rows, [r - 1 for r in rows])
+        for r in bound_prompt(prog, pr, Fraction(1, 2)):
+            lo_sum += Fraction(r.mass_lo)
+            hi_sum += Fraction(r.mass_hi)
+            n += 1
+    if not n:
+        return ["0", "0"]
+    down, up = math.nextafter(float(lo_sum / n), -math.inf), math.nextafter(float(hi_sum / n), math.inf)
+    return [fmt_directed(down, True, 6), fmt_directed(up, False, 6)]

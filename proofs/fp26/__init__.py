@@ -142,14 +142,16 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
                            "Pythia-1.4B, Llama-3-8B): not shipped, never downloaded",
                            "dynamic": "Pythia public checkpoints: not shipped, never downloaded"}}
     tol = (f"formation: first recorded step (every 25) with training loss below {toy['formation_threshold']} (midway "
-           f"between ln V and the induction floor {toy['loss_floor']}); previous-token head: attention on t - 1 >= "
-           f"{num.PREV_HEAD}; symmetric static M: dir_frac < {num.SYMMETRIC}; phase used: rotary imaginary share >= "
+           f"between ln V and the induction floor {toy['loss_floor']}); previous-token head: mean attention on t - 1 >= "
+           f"{num.PREV_HEAD}, certified (the lower end of its arb-ball enclosure, verify head's bounds); symmetric "
+           f"static M: dir_frac < {num.SYMMETRIC}; phase used: rotary imaginary share >= "
            f"{num.PHASE_USED}")
     parts = []
     for name, v in a.items():
         fs = ", ".join("-" if f is None else str(f) for f in v["formation"])
         h = v["heads"]
-        parts.append(f"{name}: formed at {fs}; head on t - 1 {min(x['prev_weight'] for x in h):.2f}, dir_frac <= "
+        parts.append(f"{name}: formed at {fs}; head on t - 1 >= {min(num.prev_lower(x) for x in h):.2f} (certified), "
+                     f"dir_frac <= "
                      f"{max(x['dir_frac'] for x in h):.3f}"
                      + (f", rotary Im share >= {min(x['rope_imag_share'] for x in h):.2f}, pair asymmetry >= "
                         f"{min(x['pair_asymmetry'] for x in h):.2f}" if h[0]["rope_imag_share"] is not None else ""))

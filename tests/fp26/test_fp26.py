@@ -146,6 +146,32 @@ def test_toy_rule_and_faults():
     assert fp.toy_verdict(leaky)[0] == "fails"                            # the ban did not enforce
     unformed = {**arms, "rope/sym": {**arms["rope/sym"], "formation": [None, 1600]}}
     assert fp.toy_verdict(unformed)[0] is None                            # budget too small: no verdict
+    # the rule reads the certified lower end of the head's attention on t - 1 when it is measured
+    uncertain = {**arms, "rope/sym": {**arms["rope/sym"],
+                                      "heads": [{**_head(), "prev_weight_certified": ["0.45", "0.9"]}] * 2}}
+    assert fp.toy_verdict(uncertain)[0] == "fails"
+
+
+@pytest.mark.parametrize("pe", ["rope", "absolute"])
+def test_head_report_certifies_the_previous_token_weight(pe):
+    """The chosen head's mean attention on t - 1, enclosed in arb balls (verify head's bounds on fp26_program), contains
+    the float64 measurement; fault: the program without RoPE (under rope) no longer encloses it."""
+    pytest.importorskip("torch")
+    from verify.numeric import heads, lab
+
+    tr = lab.train(fp.toy_recipe(pe, "free", 32, 2, 16, 32, 4, 5, 1e-2, 5), [0], cache=None)
+    p = tr.float64()
+    rep = fp.head_report(p, pe, 16, 32, 7)[0]
+    lo, hi = (float(v) for v in rep["prev_weight_certified"])
+    assert lo <= rep["prev_weight"] + 5e-5 and rep["prev_weight"] - 5e-5 <= hi and hi - lo < 1e-5
+    if pe == "rope":
+        prog = heads.fp26_program(p, 0, rep["layer"], rep["head"], pe)
+        prog.rope_inv_freq = None
+        x, _ = fp.map_batch(16, 32, 16, lab.generator("fp26-toy", 7, "eval"))
+        streams: list = []
+        fp.toy_forward(p, x.expand(1, *x.shape), pe, streams=streams)
+        bad = heads.certified_mean_prev(prog, x.tolist(), [streams[rep["layer"] - 1][0, b] for b in range(16)], 8)
+        assert not (float(bad[0]) <= rep["prev_weight"] + 5e-5 and rep["prev_weight"] - 5e-5 <= float(bad[1]))
 
 
 def test_head_report_sees_the_phase_of_a_symmetric_rope_head(monkeypatch):
