@@ -11,7 +11,9 @@ length do not help it; torch on one thread), measured inside that process from t
 finishes in reasonable time (``dense_alpha_s``), and its alpha_L and margins compared with the fast path's.
 Results go to benchmarks/results/bench_alpha-<date>.json unless --json says otherwise.
 
-Targets (issue 25): rope/prev, L0 = 20: L = 17665 <= 1x the reference, L = 131072 <= 2x.
+Targets (issue 25): rope/prev, L0 = 20: L = 17665 <= 1x the reference, L = 131072 <= 2x.  On a shared
+machine one ratio swings with the load, so at the target lengths the row also holds ``paired_ratios``:
+--repeat runs of (reference workload, then the child), each ratio from its own pair, and their median.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the measurements here (default benchmarks/results/bench_alpha-<date>.json)")
     ap.add_argument("--quick", action="store_true", help="rope/prev only")
+    ap.add_argument("--repeat", type=int, default=5, help="paired (reference, child) runs at the target lengths")
     a = ap.parse_args(argv)
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
@@ -83,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
             row = {"pe": pe_, "task": task, "L0": 20, "L": L, **{k: round(v, 4) if isinstance(v, float) else v
                                                                 for k, v in d.items()},
                    "alpha_ratio": round(d["alpha_s"] / ref, 2), "command_ratio": round(d["command_s"] / ref, 2)}
+            if (pe_, task) == ("rope", "prev") and L in (17665, 131072) and a.repeat > 0:
+                pairs = []
+                for _ in range(a.repeat):
+                    r_ = reference_workload()
+                    pairs.append(round(run_child(pe_, task, L)["alpha_s"] / r_, 2))
+                row["paired_ratios"] = pairs
+                row["paired_ratio_median"] = statistics.median(pairs)
             if L <= DENSE_MAX_L:
                 o = run_child(pe_, task, L, dense=True)
                 row["dense_alpha_s"] = round(o["alpha_s"], 4)
@@ -100,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
            "command_s_is": "the same process from start (Python start-up and imports included)",
            "maxrss_is": "peak resident memory of that process (resource.getrusage ru_maxrss), torch included",
            "targets": {"rope prev L=17665": "alpha_s <= 1x reference", "rope prev L=131072": "alpha_s <= 2x reference"},
+           "paired_ratios_are": "at the target lengths: --repeat pairs of (reference workload, the child's alpha_s), "
+                                "each ratio from its own pair; paired_ratio_median their median",
            "rows": rows}
     path = a.json or os.path.join(os.path.dirname(__file__), "results",
                                   f"bench_alpha-{datetime.date.today().isoformat()}.json")
