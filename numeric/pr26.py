@@ -835,8 +835,9 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
         ValueError: a target outside its row's causal window (``pe.target_in_window``).
 
     The float64 stage never holds an L x L matrix.  Relative heads: row i's logits are k(i - j), so
-    its margin is k(o) - max k over offsets [0, i] except the target offset o, read from a range-maximum
-    table of k (O(L log L) for every row); the argmax key is i minus the largest maximising offset
+    its margin is k(o) - max k over offsets [0, i] except the target offset o, read from running maxima
+    of k (O(L) for every row; a range-maximum table, O(L log L), where o varies by row as in reverse:
+    :func:`_others_max`); the argmax key is i minus the largest maximising offset
     <= i (a running argmax); only the rows float64 cannot decide are materialised, for the re-check.
     Absolute heads: row blocks of the logits a_i . (W phi(j)) up to the block's last causal key, by
     batched matrix products, at most :data:`BLOCK_BYTES` per block.  Margins, argmaxes and the rows
