@@ -172,8 +172,11 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
                   if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
         if rising:
-            more = (f"; a verdict needs more steps: {command} --steps {steps * 4} (4x this run's training cost)"
-                    if command else "")
+            secs = float(getattr(tr, "train_seconds", 0.0) or 0.0)
+            cost = (f": about {4 * secs * 1.5 / 60:.0f} min of this machine (4x this run's "
+                    f"{secs / 60:.0f} min, plus the half-length run)" if secs else
+                    " (4x this run's training, plus the half-length run)")
+            more = f"; a verdict needs more steps: {command} --steps {steps * 4}{cost}" if command else ""
             return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
                 f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())

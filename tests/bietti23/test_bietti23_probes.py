@@ -3,6 +3,7 @@ and probes that fail only once training converged.  Small sizes only."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from verify.numeric import trained_models as tm
@@ -62,3 +63,15 @@ def test_probes_fail_only_once_converged(monkeypatch):
     monkeypatch.setattr(bp, "_measure", measured(0.95, 0.5))
     ev = bp.check_probes(16, 16, 1, 4, 400, 0.01, [0], 4, None, optimizer="adam")
     assert (ev.status, ev.outcome) == ("consistent", "holds")
+
+
+def test_the_runs_an_inconclusive_answer_names_are_accepted():
+    """INCONCLUSIVE names `--steps 4x`: the next runs (25600 after 6400, up to 409600) must parse; a fault the cap
+    had (20000 refused the 25600 run the 6400 run names) is what this guards."""
+    from verify.core.model import InputError
+    from verify.proofs.bietti23 import MAX_STEPS, PROBES
+
+    for steps in (6400, 25600, 102400, MAX_STEPS):
+        assert PROBES.parse_params({"steps": str(steps)})["steps"] == steps
+    with pytest.raises(InputError):
+        PROBES.parse_params({"steps": str(MAX_STEPS + 1)})
