@@ -33,7 +33,7 @@ class FingerprintParams(Params):
     T: int = param(64, "sequence length (the paper's toy: 256)", kind="int", minimum=8, maximum=512)
     batch: int = param(32, "sequences per step and seed (the paper's toy: 64)", kind="int", minimum=1, maximum=512)
     steps: int = param(800, "Adam steps per arm (--full: 3x; the paper's toy: 6000)", kind="int", minimum=25,
-                       maximum=20000, full=Times(3))
+                       maximum=194400, full=Times(3))  # room for the 3x runs an INCONCLUSIVE answer names
     lr: float = param(1e-3, "Adam learning rate (the paper's toy: AdamW 1e-3)", kind="float", minimum=1e-6, maximum=1.0)
     seeds: int = param(2, "seeds per arm, trained as one batched model (the paper's toy: 5)", kind="int", minimum=1,
                        maximum=16)
