@@ -271,7 +271,7 @@ def head_report(p: dict[str, torch.Tensor], pe: str, V: int, T: int, seed: int) 
         from verify.numeric.heads import certified_mean_prev, fp26_program
 
         cert = certified_mean_prev(fp26_program(p, s, li, h, pe), x.tolist(),
-                                   [streams[li - 1][s, b] for b in range(x.shape[0])], lo)
+                                   [streams[0][s, b] for b in range(x.shape[0])], lo)
         out.append({"layer": li, "head": h, "prev_weight": round(w, 4), "prev_weight_certified": cert,
                     "dir_frac": dfrac, "d_head": d_head(M),
                     "rope_imag_share": float(im / (im + re_)) if pe == "rope" else None,

@@ -26,7 +26,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 FORMAT = "verify-head-certificate/1"
 #: working precision of the balls (bits); the weights are float32/float64 values, exact at this precision
@@ -92,6 +92,7 @@ class HeadProgram:
     relative_keys: list[list[float]] | None = None
     alibi_slope: float | None = None
     window: int | None = None
+    prefix: list["PrefixLayer"] = field(default_factory=list)
 
     @property
     def d_model(self) -> int:
@@ -111,7 +112,8 @@ class HeadProgram:
                 "scale_factor": _hex(self.scale_factor), "rope_inv_freq": vec(self.rope_inv_freq),
                 "rope_attention_scaling": _hex(self.rope_attention_scaling),
                 "relative_keys": None if self.relative_keys is None else _hexes(self.relative_keys),
-                "alibi_slope": None if self.alibi_slope is None else _hex(self.alibi_slope), "window": self.window}
+                "alibi_slope": None if self.alibi_slope is None else _hex(self.alibi_slope), "window": self.window,
+                "prefix": [layer.to_json() for layer in self.prefix]}
 
     @classmethod
     def from_json(cls, d: Any) -> "HeadProgram":
@@ -155,9 +157,51 @@ class HeadProgram:
                        scale_factor=_unhex(d.get("scale_factor", "0x1.0p+0")), rope_inv_freq=inv,
                        rope_attention_scaling=_unhex(d.get("rope_attention_scaling", "0x1.0p+0")),
                        relative_keys=None if rel is None else _unhexes(rel, dh),
-                       alibi_slope=None if d.get("alibi_slope") is None else _unhex(d["alibi_slope"]), window=window)
+                       alibi_slope=None if d.get("alibi_slope") is None else _unhex(d["alibi_slope"]), window=window,
+                       prefix=[PrefixLayer.from_json(x, dm) for x in (d.get("prefix") or [])])
         except (KeyError, TypeError, AttributeError) as e:
             raise HeadCertificateError(f"malformed head: {type(e).__name__}: {str(e)[:100]}") from None
+
+
+@dataclass
+class PrefixHead:
+    """One head of a layer below the certified one, whole: its query/key side ``qk`` (norm, W_Q, W_K, RoPE, ...) and
+    its value and output maps, v = n(x) W_V ``[d_model, d_head]``, out = (A v) W_O ``[d_head, d_model]``."""
+
+    qk: HeadProgram
+    W_V: list[list[float]]
+    W_O: list[list[float]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"qk": self.qk.to_json(), "W_V": _hexes(self.W_V), "W_O": _hexes(self.W_O)}
+
+    @classmethod
+    def from_json(cls, d: Any, d_model: int) -> "PrefixHead":
+        if not isinstance(d, dict):
+            raise HeadCertificateError("a prefix head must be an object")
+        qk = HeadProgram.from_json(d.get("qk"))
+        WV, WO = _unhexes(d.get("W_V")), _unhexes(d.get("W_O"), d_model)
+        if qk.d_model != d_model or len(WV) != d_model or not WV or len(WO) != len(WV[0]) or any(
+                len(r) != len(WV[0]) for r in WV):
+            raise HeadCertificateError("a prefix head's W_V must be [d_model, d_head] and W_O [d_head, d_model]")
+        return cls(qk, WV, WO)
+
+
+@dataclass
+class PrefixLayer:
+    """An attention-only layer below the certified head, computed in balls: x <- x + sum over its heads of
+    (A_h (n(x) W_V^h)) W_O^h (the residual stream the certified head reads is then exact from the weights)."""
+
+    heads: list[PrefixHead]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"heads": [h.to_json() for h in self.heads]}
+
+    @classmethod
+    def from_json(cls, d: Any, d_model: int) -> "PrefixLayer":
+        if not isinstance(d, dict) or not isinstance(d.get("heads"), list) or not d["heads"]:
+            raise HeadCertificateError("a prefix layer must list its heads")
+        return cls([PrefixHead.from_json(h, d_model) for h in d["heads"]])
 
 
 @dataclass
@@ -337,6 +381,52 @@ def _admitted(prog: HeadProgram, i: int) -> range:
     return range(lo, i + 1)
 
 
+def _score_fn(fl: Any, prog: HeadProgram, X: list[list[Any]]) -> tuple[list[list[Any]], Callable[[int, int], Any]]:
+    """The normalised rows n(x_i) and s(i, j), the pre-softmax score of query i on key j, as balls."""
+    arb = fl.arb
+    N = _norm_rows(fl, X, prog)
+    Q = _rope(fl, _project(fl, N, prog.W_Q, prog.b_Q), prog)
+    K = _rope(fl, _project(fl, N, prog.W_K, prog.b_K), prog)
+    S = fl.arb_mat(Q) * fl.arb_mat(K).transpose()
+    QR = fl.arb_mat(Q) * fl.arb_mat(prog.relative_keys).transpose() if prog.relative_keys is not None else None
+    scale = arb(prog.scale_inv_sqrt).rsqrt() * arb(prog.scale_factor)
+    slope = None if prog.alibi_slope is None else arb(prog.alibi_slope)
+
+    def score(i: int, j: int) -> Any:
+        v = S[i, j]
+        if QR is not None:
+            if i - j >= QR.ncols():
+                raise HeadCertificateError(f"no relative key vector for offset {i - j}")
+            v = v + QR[i, i - j]
+        v = v * scale
+        return v if slope is None else v + slope * (j - i)
+
+    return N, score
+
+
+def _apply_prefix(fl: Any, prefix: Sequence["PrefixLayer"], X: list[list[Any]]) -> list[list[Any]]:
+    """The residual stream after the prefix layers, in balls: x <- x + sum_h (A_h (n_h(x) W_V^h)) W_O^h."""
+    arb = fl.arb
+    L = len(X)
+    for layer in prefix:
+        add = None
+        for ph in layer.heads:
+            N, score = _score_fn(fl, ph.qk, X)
+            A = [[arb(0)] * L for _ in range(L)]
+            for i in range(L):
+                keys = list(_admitted(ph.qk, i))
+                e = [(score(i, j) - score(i, i)).exp() for j in keys]
+                tot = sum(e, arb(0))
+                for j, v in zip(keys, e):
+                    A[i][j] = v / tot
+            V = fl.arb_mat(_project(fl, N, ph.W_V, None))
+            out = fl.arb_mat(A) * V * fl.arb_mat(ph.W_O)
+            add = out if add is None else add + out
+        if add is not None:
+            X = [[X[i][k] + add[i, k] for k in range(len(X[i]))] for i in range(L)]
+    return X
+
+
 def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: int = 0,
                  precision: int = PRECISION) -> list[RowBound]:
     """The rigorous enclosures of every checked row of one prompt (see the module docstring)."""
@@ -347,33 +437,16 @@ def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: i
         arb = fl.arb
         L = len(prompt.tokens)
         X = [[sum((arb(c[i][k]) for c in prompt.components), arb(0)) for k in range(prog.d_model)] for i in range(L)]
-        N = _norm_rows(fl, X, prog)
-        Q = _rope(fl, _project(fl, N, prog.W_Q, prog.b_Q), prog)
-        K = _rope(fl, _project(fl, N, prog.W_K, prog.b_K), prog)
-        S = fl.arb_mat(Q) * fl.arb_mat(K).transpose()
-        QR = None
-        if prog.relative_keys is not None:
-            QR = fl.arb_mat(Q) * fl.arb_mat(prog.relative_keys).transpose()
-        scale = arb(prog.scale_inv_sqrt).rsqrt() * arb(prog.scale_factor)
-        slope = None if prog.alibi_slope is None else arb(prog.alibi_slope)
+        X = _apply_prefix(fl, prog.prefix, X)
+        _, score = _score_fn(fl, prog, X)
         tau_b = arb(tau.numerator) / tau.denominator
         out = []
         for i, t in zip(prompt.rows, prompt.targets):
             keys = _admitted(prog, i)
             if t not in keys:
                 raise HeadCertificateError(f"row {i}: target {t} is not an admitted key")
-
-            def score(j: int) -> Any:
-                v = S[i, j]
-                if QR is not None:
-                    if i - j >= QR.ncols():
-                        raise HeadCertificateError(f"no relative key vector for offset {i - j}")
-                    v = v + QR[i, i - j]
-                v = v * scale
-                return v if slope is None else v + slope * (j - i)
-
-            st = score(t)
-            diffs = [score(j) - st for j in keys if j != t]
+            st = score(i, t)
+            diffs = [score(i, j) - st for j in keys if j != t]
             total = sum((dd.exp() for dd in diffs), arb(1))
             mass = 1 / total
             margin_lo = min((_down((-dd).lower()) for dd in diffs), default=math.inf)
@@ -436,8 +509,10 @@ def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
         if not isinstance(raw, list) or not raw:
             return False, "no prompts"
         prompts = [PromptInput.from_json(p, prog.d_model) for p in raw]
-        work = sum(len(p.tokens) ** 2 * (prog.d_head + 1) + len(p.tokens) * prog.d_model * prog.d_head * 2
-                   for p in prompts)
+        per_head = [(prog.d_model, prog.d_head, 2)] + [(h.qk.d_model, h.qk.d_head, 3) for layer in prog.prefix
+                                                        for h in layer.heads]
+        work = sum(len(p.tokens) ** 2 * (dh + 1) + len(p.tokens) * dm * dh * k
+                   for p in prompts for dm, dh, k in per_head)
         if work > MAX_WORK:
             return False, f"too large to re-check here ({work} > {MAX_WORK} multiply-adds)"
         if doc.get("content_sha256") != content_digest({"program": doc["program"], "prompts": raw}):

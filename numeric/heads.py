@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from verify.numeric.head_bounds import HeadProgram, PromptInput
+from verify.numeric.head_bounds import HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
 #: the Hugging Face families whose attention head is taken apart here
 HF_FAMILIES = ("gpt2", "llama", "mistral", "qwen2")
@@ -279,7 +279,7 @@ def extract_trained(name: str, layer: int, head: int, pattern: str, prompts: lis
             sc = tm.layer1_scores(p, tok, pe)[0, 0]
         else:
             H1 = _ws24_layer1_out(p, tok, pe, tm)
-            comps = [_floats(H1)]
+            comps = ws24_inputs(p, toks, pe)  # layer 0 runs again in balls (the program's prefix)
             sc = (H1 @ p["W2K"][0]) @ H1.T / math.sqrt(d)
             sc = sc.masked_fill(~torch.ones_like(sc, dtype=torch.bool).tril(), float("-inf"))
         r, t = _rows(pattern, toks, rows)
@@ -287,7 +287,9 @@ def extract_trained(name: str, layer: int, head: int, pattern: str, prompts: lis
         atts.append(torch.softmax(sc, -1))
     desc = {"model": f"trained:{name}", "family": name, "recipe": "ws24:falsifier defaults (d 32, V 32, T 256, K 8, "
             "batch 16, 300 Adam steps, lr 0.01)", "seed": seed, "layers": 2, "heads": 1, "d_model": d, "d_head": d}
-    return Extracted(prog, out_prompts, atts, _input_kind(layer, name), desc)
+    kind = _input_kind(0, name) + ("" if layer == 0 else "; layer 0 (its one head, values and output) computed "
+                                   "in the balls, so layer 1's input is exact too")
+    return Extracted(prog, out_prompts, atts, kind, desc)
 
 
 def ws24_program(p: dict[str, torch.Tensor], layer: int, pe: str) -> HeadProgram:
@@ -296,8 +298,10 @@ def ws24_program(p: dict[str, torch.Tensor], layer: int, pe: str) -> HeadProgram
     d = int(p["E"].shape[-1])
     WK = p["W1K" if layer == 0 else "W2K"][0]
     rel = _floats(p["POS"][0]) if (pe == "rpe" and layer == 0) else None
+    prefix = [] if layer == 0 else [PrefixLayer([PrefixHead(ws24_program(p, 0, pe), _floats(p["W1V"][0].T),
+                                                            _floats(p["W1O"][0].T))])]
     return HeadProgram(W_Q=_floats(WK), W_K=_floats(torch.eye(d, dtype=torch.float64)), scale_inv_sqrt=d,
-                       relative_keys=rel)
+                       relative_keys=rel, prefix=prefix)
 
 
 def ws24_inputs(p: dict[str, torch.Tensor], toks: Sequence[int], pe: str) -> list[list[list[float]]]:
@@ -359,9 +363,39 @@ def cross_check(ex: Extracted, precision: int = 53) -> float:
 
 def _midpoint_attention(prog: HeadProgram, prompt: PromptInput) -> dict[int, dict[int, float]]:
     """a_ij for every checked row i and admitted key j, in float64 from the program (the arithmetic the balls
-    enclose, evaluated at their midpoints)."""
+    enclose, evaluated at their midpoints), the prefix layers included."""
     X = sum(torch.tensor(c, dtype=torch.float64) for c in prompt.components)
     assert isinstance(X, torch.Tensor)
+    X = _prefix_t(prog, X)
+    _, S = _scores_t(prog, X)
+    out: dict[int, dict[int, float]] = {}
+    for i in prompt.rows:
+        lo = 0 if prog.window is None else max(0, i - prog.window + 1)
+        a = torch.softmax(S[i, lo:i + 1], -1)
+        out[i] = {lo + k: float(a[k]) for k in range(a.numel())}
+    return out
+
+
+def _prefix_t(prog: HeadProgram, X: torch.Tensor) -> torch.Tensor:
+    """The residual stream after the program's prefix layers, float64 (the balls' arithmetic at midpoints)."""
+    L = X.shape[0]
+    for layer in prog.prefix:
+        add = torch.zeros_like(X)
+        for ph in layer.heads:
+            Xn, S = _scores_t(ph.qk, X)
+            allowed = torch.ones(L, L, dtype=torch.bool).tril()
+            if ph.qk.window is not None:
+                idx = torch.arange(L)
+                allowed &= (idx[:, None] - idx[None, :]) < ph.qk.window
+            A = torch.softmax(S.masked_fill(~allowed, float("-inf")), -1)
+            add = add + (A @ (Xn @ torch.tensor(ph.W_V, dtype=torch.float64))) @ torch.tensor(ph.W_O,
+                                                                                           dtype=torch.float64)
+        X = X + add
+    return X
+
+
+def _scores_t(prog: HeadProgram, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """n(X) ``[pos, d_model]`` and the scores s_ij ``[pos, pos]`` (unmasked) of the program's query/key side."""
     if prog.norm == "layernorm":
         Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=prog.norm_eps)
     elif prog.norm == "rmsnorm":
@@ -391,12 +425,7 @@ def _midpoint_attention(prog: HeadProgram, prompt: PromptInput) -> dict[int, dic
     if prog.alibi_slope is not None:
         idx = torch.arange(L, dtype=torch.float64)
         S = S + prog.alibi_slope * (idx[None, :] - idx[:, None])
-    out: dict[int, dict[int, float]] = {}
-    for i in prompt.rows:
-        lo = 0 if prog.window is None else max(0, i - prog.window + 1)
-        a = torch.softmax(S[i, lo:i + 1], -1)
-        out[i] = {lo + k: float(a[k]) for k in range(a.numel())}
-    return out
+    return Xn, S
 
 
 def _rope_t(Y: torch.Tensor, prog: HeadProgram) -> torch.Tensor:
@@ -449,14 +478,18 @@ def fp26_program(p: dict[str, torch.Tensor], s: int, layer: int, head: int, pe: 
     """Head ``head`` of layer ``layer`` (1 or 2) of seed row ``s`` of fp26's toy model
     (:func:`verify.numeric.fingerprint.toy_forward`): LayerNorm without gain (eps 1e-5), q = n(x) Q[h], k = n(x) K[h],
     rotate-half RoPE over the whole head with theta_m = 10000^(-2m/d_head) under ``pe == "rope"``, scale
-    1/sqrt(d_head)."""
+    1/sqrt(d_head); a layer-2 head carries every layer-1 head (values V1, outputs O1) as its prefix, so its input is
+    computed in the balls from the embeddings."""
     WQ, WK = p[f"Q{layer}"][s, head], p[f"K{layer}"][s, head]
     dh = int(WQ.shape[-1])
     inv = None
     if pe == "rope":
         inv = (10000.0 ** (-2.0 * torch.arange(dh // 2, dtype=torch.float64) / dh)).tolist()
+    prefix = [] if layer == 1 else [PrefixLayer([
+        PrefixHead(fp26_program(p, s, 1, h, pe), _floats(p["V1"][s, h]), _floats(p["O1"][s, h]))
+        for h in range(int(p["Q1"].shape[1]))])]
     return HeadProgram(W_Q=_floats(WQ), W_K=_floats(WK), norm="layernorm", norm_eps=1e-5, scale_inv_sqrt=dh,
-                       rope_inv_freq=inv)
+                       rope_inv_freq=inv, prefix=prefix)
 
 
 def certified_mean_prev(prog: HeadProgram, tokens: Sequence[Sequence[int]], inputs: Sequence[torch.Tensor],

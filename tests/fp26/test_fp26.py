@@ -170,7 +170,7 @@ def test_head_report_certifies_the_previous_token_weight(pe):
         x, _ = fp.map_batch(16, 32, 16, lab.generator("fp26-toy", 7, "eval"))
         streams: list = []
         fp.toy_forward(p, x.expand(1, *x.shape), pe, streams=streams)
-        bad = heads.certified_mean_prev(prog, x.tolist(), [streams[rep["layer"] - 1][0, b] for b in range(16)], 8)
+        bad = heads.certified_mean_prev(prog, x.tolist(), [streams[0][0, b] for b in range(16)], 8)
         assert not (float(bad[0]) <= rep["prev_weight"] + 5e-5 and rep["prev_weight"] - 5e-5 <= float(bad[1]))
 
 

@@ -219,3 +219,19 @@ def test_trained_previous_token_head_is_certified(tmp_path, capsys, monkeypatch)
     recall = float(tm.prev_token_recall(p, toks[None], "rpe", 2, 64)[0])  # paper's t in [2, 64] = rows 1..63
     assert report["counts"]["argmax_yes"] == round(recall * report["counts"]["rows"])
     assert math.isclose(report["counts"]["argmax_yes"] / report["counts"]["rows"], recall)
+
+
+def test_deeper_layer_input_computed_in_the_balls(tmp_path, monkeypatch):
+    """ws24's layer 1 (the induction head) reads layer 0's output, which the program carries as its prefix and the
+    balls compute from the embeddings: the extracted head matches the model's own attention, its input is exact.
+    Fault: the prefix dropped (layer 1 reading the bare embeddings) is caught by the cross-check."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    ex = heads.extract_trained("ws24-rpe", 1, 0, "induction", None, n=1, length=32, seed=0)
+    assert "exact" in ex.input_kind and len(ex.program.prefix) == 1
+    assert heads.cross_check(ex) < 1e-9
+    bound = hb.bound_head(ex.program, ex.prompts, HALF)
+    A = ex.library_attention[0]
+    for r in bound.rows:
+        assert r.mass_lo - 1e-9 <= float(A[r.row, r.target]) <= r.mass_hi + 1e-9
+    ex.program.prefix = []
+    assert heads.cross_check(ex) > heads.CROSS_CHECK_TOL
