@@ -155,3 +155,56 @@ def test_long_dyadic_constant_is_not_refused_by_the_interval_cross_check():
 
     spec = features.expression_family("3602879701896397/36028797018963968*cos(d/4), sin(d/4)")
     assert spec.family.kind == "relative"
+
+
+#: the designer's relative map, the grammar's functions in one irrational map, and exact ties of the rounding
+#: (i/2^41 is a half multiple of 2^-40 at odd i; 2*i/7 is an integer at multiples of 7, where mpmath's
+#: 50-digit quotient may fall on either side of it)
+ARB_MAPS = ["cos(d/4), sin(d/4), cos(d/64), sin(d/64)",
+            "sin(i/3), cos(pi*i/7), exp(-i/5), log(i + 1), sqrt(i + 2), floor(i/49) + sin(i), ceiling(i*2/7)*cos(i), "
+            "Min(sin(i), cos(i)), Max(i/2, 4)*E**(i/20), (i + 1)**(-2), i**(1/3), pi*i - 2, 1, i, i/2199023255552, "
+            "Abs(sin(i) - 1/2), 7*pi/3 + 0*i"]
+ARB_POSITIONS = [*range(0, 300), 4095, 4096, 65535, 131071, 1048575, *range(1000, 200000, 7919)]
+
+
+def _arb_mismatches(text, positions):
+    """Positions where the arb table (the one the layers use) differs from _round of mpmath's 50-digit values."""
+    spec = F.expression_family(text)
+    feats = spec.family.feature
+    assert feats.rounded_fn is not None and feats.mp_fn is not None
+    return [(n, a, m) for n in positions
+            for a, m in [(feats.rounded_fn(n), [F._round(x) for x in feats.mp_fn(n)])] if a != m]
+
+
+@pytest.mark.parametrize("text", ARB_MAPS)
+def test_arb_rounded_table_is_the_mpmath_one(text):
+    """The exact table of an irrational map from arb balls is bit-identical to the 50-digit mpmath values rounded
+    to multiples of 2^-40, at positions up to 2^20 (near ties, constructs without an arb form and non-finite
+    balls take the mpmath value)."""
+    assert _arb_mismatches(text, ARB_POSITIONS) == []
+
+
+def test_arb_near_ties_fall_back_to_mpmath():
+    """A value on a rounding boundary (i/2^41 at odd i) and a floor/ceiling of an exact integer are not decided by
+    the balls (None: the mpmath path answers); elsewhere they are."""
+    from flint import arb, ctx
+
+    (half, ceil) = F.parse_expressions("i/2199023255552, ceiling(i*2/7)", ("i",))
+    with ctx.workprec(F.ARB_PREC):
+        fh, fc = F._arb_compile(half), F._arb_compile(ceil)
+        assert F._arb_round(fh(arb(3))) is None and F._arb_round(fh(arb(4))) == F._round(F.evaluate(half, {"i": 4}, "mp"))
+        assert F._arb_round(fc(arb(7))) is None and F._arb_round(fc(arb(8))) == 3
+
+
+def test_arb_table_fault_wrong_argument_scale_is_caught():
+    """Fault: the arb position scaled by (1 + 2^-30) (a wrong argument scale).  The comparison with mpmath finds
+    it; without the fault it finds nothing (so the comparison can fail both ways)."""
+    from flint import arb
+
+    from verify import faults
+
+    text = ARB_MAPS[0]
+    assert _arb_mismatches(text, range(0, 200)) == []
+    with faults.inject("features._arb_position", lambda n: arb(n) * (1 + arb(2) ** -30)):
+        bad = _arb_mismatches(text, range(0, 200))
+    assert len(bad) > 100 and bad[0][0] == 1

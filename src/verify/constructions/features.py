@@ -43,6 +43,7 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 from verify.constructions.pe import TRIG_DENOM_BITS, Family, FloatArith, FractionArith, Task
+from verify.faults import seam
 
 #: longest expression text accepted (all features together)
 MAX_EXPR_CHARS = 1000
@@ -485,16 +486,18 @@ class _TableFeatures:
     """Feature values by position, in each layer's arithmetic (the callable given to :class:`Family`).
 
     ``float_table(n)`` builds float64 values once (vectorised); exact values come from
-    ``exact_fn`` (Fractions) when given, else from ``mp_fn`` rounded to a multiple of
+    ``exact_fn`` (Fractions) when given, else from ``rounded_fn`` (the same values from arb balls,
+    :func:`arb_rounded`) when given, else from ``mp_fn`` rounded to a multiple of
     2^-TRIG_DENOM_BITS (the convention of :class:`~verify.constructions.pe.FractionArith` for
     irrational features); interval values from ``iv_fn``.
     """
 
     def __init__(self, dim: int, float_table: Callable[[int], Any], exact_fn: Callable[[int], list] | None,
                  mp_fn: Callable[[int], list] | None, iv_fn: Callable[[int, Any], list] | None,
-                 sym_fn: Callable[[int], list] | None = None) -> None:
+                 sym_fn: Callable[[int], list] | None = None,
+                 rounded_fn: Callable[[int], list] | None = None) -> None:
         self.dim, self._float_table, self.exact_fn, self.mp_fn, self.iv_fn = dim, float_table, exact_fn, mp_fn, iv_fn
-        self.sym_fn = sym_fn
+        self.sym_fn, self.rounded_fn = sym_fn, rounded_fn
         self._table: Any = None
         self._exact: dict[int, list] = {}
 
@@ -512,6 +515,8 @@ class _TableFeatures:
         if v is None:
             if self.exact_fn is not None:
                 v = self.exact_fn(n)
+            elif self.rounded_fn is not None:
+                v = self.rounded_fn(n)
             else:
                 v = [_round(x) for x in self.mp_fn(n)]  # type: ignore[misc]
             self._exact[n] = v
@@ -534,6 +539,169 @@ def _round(x: Any) -> Fraction:
 
     with mpmath.workdps(50):
         return Fraction(int(mpmath.nint(x * 2**TRIG_DENOM_BITS)), 2**TRIG_DENOM_BITS)
+
+
+#: precision (bits) of the arb balls: mpmath's working precision at the 50 digits of :func:`_round`
+#: (``mpmath.libmp.dps_to_prec(50)``), so an operation rounds in the ball where it rounds in mpmath
+ARB_PREC = 169
+#: a rounded value from arb is used only when the ball, widened by ARB_WIDEN_RAD times its radius, plus
+#: 2^-ARB_REL_BITS of its magnitude and 2^-ARB_ABS_BITS (in units of 2^-TRIG_DENOM_BITS), lies between two
+#: rounding boundaries: the widening covers the error of mpmath's 50-digit value (per operation a rounding
+#: of the size the ball's own radius accounts for, at the same precision), so both round to the same multiple
+ARB_WIDEN_RAD = 2**20
+ARB_REL_BITS = 150
+ARB_ABS_BITS = 60
+
+
+@seam("features._arb_position")
+def _arb_position(n: int) -> Any:
+    """The position (or offset) n as an exact arb ball."""
+    from flint import arb
+
+    return arb(n)
+
+
+def _arb_widen(v: Any) -> Any:
+    from flint import arb
+
+    w = v.rad() * ARB_WIDEN_RAD + abs(v.mid()) * 2.0**-ARB_REL_BITS + 2.0**-ARB_ABS_BITS
+    return v + arb(0, w)
+
+
+def _arb_compile(e: Any) -> Callable[[Any], Any] | None:
+    """A function of the position (an arb ball) returning an arb ball that encloses the value of ``e`` there,
+    computed at the current arb precision, for every construct :func:`_mp` evaluates; None for any other
+    (the caller then uses :func:`_mp`).  Subtrees without the variable are computed once.  Floor and ceiling
+    widen their argument as :func:`_arb_round` widens a result: a point where the argument is near an integer
+    comes out as a ball holding both integers, never as the one the 50-digit value might not take."""
+    from flint import arb
+
+    f = _arb_node(e)
+    if f is None or e.free_symbols:
+        return f
+    try:
+        c = f(arb(0))
+    except (ValueError, ArithmeticError, TypeError):
+        return f
+    return lambda x: c
+
+
+def _arb_node(e: Any) -> Callable[[Any], Any] | None:
+    import sympy as sp
+    from flint import arb
+
+    if isinstance(e, sp.Rational):
+        p, q = int(e.p), int(e.q)
+        return lambda x: arb(p) / q
+    if isinstance(e, sp.Float):
+        text = str(e)
+        return lambda x: arb(text)
+    if isinstance(e, sp.Symbol):
+        return lambda x: x
+    if e == sp.pi:
+        return lambda x: arb.pi()
+    if e == sp.E:
+        return lambda x: arb.const_e()
+    subs = [_arb_compile(a) for a in e.args]
+    if any(f is None for f in subs):
+        return None
+    fs: list[Callable[[Any], Any]] = subs  # type: ignore[assignment]
+    if isinstance(e, (sp.Add, sp.Mul)):
+        plus = isinstance(e, sp.Add)
+        if len(fs) == 2:
+            f0, f1 = fs
+            return (lambda x: f0(x) + f1(x)) if plus else (lambda x: f0(x) * f1(x))
+
+        def fold(x: Any) -> Any:
+            out = fs[0](x)
+            for f in fs[1:]:
+                out = out + f(x) if plus else out * f(x)
+            return out
+        return fold
+    if isinstance(e, sp.Pow):
+        xe = e.args[1]
+        fb, fx = fs
+        if isinstance(xe, sp.Rational) and xe.q == 1:
+            k = int(xe.p)
+            if k < 0:
+                return lambda x: 1 / (fb(x) ** (-k))
+            return lambda x: fb(x) ** k
+        if isinstance(xe, sp.Rational) and xe == sp.Rational(1, 2):
+            return lambda x: fb(x).sqrt()
+        return lambda x: (fx(x) * fb(x).log()).exp()
+    one = {sp.sin: "sin", sp.cos: "cos", sp.exp: "exp", sp.log: "log"}
+    for cls, name in one.items():
+        if isinstance(e, cls):
+            f0, op = fs[0], name
+
+            def fn(x: Any) -> Any:
+                return getattr(f0(x), op)()
+            return fn
+    if isinstance(e, sp.Abs):
+        return lambda x: abs(fs[0](x))
+    if isinstance(e, sp.floor):
+        return lambda x: _arb_widen(fs[0](x)).floor()
+    if isinstance(e, sp.ceiling):
+        return lambda x: _arb_widen(fs[0](x)).ceil()
+    if isinstance(e, (sp.Min, sp.Max)):
+        pick = "min" if isinstance(e, sp.Min) else "max"
+
+        def minmax(x: Any) -> Any:
+            out = fs[0](x)
+            for f in fs[1:]:
+                out = getattr(out, pick)(f(x))
+            return out
+        return minmax
+    return None
+
+
+def _arb_round(v: Any) -> Fraction | None:
+    """``v`` rounded to the nearest multiple of 2^-TRIG_DENOM_BITS when the widened ball decides it (the value
+    :func:`_round` gives for the 50-digit value), else None: a near tie, or a ball that is not finite."""
+    if not v.is_finite():
+        return None
+    y = v * 2**TRIG_DENOM_BITS
+    # the common case in float64: |y| < 2^42 makes float(mid) err by at most 2^-12, and a tight ball (the
+    # widening then adds under 2^-9) whose midpoint is more than 2^-8 from a half-integer rounds to the
+    # nearest integer of that midpoint
+    m, r = float(y.mid()), float(y.rad())
+    if abs(m) < 2.0**42 and r < 2.0**-30:
+        fl = math.floor(m)
+        if abs(m - fl - 0.5) > 2.0**-8:
+            return Fraction(int(fl) + (m - fl > 0.5), 2**TRIG_DENOM_BITS)
+    from flint import arb
+
+    k = _arb_widen(y + arb(1) / 2).floor().unique_fmpz()
+    return None if k is None else Fraction(int(k), 2**TRIG_DENOM_BITS)
+
+
+def arb_rounded(exprs: Sequence[Any], var: str) -> Callable[[int], list]:
+    """The function of a position n giving each expression's value rounded to a multiple of
+    2^-TRIG_DENOM_BITS (:func:`_round` of the 50-digit value), from arb balls at :data:`ARB_PREC` bits
+    (python-flint: rigorous enclosures, far faster than mpmath); an expression or a point the balls do not
+    decide (a construct without an arb form, a value that is not finite, a near tie) takes the 50-digit
+    mpmath value instead, so every result (and every error) is the one of :func:`_round` on mpmath's."""
+    fns: list = []
+
+    def rounded(n: int) -> list:
+        from flint import ctx
+
+        out: list = []
+        with ctx.workprec(ARB_PREC):
+            if not fns:
+                fns.extend(_arb_compile(e) for e in exprs)
+            x = _arb_position(n)
+            for f in fns:
+                v = None
+                if f is not None:
+                    try:
+                        v = _arb_round(f(x))
+                    except (ValueError, ArithmeticError, TypeError):  # a ball flint refuses: the mpmath value
+                        v = None
+                out.append(v)
+        return [v if v is not None else _round(evaluate(e, {var: n}, "mp")) for e, v in zip(exprs, out)]
+
+    return rounded
 
 
 @dataclass(frozen=True)
@@ -660,7 +828,7 @@ def _from_exprs(exprs: Sequence[Any], var: str, kind: str, name: str, source: st
         return [sp.nsimplify(e.subs(sym, n)) if rational else e.subs(sym, n) for e in exprs]
 
     feats = _TableFeatures(dim, lambda n: evaluate_table(exprs, var, n), exact_fn if rational else None,
-                           None if rational else mp_fn, iv_fn, sym_fn)
+                           None if rational else mp_fn, iv_fn, sym_fn, None if rational else arb_rounded(exprs, var))
     desc = description or ((f"phi({var}) = [" if kind == "absolute" else f"psi({var}) = [")
                            + ", ".join(shown(e) for e in exprs) + "]")
     fam = Family(name, kind, lambda L0: dim, feats, desc, rational=rational)
