@@ -163,17 +163,30 @@ class HeadProgram:
             raise HeadCertificateError(f"malformed head: {type(e).__name__}: {str(e)[:100]}") from None
 
 
+def _vec(v: list[float] | None) -> list[str] | None:
+    return None if v is None else [_hex(x) for x in v]
+
+
+def _unvec(v: Any, n: int, what: str) -> list[float] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != n:
+        raise HeadCertificateError(f"{what} must have {n} entries")
+    return [_unhex(x) for x in v]
+
+
 @dataclass
 class PrefixHead:
     """One head of a layer below the certified one, whole: its query/key side ``qk`` (norm, W_Q, W_K, RoPE, ...) and
-    its value and output maps, v = n(x) W_V ``[d_model, d_head]``, out = (A v) W_O ``[d_head, d_model]``."""
+    its value and output maps, v = n(x) W_V + b_V ``[d_model, d_head]``, out = (A v) W_O ``[d_head, d_model]``."""
 
     qk: HeadProgram
     W_V: list[list[float]]
     W_O: list[list[float]]
+    b_V: list[float] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"qk": self.qk.to_json(), "W_V": _hexes(self.W_V), "W_O": _hexes(self.W_O)}
+        return {"qk": self.qk.to_json(), "W_V": _hexes(self.W_V), "W_O": _hexes(self.W_O), "b_V": _vec(self.b_V)}
 
     @classmethod
     def from_json(cls, d: Any, d_model: int) -> "PrefixHead":
@@ -184,24 +197,81 @@ class PrefixHead:
         if qk.d_model != d_model or len(WV) != d_model or not WV or len(WO) != len(WV[0]) or any(
                 len(r) != len(WV[0]) for r in WV):
             raise HeadCertificateError("a prefix head's W_V must be [d_model, d_head] and W_O [d_head, d_model]")
-        return cls(qk, WV, WO)
+        return cls(qk, WV, WO, _unvec(d.get("b_V"), len(WV[0]), "b_V"))
+
+
+#: the MLP activations a prefix block may use (GPT-2's tanh GELU, SiLU, ReLU, erf GELU)
+ACTIVATIONS = ("gelu_tanh", "silu", "relu", "gelu")
+
+
+@dataclass
+class MLP:
+    """A block's MLP: m = norm(x) (the norm's kind, gain, bias, eps), h = act(m W_gate + b_gate) * (m W_in + b_in)
+    (gated, SwiGLU) or act(m W_in + b_in); out = h W_out + b_out."""
+
+    norm: str
+    norm_weight: list[float] | None
+    norm_bias: list[float] | None
+    norm_eps: float
+    W_in: list[list[float]]
+    W_out: list[list[float]]
+    act: str
+    b_in: list[float] | None = None
+    W_gate: list[list[float]] | None = None
+    b_gate: list[float] | None = None
+    b_out: list[float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"norm": self.norm, "norm_weight": _vec(self.norm_weight), "norm_bias": _vec(self.norm_bias),
+                "norm_eps": _hex(self.norm_eps), "W_in": _hexes(self.W_in), "W_out": _hexes(self.W_out),
+                "act": self.act, "b_in": _vec(self.b_in),
+                "W_gate": None if self.W_gate is None else _hexes(self.W_gate), "b_gate": _vec(self.b_gate),
+                "b_out": _vec(self.b_out)}
+
+    @classmethod
+    def from_json(cls, d: Any, d_model: int) -> "MLP":
+        if not isinstance(d, dict):
+            raise HeadCertificateError("an MLP must be an object")
+        if d.get("norm") not in NORMS or d.get("act") not in ACTIVATIONS:
+            raise HeadCertificateError(f"MLP norm must be one of {NORMS} and act one of {ACTIVATIONS}")
+        W_in = _unhexes(d.get("W_in"))
+        if len(W_in) != d_model or not W_in or not W_in[0]:
+            raise HeadCertificateError("W_in must be [d_model, d_ff]")
+        f = len(W_in[0])
+        W_in = _unhexes(d.get("W_in"), f)
+        W_out = _unhexes(d.get("W_out"), d_model)
+        if len(W_out) != f:
+            raise HeadCertificateError("W_out must be [d_ff, d_model]")
+        W_gate = None if d.get("W_gate") is None else _unhexes(d["W_gate"], f)
+        if W_gate is not None and len(W_gate) != d_model:
+            raise HeadCertificateError("W_gate must be [d_model, d_ff]")
+        return cls(d["norm"], _unvec(d.get("norm_weight"), d_model, "norm_weight"),
+                   _unvec(d.get("norm_bias"), d_model, "norm_bias"), _unhex(d.get("norm_eps", "0x0.0p+0")), W_in,
+                   W_out, d["act"], _unvec(d.get("b_in"), f, "b_in"), W_gate, _unvec(d.get("b_gate"), f, "b_gate"),
+                   _unvec(d.get("b_out"), d_model, "b_out"))
 
 
 @dataclass
 class PrefixLayer:
-    """An attention-only layer below the certified head, computed in balls: x <- x + sum over its heads of
-    (A_h (n(x) W_V^h)) W_O^h (the residual stream the certified head reads is then exact from the weights)."""
+    """A layer below the certified head, computed in balls: x <- x + sum over its heads of (A_h (n(x) W_V^h + b_V^h))
+    W_O^h + out_bias, then, when it has one, x <- x + MLP(x) (the residual stream the certified head reads is then
+    exact from the weights)."""
 
     heads: list[PrefixHead]
+    out_bias: list[float] | None = None
+    mlp: MLP | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"heads": [h.to_json() for h in self.heads]}
+        return {"heads": [h.to_json() for h in self.heads], "out_bias": _vec(self.out_bias),
+                "mlp": None if self.mlp is None else self.mlp.to_json()}
 
     @classmethod
     def from_json(cls, d: Any, d_model: int) -> "PrefixLayer":
         if not isinstance(d, dict) or not isinstance(d.get("heads"), list) or not d["heads"]:
             raise HeadCertificateError("a prefix layer must list its heads")
-        return cls([PrefixHead.from_json(h, d_model) for h in d["heads"]])
+        return cls([PrefixHead.from_json(h, d_model) for h in d["heads"]],
+                   _unvec(d.get("out_bias"), d_model, "out_bias"),
+                   None if d.get("mlp") is None else MLP.from_json(d["mlp"], d_model))
 
 
 @dataclass
@@ -419,12 +489,41 @@ def _apply_prefix(fl: Any, prefix: Sequence["PrefixLayer"], X: list[list[Any]]) 
                 tot = sum(e, arb(0))
                 for j, v in zip(keys, e):
                     A[i][j] = v / tot
-            V = fl.arb_mat(_project(fl, N, ph.W_V, None))
+            V = fl.arb_mat(_project(fl, N, ph.W_V, ph.b_V))
             out = fl.arb_mat(A) * V * fl.arb_mat(ph.W_O)
             add = out if add is None else add + out
         if add is not None:
-            X = [[X[i][k] + add[i, k] for k in range(len(X[i]))] for i in range(L)]
+            bias = [arb(v) for v in layer.out_bias] if layer.out_bias is not None else None
+            X = [[X[i][k] + add[i, k] + (bias[k] if bias else 0) for k in range(len(X[i]))] for i in range(L)]
+        if layer.mlp is not None:
+            X = _apply_mlp(fl, layer.mlp, X)
     return X
+
+
+def _act(fl: Any, kind: str, x: Any) -> Any:
+    arb = fl.arb
+    if kind == "silu":
+        return x / (1 + (-x).exp())
+    if kind == "relu":
+        return (x + abs(x)) / 2  # max(x, 0) exactly, so the ball encloses it however x straddles 0
+    if kind == "gelu":
+        return x * (1 + (x / arb(2).sqrt()).erf()) / 2
+    c = (arb(2) / arb.pi()).sqrt()
+    return x * (1 + (c * (x + arb("0.044715") * x * x * x)).tanh()) / 2
+
+
+def _apply_mlp(fl: Any, m: "MLP", X: list[list[Any]]) -> list[list[Any]]:
+    norm = HeadProgram(W_Q=[[0.0]] * len(X[0]), W_K=[[0.0]] * len(X[0]), norm=m.norm, norm_weight=m.norm_weight,
+                       norm_bias=m.norm_bias, norm_eps=m.norm_eps)
+    N = _norm_rows(fl, X, norm)
+    H = _project(fl, N, m.W_in, m.b_in)
+    if m.W_gate is not None:
+        G = _project(fl, N, m.W_gate, m.b_gate)
+        H = [[_act(fl, m.act, g) * h for g, h in zip(gr, hr)] for gr, hr in zip(G, H)]
+    else:
+        H = [[_act(fl, m.act, h) for h in hr] for hr in H]
+    out = _project(fl, H, m.W_out, m.b_out)
+    return [[x + o for x, o in zip(xr, orow)] for xr, orow in zip(X, out)]
 
 
 def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: int = 0,
@@ -511,8 +610,10 @@ def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
         prompts = [PromptInput.from_json(p, prog.d_model) for p in raw]
         per_head = [(prog.d_model, prog.d_head, 2)] + [(h.qk.d_model, h.qk.d_head, 3) for layer in prog.prefix
                                                         for h in layer.heads]
+        mlps = [len(layer.mlp.W_in[0]) * prog.d_model * (3 if layer.mlp.W_gate else 2) for layer in prog.prefix
+                if layer.mlp is not None]
         work = sum(len(p.tokens) ** 2 * (dh + 1) + len(p.tokens) * dm * dh * k
-                   for p in prompts for dm, dh, k in per_head)
+                   for p in prompts for dm, dh, k in per_head) + sum(len(p.tokens) * m for p in prompts for m in mlps)
         if work > MAX_WORK:
             return False, f"too large to re-check here ({work} > {MAX_WORK} multiply-adds)"
         if doc.get("content_sha256") != content_digest({"program": doc["program"], "prompts": raw}):

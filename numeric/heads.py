@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from verify.numeric.head_bounds import HeadProgram, PrefixHead, PrefixLayer, PromptInput
+from verify.numeric.head_bounds import MLP, HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
 #: the Hugging Face families whose attention head is taken apart here
 HF_FAMILIES = ("gpt2", "llama", "mistral", "qwen2")
@@ -184,6 +184,77 @@ def _llama_program(model: Any, layer: int, head: int) -> tuple[HeadProgram, Call
     return prog, embed
 
 
+#: a model whose layers below the certified head hold more weights than this keeps their output recorded (the
+#: certificate would carry every one of them as exact hex)
+MAX_PREFIX_NUMBERS = 4_000_000
+#: Hugging Face activation names -> head_bounds.ACTIVATIONS
+HF_ACTS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu", "relu": "relu", "gelu": "gelu"}
+
+
+def _hf_prefix(model: Any, fam: str, layer: int) -> tuple[list[PrefixLayer] | None, str]:
+    """Layers 0..layer-1 whole (every head's scores, values and output projection, the MLP), or None with the reason
+    their output stays recorded (too many weights, an activation the balls do not take)."""
+    cfg = model.config
+    act = str(getattr(cfg, "activation_function", None) or getattr(cfg, "hidden_act", ""))
+    if act not in HF_ACTS:
+        return None, f"activation {act!r} is not computed in the balls"
+    n = sum(p.numel() for name, p in model.named_parameters()
+            if any(f".{i}." in name for i in range(layer)) and ("layers." in name or ".h." in name))
+    if n > MAX_PREFIX_NUMBERS:
+        return None, f"the layers below hold {n} weights, more than {MAX_PREFIX_NUMBERS} a certificate carries"
+    _, H = _n_layers_heads(model)
+    out = []
+    for li in range(layer):
+        out.append(_gpt2_block(model, li, H) if fam == "gpt2" else _llama_block(model, li, H, HF_ACTS[act]))
+    return out, ""
+
+
+def _gpt2_block(model: Any, li: int, H: int) -> PrefixLayer:
+    blk = model.transformer.h[li]
+    d = int(model.config.n_embd)
+    dh = d // H
+    W = blk.attn.c_attn.weight.detach().to(torch.float64)
+    b = blk.attn.c_attn.bias.detach().to(torch.float64)
+    Wo = blk.attn.c_proj.weight.detach().to(torch.float64)
+    heads_ = []
+    for h in range(H):
+        sl = slice(h * dh, (h + 1) * dh)
+        qk, _ = _gpt2_program(model, li, h)
+        heads_.append(PrefixHead(qk, _floats(W[:, 2 * d:3 * d][:, sl]), _floats(Wo[sl, :]), b[2 * d:3 * d][sl].tolist()))
+    act = HF_ACTS[str(model.config.activation_function)]
+    mlp = MLP(norm="layernorm", norm_weight=blk.ln_2.weight.detach().double().tolist(),
+              norm_bias=blk.ln_2.bias.detach().double().tolist(), norm_eps=float(blk.ln_2.eps),
+              W_in=_floats(blk.mlp.c_fc.weight), b_in=blk.mlp.c_fc.bias.detach().double().tolist(),
+              W_out=_floats(blk.mlp.c_proj.weight), b_out=blk.mlp.c_proj.bias.detach().double().tolist(), act=act)
+    return PrefixLayer(heads_, blk.attn.c_proj.bias.detach().double().tolist(), mlp)
+
+
+def _llama_block(model: Any, li: int, H: int, act: str) -> PrefixLayer:
+    cfg = model.config
+    blk = model.model.layers[li]
+    att = blk.self_attn
+    n_kv = int(getattr(cfg, "num_key_value_heads", None) or H)
+    dh = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // H)
+    Wv = att.v_proj.weight.detach().to(torch.float64)
+    bv = att.v_proj.bias
+    Wo = att.o_proj.weight.detach().to(torch.float64)
+    heads_ = []
+    for h in range(H):
+        kv = slice((h // (H // n_kv)) * dh, (h // (H // n_kv) + 1) * dh)
+        qk, _ = _llama_program(model, li, h)
+        heads_.append(PrefixHead(qk, _floats(Wv[kv].T), _floats(Wo[:, h * dh:(h + 1) * dh].T),
+                                 None if bv is None else bv.detach().double()[kv].tolist()))
+    mlp_ = blk.mlp
+    mlp = MLP(norm="rmsnorm", norm_weight=blk.post_attention_layernorm.weight.detach().double().tolist(), norm_bias=None,
+              norm_eps=float(blk.post_attention_layernorm.variance_epsilon), W_in=_floats(mlp_.up_proj.weight.T),
+              W_gate=_floats(mlp_.gate_proj.weight.T), W_out=_floats(mlp_.down_proj.weight.T), act=act,
+              b_in=None if mlp_.up_proj.bias is None else mlp_.up_proj.bias.detach().double().tolist(),
+              b_gate=None if mlp_.gate_proj.bias is None else mlp_.gate_proj.bias.detach().double().tolist(),
+              b_out=None if mlp_.down_proj.bias is None else mlp_.down_proj.bias.detach().double().tolist())
+    ob = att.o_proj.bias
+    return PrefixLayer(heads_, None if ob is None else ob.detach().double().tolist(), mlp)
+
+
 def _n_layers_heads(model: Any) -> tuple[int, int]:
     cfg = model.config
     L = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
@@ -203,6 +274,7 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
     if not (0 <= layer < L) or not (0 <= head < H):
         raise HeadInputError(f"--layer {layer} --head {head}: {spec} has layers 0..{L - 1} and heads 0..{H - 1}")
     prog, embed = (_gpt2_program if fam == "gpt2" else _llama_program)(model, layer, head)
+    prefix, why_recorded = _hf_prefix(model, fam, layer) if layer > 0 else (None, "")
     vocab = int(model.config.vocab_size)
     maxpos = int(getattr(model.config, "n_positions", 0) or getattr(model.config, "max_position_embeddings", 0) or 0)
     toks_list = prompts if prompts is not None else draw_prompts(pattern, n, length, vocab, seed)
@@ -212,11 +284,17 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
         ids = torch.tensor([toks])
         with torch.no_grad():
             o = model(input_ids=ids, use_cache=False, output_attentions=True, output_hidden_states=True)
-        comps = embed(toks) if layer == 0 else [_floats(o.hidden_states[layer][0])]
+        comps = embed(toks) if (layer == 0 or prefix is not None) else [_floats(o.hidden_states[layer][0])]
         r, t = _rows(pattern, toks, rows)
         out_prompts.append(PromptInput(list(toks), comps, r, t))
         atts.append(o.attentions[layer][0, head].to(torch.float64))
     kind = _input_kind(layer, fam)
+    if prefix is not None:
+        prog.prefix = prefix
+        kind = (_input_kind(0, fam) + f"; layers 0..{layer - 1} (every head, the output projection and the MLP) "
+                "computed in the balls, so this layer's input is exact too")
+    elif layer > 0:
+        kind += f" ({why_recorded})"
     desc = {"model": spec, "family": fam, "class": type(model).__name__, "layers": L, "heads": H,
             "d_model": prog.d_model, "d_head": prog.d_head, "rope": prog.rope_inv_freq is not None,
             "window": prog.window}
@@ -388,24 +466,39 @@ def _prefix_t(prog: HeadProgram, X: torch.Tensor) -> torch.Tensor:
                 idx = torch.arange(L)
                 allowed &= (idx[:, None] - idx[None, :]) < ph.qk.window
             A = torch.softmax(S.masked_fill(~allowed, float("-inf")), -1)
-            add = add + (A @ (Xn @ torch.tensor(ph.W_V, dtype=torch.float64))) @ torch.tensor(ph.W_O,
-                                                                                           dtype=torch.float64)
+            V = Xn @ torch.tensor(ph.W_V, dtype=torch.float64)
+            if ph.b_V is not None:
+                V = V + torch.tensor(ph.b_V, dtype=torch.float64)
+            add = add + (A @ V) @ torch.tensor(ph.W_O, dtype=torch.float64)
         X = X + add
+        if layer.out_bias is not None:
+            X = X + torch.tensor(layer.out_bias, dtype=torch.float64)
+        if layer.mlp is not None:
+            X = X + _mlp_t(layer.mlp, X)
     return X
+
+
+def _mlp_t(m: MLP, X: torch.Tensor) -> torch.Tensor:
+    def t(v: Any) -> torch.Tensor:
+        return torch.tensor(v, dtype=torch.float64)
+
+    norm = HeadProgram(W_Q=[[0.0]] * X.shape[1], W_K=[[0.0]] * X.shape[1], norm=m.norm, norm_weight=m.norm_weight,
+                       norm_bias=m.norm_bias, norm_eps=m.norm_eps)
+    N = _norm_t(norm, X)
+    acts = {"silu": torch.nn.functional.silu, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+            "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh")}
+    Hin = N @ t(m.W_in) + (t(m.b_in) if m.b_in is not None else 0)
+    if m.W_gate is not None:
+        G = N @ t(m.W_gate) + (t(m.b_gate) if m.b_gate is not None else 0)
+        Hin = acts[m.act](G) * Hin
+    else:
+        Hin = acts[m.act](Hin)
+    return Hin @ t(m.W_out) + (t(m.b_out) if m.b_out is not None else 0)
 
 
 def _scores_t(prog: HeadProgram, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """n(X) ``[pos, d_model]`` and the scores s_ij ``[pos, pos]`` (unmasked) of the program's query/key side."""
-    if prog.norm == "layernorm":
-        Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=prog.norm_eps)
-    elif prog.norm == "rmsnorm":
-        Xn = X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + prog.norm_eps)
-    else:
-        Xn = X
-    if prog.norm_weight is not None:
-        Xn = Xn * torch.tensor(prog.norm_weight, dtype=torch.float64)
-    if prog.norm_bias is not None:
-        Xn = Xn + torch.tensor(prog.norm_bias, dtype=torch.float64)
+    Xn = _norm_t(prog, X)
     Q = Xn @ torch.tensor(prog.W_Q, dtype=torch.float64)
     K = Xn @ torch.tensor(prog.W_K, dtype=torch.float64)
     if prog.b_Q is not None:
@@ -426,6 +519,20 @@ def _scores_t(prog: HeadProgram, X: torch.Tensor) -> tuple[torch.Tensor, torch.T
         idx = torch.arange(L, dtype=torch.float64)
         S = S + prog.alibi_slope * (idx[None, :] - idx[:, None])
     return Xn, S
+
+
+def _norm_t(prog: HeadProgram, X: torch.Tensor) -> torch.Tensor:
+    if prog.norm == "layernorm":
+        Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=prog.norm_eps)
+    elif prog.norm == "rmsnorm":
+        Xn = X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + prog.norm_eps)
+    else:
+        Xn = X
+    if prog.norm_weight is not None:
+        Xn = Xn * torch.tensor(prog.norm_weight, dtype=torch.float64)
+    if prog.norm_bias is not None:
+        Xn = Xn + torch.tensor(prog.norm_bias, dtype=torch.float64)
+    return Xn
 
 
 def _rope_t(Y: torch.Tensor, prog: HeadProgram) -> torch.Tensor:

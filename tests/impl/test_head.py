@@ -110,17 +110,27 @@ def test_extracted_head_matches_the_library_and_the_balls_contain_its_attention(
                 assert r.status == ("ge" if float(A[i, t]) >= 0.5 else "lt")
 
 
-@pytest.mark.parametrize("fault", ["other head's keys", "RoPE dropped", "no LayerNorm"])
+@pytest.mark.parametrize("fault", ["other head's keys", "RoPE dropped", "no LayerNorm", "MLP dropped",
+                                   "activation swapped", "a head below dropped"])
 def test_cross_check_catches_a_head_taken_apart_wrongly(fault):
-    """Injected faults in the extraction: each moves the head's attention far from the library's."""
-    spec = "hf:gpt2" if fault == "no LayerNorm" else "hf:llama"
-    ex = heads.extract_hf(spec, 0, 1, "prev", None, n=1, length=24, seed=0)
+    """Injected faults in the extraction (layer 0's head, or a layer-1 head whose input the balls compute through
+    layer 0's attention and MLP): each moves the head's attention far from the library's."""
+    spec = "hf:gpt2" if fault in ("no LayerNorm", "activation swapped", "a head below dropped") else "hf:llama"
+    layer = 1 if fault in ("MLP dropped", "activation swapped", "a head below dropped") else 0
+    ex = heads.extract_hf(spec, layer, 1, "prev", None, n=1, length=24, seed=0)
+    assert heads.cross_check(ex) < 1e-6
     if fault == "other head's keys":
         ex.program.W_K = heads.extract_hf(spec, 0, 2, "prev", None, n=1, length=24, seed=0).program.W_K
     elif fault == "RoPE dropped":
         ex.program.rope_inv_freq = None
-    else:
+    elif fault == "no LayerNorm":
         ex.program.norm = "none"
+    elif fault == "MLP dropped":
+        ex.program.prefix[0].mlp = None
+    elif fault == "activation swapped":
+        ex.program.prefix[0].mlp.act = "relu"
+    else:
+        ex.program.prefix[0].heads.pop()
     assert heads.cross_check(ex) > heads.CROSS_CHECK_TOL
 
 
@@ -137,6 +147,8 @@ def test_cli_certificate_rechecks_and_tampering_is_caught(tmp_path, capsys):
     report = json.loads(out)
     assert code == {"HOLDS": 0, "FAILS": 1}[report["verdict"]]
     assert report["inputs"].startswith("exact")
+    deep = heads.extract_hf("hf:gpt2", 1, 0, "prev", None, n=1, length=8, seed=0)
+    assert "layers 0..0" in deep.input_kind and deep.program.prefix[0].mlp is not None
     path = d / os.path.basename(report["certificate"])
     assert _run(["recheck", str(d), "--rebuild"], capsys)[0] == 0
     doc = json.loads(path.read_text())
