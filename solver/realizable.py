@@ -22,6 +22,7 @@ question the paper raises).  Full text not reachable: reconstructed, as in
 from __future__ import annotations
 
 import math
+import operator
 import re
 import time
 from dataclasses import dataclass, field
@@ -199,7 +200,8 @@ def _relative_scaled(task: Task, param: Any, L: int, feats: Sequence[Sequence],
     worst: dict[int, int] = {}
     # k(delta) * scale as Python ints (features and w times their common denominators)
     Fi, (wi,), scale = _integer_scaled(feats, L, [[Fraction(w) for w in param]])
-    k = [sum(x * y for x, y in zip(wi, Fi[d])) for d in range(L)]
+    mul = operator.mul
+    k = [sum(map(mul, wi, f)) for f in Fi[:L]]
     # top-two of k over offsets 0..d, as (value, offset)
     top1: list[tuple[int, int]] = []
     top2: list[tuple[int, int] | None] = []
@@ -213,16 +215,32 @@ def _relative_scaled(task: Task, param: Any, L: int, feats: Sequence[Sequence],
             b = v
         top1.append(a)
         top2.append(b)
-    for i in rows:
-        t = pe.target_in_window(task, i, L)
-        if i == 0:
-            continue
-        dt = i - t
+    for i, dt in _target_offsets(task, L, rows):
         best = top1[i] if top1[i][1] != dt else top2[i]
         assert best is not None
         margins[i] = k[dt] - best[0]
         worst[i] = i - best[1]
     return margins, worst, scale
+
+
+# (task, L, rows, [(row i, offset i - t_L(i))] for the rows i > 0): the last few of this run (:mod:`verify.runcache`)
+_TARGETS = runcache.Memo("solver.realizable: target offsets of rows", list)
+
+
+def _target_offsets(task: Task, L: int, rows: Sequence[int]) -> list[tuple[int, int]]:
+    """(i, i - t_L(i)) for each row i > 0 of ``rows`` (targets checked by :func:`pe.target_in_window`, row 0
+    included), reused for the same task object, length and rows."""
+    recent = _TARGETS.table()
+    for task_, L_, rows_, out in recent:
+        if task_ is task and L_ == L and rows_ == rows:
+            return out
+    out = []
+    for i in rows:
+        t = pe.target_in_window(task, i, L)
+        if i != 0:
+            out.append((i, i - t))
+    recent[:] = [(task, L, list(rows), out)] + recent[:3]
+    return out
 
 
 def _absolute_margins(task: Task, param: Any, L: int, feats: Sequence[Sequence], rows: Sequence[int]) -> RowCheck:
@@ -311,11 +329,10 @@ def _int_features(feats: Sequence[Sequence], L: int) -> tuple:
     if hit is None:
         held = max((e[1] for e in recent if e[0] is feats), default=0)
         n = min(len(feats), max(L, 2 * held))
-        Df = 1
-        for f in feats[:n]:
-            for x in f:
-                Df = math.lcm(Df, Fraction(x).denominator)
-        hit = (feats, n, [[int(Fraction(x) * Df) for x in f] for f in feats[:n]], Df)
+        fr = [[x if type(x) is Fraction else Fraction(x) for x in f] for f in feats[:n]]
+        Df = math.lcm(1, *{x.denominator for f in fr for x in f})
+        # x * Df is an integer: Df is a multiple of x's denominator
+        hit = (feats, n, [[x.numerator * (Df // x.denominator) for x in f] for f in fr], Df)
         recent[:] = [hit] + recent[:3]
     return hit
 
@@ -692,6 +709,29 @@ def _recheck_fast(family: Family, task: Task, param: Any, lengths: Sequence[int]
     return out
 
 
+def _gc_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with the objects that exist before it frozen for Python's cyclic garbage collector while it runs
+    (``gc.freeze``; unfrozen after, also on an error).  The exact checks allocate many small objects (Fractions,
+    tuples), which trigger full collections that walk every object of the process (torch's, sympy's, scipy's):
+    0.1-0.2 s each on this machine, to free what the call itself made; frozen, a collection walks only the
+    call's objects.  Garbage among the older objects waits for the first full collection after the call.
+    Nothing is frozen or unfrozen when some caller has frozen objects already."""
+    import functools
+    import gc
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if gc.get_freeze_count():  # someone else froze objects: leave their state alone
+            return fn(*args, **kwargs)
+        gc.freeze()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.unfreeze()
+    return run
+
+
+@_gc_paused
 def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Fraction = Fraction(1),
                    timeout_ms: int = 20_000, fixed: Sequence[Fraction] | None = None, min_L: int = 2,
                    method: str = "cutting", deadline: float | None = None,
@@ -872,6 +912,8 @@ class _Presence:
         self.ex = {(tuple(c), Fraction(b)) for c, b in extra}
         self._used: tuple[int, list] | None = None
         self._coef: dict[tuple[int, int, int], tuple] = {}
+        # (index of a row read, target t) -> its coefficient equals the row's (compared once; cleared on a new read)
+        self._same: dict[tuple[int, int], bool] = {}
 
     def _read(self, used: Sequence[dict]) -> list:
         """Per used row: "extra" (a pinned row), None (not a constraint of any length), or (c, i, j, L)."""
@@ -888,11 +930,12 @@ class _Presence:
                 out.append((d[0], *self.origin[d[0]]))
         self._used = (id(used), out)
         self._keep = used  # the list whose id keys the rows read
+        self._same = {}
         return out
 
     def __call__(self, used: Sequence[dict], ell: int) -> bool:
         task = self.task
-        for r in self._read(used):
+        for k, r in enumerate(self._read(used)):
             if r == "extra":
                 continue
             if r is None:
@@ -904,10 +947,13 @@ class _Presence:
             t = pe.target_in_window(task, i, at)
             if j == t:
                 return False
-            co = self._coef.get((i, j, t))
-            if co is None:
-                co = self._coef[(i, j, t)] = coefficient(self.family, task, i, j, at, self.window, self.feats)
-            if co != c:
+            same = self._same.get((k, t))
+            if same is None:
+                co = self._coef.get((i, j, t))
+                if co is None:
+                    co = self._coef[(i, j, t)] = coefficient(self.family, task, i, j, at, self.window, self.feats)
+                same = self._same[(k, t)] = co == c
+            if not same:
                 return False
         return True
 
