@@ -689,7 +689,24 @@ def _recheck_fast(family: Family, task: Task, param: Any, lengths: Sequence[int]
     if not lengths:
         return out
     if _stable_lengths(task, max(lengths), min(lengths)):
-        by_row = exact_margins(family, task, param, max(lengths), window, feats).margins
+        N = max(lengths)
+        if family.kind == "relative" and len(feats) >= N:
+            # the integer margins over their one positive scale: the running minimum in integers, one Fraction
+            # per length (the values exact_margins' Fractions give)
+            nums, _w, scale = _relative_scaled(task, param, N, feats, list(task.rows(N)))
+            ordered_i = sorted(nums.items())
+            run_i: int | None = None
+            last: tuple[int | None, Fraction | None] = (None, None)
+            k = 0
+            for ell in sorted(lengths):
+                while k < len(ordered_i) and ordered_i[k][0] < ell:
+                    run_i = ordered_i[k][1] if run_i is None else min(run_i, ordered_i[k][1])
+                    k += 1
+                if run_i != last[0]:
+                    last = (run_i, None if run_i is None else Fraction(run_i, scale))
+                out[ell] = last[1]
+            return out
+        by_row = exact_margins(family, task, param, N, window, feats).margins
         run: Fraction | None = None
         ordered = sorted(by_row.items())
         k = 0

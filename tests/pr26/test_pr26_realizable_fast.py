@@ -183,3 +183,34 @@ def test_exact_margins_memo_equals_the_definition():
 def test_fault_memo_keyed_without_the_parameter_is_caught(monkeypatch):
     monkeypatch.setattr(R, "_frozen", lambda param: ())
     assert _memo_mismatches() != []
+
+
+def _recheck_mismatches(first: bool = False) -> list:
+    """Where _recheck_fast (integer running minima for relative families) differs from _recheck_all (the exact
+    margins row by row), over the cases above and several sets of lengths."""
+    bad = []
+    for fam, tsk, heads, feats in _relative_cases():
+        for param in heads:
+            for lengths in ([40], [2, 3, 17, 40]):
+                if R._recheck_fast(fam, tsk, param, lengths, 20, feats) != R._recheck_all(fam, tsk, param, lengths, 20,
+                                                                                           Fraction(1)):
+                    bad.append((fam.name, tsk.name, lengths[-1]))
+                    if first:
+                        return bad
+    return bad
+
+
+def test_recheck_fast_equals_recheck_all():
+    assert _recheck_mismatches() == []
+
+
+def test_fault_in_the_running_minimum_is_caught(monkeypatch):
+    """Fault: the integer margins' scale doubled (every min margin half its value): the comparison finds it."""
+    real = R._relative_scaled
+
+    def half(task, param, L, feats, rows):
+        nums, worst, scale = real(task, param, L, feats, rows)
+        return nums, worst, 2 * scale
+
+    monkeypatch.setattr(R, "_relative_scaled", half)
+    assert _recheck_mismatches(first=True) != []
