@@ -184,6 +184,7 @@ def test_cli_certificate_rechecks_and_tampering_is_caught(tmp_path, capsys):
     (["--model", "hf:gpt2", "--rows", "9:2"], "0 <= A <= B"),
     (["--model", "hf:gpt2", "--layer", "7"], "has layers 0..1"),
     (["--model", "trained:ws24-rpe", "--head", "3"], "one head per layer"),
+    (["--model", "hf:gpt2", "--n-prompts", "64", "--length", "1024"], "exceed the budget"),
 ])
 def test_cli_refuses_bad_input_in_one_line(args, needle, capsys):
     full = ["head", "--layer", "0", "--head", "0", *args]

@@ -37,6 +37,8 @@ MAX_LENGTH = 1024
 #: a prompts file larger than this is refused before it is parsed
 MAX_PROMPTS_FILE = 4 * 1024 * 1024
 SCHEMA = "verify-head/1"
+#: the ball arithmetic's budget: query-key pairs over all prompts (each pair a score and an exp, per layer below)
+MAX_PAIRS = 2_000_000
 
 
 def _rational(text: str, name: str) -> Fraction:
@@ -145,6 +147,10 @@ def head_cmd(model_spec: str, layer: int, head_index: int, pattern: str, prompts
     prompts = _prompts(prompts_file)
     if kind != "trained" and length < 2 and prompts is None:
         raise InputError(f"--length {length}: a drawn prompt needs at least 2 tokens")
+    pairs = sum(len(p) ** 2 for p in prompts) if prompts is not None else n_prompts * (length or 256) ** 2
+    if pairs > MAX_PAIRS:
+        raise InputError(f"{pairs} query-key pairs (prompts x positions^2) exceed the budget of {MAX_PAIRS} "
+                         "(about a minute of ball arithmetic per layer): fewer or shorter prompts")
     _preflight(kind, certificates)
     report = run_head(model_spec, kind, layer, head_index, pattern, prompts, n=n_prompts, length=length, rows=rows,
                       criterion=criterion, tau=tau, fraction=frac, seed=seed, certificates=certificates)
