@@ -726,7 +726,7 @@ def _recheck_fast(family: Family, task: Task, param: Any, lengths: Sequence[int]
     return out
 
 
-def _gc_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _gc_frozen_before(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` with the objects that exist before it frozen for Python's cyclic garbage collector while it runs
     (``gc.freeze``; unfrozen after, also on an error).  The exact checks allocate many small objects (Fractions,
     tuples), which trigger full collections that walk every object of the process (torch's, sympy's, scipy's):
@@ -748,7 +748,7 @@ def _gc_paused(fn: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-@_gc_paused
+@_gc_frozen_before
 def decide_lengths(family: Family, task: Task, N: int, window: int, margin: Fraction = Fraction(1),
                    timeout_ms: int = 20_000, fixed: Sequence[Fraction] | None = None, min_L: int = 2,
                    method: str = "cutting", deadline: float | None = None,
