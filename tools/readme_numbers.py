@@ -55,6 +55,8 @@ LR_SELECTION = "lr-selection"
 #: the command that produces the JSON of a heavy claim's numbers (its run is not repeated by --write)
 HEAVY_COMMANDS = {
     "bietti23:probes": "verify bietti23:probes --full --format json",
+    # the run the --full answer names (a run id of its own: its markers are filled from that run)
+    "bietti23:probes[steps=6400]": "verify bietti23:probes --steps 6400 --format json",
     "kvshift24:falsifier": "verify kvshift24:falsifier --format json",
     "ws24:falsifier": "verify ws24:falsifier --format json",
     "pr26:auc": "verify pr26:auc --full --format json",
@@ -90,7 +92,7 @@ class Marker:
     @property
     def command(self) -> str:
         if self.heavy:
-            return HEAVY_COMMANDS[self.claim]
+            return HEAVY_COMMANDS.get(self.run_id, HEAVY_COMMANDS[self.claim])
         return " ".join(["verify", self.claim, *variant_args(self.run_id), "--format", "json"])
 
 
