@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Sequence
@@ -292,8 +293,7 @@ class PromptInput:
     def from_json(cls, d: Any, d_model: int) -> "PromptInput":
         try:
             comps = [_unhexes(c, d_model) for c in d["components"]]
-            toks = [int(t) for t in d["tokens"]]
-            rows, targets = [int(r) for r in d["rows"]], [int(t) for t in d["targets"]]
+            toks, rows, targets = _ints(d["tokens"]), _ints(d["rows"]), _ints(d["targets"])
         except (KeyError, TypeError, ValueError) as e:
             raise HeadCertificateError(f"malformed prompt: {type(e).__name__}: {str(e)[:100]}") from None
         if not comps or any(len(c) != len(toks) for c in comps):
@@ -301,6 +301,12 @@ class PromptInput:
         if len(rows) != len(targets) or any(not (0 <= t <= r < len(toks)) for r, t in zip(rows, targets)):
             raise HeadCertificateError("rows and targets must pair up, with 0 <= target <= row < positions")
         return cls(toks, comps, rows, targets)
+
+
+def _ints(v: Any) -> list[int]:
+    if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        raise TypeError("expected a list of integers")
+    return list(v)
 
 
 @dataclass
@@ -583,14 +589,72 @@ def content_digest(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _fraction(s: Any, what: str) -> Fraction:
+#: a rational as typed: integer or decimal, optionally /integer or an exponent of at most 3 digits (a text such as
+#: 1e-99999999 would make Fraction build a 10^8-digit integer)
+_RATIONAL = re.compile(r"^[+-]?(\d{1,40}(\.\d{0,40})?|\.\d{1,40})([eE][+-]?\d{1,3}|/\d{1,40})?$")
+
+
+def parse_rational(text: Any) -> Fraction | None:
+    """``text`` as an exact Fraction, or None when it is not a short decimal, fraction or exponent form."""
+    t = str(text).strip()
+    if len(t) > 100 or not _RATIONAL.match(t):
+        return None
     try:
-        f = Fraction(str(s))
+        return Fraction(t)
     except (ValueError, ZeroDivisionError):
-        raise HeadCertificateError(f"{what} {s!r} is not a rational number") from None
-    if not (0 <= f <= 1):
-        raise HeadCertificateError(f"{what} {s} is not in [0, 1]")
+        return None
+
+
+def _fraction(s: Any, what: str) -> Fraction:
+    f = parse_rational(s) if isinstance(s, str) else None
+    if f is None:
+        raise HeadCertificateError(f"{what} {str(s)[:40]!r} is not a rational number such as 1/2")
+    if not (0 < f <= 1):
+        raise HeadCertificateError(f"{what} {s} is not in (0, 1]")
     return f
+
+
+def prev_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
+    """prev: query i -> key i - 1 (i >= 1)."""
+    return list(range(1, len(tokens))), list(range(0, len(tokens) - 1))
+
+
+def induction_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Rows i whose token x_i occurred before; the target is j + 1 for the most recent earlier occurrence j < i
+    (the token that followed it, the key an induction head copies from; j + 1 <= i)."""
+    last: dict[int, int] = {}
+    rows, targets = [], []
+    for i, t in enumerate(tokens):
+        if t in last:
+            rows.append(i)
+            targets.append(last[t] + 1)
+        last[t] = i
+    return rows, targets
+
+
+TARGETS: dict[str, Callable[[Sequence[int]], tuple[list[int], list[int]]]] = {
+    "prev": prev_targets, "induction": induction_targets}
+
+
+def statement(pattern: str, criterion: str, tau: Fraction, fraction: Fraction) -> str:
+    """The statement a head certificate decides, in words."""
+    target = "key i - 1" if pattern == "prev" else "the key after the last earlier occurrence of x_i"
+    share = "at every checked query row i" if fraction == 1 else f"at a share >= {fraction} of the checked query rows i"
+    what = (f"puts attention mass >= {tau} on {target}" if criterion == "mass" else f"has {target} as the strict argmax")
+    return f"{share}, the head {what}"
+
+
+def _check_targets(pattern: Any, prompts: Sequence["PromptInput"]) -> None:
+    if pattern not in TARGETS:
+        raise HeadCertificateError(f"unknown pattern {pattern!r}")
+    for k, p in enumerate(prompts):
+        derived = dict(zip(*TARGETS[pattern](p.tokens)))
+        bad = next(((r, t) for r, t in zip(p.rows, p.targets) if derived.get(r) != t), None)
+        if bad is not None:
+            raise HeadCertificateError(f"prompt {k}: row {bad[0]}'s target {bad[1]} is not its {pattern} target in the "
+                                       "prompt's tokens")
+        if len(set(p.rows)) != len(p.rows):
+            raise HeadCertificateError(f"prompt {k}: a row is listed twice")
 
 
 #: a hostile file cannot make the checker run for hours: positions x keys x prompts is capped
@@ -622,15 +686,20 @@ def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
         crit = doc.get("criterion")
         if crit not in CRITERIA:
             return False, f"unknown criterion {crit!r} (one of {', '.join(CRITERIA)})"
+        if doc.get("precision_bits") != PRECISION:
+            return False, f"precision_bits {doc.get('precision_bits')!r}: the balls are re-derived at {PRECISION}"
+        _check_targets(doc.get("pattern"), prompts)
+        if doc.get("statement") != statement(doc["pattern"], crit, tau, frac):
+            return False, "the statement does not say what the pattern, criterion, threshold and fraction decide"
         hb = bound_head(prog, prompts, tau)
         claimed = doc.get("claimed") or {}
-        got_rows = [(r.prompt, r.row, r.target, r.status, r.argmax) for r in hb.rows]
-        want_rows = [(r.get("prompt"), r.get("row"), r.get("target"), r.get("status"), r.get("argmax"))
-                     for r in claimed.get("rows", [])]
+        got_rows = [json.dumps(r.to_json(), sort_keys=True) for r in hb.rows]
+        want = claimed.get("rows")
+        want_rows = [json.dumps(r, sort_keys=True) for r in want] if isinstance(want, list) else []
         if got_rows != want_rows:
-            bad = next((w for g, w in zip(got_rows, want_rows) if g != w), None)
-            return False, f"the rows' decisions differ from the re-derived ones (first: {bad})"
-        if claimed.get("counts") != hb.counts():
+            bad = next((w for g, w in zip(got_rows, want_rows) if g != w), "a row missing or added")
+            return False, f"the rows' decisions or enclosures differ from the re-derived ones (first: {bad[:160]})"
+        if json.dumps(claimed.get("counts"), sort_keys=True) != json.dumps(hb.counts(), sort_keys=True):
             return False, "the claimed counts differ from the re-derived ones"
         verdict = hb.verdict(frac, crit)
         if claimed.get("verdict") != verdict:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from verify.numeric.head_bounds import MLP, HeadProgram, PrefixHead, PrefixLayer, PromptInput
+from verify.numeric.head_bounds import MLP, TARGETS, HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
 #: the Hugging Face families whose attention head is taken apart here
 HF_FAMILIES = ("gpt2", "llama", "mistral", "qwen2")
@@ -53,27 +53,6 @@ class Extracted:
 
 
 # ----------------------------------------------------------------------------- prompts and targets
-
-
-def prev_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
-    return list(range(1, len(tokens))), list(range(0, len(tokens) - 1))
-
-
-def induction_targets(tokens: Sequence[int]) -> tuple[list[int], list[int]]:
-    """Rows i whose token x_i occurred before; the target is j + 1 for the most recent earlier occurrence j < i
-    (the token that followed it, the key an induction head copies from; j + 1 <= i)."""
-    last: dict[int, int] = {}
-    rows, targets = [], []
-    for i, t in enumerate(tokens):
-        if t in last:
-            rows.append(i)
-            targets.append(last[t] + 1)
-        last[t] = i
-    return rows, targets
-
-
-TARGETS: dict[str, Callable[[Sequence[int]], tuple[list[int], list[int]]]] = {
-    "prev": prev_targets, "induction": induction_targets}
 
 
 def draw_prompts(pattern: str, n: int, length: int, vocab: int, seed: int, low: int = 3) -> list[list[int]]:
@@ -267,7 +246,11 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
     """Take apart head ``head`` of layer ``layer`` (0-indexed) of the model ``spec`` names."""
     from verify.numeric import impl_models as im
 
-    b = im.build(spec, attn="eager", dtype="float64", seed=seed)
+    try:
+        b = im.build(spec, attn="eager", dtype="float64", seed=seed)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise HeadInputError(f"--model {spec}: cannot load it ({type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:160]})") from None
     model = b.model
     fam = _hf_family(model)
     L, H = _n_layers_heads(model)
@@ -286,6 +269,9 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
             o = model(input_ids=ids, use_cache=False, output_attentions=True, output_hidden_states=True)
         comps = embed(toks) if (layer == 0 or prefix is not None) else [_floats(o.hidden_states[layer][0])]
         r, t = _rows(pattern, toks, rows)
+        if prog.window is not None:  # a target outside the sliding window is not a key the query can see
+            keep = [k for k in range(len(r)) if r[k] - t[k] < prog.window]
+            r, t = [r[k] for k in keep], [t[k] for k in keep]
         out_prompts.append(PromptInput(list(toks), comps, r, t))
         atts.append(o.attentions[layer][0, head].to(torch.float64))
     kind = _input_kind(layer, fam)

@@ -35,6 +35,7 @@ def transformers_module() -> Any:
     import transformers
 
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars would break one-line errors
     return transformers
 
 

@@ -205,7 +205,7 @@ def test_cli_refuses_bad_prompt_files(tmp_path, capsys):
 
 
 def test_induction_targets_follow_the_last_earlier_occurrence():
-    assert heads.induction_targets([5, 6, 7, 5, 6, 5]) == ([3, 4, 5], [1, 2, 4])
+    assert hb.induction_targets([5, 6, 7, 5, 6, 5]) == ([3, 4, 5], [1, 2, 4])
     toks = heads.draw_prompts("induction", 1, 10, 128, 0)[0]
     assert toks[:5] == toks[5:] and len(set(toks[:5])) == 5
 
@@ -248,3 +248,76 @@ def test_deeper_layer_input_computed_in_the_balls(tmp_path, monkeypatch):
         assert r.mass_lo - 1e-9 <= float(A[r.row, r.target]) <= r.mass_hi + 1e-9
     ex.program.prefix = []
     assert heads.cross_check(ex) > heads.CROSS_CHECK_TOL
+
+
+def test_hostile_numbers_and_checkpoints_refused_quickly(tmp_path, capsys):
+    """A huge exponent (Fraction would build a 10^8-digit integer), a broken checkpoint directory and an empty
+    certificates path: one line, exit 2, at once."""
+    import time
+
+    t = time.perf_counter()
+    for opt in ("--fraction", "--threshold"):
+        code, _, err = _run(["head", "--model", "hf:gpt2", "--layer", "0", "--head", "0", opt, "1e-99999999"], capsys)
+        assert code == 2 and "expected a number" in err
+    assert time.perf_counter() - t < 5
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "gpt2", ')
+    code, _, err = _run(["head", "--model", f"hf-dir:{broken}", "--layer", "0", "--head", "0"], capsys)
+    assert code == 2 and "cannot load it" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(["head", "--model", "hf:gpt2", "--layer", "0", "--head", "0", "--certificates", " "], capsys)
+    assert code == 2 and "empty path" in err
+
+
+def test_recheck_refuses_edited_numbers_statement_precision_and_targets(tmp_path, capsys):
+    d = tmp_path / "c"
+    code, out, _ = _run(["head", "--model", "hf:gpt2", "--layer", "0", "--head", "1", "--n-prompts", "1",
+                         "--length", "12", "--certificates", str(d), "--format", "json"], capsys)
+    doc = json.loads((d / os.path.basename(json.loads(out)["certificate"])).read_text())
+    assert hb.recheck(doc)[0]
+
+    def edited(fn):
+        x = copy.deepcopy(doc)
+        fn(x)
+        return hb.recheck(x)
+
+    def rehash(x):
+        x["content_sha256"] = hb.content_digest({"program": x["program"], "prompts": x["prompts"]})
+
+    assert not edited(lambda x: x["claimed"]["rows"][0].update(mass=["0.99", "1"]))[0]
+    assert not edited(lambda x: x["claimed"]["rows"][0].update(margin_lower="5"))[0]
+    assert not edited(lambda x: x["claimed"]["rows"][0].update(prompt=False))[0]
+    assert not edited(lambda x: x.update(precision_bits=1))[0]
+    assert not edited(lambda x: x.update(statement="at every checked query row i, the head puts attention mass >= "
+                                                   "99/100 on key i - 1"))[0]
+    assert not edited(lambda x: x.update(threshold="1e-99999999"))[0]
+
+    def shifted_targets(x):
+        x["prompts"][0]["targets"] = [r for r in x["prompts"][0]["rows"]]  # each row its own target: not prev
+        rehash(x)
+
+    ok, why = edited(shifted_targets)
+    assert not ok and "target" in why
+
+    def float_rows(x):
+        x["prompts"][0]["rows"] = [float(r) for r in x["prompts"][0]["rows"]]
+        rehash(x)
+
+    assert not edited(float_rows)[0]
+
+
+def test_sliding_window_rows_whose_target_it_hides_are_left_out(tmp_path):
+    """Mistral with window 4: an induction target more than 3 positions back is not a key the query sees; such rows
+    are left out (not a crash), and the balls agree with the library on the rest."""
+    cfg = tf.MistralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, sliding_window=4, max_position_embeddings=64)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = tf.AutoModelForCausalLM.from_config(cfg)
+    model.save_pretrained(tmp_path / "mis4")
+    toks = [5, 1, 2, 3, 4, 6, 5, 1, 8, 9, 8, 9]  # rows 6, 7: targets 1, 2 lie 5 back; rows 10, 11: 2 back
+    ex = heads.extract_hf(f"hf-dir:{tmp_path / 'mis4'}", 1, 2, "induction", [toks], n=1, length=0, seed=0)
+    assert ex.program.window == 4 and all(r - t < 4 for r, t in zip(ex.prompts[0].rows, ex.prompts[0].targets))
+    assert 0 < len(ex.prompts[0].rows) < len(hb.induction_targets(toks)[0])
+    assert heads.cross_check(ex) < 1e-6
+    hb.bound_head(ex.program, ex.prompts, HALF)

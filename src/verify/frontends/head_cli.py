@@ -42,10 +42,11 @@ MAX_PAIRS = 2_000_000
 
 
 def _rational(text: str, name: str) -> Fraction:
-    try:
-        f = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise InputError(f"--{name} {text[:40]!r}: expected a number in (0, 1], e.g. 0.5 or 1/2") from None
+    from verify.numeric.head_bounds import parse_rational
+
+    f = parse_rational(text)
+    if f is None:
+        raise InputError(f"--{name} {text[:40]!r}: expected a number in (0, 1], e.g. 0.5 or 1/2")
     if not 0 < f <= 1:
         raise InputError(f"--{name} {text[:40]}: must be in (0, 1]")
     return f
@@ -70,12 +71,13 @@ def _model(text: str) -> tuple[str, str]:
 def _rows(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
-    a, sep, b = text.partition(":")
-    try:
-        lo, hi = int(a), int(b)
-    except ValueError:
-        raise InputError(f"--rows {text[:40]!r}: expected A:B, query positions (0-indexed, inclusive)") from None
-    if not sep or lo < 0 or hi < lo:
+    import re
+
+    m = re.fullmatch(r"\s*(\d{1,9})\s*:\s*(\d{1,9})\s*", text)
+    if m is None:
+        raise InputError(f"--rows {text[:40]!r}: expected A:B with 0 <= A <= B, query positions (0-indexed, inclusive)")
+    lo, hi = int(m.group(1)), int(m.group(2))
+    if hi < lo:
         raise InputError(f"--rows {text[:40]!r}: expected A:B with 0 <= A <= B")
     return lo, hi
 
@@ -108,9 +110,15 @@ def _preflight(kind: str, certificates: str | None) -> None:
         if missing_packages((("transformers", ""),)):
             raise InputError("--model hf:...: needs the transformers package: pip install 'verify-attention[impl]'")
     if certificates is not None:
+        if not certificates.strip():
+            raise InputError("--certificates: an empty path; name a directory")
         d = Path(certificates)
         if d.exists() and not d.is_dir():
             raise InputError(f"--certificates {certificates}: exists and is not a directory")
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(f"--certificates {certificates}: cannot create it ({e.strerror})") from None
 
 
 @click.command("head", epilog="Exit codes: 0 HOLDS; 1 FAILS (witness printed); 2 bad input; 3 INCONCLUSIVE.")
@@ -147,6 +155,9 @@ def head_cmd(model_spec: str, layer: int, head_index: int, pattern: str, prompts
     prompts = _prompts(prompts_file)
     if kind != "trained" and length < 2 and prompts is None:
         raise InputError(f"--length {length}: a drawn prompt needs at least 2 tokens")
+    longest = max(len(p) for p in prompts) if prompts is not None else (length or 256)
+    if rows is not None and rows[0] >= longest:
+        raise InputError(f"--rows {rows_text}: the prompts have positions 0..{longest - 1}")
     pairs = sum(len(p) ** 2 for p in prompts) if prompts is not None else n_prompts * (length or 256) ** 2
     if pairs > MAX_PAIRS:
         raise InputError(f"{pairs} query-key pairs (prompts x positions^2) exceed the budget of {MAX_PAIRS} "
@@ -174,14 +185,15 @@ def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, pr
         raise InputError(str(e)) from None
     n_rows = sum(len(p.rows) for p in ex.prompts)
     if n_rows == 0:
-        raise InputError(f"no query row has a {pattern} target in the given prompts and --rows")
+        raise InputError(f"no query row has a {pattern} target in the given prompts and --rows"
+                         + (f" inside the sliding window of {ex.program.window}" if ex.program.window else ""))
     cc = heads.cross_check(ex)
     base: dict[str, Any] = {
         "schema": SCHEMA, "model": ex.describe, "layer": layer, "head": head, "pattern": pattern,
         "criterion": criterion, "threshold": str(tau), "fraction": str(fraction), "seed": seed,
         "rows_filter": None if rows is None else list(rows),
         "inputs": ex.input_kind, "prompts": len(ex.prompts), "positions": [len(p.tokens) for p in ex.prompts],
-        "statement": statement(pattern, criterion, tau, fraction),
+        "statement": hb.statement(pattern, criterion, tau, fraction),
         "library_cross_check": {"tolerance": heads.CROSS_CHECK_TOL, "max_abs_diff_at_most": _decade(cc),
                                 "within": cc <= heads.CROSS_CHECK_TOL}}
     if cc > heads.CROSS_CHECK_TOL:
@@ -199,13 +211,6 @@ def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, pr
     if certificates is not None:
         out["certificate"] = _write(ex, bound, tau, fraction, criterion, certificates, base)
     return out
-
-
-def statement(pattern: str, criterion: str, tau: Fraction, fraction: Fraction) -> str:
-    target = "key i - 1" if pattern == "prev" else "the key after the last earlier occurrence of x_i"
-    share = "at every checked query row i" if fraction == 1 else f"at a share >= {fraction} of the checked query rows i"
-    what = (f"puts attention mass >= {tau} on {target}" if criterion == "mass" else f"has {target} as the strict argmax")
-    return f"{share}, the head {what}"
 
 
 def _decade(x: float) -> str:
