@@ -57,6 +57,7 @@ HEAVY_COMMANDS = {
     "bietti23:probes": "verify bietti23:probes --full --format json",
     # the run the --full answer names (a run id of its own: its markers are filled from that run)
     "bietti23:probes[steps=6400]": "verify bietti23:probes --steps 6400 --format json",
+    "bietti23:probes[steps=25600]": "verify bietti23:probes --steps 25600 --format json",
     "kvshift24:falsifier": "verify kvshift24:falsifier --format json",
     "ws24:falsifier": "verify ws24:falsifier --format json",
     "pr26:auc": "verify pr26:auc --full --format json",
