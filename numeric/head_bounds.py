@@ -100,6 +100,11 @@ class HeadProgram:
         return len(self.W_Q)
 
     @property
+    def norm_spec(self) -> tuple[str, list[float] | None, list[float] | None, float]:
+        """(kind, gain, bias, eps) of the norm before the query/key projections."""
+        return self.norm, self.norm_weight, self.norm_bias, self.norm_eps
+
+    @property
     def d_head(self) -> int:
         return len(self.W_Q[0])
 
@@ -221,6 +226,11 @@ class MLP:
     W_gate: list[list[float]] | None = None
     b_gate: list[float] | None = None
     b_out: list[float] | None = None
+
+    @property
+    def norm_spec(self) -> tuple[str, list[float] | None, list[float] | None, float]:
+        """(kind, gain, bias, eps) of the norm before the MLP."""
+        return self.norm, self.norm_weight, self.norm_bias, self.norm_eps
 
     def to_json(self) -> dict[str, Any]:
         return {"norm": self.norm, "norm_weight": _vec(self.norm_weight), "norm_bias": _vec(self.norm_bias),
@@ -388,17 +398,19 @@ def _arb() -> Any:
     return flint
 
 
-def _norm_rows(fl: Any, X: list[list[Any]], prog: HeadProgram) -> list[list[Any]]:
+def _norm_rows(fl: Any, X: list[list[Any]], kind: str, weight: list[float] | None, bias: list[float] | None,
+               eps_: float) -> list[list[Any]]:
+    """Each row through the norm ``kind`` (LayerNorm, RMSNorm or none) with gain ``weight`` and ``bias``."""
     arb = fl.arb
-    if prog.norm == "none":
+    if kind == "none":
         return X
-    d = prog.d_model
-    g = [arb(v) for v in prog.norm_weight] if prog.norm_weight is not None else None
-    b = [arb(v) for v in prog.norm_bias] if prog.norm_bias is not None else None
-    eps = arb(prog.norm_eps)
+    d = len(X[0])
+    g = [arb(v) for v in weight] if weight is not None else None
+    b = [arb(v) for v in bias] if bias is not None else None
+    eps = arb(eps_)
     out = []
     for x in X:
-        if prog.norm == "layernorm":
+        if kind == "layernorm":
             mean = sum(x, arb(0)) / d
             c = [v - mean for v in x]
             inv = (sum((v * v for v in c), arb(0)) / d + eps).rsqrt()
@@ -460,7 +472,7 @@ def _admitted(prog: HeadProgram, i: int) -> range:
 def _score_fn(fl: Any, prog: HeadProgram, X: list[list[Any]]) -> tuple[list[list[Any]], Callable[[int, int], Any]]:
     """The normalised rows n(x_i) and s(i, j), the pre-softmax score of query i on key j, as balls."""
     arb = fl.arb
-    N = _norm_rows(fl, X, prog)
+    N = _norm_rows(fl, X, *prog.norm_spec)
     Q = _rope(fl, _project(fl, N, prog.W_Q, prog.b_Q), prog)
     K = _rope(fl, _project(fl, N, prog.W_K, prog.b_K), prog)
     S = fl.arb_mat(Q) * fl.arb_mat(K).transpose()
@@ -519,9 +531,7 @@ def _act(fl: Any, kind: str, x: Any) -> Any:
 
 
 def _apply_mlp(fl: Any, m: "MLP", X: list[list[Any]]) -> list[list[Any]]:
-    norm = HeadProgram(W_Q=[[0.0]] * len(X[0]), W_K=[[0.0]] * len(X[0]), norm=m.norm, norm_weight=m.norm_weight,
-                       norm_bias=m.norm_bias, norm_eps=m.norm_eps)
-    N = _norm_rows(fl, X, norm)
+    N = _norm_rows(fl, X, *m.norm_spec)
     H = _project(fl, N, m.W_in, m.b_in)
     if m.W_gate is not None:
         G = _project(fl, N, m.W_gate, m.b_gate)

@@ -11,8 +11,11 @@ Models (``--model``):
   default recipe for the given seed (read from the lab's checkpoint cache, or trained: about 15 s of one core).
 
 Inputs: the first attention layer's input is exact from the weights (token embedding plus learned position, added
-exactly in the balls); a deeper layer's input is the model's own float64 forward of the layers below, recorded
-(the certificate says so: the bound then holds for those recorded inputs, not for the earlier layers' arithmetic).
+exactly in the balls).  The layers below a deeper head travel with it as prefix layers (every head's scores, values
+and output projection, the MLP) and are computed in the balls too, so its input is exact as well; only past
+:data:`MAX_PREFIX_NUMBERS` weights, or for an activation the balls do not take, is a deeper layer's input the
+model's own float64 forward, recorded (the certificate says so: the bound then holds for those recorded inputs, not
+for the earlier layers' arithmetic).
 
 Patterns: ``prev`` (query i -> key i - 1, i >= 1) and ``induction`` (query i -> the key after the most recent
 earlier occurrence of token x_i; prompts drawn as a random block repeated twice, [A A]).
@@ -266,7 +269,8 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
     for toks in toks_list:
         ids = torch.tensor([toks])
         with torch.no_grad():
-            o = model(input_ids=ids, use_cache=False, output_attentions=True, output_hidden_states=True)
+            o = model(input_ids=ids, use_cache=False, output_attentions=True,
+                      output_hidden_states=layer > 0 and prefix is None)
         comps = embed(toks) if (layer == 0 or prefix is not None) else [_floats(o.hidden_states[layer][0])]
         r, t = _rows(pattern, toks, rows)
         if prog.window is not None:  # a target outside the sliding window is not a key the query can see
@@ -405,23 +409,16 @@ def _ws24_layer1_out(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, tm:
 # ----------------------------------------------------------------------------- the cross-check
 
 
-def cross_check(ex: Extracted, precision: int = 53) -> float:
-    """Largest |a_ij(library, float64) - a_ij(extracted head, balls' midpoints)| over the checked rows' admitted
-    keys: ties the extracted head to the model's own forward pass (a wrong slice, scale, norm, rotation or mask
-    shows as ~1e-1)."""
-    import flint
-
+def cross_check(ex: Extracted) -> float:
+    """Largest |a_ij(library, float64) - a_ij(extracted head, float64)| over the checked rows' admitted keys, the
+    extracted head evaluated in the arithmetic the balls enclose: ties the extracted head to the model's own forward
+    pass (a wrong slice, scale, norm, rotation or mask shows as ~1e-1)."""
     worst = 0.0
-    old = flint.ctx.prec
-    flint.ctx.prec = precision
-    try:
-        for prompt, A in zip(ex.prompts, ex.library_attention):
-            ours = _midpoint_attention(ex.program, prompt)
-            for i in prompt.rows:
-                for j, v in ours[i].items():
-                    worst = max(worst, abs(float(A[i, j]) - v))
-    finally:
-        flint.ctx.prec = old
+    for prompt, A in zip(ex.prompts, ex.library_attention):
+        ours = _midpoint_attention(ex.program, prompt)
+        for i in prompt.rows:
+            for j, v in ours[i].items():
+                worst = max(worst, abs(float(A[i, j]) - v))
     return worst
 
 
@@ -468,9 +465,7 @@ def _mlp_t(m: MLP, X: torch.Tensor) -> torch.Tensor:
     def t(v: Any) -> torch.Tensor:
         return torch.tensor(v, dtype=torch.float64)
 
-    norm = HeadProgram(W_Q=[[0.0]] * X.shape[1], W_K=[[0.0]] * X.shape[1], norm=m.norm, norm_weight=m.norm_weight,
-                       norm_bias=m.norm_bias, norm_eps=m.norm_eps)
-    N = _norm_t(norm, X)
+    N = _norm_t(X, *m.norm_spec)
     acts = {"silu": torch.nn.functional.silu, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
             "gelu_tanh": lambda z: torch.nn.functional.gelu(z, approximate="tanh")}
     Hin = N @ t(m.W_in) + (t(m.b_in) if m.b_in is not None else 0)
@@ -484,7 +479,7 @@ def _mlp_t(m: MLP, X: torch.Tensor) -> torch.Tensor:
 
 def _scores_t(prog: HeadProgram, X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """n(X) ``[pos, d_model]`` and the scores s_ij ``[pos, pos]`` (unmasked) of the program's query/key side."""
-    Xn = _norm_t(prog, X)
+    Xn = _norm_t(X, *prog.norm_spec)
     Q = Xn @ torch.tensor(prog.W_Q, dtype=torch.float64)
     K = Xn @ torch.tensor(prog.W_K, dtype=torch.float64)
     if prog.b_Q is not None:
@@ -507,17 +502,19 @@ def _scores_t(prog: HeadProgram, X: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return Xn, S
 
 
-def _norm_t(prog: HeadProgram, X: torch.Tensor) -> torch.Tensor:
-    if prog.norm == "layernorm":
-        Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=prog.norm_eps)
-    elif prog.norm == "rmsnorm":
-        Xn = X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + prog.norm_eps)
+def _norm_t(X: torch.Tensor, kind: str, weight: list[float] | None, bias: list[float] | None,
+            eps: float) -> torch.Tensor:
+    """The float64 twin of head_bounds' norm: LayerNorm, RMSNorm or none, then the gain and bias."""
+    if kind == "layernorm":
+        Xn = torch.nn.functional.layer_norm(X, X.shape[-1:], eps=eps)
+    elif kind == "rmsnorm":
+        Xn = X * torch.rsqrt(X.pow(2).mean(-1, keepdim=True) + eps)
     else:
         Xn = X
-    if prog.norm_weight is not None:
-        Xn = Xn * torch.tensor(prog.norm_weight, dtype=torch.float64)
-    if prog.norm_bias is not None:
-        Xn = Xn + torch.tensor(prog.norm_bias, dtype=torch.float64)
+    if weight is not None:
+        Xn = Xn * torch.tensor(weight, dtype=torch.float64)
+    if bias is not None:
+        Xn = Xn + torch.tensor(bias, dtype=torch.float64)
     return Xn
 
 

@@ -245,11 +245,7 @@ def _write(ex: Any, bound: Any, tau: Fraction, fraction: Fraction, criterion: st
     from verify.numeric import head_bounds as hb
     from verify.reports.certificates import _stem, write_manifest
 
-    d = Path(directory)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise InputError(f"--certificates {directory}: cannot create it ({e.strerror})") from None
+    d = Path(directory)  # created by _preflight before any work
     meta = {"model": base["model"], "layer": base["layer"], "head": base["head"], "pattern": base["pattern"],
             "seed": base["seed"], "inputs": base["inputs"], "statement": base["statement"],
             "rows_filter": base["rows_filter"]}
