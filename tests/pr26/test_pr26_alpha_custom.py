@@ -6,36 +6,18 @@ from __future__ import annotations
 import json
 import math
 import pickle
-import time
 from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
+from cli_support import json_report as _json
+from cli_support import refused as _refused
 
 from verify.constructions import features as F
 from verify.constructions import pe
 from verify.frontends.cli import main
 from verify.proofs.pr26 import alpha as A
-
-
-def _json(capsys, argv, rc=0):
-    got = main(argv + ["--format", "json"])
-    cap = capsys.readouterr()
-    assert got == rc, cap.err
-    return json.loads(cap.out)
-
-
-def _refused(capsys, argv):
-    t0 = time.perf_counter()
-    rc = main(argv)
-    secs = time.perf_counter() - t0
-    err = capsys.readouterr().err.strip()
-    assert rc == 2, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert secs < 10, secs
-    return err
-
 
 # ----------------------------------------------------------------------------- custom polynomial features
 

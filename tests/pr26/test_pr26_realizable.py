@@ -6,6 +6,7 @@ import json
 from fractions import Fraction
 
 import pytest
+from cli_support import json_report as _json
 
 from verify import faults
 from verify.constructions import features as F
@@ -14,13 +15,6 @@ from verify.frontends.cli import main
 from verify.proofs.pr26 import alpha as A
 from verify.solver import realizable as R
 from verify.solver.recheck import check_certificate
-
-
-def _json(capsys, argv, rc):
-    got = main(argv + ["--format", "json"])
-    cap = capsys.readouterr()
-    assert got == rc, cap.err
-    return json.loads(cap.out)
 
 
 def test_affine_prev_unrealizable_from_3(capsys):

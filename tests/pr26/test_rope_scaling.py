@@ -4,12 +4,12 @@ them, and the refusals of bad options."""
 
 from __future__ import annotations
 
-import json
 import math
-import time
 
 import numpy as np
 import pytest
+from cli_support import json_report as _json
+from cli_support import refused as _refused
 
 from verify import faults
 from verify.constructions import pe
@@ -21,22 +21,6 @@ HAS_TF = RS.library_version() is not None
 needs_tf = pytest.mark.skipif(not HAS_TF, reason="transformers (the impl extra) is not installed")
 
 
-def _json(capsys, argv, rc=0):
-    got = main(argv + ["--format", "json"])
-    cap = capsys.readouterr()
-    assert got == rc, cap.err
-    return json.loads(cap.out)
-
-
-def _refused(capsys, argv):
-    t0 = time.perf_counter()
-    rc = main(argv)
-    secs = time.perf_counter() - t0
-    err = capsys.readouterr().err.strip()
-    assert rc == 2, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert secs < 10, secs
-    return err
 
 
 # ----------------------------------------------------------------------------- the closed forms
