@@ -21,13 +21,14 @@ question the paper raises).  Full text not reachable: reconstructed, as in
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from verify import runcache
 from verify.constructions import pe
@@ -726,25 +727,46 @@ def _recheck_fast(family: Family, task: Task, param: Any, lengths: Sequence[int]
     return out
 
 
-def _gc_frozen_before(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with the objects that exist before it frozen for Python's cyclic garbage collector while it runs
+@contextlib.contextmanager
+def gc_frozen() -> Iterator[None]:
+    """The objects that exist on entry frozen for Python's cyclic garbage collector inside the block
     (``gc.freeze``; unfrozen after, also on an error).  The exact checks allocate many small objects (Fractions,
-    tuples), which trigger full collections that walk every object of the process (torch's, sympy's, scipy's):
-    0.1-0.2 s each on this machine, to free what the call itself made; frozen, a collection walks only the
-    call's objects.  Garbage among the older objects waits for the first full collection after the call.
-    Nothing is frozen or unfrozen when some caller has frozen objects already."""
-    import functools
+    tuples, per-length dicts), which trigger full collections that walk every object of the process (torch's,
+    sympy's, scipy's): 0.1-0.2 s each on this machine, to free what the block itself made; frozen, a collection
+    walks only the block's objects.  Garbage among the older objects waits for the first full collection after
+    the block.  Nothing is frozen or unfrozen when some caller has frozen objects already."""
     import gc
+
+    # inside our own block (a depth count: gc.get_freeze_count walks every frozen object, 3 ms here), or someone
+    # else froze objects: leave the state alone
+    if _FROZEN[0] or gc.get_freeze_count():
+        _FROZEN[0] += 1
+        try:
+            yield
+        finally:
+            _FROZEN[0] -= 1
+        return
+    gc.freeze()
+    _FROZEN[0] += 1
+    try:
+        yield
+    finally:
+        _FROZEN[0] -= 1
+        gc.unfreeze()
+
+
+#: depth of :func:`gc_frozen` blocks in progress (one list cell: the module's single mutable counter)
+_FROZEN = [0]
+
+
+def _gc_frozen_before(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run inside :func:`gc_frozen`."""
+    import functools
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        if gc.get_freeze_count():  # someone else froze objects: leave their state alone
+        with gc_frozen():
             return fn(*args, **kwargs)
-        gc.freeze()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.unfreeze()
     return run
 
 
@@ -1104,6 +1126,23 @@ def _first_infeasible(solve: Callable[[int], Any], answer_N: SolverAnswer, min_L
     return hi
 
 
+def fraction_strings(values: Iterable[Fraction | None]) -> list[str | None]:
+    """``str`` of each value (None stays None), each distinct object written once: the margins of
+    consecutive lengths are mostly the same Fraction object, and writing one with a large denominator
+    costs microseconds (measured: 0.1-0.3 s for the 4096 lengths of five tasks)."""
+    seen: dict[int, str] = {}
+    out: list[str | None] = []
+    for v in values:
+        if v is None:
+            out.append(None)
+            continue
+        t = seen.get(id(v))
+        if t is None:
+            t = seen[id(v)] = str(v)
+        out.append(t)
+    return out
+
+
 def _cite_witness(dec: Decision, res: Any, family: Family, task: Task, good: Sequence[int], window: int,
                   margin: Fraction, dim: int, fixed: Sequence[Fraction] | None,
                   feats: Sequence[Sequence] | None = None) -> None:
@@ -1122,7 +1161,7 @@ def _cite_witness(dec: Decision, res: Any, family: Family, task: Task, good: Seq
     fixed_ok = fixed is None or [Fraction(x) for x in theta] == [Fraction(x) for x in fixed]
     dec.witnesses["W1"] = {"found_at_length": max(good), "param": _strings(param), "shape": list(
         family.param_shape(window)), "rechecked_exact": ok_all and fixed_ok,
-        "min_margin_by_length": {str(k): (None if v is None else str(v)) for k, v in margins.items()}}
+        "min_margin_by_length": {str(k): v for k, v in zip(margins, fraction_strings(margins.values()))}}
     for ell in good:
         m = margins[ell]
         okl = (m is None or (m >= margin and bool(pe.attends(m)))) and fixed_ok

@@ -908,9 +908,9 @@ def realizable(pe: str | None = None, task: str | None = None, L: int = 8, *, fe
                                deadline=deadline, progress=progress)
     except ValueError as e:
         raise InputError(str(e)) from None
+    shown = R.fraction_strings(a.min_margin for a in dec.answers)
     per = [{"L": a.L, "realizable": a.realizable, "witness": a.witness, "certificate": a.certificate,
-            "min_margin_exact": None if a.min_margin is None else str(a.min_margin), **({"note": a.note} if a.note else {})}
-           for a in dec.answers]
+            "min_margin_exact": m, **({"note": a.note} if a.note else {})} for a, m in zip(dec.answers, shown)]
     overall: bool | None
     if any(a.realizable is None for a in dec.answers):
         overall = None
@@ -988,8 +988,22 @@ def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: i
         r = fam.dim(L0)
         if realizable_work(fam.kind, r, up_to) > MAX_REALIZABLE_WORK:
             raise InputError(f"--up-to {up_to} with features of dimension {r} is beyond the exact check's budget")
-    return _designer_events(pe, list(tasks), L0, up_to, preps, kw, fit_kw, selection, timeout_s, t0, deadline,
-                            shared)
+    return _frozen_steps(_designer_events(pe, list(tasks), L0, up_to, preps, kw, fit_kw, selection, timeout_s, t0,
+                                          deadline, shared))
+
+
+def _frozen_steps(events: Any) -> Any:
+    """``events`` with each step run inside :func:`verify.solver.realizable.gc_frozen` (the process's older
+    objects out of the cyclic collector's walks while the step allocates; not while the caller prints)."""
+    from verify.solver.realizable import gc_frozen
+
+    while True:
+        with gc_frozen():
+            try:
+                ev = next(events)
+            except StopIteration:
+                return
+        yield ev
 
 
 def _designer_events(pe: str | None, tasks: list[str], L0: int, up_to: int, preps: dict, kw: dict, fit_kw: dict,
