@@ -119,9 +119,34 @@ def _train(cfg: Any, seeds: Sequence[int], cache: lab.Cache | None, progress: An
     return tm.train_two_layer(cfg, seeds, cache, progress)
 
 
+def train_task(spec: dict[str, Any]) -> lab.Trained:
+    """One grid task (runs on a Dask worker or in this process): the lab run of ``spec["cfg"]`` for
+    ``spec["seeds"]`` (batched, as in-process: the same weights wherever it runs), with the checkpoint cache
+    at ``spec["cache_dir"]`` (None: no cache)."""
+    cache = lab.Cache(spec["cache_dir"]) if spec["cache_dir"] is not None else None
+    return _train(spec["cfg"], spec["seeds"], cache, None)
+
+
+def _train_both(cfg: Any, half: Any, seeds: Sequence[int], cache: lab.Cache | None, progress: Any, scheduler: str,
+                jobs: int) -> tuple[Any, Any]:
+    """The run at ``cfg`` and, on a scheduler, the half-steps run of the convergence check beside it (two grid
+    tasks; the half run is then trained whether or not a probe needs it, and read only when one does).
+    In-process: the run at ``cfg`` only (the half run is trained when needed)."""
+    if scheduler == "in-process":
+        return _train(cfg, seeds, cache, progress), None
+    from verify.numeric import grid
+
+    cdir = None if cache is None else str(cache.directory)
+    specs = [{"cfg": c, "seeds": list(seeds), "cache_dir": cdir} for c in (cfg, half)]
+    full, half_tr = grid.run_grid(train_task, specs, scheduler=scheduler, n_workers=jobs, progress=progress,
+                                  name="bietti23")
+    return full, half_tr
+
+
 def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int], n_eval: int,
                  cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
-                 fixed_triggers: bool = False, command: str = "") -> Evidence:
+                 fixed_triggers: bool = False, command: str = "", scheduler: str = "in-process", jobs: int = 2
+                 ) -> Evidence:
     """Train, then probe.
 
     Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
@@ -135,12 +160,18 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     Args:
         d, T, K: width, length, triggers; batch, steps, lr, optimizer: training (``"sgd"``: the authors'
         SGD with momentum; ``"adam"``); seeds: batched; n_eval: evaluation sequences per seed; cache:
-        the lab cache; progress: progress callback.
+        the lab cache; progress: progress callback; scheduler, jobs: where the training runs
+        (:func:`verify.numeric.grid.parse_scheduler`; on a scheduler the half-steps run trains beside the full
+        one, :func:`_train_both`).
+
+    Raises:
+        verify.numeric.grid.SchedulerUnreachable: no scheduler at the address.
     """
     cfg: Any = (FixedConfig(d=d, T=T, K=K, batch=batch, steps=steps, lr=lr, optimizer=optimizer) if fixed_triggers
                 else tm.TwoLayerConfig(pe="ape", d=d, T=T, K=K, source="text", trained=tm.SIMPLIFIED_TRAINED,
                                        batch=batch, steps=steps, lr=lr, optimizer=optimizer))
-    tr = _train(cfg, seeds, cache, progress)
+    half = dataclasses.replace(cfg, steps=max(1, steps // 2))
+    tr, tr_half = _train_both(cfg, half, seeds, cache, progress, scheduler, jobs)
     V = cfg.bigram_source().V
     probes, mean, acc, attn_prev = _measure(cfg, tr, seeds, n_eval)
     numbers: dict[str, Any] = {
@@ -166,8 +197,9 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary="the model did not learn the in-context task at this budget: "
                         + summary + more, **base)
     if verdict == Outcome.FAILS:
-        half = dataclasses.replace(cfg, steps=max(1, steps // 2))
-        _, half_mean, _, _ = _measure(half, _train(half, seeds, cache, progress), seeds, n_eval)
+        if tr_half is None:
+            tr_half = _train(half, seeds, cache, progress)
+        _, half_mean, _, _ = _measure(half, tr_half, seeds, n_eval)
         rising = {k: round(mean[k] - half_mean[k], 4) for k in DECIDING
                   if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
@@ -176,7 +208,8 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
             cost = (f": about {4 * secs * 1.5 / 60:.0f} min of this machine (4x this run's "
                     f"{secs / 60:.0f} min, plus the half-length run)" if secs else
                     " (4x this run's training, plus the half-length run)")
-            more = f"; a verdict needs more steps: {command} --steps {steps * 4}{cost}" if command else ""
+            more = (f"; a verdict needs more steps: {command} --steps {steps * 4}{cost}; --scheduler tcp://HOST:PORT "
+                    "trains it and its half-steps check side by side on a Dask cluster" if command else "")
             return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
                 f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
                 + ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())

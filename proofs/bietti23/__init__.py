@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from verify.core.model import Claim, InputError, Paper, Params, Times, param
-from verify.evidence import Context, Evidence
+from verify.evidence import Context, Evidence, engine_versions
 
 #: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
 OPTIMIZERS = ("sgd", "adam")
@@ -38,11 +38,22 @@ class ProbeParams(Params):
     triggers: str = param("fixed", "fixed: the k most frequent tokens (the README run); random: drawn per sequence "
                           "from the unigram marginal (the code's default)", choices=TRIGGERS)
     seeds: int = param(2, "seeds, trained as one batched model", kind="int", minimum=1, maximum=16)
+    scheduler: str = param("in-process", "where the training runs: 'in-process', 'local' (a Dask LocalCluster of "
+                           "--jobs one-thread workers) or an existing Dask scheduler tcp://HOST:PORT (runs larger "
+                           "than this machine); on a scheduler the half-steps run of the convergence check trains "
+                           "beside the full run, with the same weights as in-process", kind="text", maximum=200)
+    jobs: int = param(2, "workers of a 'local' scheduler", kind="int", minimum=1, maximum=16)
 
 
 def _validate(p: Mapping[str, Any]) -> None:
     if p["K"] >= 40:
         raise InputError(f"--K {p['K']}: the shipped text has fewer distinct characters to serve as triggers")
+    from verify.numeric.grid import parse_scheduler  # torch-free
+
+    try:
+        parse_scheduler(p["scheduler"])
+    except ValueError as exc:
+        raise InputError(f"--scheduler: {exc}") from None
 
 
 def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
@@ -52,9 +63,15 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
     steps = p.profiled("steps", ctx)
     command = (f"verify bietti23:probes --d {p['d']} --T {p['T']} --K {p['K']} --batch {p['batch']} --lr {p['lr']:g} "
                f"--optimizer {p['optimizer']} --triggers {p['triggers']} --seeds {p['seeds']}")
-    return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
-                            list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress,
-                            optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command)
+    from verify.numeric.grid import SchedulerUnreachable
+
+    try:
+        return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
+                                list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress,
+                                optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command,
+                                scheduler=p["scheduler"].strip(), jobs=p["jobs"])
+    except SchedulerUnreachable as exc:
+        return Evidence("numeric", "inconclusive", summary=str(exc), engines=engine_versions("torch"))
 
 
 #: what the --full run measured (kept beside the code that produced it; the README row quotes it)

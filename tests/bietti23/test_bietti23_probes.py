@@ -75,3 +75,63 @@ def test_the_runs_an_inconclusive_answer_names_are_accepted():
         assert PROBES.parse_params({"steps": str(steps)})["steps"] == steps
     with pytest.raises(InputError):
         PROBES.parse_params({"steps": str(MAX_STEPS + 1)})
+
+
+def test_on_a_scheduler_the_half_steps_run_trains_beside_the_full_one(monkeypatch):
+    """With --scheduler the full run and the half-steps run are two grid tasks (same batched seeds) and the
+    convergence check reads the half run's result instead of training again.  Faults: the tasks swapped (the
+    verdict would read the half run as the full one) or a second training in this process."""
+    from verify.numeric import bietti_probes as bp
+    from verify.numeric import grid
+
+    seen: list[list[int]] = []
+
+    class FakeTrained:
+        def __init__(self, steps):
+            self.steps, self.from_cache = steps, True
+            self.losses = [torch.zeros(1)]
+
+    def fake_grid(fn, specs, scheduler, n_workers, progress, name):
+        assert fn is bp.train_task and scheduler == "local" and n_workers == 3 and name == "bietti23"
+        seen.append([s["cfg"].steps for s in specs])
+        assert all(s["seeds"] == [0] and s["cache_dir"] is None for s in specs)
+        return [FakeTrained(s["cfg"].steps) for s in specs]
+
+    def no_training(*a, **k):
+        raise AssertionError("trained in this process although the grid trained both runs")
+
+    def fake_measure(cfg, tr, seeds, n_eval):
+        assert tr.steps == cfg.steps  # each run is measured on its own weights
+        v = 0.55 if cfg.steps == 400 else 0.545
+        probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "induction_key": [v], "output": [1.0]}
+        return probes, {k: x[0] for k, x in probes.items()}, [0.95], [0.8]
+
+    monkeypatch.setattr(grid, "run_grid", fake_grid)
+    monkeypatch.setattr(bp, "_train", no_training)
+    monkeypatch.setattr(bp, "_measure", fake_measure)
+    ev = bp.check_probes(16, 16, 1, 4, 400, 0.01, [0], 4, None, optimizer="adam", scheduler="local", jobs=3)
+    assert seen == [[400, 200]]
+    assert (ev.status, ev.outcome) == ("consistent", "fails")
+    assert ev.numbers["probe_means_at_half_steps"]["prev_token_all_positions"] == 0.545
+
+
+def test_a_local_scheduler_trains_the_same_weights_as_in_process(tmp_path):
+    """The grid task is the same batched lab run: a tiny fixed-trigger model trained on a LocalCluster gives the
+    in-process numbers exactly (probes, accuracy, loss)."""
+    from verify.numeric import bietti_probes as bp
+
+    args = (16, 16, 2, 4, 30, 0.05, [0, 1], 4, None)
+    a = bp.check_probes(*args, optimizer="adam", fixed_triggers=True)
+    b = bp.check_probes(*args, optimizer="adam", fixed_triggers=True, scheduler="local", jobs=2)
+    keys = ("probes", "probe_means", "in_context_accuracy", "final_loss", "attention_prev_token_recall")
+    assert {k: a.numbers[k] for k in keys} == {k: b.numbers[k] for k in keys}
+    assert (a.status, a.outcome) == (b.status, b.outcome)
+
+
+def test_a_bad_scheduler_is_refused_before_any_work():
+    from verify.core.model import InputError
+    from verify.proofs.bietti23 import PROBES
+
+    for bad in ("udp://x:1", "tcp://host:0", "elsewhere"):
+        with pytest.raises(InputError, match="--scheduler"):
+            PROBES.parse_params({"scheduler": bad})
