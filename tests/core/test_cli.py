@@ -185,3 +185,21 @@ def test_expect_star_applies_to_every_variant(capsys, monkeypatch, tmp_path):
     code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[*]: FAILS\n")
     assert {k: e for k, (_, e) in res.items()} == {f"ws24:theorem2[{v}]": "FAILS" for v in ("as-written", "transposed", "read-score")}
     assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX"]
+
+
+def test_progress_reaches_a_log_as_plain_lines(capsys, monkeypatch, tmp_path):
+    """With stderr not a terminal (a log, nohup, CI) a long run's progress is written as plain lines, at most one
+    per PLAIN_PROGRESS_EVERY_S; a short run writes none, and --quiet none at all.  Fault: the terminal-only
+    spinner of before (a 6-hour training sent to a log printed nothing until it ended)."""
+    from verify.frontends import cli
+
+    tiny = ("bietti23:probes", "--d", "8", "--T", "8", "--batch", "2", "--steps", "2", "--seeds", "1",
+            "--layers", "numeric", "--cache-dir")
+    rc, _, err = run(capsys, *tiny, str(tmp_path / "a"))
+    assert rc in (0, 1, 3) and "verify: " not in err  # short: nothing
+    monkeypatch.setattr(cli, "PLAIN_PROGRESS_EVERY_S", 0.0)
+    rc, _, err = run(capsys, *tiny, str(tmp_path / "b"))
+    lines = [ln for ln in err.splitlines() if ln.startswith("verify: ")]
+    assert lines and any("step" in ln for ln in lines), err
+    rc, _, err = run(capsys, *tiny, str(tmp_path / "c"), "--quiet")
+    assert "verify: " not in err

@@ -116,8 +116,16 @@ def _common(f: Callable) -> Callable:
     return f
 
 
+#: when stderr is not a terminal (a log, CI, nohup), a progress message is written as a plain line only once
+#: this many seconds have passed since the start or since the last line: a short command writes none, a long
+#: training writes a line per report
+PLAIN_PROGRESS_EVERY_S = 30.0
+
+
 class _Progress:
-    """Progress on stderr for long work, only when stderr is a terminal and not --quiet."""
+    """Progress on stderr for long work, never with --quiet: a spinner when stderr is a terminal, otherwise a
+    plain ``verify: ...`` line at most every :data:`PLAIN_PROGRESS_EVERY_S` seconds (so a run sent to a log
+    shows that it is alive and where it is, and a short one writes nothing)."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
@@ -125,8 +133,20 @@ class _Progress:
 
     @contextmanager
     def running(self) -> Iterator[Callable[[str], None] | None]:
-        if not self.enabled:
+        if self.quiet:
             yield None
+            return
+        if not self.enabled:
+            import time
+
+            last = [time.monotonic()]
+
+            def plain(msg: str) -> None:
+                now = time.monotonic()
+                if now - last[0] >= PLAIN_PROGRESS_EVERY_S:
+                    last[0] = now
+                    click.echo(f"verify: {msg}", err=True)
+            yield plain
             return
         from rich.console import Console
 
