@@ -16,7 +16,7 @@ memory of this process (ru_maxrss) after each row.  Rows:
   features above), measured two ways (also with --quick): ``designer_s``, the API call
   ``verify.proofs.pr26.alpha.designer`` in a fresh process from the call to its last event (torch and the
   package imported before the clock starts, as ``alpha_s`` in bench_alpha.py; the lazy imports inside the call,
-  sympy's and scipy's, counted), and ``command_s``, the whole command in a fresh process (Python start-up and
+  sympy's, highspy's and z3's, counted), and ``command_s``, the whole command in a fresh process (Python start-up and
   every import included), with the estimate the command printed before any work.
 
 Results go to benchmarks/results/bench_realizable-<date>.json unless --json says otherwise.
@@ -71,7 +71,7 @@ spec = A.resolve_pe(features=sys.argv[1], max_positions=int(sys.argv[2]))
 t1 = time.perf_counter()
 R.feature_table(spec.family, 20, int(sys.argv[2]))
 t2 = time.perf_counter()
-import scipy.optimize  # noqa: F401
+from highspy import _core  # noqa: F401
 t3 = time.perf_counter()
 print(json.dumps({"parse_and_check_s": t1 - t0, "exact_feature_table_s": t2 - t1, "lp_solver_import_s": t3 - t2}))
 """
@@ -80,7 +80,7 @@ print(json.dumps({"parse_and_check_s": t1 - t0, "exact_feature_table_s": t2 - t1
 def designer_parts(up_to: int = 4096) -> dict:
     """Three parts of the designer's call, each in a fresh process as there: resolving the expressions (the sympy
     import, the parse, the finite and cross checks), the exact feature table of up_to offsets (the solver module,
-    with z3, imported before its clock), importing scipy's LP."""
+    with z3, imported before its clock), importing the LP solver's binding (highspy)."""
     out = subprocess.run([sys.executable, "-c", PARTS_CHILD, REL, str(up_to)], capture_output=True, text=True,
                          check=True)
     return {k: round(v, 3) for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items()}

@@ -544,11 +544,72 @@ def _dyadic(x: float) -> Fraction:
     return Fraction(round(mant * (1 << PROPOSAL_BITS))) * Fraction(2) ** (exp - PROPOSAL_BITS)
 
 
+@dataclass
+class _LP:
+    """A float64 LP's answer, as :func:`_linprog` reads it: ``ok`` (solved to optimality), the solution ``x`` and the
+    duals of the inequality rows (None where the solver gives none)."""
+
+    ok: bool
+    x: Any = None
+    duals: Any = None
+
+
+def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Sequence[float]) -> _LP:
+    """min cost . x subject to A_ub x <= b_ub and lower <= x <= upper (a bound may be +-inf), in float64.
+
+    HiGHS through its own small binding (highspy, imported in about 0.01 s) when it is installed, else through
+    scipy.optimize.linprog (HiGHS again; importing scipy.optimize takes 0.3-0.5 s, a quarter of the designer's
+    question).  Either answer is only a proposal: what the caller keeps is checked in exact rationals."""
+    import numpy as np
+
+    try:
+        from highspy import _core as hc
+    except ImportError:
+        hc = None
+    if hc is not None and hasattr(hc, "_Highs") and hasattr(hc, "HighsLp"):
+        m, n = A_ub.shape
+        inf = hc.kHighsInf
+        lp = hc.HighsLp()
+        lp.num_col_, lp.num_row_ = n, m
+        lp.col_cost_ = np.asarray(cost, dtype=np.float64)
+        lp.col_lower_ = np.array([max(v, -inf) for v in lower], dtype=np.float64)
+        lp.col_upper_ = np.array([min(v, inf) for v in upper], dtype=np.float64)
+        lp.row_lower_ = np.full(m, -inf)
+        lp.row_upper_ = np.asarray(b_ub, dtype=np.float64)
+        nz = A_ub != 0
+        lp.a_matrix_.format_ = hc.MatrixFormat.kRowwise
+        lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
+        lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
+        lp.a_matrix_.value_ = A_ub[nz].astype(np.float64)
+        h = hc._Highs()  # the public highspy.Highs prints a banner on stdout when built; this one is silent
+        h.setOptionValue("output_flag", False)
+        if h.passModel(lp) != hc.HighsStatus.kOk or h.run() != hc.HighsStatus.kOk:
+            return _LP(False)
+        if h.getModelStatus() != hc.HighsModelStatus.kOptimal:
+            return _LP(False)
+        sol = h.getSolution()
+        return _LP(True, np.array(sol.col_value, dtype=np.float64),
+                   np.array(sol.row_dual, dtype=np.float64) if sol.dual_valid else None)
+    try:
+        from scipy.optimize import linprog
+    except ImportError:
+        return _LP(False)
+    try:
+        res = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=[(None if not np.isfinite(lo) else lo,
+                                                           None if not np.isfinite(hi) else hi)
+                                                          for lo, hi in zip(lower, upper)], method="highs")
+    except (ValueError, RuntimeError):
+        return _LP(False)
+    if res.status != 0 or res.x is None:
+        return _LP(False)
+    return _LP(True, res.x, getattr(getattr(res, "ineqlin", None), "marginals", None))
+
+
 @seam("solver.realizable._float_proposal")
 def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction, support: list[int] | None = None) -> Any:
     """A parameter for the rows held, proposed by a float64 LP and accepted only after an exact check.
 
-    First a feasibility LP at margin 1.01 G (scipy's HiGHS), its solution rounded to :data:`PROPOSAL_BITS`
+    First a feasibility LP at margin 1.01 G (HiGHS, :func:`_linprog`), its solution rounded to :data:`PROPOSAL_BITS`
     significant bits (:func:`_dyadic`) and kept when every held row meets G in Fractions.  Otherwise an LP maximises t subject to
     c . theta >= t |c|_inf for every held row and |theta_a| <= 1 (the most robust direction; the
     constraints are homogeneous, so the scale is free).
@@ -563,7 +624,6 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
     support = [] if support is None else support
     try:
         import numpy as np
-        from scipy.optimize import linprog
     except ImportError:
         return None
     t0 = time.perf_counter()
@@ -572,13 +632,10 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
         return None
     scale = np.abs(C).max(axis=1)
     scale[scale == 0] = 1.0
+    inf = float("inf")
     # first a plain feasibility LP at 1.01 G (a vertex: often generalizes to the rows not held), read exactly
-    try:
-        lp = linprog(np.zeros(dim), A_ub=-C / scale[:, None], b_ub=-float(margin) * 1.01 / scale,
-                     bounds=[(None, None)] * dim, method="highs")
-    except (ValueError, RuntimeError):
-        lp = None
-    if lp is not None and lp.status == 0 and lp.x is not None and np.isfinite(lp.x).all():
+    lp = _linprog(np.zeros(dim), -C / scale[:, None], -float(margin) * 1.01 / scale, [-inf] * dim, [inf] * dim)
+    if lp.ok and np.isfinite(lp.x).all():
         theta = [_dyadic(float(x)) for x in lp.x]
         if all(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) >= margin for c in rows):
             return ObligationResult(name + "; float64 LP proposal checked exactly", SolverAnswer.SAT,
@@ -587,18 +644,13 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
     A = np.hstack([-C / scale[:, None], np.ones((len(rows), 1))])
     cost = np.zeros(dim + 1)
     cost[-1] = -1.0
-    try:
-        lp = linprog(cost, A_ub=A, b_ub=np.zeros(len(rows)), bounds=[(-1.0, 1.0)] * dim + [(None, 1.0)],
-                     method="highs")
-    except (ValueError, RuntimeError):
-        return None
-    if lp.status == 0 and lp.x is not None and np.isfinite(lp.x).all() and not lp.x[-1] > 1e-12:
+    lp = _linprog(cost, A, np.zeros(len(rows)), [-1.0] * dim + [-inf], [1.0] * dim + [1.0])
+    if lp.ok and np.isfinite(lp.x).all() and not lp.x[-1] > 1e-12:
         # no positive margin: the rows with nonzero duals are the likely Farkas support
-        y = getattr(getattr(lp, "ineqlin", None), "marginals", None)
-        if y is not None:
-            support.extend(int(k) for k in np.nonzero(np.abs(y) > 1e-12)[0])
+        if lp.duals is not None:
+            support.extend(int(k) for k in np.nonzero(np.abs(lp.duals) > 1e-12)[0])
         return None
-    if lp.status != 0 or lp.x is None or not np.isfinite(lp.x).all():
+    if not lp.ok or not np.isfinite(lp.x).all():
         return None
     theta = [_dyadic(float(x)) for x in lp.x[:dim]]
     m = min(sum((a * b for a, b in zip(c, theta) if a != 0), Fraction(0)) for c in rows)
@@ -613,12 +665,89 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
                             seconds=time.perf_counter() - t0, n_constraints=len(rows))
 
 
+def _null_space(cols: Sequence[Sequence[Fraction]], dim: int) -> list[list[Fraction]]:
+    """A basis of {y : sum_k y_k cols[k] = 0} in exact fractions (reduced row echelon form of the dim x s matrix
+    whose columns are ``cols``)."""
+    s = len(cols)
+    M = [[Fraction(cols[k][a]) for k in range(s)] for a in range(dim)]
+    pivots: list[int] = []
+    r = 0
+    for col in range(s):
+        piv = next((i for i in range(r, dim) if M[i][col] != 0), None)
+        if piv is None:
+            continue
+        M[r], M[piv] = M[piv], M[r]
+        inv = 1 / M[r][col]
+        M[r] = [x * inv for x in M[r]]
+        for i in range(dim):
+            if i != r and M[i][col] != 0:
+                f = M[i][col]
+                M[i] = [x - f * y for x, y in zip(M[i], M[r])]
+        pivots.append(col)
+        r += 1
+        if r == dim:
+            break
+    free = [c for c in range(s) if c not in pivots]
+    basis = []
+    for fc in free:
+        y = [Fraction(0)] * s
+        y[fc] = Fraction(1)
+        for i, pc in enumerate(pivots):
+            y[pc] = -M[i][fc]
+        basis.append(y)
+    return basis
+
+
+def _dual_farkas(name: str, rows: Sequence[tuple], dim: int, margin: Fraction) -> Any:
+    """An UNSAT answer for  c . theta >= margin  (c in ``rows``) with a Farkas certificate solved exactly from the
+    rows alone, no solver: when the y with sum_k y_k c_k = 0 form a line (the rows the float LP's nonzero duals
+    name are usually a minimal infeasible set, dim + 1 rows or fewer), its direction with sum_k y_k > 0 is a
+    certificate when every y_k >= 0 (summing y_k (c_k . theta) >= y_k margin gives 0 >= margin sum_k y_k > 0).
+    The certificate is written in :func:`verify.solver.pr26.lp_obligation`'s row format and checked by the
+    solver-free checker (:func:`verify.solver.recheck.check_certificate`); None when the rows do not give one
+    (the caller then asks z3)."""
+    from verify.solver.common import ObligationResult
+    from verify.solver.recheck import check_certificate, encoding_hash
+
+    t0 = time.perf_counter()
+    basis = _null_space(rows, dim)
+    if len(basis) != 1:
+        return None
+    y = basis[0]
+    if sum(y) < 0:
+        y = [-v for v in y]
+    if sum(y) <= 0 or any(v < 0 for v in y):
+        return None
+    lcm = 1
+    for v in y:
+        lcm = lcm * v.denominator // math.gcd(lcm, v.denominator)
+    y = [v * lcm for v in y]
+    g = 0
+    for v in y:
+        g = math.gcd(g, v.numerator)
+    y = [v / g for v in y]
+    exact = [{"coeffs": {f"theta_{a}": str(-Fraction(k)) for a, k in enumerate(c) if k != 0}, "op": "<=",
+              "rhs": str(-Fraction(margin))} for c in rows]
+    cert: dict[str, Any] = {"kind": "farkas", "cases": [{"rows": exact, "multipliers": [str(v) for v in y]}],
+                            "encoding_sha256": encoding_hash([exact])}
+    ok, why = check_certificate(cert)
+    if not ok:
+        return None
+    cert.update(checked=ok, check=why)
+    return ObligationResult(name + "; Farkas multipliers of the LP's dual support solved exactly (no solver)",
+                            SolverAnswer.UNSAT, seconds=round(time.perf_counter() - t0, 4), n_constraints=len(rows),
+                            certificate=cert, second_reason="not run: the UNSAT carries a Farkas certificate "
+                            "re-checked without a solver")
+
+
 def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fraction, dim: int,
                   extra: Sequence[tuple[Sequence[Fraction], Fraction]], timeout_ms: int, feats: Sequence[Sequence],
                   stable: bool, deadline: float | None = None, max_rounds: int = CUT_MAX_ROUNDS) -> _Cuts:
     """'Some parameter has margin >= ``margin`` on every constraint of every length <= ell' by cutting planes.
 
-    Start from the constraints of the first few query rows, solve the LP on the rows held (z3, exact), check
+    Start from the constraints of the first few query rows, solve the LP on the rows held (a float64 HiGHS
+    proposal kept only when exact rationals meet every held row; an infeasible one certified by Farkas
+    multipliers solved exactly on its dual support, :func:`_dual_farkas`; z3 where neither answers), check
     the model on every row of every length exactly (:func:`exact_margins`), add the :data:`CUT_ADD` most
     violated constraints, repeat.  UNSAT on a subset is UNSAT for the whole system (the subset's Farkas
     certificate uses rows of it); SAT is returned only when the exact check found no violated row
@@ -655,10 +784,13 @@ def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fra
         support: list[int] = []
         res = None if extra else _float_proposal(name, rows, dim, margin, support)
         if res is None and 0 < len(support) < len(rows):
-            # the float LP's dual support first: a small subset whose infeasibility z3 certifies quickly
+            # the float LP's dual support first: a small subset whose Farkas multipliers are solved exactly (no
+            # solver), else whose infeasibility z3 certifies quickly
             sub = [rows[k] for k in support]
-            res = lp_obligation(name.replace(f"{len(rows)} constraints", f"{len(sub)} of {len(rows)} constraints"),
-                                sub, dim, timeout_ms, margin=margin, second_opinion="never")
+            sub_name = name.replace(f"{len(rows)} constraints", f"{len(sub)} of {len(rows)} constraints")
+            res = _dual_farkas(sub_name, sub, dim, margin)
+            if res is None:
+                res = lp_obligation(sub_name, sub, dim, timeout_ms, margin=margin, second_opinion="never")
             if res.answer != SolverAnswer.UNSAT or not (res.certificate or {}).get("checked"):
                 res = None
         if res is None:  # no exactly feasible float proposal: z3 decides (an UNSAT with its Farkas certificate)

@@ -1187,9 +1187,10 @@ def _realizable_doc(spec: Any, tsk: Any, L: int, G: Fraction, overall: bool | No
                              "certificate": v["certificate"]} for k, v in dec.certificates.items()},
         "arithmetic": spec.note,
         "solver": ("cutting planes: the LP on the violated rows only, each round's parameter a float64 LP proposal "
-                   "(scipy HiGHS) kept only when its exact rationals meet every held row, else z3 linear real "
+                   "(HiGHS) kept only when its exact rationals meet every held row, else z3 linear real "
                    "arithmetic (exact rationals, fresh context, seed 0); the parameter re-checked on every row in "
-                   "exact arithmetic; an infeasible subset refuted by z3 with a Farkas certificate"
+                   "exact arithmetic; an infeasible subset refuted by a Farkas certificate, its multipliers solved "
+                   "exactly on the float LP's dual support or found by z3, checked without a solver either way"
                    if dec.method == "cutting" else
                    "z3 linear real arithmetic (exact rationals), fresh context, seed 0, every row"),
         "obligations": [{k: v for k, v in ob.items() if k != "farkas_certificate"} for ob in dec.obligations],

@@ -40,7 +40,7 @@ def test_estimate_scales_with_the_sizes_and_the_calibration():
     assert abs(_est(calibration_s=2 * C.CALIBRATION_NOMINAL_S) - 2 * e) < 1e-9 * e  # a machine half as fast
     assert _est(n_tasks=1) < e < _est(n_tasks=6)
     assert _est(up_to=512, lengths=A.designer_lengths(20, 512)) < e
-    assert _est(loaded=frozenset({"torch", "scipy.optimize"})) < e  # imports already done are not counted
+    assert _est(loaded=frozenset({"torch", "highspy"})) < e  # imports already done are not counted
     # absolute heads: quadratic in L, the exact (Fraction) decisions at small L the costliest per unit
     ab = _est(kind="absolute", r=3, exact_features=True, up_to=1024, lengths=A.designer_lengths(20, 1024))
     assert ab > _est(up_to=1024, lengths=A.designer_lengths(20, 1024))

@@ -214,3 +214,125 @@ def test_fault_in_the_running_minimum_is_caught(monkeypatch):
 
     monkeypatch.setattr(R, "_relative_scaled", half)
     assert _recheck_mismatches(first=True) != []
+
+
+def _scipy_lp(cost, A, b, lower, upper):
+    """The reference: scipy.optimize.linprog (HiGHS through scipy), the path _linprog replaced."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    res = linprog(cost, A_ub=A, b_ub=b, bounds=[(None if not np.isfinite(lo) else lo, None if not np.isfinite(hi)
+                                                 else hi) for lo, hi in zip(lower, upper)], method="highs")
+    return res.status == 0, (None if res.status != 0 else float(np.dot(cost, res.x)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_highspy_lp_agrees_with_scipy_linprog(seed):
+    """:func:`R._linprog` (HiGHS through highspy, imported in ~0.01 s) against scipy's linprog (HiGHS through scipy,
+    0.3-0.5 s to import) on the LP shapes the cutting planes ask: the same answer (optimal or not), the same optimum
+    to 1e-9, a solution meeting every row to 1e-9 and duals of the right length (the fault below shows the
+    comparison failing)."""
+    import numpy as np
+
+    # odd seeds: the max-margin shape (maximise t with -C theta + t <= 0, |theta| <= 1, t <= 1); even seeds: the
+    # feasibility shape (free variables, -C theta <= -1.01)
+    cost, A, b, lo, hi = _lp_instance(seed)
+    m = A.shape[0]
+    ok_ref, opt_ref = _scipy_lp(cost, A, b, lo, hi)
+    got = R._linprog(cost, A, b, lo, hi)
+    assert got.ok == ok_ref
+    if got.ok:
+        assert abs(float(np.dot(cost, got.x)) - opt_ref) <= 1e-9
+        assert (A @ got.x <= b + 1e-9).all() and got.duals is not None and len(got.duals) == m
+
+
+def _lp_instance(seed):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    m, n = int(rng.integers(3, 40)), int(rng.integers(2, 6))
+    A = rng.normal(size=(m, n)) * (rng.random(size=(m, n)) < 0.8)
+    inf = float("inf")
+    if seed % 2:
+        A = np.hstack([A, np.ones((m, 1))])
+        return np.r_[np.zeros(n), -1.0], A, np.zeros(m), [-1.0] * n + [-inf], [1.0] * n + [1.0]
+    return np.zeros(n), A, -1.01 * np.ones(m), [-inf] * n, [inf] * n
+
+
+def test_fault_lp_rows_read_with_the_wrong_sense():
+    """The comparison above can fail: with the rows' sense flipped (A x >= b passed as A x <= b) the answers or
+    optima differ from scipy's on most of the same instances."""
+    import numpy as np
+
+    differ = 0
+    for seed in range(12):
+        cost, A, b, lo, hi = _lp_instance(seed)
+        ok_ref, opt_ref = _scipy_lp(cost, A, b, lo, hi)
+        got = R._linprog(cost, -A, -b, lo, hi)
+        differ += got.ok != ok_ref or (got.ok and abs(float(np.dot(cost, got.x)) - opt_ref) > 1e-9)
+    assert differ >= 6
+
+
+def test_without_highspy_the_scipy_path_gives_the_same_answers(monkeypatch):
+    """Where highspy is missing, _linprog falls back to scipy: the answers (realizable or not at each length, the
+    first unrealizable length) are the same either way; only the witness may differ (another optimal vertex)."""
+    import sys
+
+    fam = F.expression_family(REL).family
+    tsk = pe.get_task("attend-first")
+    a = R.decide_lengths(fam, tsk, 400, 20)
+    monkeypatch.setitem(sys.modules, "highspy", None)
+    b = R.decide_lengths(fam, tsk, 400, 20)
+    assert [x.realizable for x in a.answers] == [x.realizable for x in b.answers]
+    assert next(x.L for x in a.answers if x.realizable is False) == next(x.L for x in b.answers if x.realizable is False)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_null_space_against_sympy(seed):
+    """:func:`R._null_space` (fractions, RREF) against sympy's nullspace: every basis vector is annihilated and
+    there are s - rank of them."""
+    import sympy as sp
+
+    rnd = random.Random(seed)
+    dim, s = rnd.randint(1, 5), rnd.randint(1, 7)
+    cols = [tuple(Fraction(rnd.randint(-3, 3), rnd.randint(1, 4)) for _ in range(dim)) for _ in range(s)]
+    basis = R._null_space(cols, dim)
+    M = sp.Matrix(dim, s, lambda a, k: sp.Rational(cols[k][a].numerator, cols[k][a].denominator))
+    assert len(basis) == s - M.rank()
+    for y in basis:
+        assert all(sum((y[k] * cols[k][a] for k in range(s)), Fraction(0)) == 0 for a in range(dim))
+
+
+def test_dual_farkas_certifies_infeasible_rows_and_never_feasible_ones():
+    """An infeasible system (theta >= 1 and -theta >= 1, and a 2-d triangle) gets a certificate the solver-free
+    checker accepts; a feasible one gets none; and a wrong null vector (fault) is caught by that checker, so no
+    certificate comes out of it."""
+    one = Fraction(1)
+    res = R._dual_farkas("t", [(one,), (-one,)], 1, one)
+    assert res is not None and res.answer == "unsat" and res.certificate["checked"]
+    tri = [(one, Fraction(0)), (Fraction(0), one), (-one, -one)]
+    res = R._dual_farkas("t", tri, 2, one)
+    assert res is not None and res.certificate["cases"][0]["multipliers"] == ["1", "1", "1"]
+    assert R._dual_farkas("t", [(one, Fraction(0)), (Fraction(0), one)], 2, one) is None  # feasible
+    assert R._dual_farkas("t", [(one,), (one,)], 1, one) is None  # feasible, null vector of mixed sign
+    real = R._null_space
+    try:
+        R._null_space = lambda cols, dim: [[Fraction(1)] * len(cols)] if len(cols) == 3 else real(cols, dim)
+        assert R._dual_farkas("t", [(one, Fraction(0)), (Fraction(0), one), (-one, Fraction(0))], 2, one) is None
+    finally:
+        R._null_space = real
+
+
+def test_dual_farkas_answers_equal_the_solver_route(monkeypatch):
+    """The certificates from the LP's dual support give the same answers at every length as z3's (the route they
+    replaced, kept as the fallback): attend-first with the designer's relative features, and [1, i] on prev."""
+    for fam, tsk, N in ((F.expression_family(REL).family, pe.get_task("attend-first"), 300),
+                        (F.expression_family("1, i").family, pe.get_task("prev"), 40)):
+        a = R.decide_lengths(fam, tsk, N, 20)
+        names = [o["name"] for o in a.obligations]
+        assert any("solved exactly (no solver)" in n for n in names)
+        monkeypatch.setattr(R, "_dual_farkas", lambda *args, **kw: None)
+        b = R.decide_lengths(fam, tsk, N, 20)
+        monkeypatch.undo()
+        assert [x.realizable for x in a.answers] == [x.realizable for x in b.answers]
+        assert all(c["certificate"]["checked"] for c in a.certificates.values())

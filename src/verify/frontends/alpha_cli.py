@@ -343,7 +343,7 @@ def _designer(A: Any, pe_name: str | None, pe_features: str | None, slope: str |
 CALIBRATION_NOMINAL_S = 0.006
 DESIGNER_COSTS = {
     "torch_import_s": 1.1,          # importing torch, when the process has not yet
-    "solver_start_s": 0.3,          # the LP solver's imports and first use, once (when scipy.optimize is not loaded)
+    "solver_start_s": 0.1,          # the LP solver's and z3's imports and first use, once (when highspy is not loaded)
     "table_irrational_s": 6e-5,     # the exact (rounded mpmath) feature table, per position x coordinate
     "table_rational_s": 5e-6,       # the exact rational feature table, per position x coordinate
     "existence_task_s": 0.1,        # cutting planes per task: LPs and certificates
@@ -378,7 +378,7 @@ def designer_estimate(kind: str, r: int, exact_features: bool, n_tasks: int, len
     c = DESIGNER_COSTS
     total = up_to * r * c["table_rational_s" if exact_features else "table_irrational_s"]
     total += (0.0 if "torch" in loaded else c["torch_import_s"]) + (
-        0.0 if "scipy.optimize" in loaded else c["solver_start_s"])
+        0.0 if "highspy" in loaded else c["solver_start_s"])
     ex = c["existence_task_s"] + (up_to * r * c["existence_relative_s"] if kind == "relative"
                                   else up_to * up_to * r * c["existence_absolute_s"])
     sel = c["fit_s"]
@@ -424,7 +424,7 @@ def _estimate_line(A: Any, sizes: tuple[str, int, bool] | None, names: list[str]
         return f"estimated: no estimate for a callable feature map ({budget})"
     kind, r, exact = sizes
     secs = designer_estimate(kind, r, exact, len(names), A.designer_lengths(L0, up_to), up_to, _calibration_s(),
-                             A.MAX_EXACT_WORK, frozenset(m for m in ("torch", "scipy.optimize") if m in sys.modules))
+                             A.MAX_EXACT_WORK, frozenset(m for m in ("torch", "highspy") if m in sys.modules))
     return f"estimated ~{secs:.2g} s ({budget})" if secs < 10 else f"estimated ~{secs:.0f} s ({budget})"
 
 
