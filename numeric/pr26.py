@@ -125,16 +125,18 @@ _FEATURE_CACHE: dict | None = None
 
 
 @contextlib.contextmanager
-def feature_cache():
+def feature_cache(store: dict | None = None):
     """Within the block, :func:`feature_matrix` computes each (family, L0, seed)'s rows once (the largest
     n asked so far) and answers shorter requests from that prefix: row m does not depend on n.  The cache
     lives for the block only (one check), so a construction changed between checks (a fault injection) is
-    never answered from an earlier check's rows; the family object itself is part of the key."""
+    never answered from an earlier check's rows; the family object itself is part of the key.  ``store``:
+    the dict to keep the tables in (a caller whose one check runs as several blocks, such as the designer's
+    steps, passes the same dict to each); None: a fresh one."""
     global _FEATURE_CACHE
     if _FEATURE_CACHE is not None:  # nested: the outer block's cache serves
         yield
         return
-    _FEATURE_CACHE = {}
+    _FEATURE_CACHE = {} if store is None else store
     try:
         yield
     finally:

@@ -31,14 +31,15 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-import z3
+if TYPE_CHECKING:
+    import z3
 
 from verify.constructions import pe
 from verify.constructions.pe import QUADRATIC, Family, FloatArith, FractionArith, Task, exact_row_margin, get_task
 from verify.evidence import Evidence, Status, engine_versions
-from verify.solver.common import ObligationResult, SolverAnswer, check, solver_evidence
+from verify.solver.answers import ObligationResult, SolverAnswer
 
 #: the margin every realization obligation demands.  The constraints are homogeneous in the parameter,
 #: so "margin >= 1" is the strict argmax (scale the parameter); "margin >= 0" would admit ties (the zero
@@ -100,6 +101,14 @@ def _smt_lin(c: Sequence[Fraction]) -> str:
     return terms[0] if len(terms) == 1 else "(+ " + " ".join(terms) + ")"
 
 
+def check(*args: Any, **kwargs: Any) -> ObligationResult:
+    """:func:`verify.solver.common.check`, imported at the first call (z3's import waits for the first obligation
+    that needs it: the designer's exact paths never do); a module attribute, so a test can replace it."""
+    from verify.solver.common import check as common_check
+
+    return common_check(*args, **kwargs)
+
+
 def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeout_ms: int,
                   margin: Fraction | None = None, extra: Sequence[tuple[Sequence[Fraction], Fraction]] = (),
                   second_opinion: bool | str | None = None, sat_rechecked: bool = False) -> ObligationResult:
@@ -112,6 +121,8 @@ def lp_obligation(name: str, rows: Sequence[Sequence[Fraction]], dim: int, timeo
     answer under the "auto" policy (:func:`verify.solver.common.check`).
     """
     margin = MARGIN if margin is None else margin
+
+    import z3
 
     def build(ctx: z3.Context):
         # the conjunction  c . theta >= margin  per row, written as SMT-LIB text and parsed
@@ -360,6 +371,8 @@ def describe_prop1(d: Prop1Decision) -> Evidence:
     """The solver Evidence for a :class:`Prop1Decision` (the claim-specific cascade: an exactly re-checked
     witness refutes; a witness that fails its re-check, or, when every obligation was answered, a control
     that is not SAT, is an error; the rest is :func:`solver_evidence`'s)."""
+    from verify.solver.common import solver_evidence
+
     results, carried, ctl, ctl_w, ctl_ok, nc = d.results, d.carried, d.ctl, d.ctl_w, d.ctl_ok, d.nc
     assert ctl is not None
     reached, N, family, control, witness = d.reached, d.N, d.family, d.control, d.witness
@@ -607,6 +620,8 @@ def describe_theorem2(d: Theorem2Decision) -> Evidence:
     kernel on an expected-UNSAT obligation refutes; when every obligation was answered, an expected-SAT
     obligation that is UNSAT, a failed positive control or a witness that does not re-check is an error;
     the rest is :func:`solver_evidence`'s)."""
+    from verify.solver.common import solver_evidence
+
     results, rows_out, lengths, rev_ctl, rev_free, info = d.results, d.rows_out, d.lengths, d.rev_ctl, d.rev_free, d.info
     cert = {"obligations": [{**_record(r), "expected": o.expect} for r, o in zip(results, rows_out)],
             "witnesses": d.witnesses, "families": info, "reverse_without_condition": rev_free,

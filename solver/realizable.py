@@ -34,7 +34,7 @@ from verify import runcache
 from verify.constructions import pe
 from verify.constructions.pe import Family, FractionArith, Task
 from verify.faults import seam
-from verify.solver.common import SolverAnswer
+from verify.solver.answers import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
 
 #: cutting planes: constraints added per round (the most violated of the exact check), and the most rounds
@@ -562,6 +562,7 @@ def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Seq
     question).  Either answer is only a proposal: what the caller keeps is checked in exact rationals."""
     import numpy as np
 
+    hc: Any
     try:
         from highspy import _core as hc
     except ImportError:
@@ -619,7 +620,7 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
     is not positive (the caller then asks z3, which also gives the Farkas certificate of an infeasible
     subset; ``support`` then receives the indices of the rows with nonzero LP duals, a likely small
     infeasible subset).  The whole-system check that follows each round is exact either way."""
-    from verify.solver.common import ObligationResult
+    from verify.solver.answers import ObligationResult
 
     support = [] if support is None else support
     try:
@@ -706,7 +707,7 @@ def _dual_farkas(name: str, rows: Sequence[tuple], dim: int, margin: Fraction) -
     The certificate is written in :func:`verify.solver.pr26.lp_obligation`'s row format and checked by the
     solver-free checker (:func:`verify.solver.recheck.check_certificate`); None when the rows do not give one
     (the caller then asks z3)."""
-    from verify.solver.common import ObligationResult
+    from verify.solver.answers import ObligationResult
     from verify.solver.recheck import check_certificate, encoding_hash
 
     t0 = time.perf_counter()
@@ -754,7 +755,7 @@ def solve_cutting(family: Family, task: Task, ell: int, window: int, margin: Fra
     (``converged``).  With ``stable`` (the block identity, :func:`_stable_lengths`) the lengths checked are
     ell alone, else every length 2..ell.
     """
-    from verify.solver.common import ObligationResult
+    from verify.solver.answers import ObligationResult
 
     lengths = [ell] if stable else list(range(2, ell + 1))
     origin: dict[tuple, tuple[int, int, int]] = {}
@@ -995,7 +996,7 @@ def _decide_cutting(family: Family, task: Task, N: int, window: int, margin: Fra
         if ell not in solved:
             cut = solve_cutting(family, task, ell, window, margin, dim, extra, timeout_ms, feats, stable, deadline)
             if not cut.converged and cut.res.answer == SolverAnswer.SAT:  # never certify an unconverged loop
-                from verify.solver.common import ObligationResult
+                from verify.solver.answers import ObligationResult
 
                 cut.res = ObligationResult(cut.res.name, SolverAnswer.UNKNOWN, "cutting planes stopped before the "
                                            "exact check passed")

@@ -994,11 +994,15 @@ def designer(pe: str | None = None, tasks: Sequence[str] = DESIGNER_TASKS, L0: i
 
 def _frozen_steps(events: Any) -> Any:
     """``events`` with each step run inside :func:`verify.solver.realizable.gc_frozen` (the process's older
-    objects out of the cyclic collector's walks while the step allocates; not while the caller prints)."""
+    objects out of the cyclic collector's walks while the step allocates; not while the caller prints) and
+    inside one feature cache for the whole question (:func:`verify.numeric.pr26.feature_cache`: the float
+    features of the shared map computed once for every task and length, not per alpha_L)."""
+    from verify.numeric.pr26 import feature_cache
     from verify.solver.realizable import gc_frozen
 
+    store: dict = {}
     while True:
-        with gc_frozen():
+        with gc_frozen(), feature_cache(store):
             try:
                 ev = next(events)
             except StopIteration:
