@@ -16,10 +16,10 @@ The abstract scopes the claim three ways; this claim judges the parts that run h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from verify.core.model import Claim, InputError, Paper, Params, Times, param
-from verify.evidence import Context, Evidence, Figure, engine_versions
+from verify.core.model import Claim, InputError, Paper, Params, Part, Times, param
+from verify.evidence import Context, Evidence, Figure, Outcome, engine_versions
 
 #: the toy arms (torch-free copy of verify.numeric.fingerprint.ARMS; a test checks they agree)
 ARMS = ("absolute/free", "absolute/sym", "rope/free", "rope/sym", "rope/imag")
@@ -200,6 +200,26 @@ MEASURED = ("Measured with --full (2400 Adam steps per arm, 2 seeds; ~1200 s of 
             "and names the run that decides it (3x the steps).")
 
 
+def _layer_judge(layer: str, what: str) -> Any:
+    """A part judged by one layer alone: its outcome, or undecided (None) when that layer did not run or finish."""
+    def judge(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+        ev = next((e for e in evs if e.layer == layer and e.status != "skipped"), None)
+        if ev is None or not ev.status.finished or ev.outcome is None:
+            return None, f"{what}: not decided ({layer} {ev.status if ev is not None else 'not run'})", [layer]
+        return ev.outcome, f"{what}: {ev.outcome} ({layer})", [layer]
+    return judge
+
+
+#: the abstract's two judged parts, each checked by one layer (the claim's layers_check_parts)
+PARTS = (
+    Part("algebra", "main", "a symmetric static M gives pair-symmetric scores under absolute positions and can route "
+         "directionally under RoPE through the phase Im(M_t) (exact)", _layer_judge("symbolic", "the algebra")),
+    Part("toy training", "main", "in constrained two-layer training every spectral ban trained is rerouted with "
+         "capability intact, symmetry slows learned-absolute models, and a RoPE head with a symmetric static M "
+         "attends directionally (at the stated CPU size)", _layer_judge("numeric", "the toy training")),
+)
+
+
 FINGERPRINT = Claim(
     id="fp26:fingerprint",
     title="positional schemes set the default spectral algebra (judged: the exact algebra and the toy training)",
@@ -219,6 +239,8 @@ FINGERPRINT = Claim(
     params_type=FingerprintParams,
     checks={"symbolic": _symbolic, "numeric": _numeric},
     expected={"": "INCONCLUSIVE"},
+    parts=PARTS,
+    layers_check_parts=True,
     validate=_validate,
     caveats=("Scope: the abstract's static part (seven pretrained models; exact permutation p = 0.029) and dynamic "
              "part (Pythia checkpoints) are not run: the models are not shipped and nothing is downloaded. Only the "

@@ -285,3 +285,43 @@ def test_one_error_root_mapped_to_exit_codes_in_one_place(monkeypatch: pytest.Mo
     monkeypatch.setattr(cli.cli, "main", raising(Unmapped("a defect")))
     with pytest.raises(Unmapped):
         cli.main(["list"])
+
+
+def test_layers_checking_different_parts_do_not_contradict_each_other():
+    """fp26's symbolic layer checks the algebra and its numeric layer the toy training: the algebra proved and the
+    toy failing is FAILS (the part that fails named), not INCONSISTENT; a claim whose layers check the same
+    statement still calls that split INCONSISTENT (the fault: the flag ignored), and a solver contradiction stays
+    INCONSISTENT either way."""
+    sym = Evidence(layer="symbolic", status="proved")
+    num = Evidence(layer="numeric", status="consistent", outcome="fails")
+    verdict, reason = aggregate([sym, num], None, layers_check_parts=True)
+    assert verdict is Verdict.FAILS and "numeric checks is false" in reason and "symbolic checks holds" in reason
+    assert aggregate([sym, num], None)[0] is Verdict.INCONSISTENT
+    sol = _solver("proved", disagreements=["ob 3"], farkas_rechecked=["ob 3"])
+    assert aggregate([sym, sol], None, layers_check_parts=True)[0] is Verdict.INCONSISTENT
+    assert aggregate([sym, Evidence(layer="numeric", status="consistent", outcome="holds")], None,
+                     layers_check_parts=True)[0] is Verdict.HOLDS
+
+
+def test_fp26_parts_name_the_failing_part():
+    from verify.core.model import finish_claim
+    from verify.core.registry import get
+
+    claim = get("fp26:fingerprint")
+    p = claim.parse_params({})
+    sym = Evidence(layer="symbolic", status="proved")
+    num = Evidence(layer="numeric", status="consistent", outcome="fails")
+    res = finish_claim(claim, p, [sym, num])
+    assert res.verdict is Verdict.FAILS
+    assert [(x.name, x.verdict) for x in res.parts] == [("algebra", Verdict.HOLDS), ("toy training", Verdict.FAILS)]
+    res = finish_claim(claim, p, [sym, Evidence(layer="numeric", status="inconclusive")])
+    assert res.verdict is Verdict.INCONCLUSIVE and res.parts[1].verdict is Verdict.INCONCLUSIVE
+
+
+def test_layers_check_parts_needs_parts():
+    import dataclasses
+
+    from verify.core.registry import get
+
+    with pytest.raises(ValueError, match="layers_check_parts needs parts"):
+        dataclasses.replace(get("fp26:fingerprint"), parts=())

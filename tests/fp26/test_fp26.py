@@ -250,3 +250,14 @@ def test_claim_symbolic_layer_and_phase_fault(monkeypatch):
     monkeypatch.setattr(sym, "rope_block", lambda pos, thetas, phase=True: orig(pos, thetas, phase=False))
     bad = claim._symbolic(claim.FingerprintParams(), Context())
     assert (bad.status, bad.outcome) == ("refuted", "fails")
+
+
+def test_formation_needs_the_run_to_end_formed():
+    """A model is formed at the first record below the threshold only if its last record is below it too: the
+    7200-step rope/sym seed whose loss dipped to the threshold once (3225) and ended at 2.66 against 2.42 had not
+    formed.  Fault: the first dip alone read as formation."""
+    from verify.numeric.fingerprint import formation_step
+
+    assert formation_step([3.4, 2.5, 2.3, 2.2, 2.1], 25, 101, 2.42) == 50
+    assert formation_step([3.4, 2.5, 2.3, 2.6, 2.66], 25, 101, 2.42) is None
+    assert formation_step([3.4, 2.5], 25, 26, 2.42) is None and formation_step([], 25, 1, 2.42) is None

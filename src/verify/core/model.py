@@ -481,6 +481,9 @@ class Claim:
             paper's statement, or our repair when ``fix`` gives one (:meth:`provenance_of`).
         parts: the statement's parts, each judged on its own (:class:`Part`); the claim's verdict is its
             layers' verdict, and FAILS whenever a part fails (:func:`finish_claim`).
+        layers_check_parts: each layer checks a different part of the statement (its ``parts`` say which layer
+            judges which part: fp26's symbolic layer the algebra, its numeric layer the toy training), so one
+            layer's holds and another's fails are no contradiction: the worst stands (:func:`aggregate`).
     """
 
     id: str
@@ -502,6 +505,7 @@ class Claim:
     provenance: Mapping[str, Provenance] = field(default_factory=dict)
     parts: tuple[Part, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
+    layers_check_parts: bool = False
 
     def __post_init__(self) -> None:
         generated = self.params_type.options()
@@ -512,6 +516,8 @@ class Claim:
         for label in self.provenance:
             if label != "*":
                 self._check_label(label, f"provenance[{label!r}]")
+        if self.layers_check_parts and not self.parts:
+            raise ValueError(f"{self.id}: layers_check_parts needs parts that say which layer judges what")
 
     def _checked_expected(self) -> dict[str, Verdict]:
         """``expected`` with each value a :class:`Verdict` and each key a variant label this claim can
@@ -776,14 +782,17 @@ def layer_verdict(ev: Evidence, fix: str | None) -> Verdict:
     return HOLDS_WITH_FIX if fix else HOLDS
 
 
-def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, str]:
+def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts: bool = False) -> tuple[Verdict, str]:
     """The claim verdict and a one-line reason from per-layer evidence: the maximum of
     :func:`layer_verdict` over the layers that ran, INCONSISTENT when two layers' outcomes
-    disagree, INCONCLUSIVE when none ran (the module docstring)."""
+    disagree, INCONCLUSIVE when none ran (the module docstring).  ``layers_check_parts``: the layers check
+    different parts of the statement (:attr:`Claim.layers_check_parts`), so differing outcomes are not a
+    disagreement (a solver contradiction still is)."""
     ran = [e for e in evidence if e.status != Status.SKIPPED]
     holds = [e.layer for e in ran if e.outcome == Outcome.HOLDS]
     fails = [e.layer for e in ran if e.outcome == Outcome.FAILS]
-    says = [layer_verdict(e, fix) for e in ran] + ([INCONSISTENT] if holds and fails else [])
+    split = bool(holds and fails)
+    says = [layer_verdict(e, fix) for e in ran] + ([INCONSISTENT] if split and not layers_check_parts else [])
     verdict = max(says, default=INCONCLUSIVE)
     if verdict == INCONSISTENT:
         split = [f"{e.layer}: {', '.join(_disagreements(e)[:2])}" for e in ran if _disagreements(e)]
@@ -795,6 +804,9 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None) -> tuple[Verdict, s
         return verdict, ("not every layer finished: " + ", ".join(unfinished)) if unfinished else "no layer ran"
     kernel = [e for e in ran if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)]
     checked = "; kernel-checked in Coq for every size" if kernel else ""
+    if verdict == FAILS and split:  # layers_check_parts: each layer its own part
+        return verdict, ("the part of the statement that " + ", ".join(fails) + " checks is false (the part "
+                         + ", ".join(holds) + " checks holds)" + checked)
     if verdict == FAILS:
         return verdict, "every layer that ran finds the statement false: " + ", ".join(fails) + checked
     if verdict == HOLDS_WITH_FIX:
@@ -845,7 +857,7 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
     evidence (in layer order)."""
     evidence = list(evidence)
     fix = claim.fix(params)
-    verdict, reason = aggregate(evidence, fix)
+    verdict, reason = aggregate(evidence, fix, claim.layers_check_parts)
     parts = judge_parts(claim, params, evidence, fix)
     verdict, reason = _with_parts(verdict, reason, parts)
     k, n = figures_tally(evidence)
