@@ -197,7 +197,12 @@ MEASURED = ("Measured with --full (2400 Adam steps per arm, 2 seeds; ~1200 s of 
             "with a previous-token head (0.71 on t - 1) whose static M is symmetric (dir_frac 0.019) and which keeps the "
             "phase (rotary Im share 0.46; the paper: 0.52) and attends directionally (pair asymmetry +0.97), the "
             "dissociation the abstract states; seed 1 has not formed by 2400 steps, so the verdict is INCONCLUSIVE "
-            "and names the run that decides it (3x the steps).")
+            "and names the run that decides it (3x the steps). That run, --steps 7200 (916 s of one core for the "
+            "three arms): absolute/sym's heads at 0.87-0.89 on t - 1, rope/sym seed 0 at 0.84 (dir_frac 0.010, Im "
+            "share 0.66, pair asymmetry +1.94), but rope/sym seed 1 ends at loss 2.663 above the threshold 2.42 (its "
+            "loss on predictable positions 2.26 against 0.39 in seed 0; one batch dipped below the threshold at 3225, "
+            "which an earlier rule read as formation and then failed on its weak head), so INCONCLUSIVE again, "
+            "naming --steps 21600.")
 
 
 def _layer_judge(layer: str, what: str) -> Any:
