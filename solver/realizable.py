@@ -577,14 +577,18 @@ def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Seq
         lp.col_upper_ = np.array([min(v, inf) for v in upper], dtype=np.float64)
         lp.row_lower_ = np.full(m, -inf)
         lp.row_upper_ = np.asarray(b_ub, dtype=np.float64)
-        nz = A_ub != 0
-        lp.a_matrix_.format_ = hc.MatrixFormat.kRowwise
+        # column-wise, as scipy's linprog passes it, and with its dual simplex: the same vertices as that path
+        At = np.ascontiguousarray(A_ub.T)
+        nz = At != 0
+        lp.a_matrix_.format_ = hc.MatrixFormat.kColwise
         lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
         lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
-        lp.a_matrix_.value_ = A_ub[nz].astype(np.float64)
+        lp.a_matrix_.value_ = At[nz].astype(np.float64)
         h = hc._Highs()  # the public highspy.Highs prints a banner on stdout when built; this one is silent
         h.setOptionValue("output_flag", False)
-        if h.passModel(lp) != hc.HighsStatus.kOk or h.run() != hc.HighsStatus.kOk:
+        h.setOptionValue("simplex_strategy", 1)  # dual simplex (scipy's linprog sets it)
+        # a warning (HiGHS's kWarning: e.g. a small residual it reports) still leaves an optimal model to read
+        if h.passModel(lp) == hc.HighsStatus.kError or h.run() == hc.HighsStatus.kError:
             return _LP(False)
         if h.getModelStatus() != hc.HighsModelStatus.kOptimal:
             return _LP(False)

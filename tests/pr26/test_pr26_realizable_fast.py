@@ -336,3 +336,28 @@ def test_dual_farkas_answers_equal_the_solver_route(monkeypatch):
         monkeypatch.undo()
         assert [x.realizable for x in a.answers] == [x.realizable for x in b.answers]
         assert all(c["certificate"]["checked"] for c in a.certificates.values())
+
+
+def test_with_scipys_own_highs_the_witnesses_are_scipys():
+    """constraints.txt pins highspy to the HiGHS that scipy bundles: then _linprog (column-wise, dual simplex, a
+    warning status read as the model status it leaves) gives scipy's vertices, so the witnesses and the rounds are the
+    old path's too.  Fault this caught: a HiGHS warning read as a failure sent [1, i, i^2] prev at 4096 through 5
+    cutting-plane rounds (134 rows held) instead of 2 (38)."""
+    import sys
+
+    import scipy.optimize._highspy._core as sc
+    from highspy import _core as hc
+
+    if hc._Highs().version() != sc._Highs().version():
+        pytest.skip("highspy's HiGHS is not scipy's (constraints.txt pins them equal)")
+    fam = F.expression_family("1, i, i**2").family
+    tsk = pe.get_task("prev")
+    a = R.decide_lengths(fam, tsk, 4096, 20)
+    assert a.witnesses["W1"]["cutting_planes"] == {"rounds": 2, "constraints_held": 38, "block_identity": True}
+    saved = sys.modules.get("highspy")
+    sys.modules["highspy"] = None  # type: ignore[assignment]
+    try:
+        b = R.decide_lengths(fam, tsk, 4096, 20)
+    finally:
+        sys.modules["highspy"] = saved  # type: ignore[assignment]
+    assert a.witnesses["W1"]["param"] == b.witnesses["W1"]["param"]
