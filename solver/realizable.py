@@ -560,13 +560,15 @@ def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Seq
     HiGHS through its own small binding (highspy, imported in about 0.01 s) when it is installed, else through
     scipy.optimize.linprog (HiGHS again; importing scipy.optimize takes 0.3-0.5 s, a quarter of the designer's
     question).  Either answer is only a proposal: what the caller keeps is checked in exact rationals."""
+    import importlib
+
     import numpy as np
 
-    hc: Any
-    try:
-        from highspy import _core as hc
+    hc: Any = None
+    try:  # the package first: a test (or a user) that blocks "highspy" gets the scipy path
+        hc = getattr(importlib.import_module("highspy"), "_core", None)
     except ImportError:
-        hc = None
+        pass
     if hc is not None and hasattr(hc, "_Highs") and hasattr(hc, "HighsLp"):
         m, n = A_ub.shape
         inf = hc.kHighsInf

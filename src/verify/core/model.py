@@ -791,8 +791,8 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
     ran = [e for e in evidence if e.status != Status.SKIPPED]
     holds = [e.layer for e in ran if e.outcome == Outcome.HOLDS]
     fails = [e.layer for e in ran if e.outcome == Outcome.FAILS]
-    split = bool(holds and fails)
-    says = [layer_verdict(e, fix) for e in ran] + ([INCONSISTENT] if split and not layers_check_parts else [])
+    parted = bool(holds and fails)  # layers_check_parts: each layer its own part
+    says = [layer_verdict(e, fix) for e in ran] + ([INCONSISTENT] if parted and not layers_check_parts else [])
     verdict = max(says, default=INCONCLUSIVE)
     if verdict == INCONSISTENT:
         split = [f"{e.layer}: {', '.join(_disagreements(e)[:2])}" for e in ran if _disagreements(e)]
@@ -804,7 +804,7 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
         return verdict, ("not every layer finished: " + ", ".join(unfinished)) if unfinished else "no layer ran"
     kernel = [e for e in ran if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)]
     checked = "; kernel-checked in Coq for every size" if kernel else ""
-    if verdict == FAILS and split:  # layers_check_parts: each layer its own part
+    if verdict == FAILS and parted:
         return verdict, ("the part of the statement that " + ", ".join(fails) + " checks is false (the part "
                          + ", ".join(holds) + " checks holds)" + checked)
     if verdict == FAILS:
