@@ -131,9 +131,15 @@ def _train_both(cfg: Any, half: Any, seeds: Sequence[int], cache: lab.Cache | No
                 jobs: int) -> tuple[Any, Any]:
     """The run at ``cfg`` and, on a scheduler, the half-steps run of the convergence check beside it (two grid
     tasks; the half run is then trained whether or not a probe needs it, and read only when one does).
-    In-process: the run at ``cfg`` only (the half run is trained when needed)."""
+    In-process with the lab cache: the half run first, then the run at ``cfg`` continues its saved training
+    state (the schedule is constant, so the half run is the first half of the full one: the convergence check
+    costs no extra training).  In-process without a cache: the run at ``cfg`` only (the half run is trained
+    when needed)."""
     if scheduler == "in-process":
-        return _train(cfg, seeds, cache, progress), None
+        if cache is None:
+            return _train(cfg, seeds, cache, progress), None
+        half_tr = _train(half, seeds, cache, progress)
+        return _train(cfg, seeds, cache, progress), half_tr
     from verify.numeric import grid
 
     cdir = None if cache is None else str(cache.directory)
@@ -204,10 +210,11 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
                   if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
         if rising:
-            secs = float(getattr(tr, "train_seconds", 0.0) or 0.0)
-            cost = (f": about {4 * secs * 1.5 / 60:.0f} min of this machine (4x this run's "
-                    f"{secs / 60:.0f} min, plus the half-length run)" if secs else
-                    " (4x this run's training, plus the half-length run)")
+            per_step = float(getattr(tr, "seconds_per_step", 0.0) or 0.0)
+            cost = (f": about {3 * steps * per_step / 60:.0f} min of this machine ({per_step:.1f} s per step; with the lab "
+                    f"cache it continues this run's saved training state, steps {steps + 1}..{steps * 4}, and its "
+                    "half-steps check comes on the way)" if per_step else
+                    " (with the lab cache it continues this run's saved training state: 3x this run's steps)")
             more = (f"; a verdict needs more steps: {command} --steps {steps * 4}{cost}; --scheduler tcp://HOST:PORT "
                     "trains it and its half-steps check side by side on a Dask cluster" if command else "")
             return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(

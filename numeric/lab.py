@@ -61,6 +61,22 @@ The checkpoint cache
   ``$XDG_CACHE_HOME/verify/lab`` or, when that variable is unset or empty, ``~/.cache/verify/lab``
   (:func:`default_cache_dir`); nothing is written outside the directory given.
 
+Resumable training (the training state)
+  Every optimiser the lab offers runs at a constant learning rate, so the first ``k`` steps of a
+  ``steps``-step run are exactly a ``k``-step run: training is a prefix of any longer training.  With a
+  cache, :func:`train` keeps the *training state* of a recipe and seeds (its parameters, the
+  optimiser's state, each seed's data generator and the loss of every step done) in
+  ``<directory>/<name>-<prefix key>.state.pt``, where the prefix key (:func:`prefix_key`) is the cache
+  key without the step count.  The state is written atomically every ``Cache.state_every_s`` seconds
+  of training and at the end of a run; a run of ``steps`` steps then starts from a saved state of at
+  most ``steps`` steps instead of step 0 (a run stopped by Ctrl-C, a killed machine or a session's
+  end loses at most ``state_every_s`` of work, and a run of 4n steps after one of n trains only 3n).
+  The result is bit-identical to training from step 0 (tests/core/test_lab.py checks resumed runs
+  against uninterrupted ones); a state is trusted only under the same checks as a checkpoint (format,
+  key and configuration echo, digest over every tensor, shapes, finiteness), and a state further along
+  than the run asked for is left as it is (the run then trains from step 0).  A recipe's ``data`` must
+  draw from its generators only (as above), so the generators' states carry its stream.
+
 Progress
   ``progress(message)`` (e.g. the claim Context's ``note``) receives a line at the start, every
   ``Optim.report_every`` steps and at the end; the CLI prints it on stderr.
@@ -86,10 +102,14 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from verify.faults import seam
+
 #: version of the lab's own training loop (part of every cache key): bump when train() changes
 LAB_VERSION = "lab-1"
 #: what a checkpoint file says it is
 CHECKPOINT_FORMAT = "verify-lab-checkpoint-1"
+#: what a training-state file says it is
+STATE_FORMAT = "verify-lab-state-1"
 OPTIMIZERS = ("adam", "sgd")
 
 
@@ -173,6 +193,9 @@ class Trained:
         losses: float32 ``[n_records, S]``: the per-seed training loss at step 0, every
             ``report_every`` steps and at the last step (as recorded when trained).
         train_seconds: wall time of training (0 when read from the cache).
+        resumed_from: the step this call's training started from (0: from the start; k: it continued a
+            saved training state of k steps, so ``train_seconds`` covers steps k+1..steps only).
+        steps_trained: optimiser steps this call ran (0 when read from the cache).
     """
 
     params: dict[str, torch.Tensor]
@@ -181,6 +204,13 @@ class Trained:
     from_cache: bool
     losses: torch.Tensor
     train_seconds: float = 0.0
+    resumed_from: int = 0
+    steps_trained: int = 0
+
+    @property
+    def seconds_per_step(self) -> float:
+        """Wall seconds per optimiser step trained by this call (0 when nothing was trained)."""
+        return self.train_seconds / self.steps_trained if self.steps_trained > 0 else 0.0
 
     def seed_params(self, k: int) -> dict[str, torch.Tensor]:
         """Seed ``seeds[k]``'s parameters (unbatched shapes, float32)."""
@@ -213,6 +243,19 @@ def key_document(recipe: Recipe, seeds: Sequence[int]) -> dict[str, Any]:
 def config_key(recipe: Recipe, seeds: Sequence[int]) -> str:
     """sha256 (hex) of the canonical JSON of :func:`key_document`."""
     return hashlib.sha256(canonical_json(key_document(recipe, seeds)).encode()).hexdigest()
+
+
+def prefix_document(recipe: Recipe, seeds: Sequence[int]) -> dict[str, Any]:
+    """:func:`key_document` without the step count: what every prefix of a run shares (the schedule is
+    constant, so a k-step run is the first k steps of any longer run of the same document)."""
+    doc = key_document(recipe, seeds)
+    doc["optim"] = {k: v for k, v in doc["optim"].items() if k != "steps"}
+    return doc
+
+
+def prefix_key(recipe: Recipe, seeds: Sequence[int]) -> str:
+    """sha256 (hex) of the canonical JSON of :func:`prefix_document` (names the training-state file)."""
+    return hashlib.sha256(canonical_json(prefix_document(recipe, seeds)).encode()).hexdigest()
 
 
 def derive_seed(name: str, seed: int, stream: str) -> int:
@@ -271,15 +314,59 @@ class Cache:
         warn: receives one line per rejected file (default: stderr).
     """
 
+    #: seconds of training between two writes of the training state (see "Resumable training")
+    state_every_s: float = 60.0
+
     def __init__(self, directory: str | os.PathLike[str] | None = None,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, state_every_s: float | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_cache_dir()
         self.warn = warn or _stderr
+        if state_every_s is not None:
+            self.state_every_s = float(state_every_s)
         #: one line per file rejected by this instance (also sent to ``warn``)
         self.rejected: list[str] = []
 
     def path(self, name: str, key: str) -> Path:
         return self.directory / f"{name}-{key}.pt"
+
+    def state_path(self, name: str, pkey: str) -> Path:
+        return self.directory / f"{name}-{pkey}.state.pt"
+
+    def _reject(self, path: Path, reason: str, then: str) -> None:
+        line = f"lab cache: rejected {path.name}: {reason}; {then}"
+        self.rejected.append(line)
+        self.warn(line)
+
+    @staticmethod
+    def _read(path: Path) -> tuple[Any, str | None]:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True), None
+        except Exception as exc:  # noqa: BLE001 - truncated, not a torch file, unsafe content
+            first = str(exc).splitlines()[0][:120] if str(exc) else ""
+            return None, f"unreadable ({type(exc).__name__}: {first})"
+
+    def _write(self, name: str, path: Path, obj: dict[str, Any]) -> Path:
+        """Write ``obj`` atomically at ``path`` (temporary file in the directory, fsync, os.replace)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                # mkstemp makes 0600; a checkpoint gets the permissions of every other output (0666 less
+                # the umask), so a cache shared with Dask workers run by another user can be read
+                mask = os.umask(0)
+                os.umask(mask)
+                os.fchmod(fh.fileno(), 0o666 & ~mask)
+                torch.save(obj, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return path
 
     def load(self, recipe: Recipe, seeds: Sequence[int], expected: Mapping[str, tuple[tuple[int, ...], torch.dtype]]
              ) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
@@ -292,17 +379,11 @@ class Cache:
         path = self.path(recipe.name, key)
         if not path.is_file():
             return None
-        reason = None
-        try:
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception as exc:  # noqa: BLE001 - truncated, not a torch file, unsafe content
-            obj, reason = None, f"unreadable ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+        obj, reason = self._read(path)
         if reason is None:
             reason = self._why_bad(obj, recipe, seeds, key, expected)
         if reason is not None:
-            line = f"lab cache: rejected {path.name}: {reason}; retraining"
-            self.rejected.append(line)
-            self.warn(line)
+            self._reject(path, reason, "retraining")
             return None
         return dict(obj["params"]), obj["losses"]
 
@@ -346,25 +427,114 @@ class Cache:
                "config_json": canonical_json(key_document(recipe, seeds)),
                "params": params, "losses": losses,
                "digest": tensor_digest({**params, "__losses__": losses})}
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{recipe.name}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                # mkstemp makes 0600; a checkpoint gets the permissions of every other output (0666 less
-                # the umask), so a cache shared with Dask workers run by another user can be read
-                mask = os.umask(0)
-                os.umask(mask)
-                os.fchmod(fh.fileno(), 0o666 & ~mask)
-                torch.save(obj, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path
+        return self._write(recipe.name, path, obj)
+
+    # ------------------------------------------------------------------------- training states
+
+    def load_state(self, recipe: Recipe, seeds: Sequence[int], start: Mapping[str, torch.Tensor]
+                   ) -> TrainState | None:
+        """The saved training state of this recipe and seeds (any step count), or None (missing or rejected).
+
+        Args:
+            start: the initial parameters (name -> ``[S, *shape]``): the shapes and dtypes a state's
+                parameters and optimiser tensors must have.
+        """
+        pkey = prefix_key(recipe, seeds)
+        path = self.state_path(recipe.name, pkey)
+        if not path.is_file():
+            return None
+        obj, reason = self._read(path)
+        state = None
+        if reason is None:
+            state, reason = _state_from(obj, recipe, seeds, pkey, start)
+        if reason is not None:
+            self._reject(path, reason, "training from step 0")
+            return None
+        return state
+
+    def save_state(self, recipe: Recipe, seeds: Sequence[int], state: TrainState) -> Path:
+        """Write the training state atomically (see "Resumable training")."""
+        pkey = prefix_key(recipe, seeds)
+        tensors = state.tensors()
+        obj = {"format": STATE_FORMAT, "key": pkey, "config_json": canonical_json(prefix_document(recipe, seeds)),
+               "step": int(state.step), "tensors": tensors, "digest": tensor_digest(tensors)}
+        return self._write(recipe.name, self.state_path(recipe.name, pkey), obj)
+
+
+@dataclass
+class TrainState:
+    """Where a training run stands after ``step`` completed optimiser steps.
+
+    Attributes:
+        step: completed steps.
+        params: name -> float32 ``[S, *shape]`` (every parameter, frozen ones included).
+        optim: ``"<parameter>.<slot>"`` -> tensor: the optimiser's per-parameter state (Adam: ``step``,
+            ``exp_avg``, ``exp_avg_sq``; SGD with momentum: ``momentum_buffer``; empty before the first step).
+        gens: each seed's data-generator state (uint8), in the order of the seeds.
+        step_losses: float32 ``[step, S]``: the loss of every completed step.
+    """
+
+    step: int
+    params: dict[str, torch.Tensor]
+    optim: dict[str, torch.Tensor]
+    gens: list[torch.Tensor]
+    step_losses: torch.Tensor
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """Every tensor of the state under one flat name (what the file stores and the digest covers)."""
+        out = {f"param/{n}": t.detach().contiguous().clone() for n, t in self.params.items()}
+        out.update({f"optim/{n}": t.detach().contiguous().clone() for n, t in self.optim.items()})
+        out.update({f"gen/{k}": g.clone() for k, g in enumerate(self.gens)})
+        out["losses"] = self.step_losses.detach().contiguous().clone()
+        return out
+
+
+def _optim_slots(optim: Optim) -> tuple[str, ...]:
+    """The per-parameter state slots torch's optimiser keeps after its first step."""
+    if optim.kind == "adam":
+        return ("step", "exp_avg", "exp_avg_sq")
+    return ("momentum_buffer",) if optim.momentum != 0 else ()
+
+
+def _state_from(obj: Any, recipe: Recipe, seeds: Sequence[int], pkey: str, start: Mapping[str, torch.Tensor]
+                ) -> tuple[TrainState | None, str | None]:
+    """A :class:`TrainState` from a loaded file, or ``(None, why it is not trusted)``."""
+    if not isinstance(obj, dict):
+        return None, f"not a training-state dict (a {type(obj).__name__})"
+    if obj.get("format") != STATE_FORMAT:
+        return None, f"unknown format {str(obj.get('format'))[:60]!r}"
+    if obj.get("key") != pkey or obj.get("config_json") != canonical_json(prefix_document(recipe, seeds)):
+        return None, "its configuration is not this one (a file from another configuration)"
+    step, tensors = obj.get("step"), obj.get("tensors")
+    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
+        return None, f"bad step count {str(step)[:30]!r}"
+    if not isinstance(tensors, dict) or not all(isinstance(v, torch.Tensor) for v in tensors.values()):
+        return None, "not a tensor dict"
+    trainable = [n for n in start if n not in recipe.frozen]
+    slots = _optim_slots(recipe.optim)
+    want: dict[str, tuple[tuple[int, ...], torch.dtype]] = {f"param/{n}": (tuple(t.shape), t.dtype)
+                                                            for n, t in start.items()}
+    for n in trainable:
+        for slot in slots:
+            want[f"optim/{n}.{slot}"] = (() if slot == "step" else tuple(start[n].shape), torch.float32)
+    S = len(seeds)
+    want["losses"] = ((step, S), torch.float32)
+    gen_names = {f"gen/{k}" for k in range(S)}
+    if set(tensors) != set(want) | gen_names:
+        return None, f"its tensors {sorted(set(tensors) ^ (set(want) | gen_names))[:4]} differ from this recipe's"
+    for n, (shape, dtype) in want.items():
+        t = tensors[n]
+        if tuple(t.shape) != shape or t.dtype != dtype:
+            return None, f"{n!r} is {t.dtype} {list(t.shape)}, expected {dtype} {list(shape)}"
+        if not bool(torch.isfinite(t).all()):
+            return None, f"{n!r} has non-finite entries"
+    if any(tensors[g].dtype != torch.uint8 or tensors[g].dim() != 1 for g in gen_names):
+        return None, "a generator state is not a uint8 vector"
+    if obj.get("digest") != tensor_digest(tensors):
+        return None, "tensor digest mismatch (corrupt contents)"
+    params = {n: tensors[f"param/{n}"] for n in start}
+    optim = {k[len("optim/"):]: v for k, v in tensors.items() if k.startswith("optim/")}
+    return TrainState(step, params, optim, [tensors[f"gen/{k}"] for k in range(S)], tensors["losses"]), None
 
 
 # ----------------------------------------------------------------------------- training
@@ -400,10 +570,13 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
           progress: Callable[[str], None] | None = None) -> Trained:
     """Train ``recipe`` for every seed in ``seeds`` as one batched model (or read it from ``cache``).
 
+    With a cache, the run starts from the saved training state when one of at most ``optim.steps`` steps
+    exists, and saves its own state as it goes (module docstring, "Resumable training").
+
     Args:
         recipe: the model, data and loss (:class:`Recipe`).
         seeds: distinct ints; the leading dimension of every parameter follows this order.
-        cache: a :class:`Cache`, or None to train without caching.
+        cache: a :class:`Cache`, or None to train without caching (and without a training state).
         progress: optional callback for progress lines (stderr in the CLI).
 
     Returns:
@@ -421,34 +594,91 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
     label = f"{recipe.name} {key[:10]} seeds {seeds[0]}..{seeds[-1]} (S = {len(seeds)})"
     with one_thread():
         start = init_params(recipe, seeds)
+        resume: TrainState | None = None
+        keep_state = cache is not None
         if cache is not None:
             expected = {n: (tuple(t.shape), t.dtype) for n, t in start.items()}
             hit = cache.load(recipe, seeds, expected)
             if hit is not None:
                 note(f"{label}: read from the cache")
                 return Trained(hit[0], seeds, key, True, hit[1], 0.0)
+            resume = cache.load_state(recipe, seeds, start)
+            if resume is not None and resume.step > recipe.optim.steps:
+                note(f"{label}: the saved training state is at step {resume.step}, past this run's "
+                     f"{recipe.optim.steps}: training from step 0 (the state is kept)")
+                resume, keep_state = None, False
         t0 = time.perf_counter()
-        params, losses = _optimise(recipe, seeds, start, note, label)
+        params, losses = _optimise(recipe, seeds, start, note, label, resume,
+                                   cache if keep_state else None)
         elapsed = time.perf_counter() - t0
     if cache is not None:
         cache.save(recipe, seeds, params, losses)
-    return Trained(params, seeds, key, False, losses, round(elapsed, 3))
+    first = resume.step if resume is not None else 0
+    return Trained(params, seeds, key, False, losses, round(elapsed, 3), first, recipe.optim.steps - first)
+
+
+def _make_optimizer(o: Optim, trainable: list[torch.Tensor]) -> torch.optim.Optimizer:
+    if o.kind == "adam":
+        return torch.optim.Adam(trainable, lr=o.lr, betas=o.betas, eps=o.eps, weight_decay=o.weight_decay)
+    return torch.optim.SGD(trainable, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+
+
+def _optimizer_state(opt: torch.optim.Optimizer, names: list[str]) -> dict[str, torch.Tensor]:
+    """The optimiser's per-parameter state as ``"<parameter>.<slot>"`` -> tensor (``names[i]`` is the i-th
+    parameter handed to the optimiser)."""
+    out: dict[str, torch.Tensor] = {}
+    for idx, slots in opt.state_dict()["state"].items():
+        for slot, value in slots.items():
+            if isinstance(value, torch.Tensor):
+                out[f"{names[idx]}.{slot}"] = value.detach().clone()
+    return out
+
+
+@seam("numeric.lab.restore_optimizer")
+def _restore_optimizer(opt: torch.optim.Optimizer, names: list[str], state: Mapping[str, torch.Tensor]) -> None:
+    """Put a saved per-parameter state back into ``opt`` (the inverse of :func:`_optimizer_state`)."""
+    per: dict[int, dict[str, torch.Tensor]] = {}
+    for flat, value in state.items():
+        name, slot = flat.rsplit(".", 1)
+        per.setdefault(names.index(name), {})[slot] = value.clone()
+    opt.load_state_dict({"state": per, "param_groups": opt.state_dict()["param_groups"]})
+
+
+def _record_rows(step_losses: torch.Tensor, steps: int, every: int) -> torch.Tensor:
+    """The loss record of a ``steps``-step run: the losses of step 0, every ``every`` steps and the last."""
+    rows = [k for k in range(steps) if k % every == 0 or k == steps - 1]
+    return step_losses[rows].clone() if rows else torch.zeros(0, step_losses.shape[1])
 
 
 def _optimise(recipe: Recipe, seeds: tuple[int, ...], start: dict[str, torch.Tensor],
-              note: Callable[[str], None], label: str) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+              note: Callable[[str], None], label: str, resume: TrainState | None = None,
+              cache: Cache | None = None) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     o = recipe.optim
-    params = {n: t.clone().requires_grad_(n not in recipe.frozen) for n, t in start.items()}
-    trainable = [t for n, t in params.items() if n not in recipe.frozen]
-    if o.kind == "adam":
-        opt: torch.optim.Optimizer = torch.optim.Adam(trainable, lr=o.lr, betas=o.betas, eps=o.eps,
-                                                      weight_decay=o.weight_decay)
-    else:
-        opt = torch.optim.SGD(trainable, lr=o.lr, momentum=o.momentum, weight_decay=o.weight_decay)
+    first = resume.step if resume is not None else 0
+    begin = resume.params if resume is not None else start
+    params = {n: t.clone().requires_grad_(n not in recipe.frozen) for n, t in begin.items()}
+    names = [n for n in params if n not in recipe.frozen]
+    opt = _make_optimizer(o, [params[n] for n in names])
     gens = [generator(recipe.name, s, "data") for s in seeds]
-    records: list[torch.Tensor] = []
-    note(f"{label}: training {o.steps} {o.kind} steps")
-    for step in range(o.steps):
+    losses: list[torch.Tensor] = []
+    if resume is not None:
+        _restore_optimizer(opt, names, resume.optim)
+        for g, st in zip(gens, resume.gens):
+            g.set_state(st.clone())
+        losses = list(resume.step_losses.unbind(0))
+        note(f"{label}: resumed from the saved training state at step {first}; training steps "
+             f"{first + 1}..{o.steps} ({o.kind})")
+    else:
+        note(f"{label}: training {o.steps} {o.kind} steps")
+
+    def save(done: int) -> None:
+        if cache is not None and done > 0:
+            cache.save_state(recipe, seeds, TrainState(
+                done, {n: t.detach() for n, t in params.items()}, _optimizer_state(opt, names),
+                [g.get_state() for g in gens], torch.stack(losses)))
+
+    last_save = time.monotonic()
+    for step in range(first, o.steps):
         batch = recipe.data(step, gens)
         loss = recipe.loss(params, batch)
         if loss.shape != (len(seeds),):
@@ -456,21 +686,25 @@ def _optimise(recipe: Recipe, seeds: tuple[int, ...], start: dict[str, torch.Ten
         if not bool(torch.isfinite(loss).all()):
             bad = [seeds[k] for k in (~torch.isfinite(loss)).nonzero().flatten().tolist()]
             raise TrainingDiverged(f"{recipe.name}: non-finite loss at step {step} for seeds {bad}")
-        if step % o.report_every == 0 or step == o.steps - 1:
-            records.append(loss.detach().clone())
-            if step:
-                note(f"{label}: step {step + 1}/{o.steps}, mean loss {float(loss.detach().mean()):.4f}")
+        losses.append(loss.detach().clone())
+        if step and (step % o.report_every == 0 or step == o.steps - 1):
+            note(f"{label}: step {step + 1}/{o.steps}, mean loss {float(loss.detach().mean()):.4f}")
         opt.zero_grad(set_to_none=True)
         loss.sum().backward()
         opt.step()
+        if cache is not None and time.monotonic() - last_save >= cache.state_every_s and step + 1 < o.steps:
+            save(step + 1)
+            last_save = time.monotonic()
     out = {n: t.detach().clone() for n, t in params.items()}
     for n, t in out.items():
         if not bool(torch.isfinite(t).all()):
             raise TrainingDiverged(f"{recipe.name}: parameter {n!r} is non-finite after training")
-    losses = torch.stack(records) if records else torch.zeros(0, len(seeds))
-    return out, losses
+    save(o.steps)
+    step_losses = torch.stack(losses) if losses else torch.zeros(0, len(seeds))
+    return out, _record_rows(step_losses, o.steps, o.report_every)
 
 
 __all__ = ["Recipe", "Optim", "Trained", "Cache", "train", "init_params", "config_key", "key_document",
            "canonical_json", "derive_seed", "generator", "one_thread", "default_cache_dir", "tensor_digest",
-           "TrainingDiverged", "LAB_VERSION", "CHECKPOINT_FORMAT", "OPTIMIZERS"]
+           "TrainingDiverged", "LAB_VERSION", "CHECKPOINT_FORMAT", "OPTIMIZERS", "TrainState", "STATE_FORMAT", "prefix_key",
+           "prefix_document"]

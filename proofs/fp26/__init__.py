@@ -175,12 +175,13 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
     base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, figures=figs, engines=engine_versions("torch", "numpy"))
     if toy["verdict"] is None:
         need = steps * 3
-        train_s = sum(v["train_seconds"] for v in a.values())
-        cost = f"; this run trained for {train_s:.0f} s" if train_s else ""
+        more_s = sum(float(v.get("seconds_per_step", 0.0)) for v in a.values()) * (need - steps)
+        cost = f": about {more_s / 60:.0f} min of one core at this run's speed" if more_s else ""
         return Evidence("numeric", "inconclusive", summary=(
             f"{toy['reasons'][0]} ({steps} steps): the verdict needs longer training, `verify fp26:fingerprint "
             f"--d {p['d']} --H {p['H']} --V {p['V']} --T {p['T']} --batch {p['batch']} --seeds {p['seeds']} --arms "
-            f"{p['arms']} --steps {need}` (3x this run's training{cost}; --scheduler tcp://HOST:PORT sends the arms "
+            f"{p['arms']} --steps {need}` (3x this run's steps; with the lab cache it continues each arm's saved "
+            f"training state, steps {steps + 1}..{need}{cost}; --scheduler tcp://HOST:PORT sends the arms "
             "to a Dask cluster); " + summary), **base)
     outcome = toy["verdict"] if static_ok is not False else "fails"
     if static_ok is False:

@@ -135,3 +135,18 @@ def test_a_bad_scheduler_is_refused_before_any_work():
     for bad in ("udp://x:1", "tcp://host:0", "elsewhere"):
         with pytest.raises(InputError, match="--scheduler"):
             PROBES.parse_params({"scheduler": bad})
+
+
+def test_in_process_the_full_run_continues_the_half_steps_run(tmp_path):
+    """With the lab cache, the convergence check's half-steps run trains first and the full run continues its saved
+    training state (steps 16..30 only), with the numbers of a run without the cache (trained from step 0)."""
+    from verify.numeric import bietti_probes as bp
+    from verify.numeric import lab
+
+    lines: list[str] = []
+    args = (16, 16, 2, 4, 30, 0.05, [0, 1], 4)
+    a = bp.check_probes(*args, lab.Cache(tmp_path), progress=lines.append, optimizer="adam", fixed_triggers=True)
+    b = bp.check_probes(*args, None, optimizer="adam", fixed_triggers=True)
+    assert any("resumed from the saved training state at step 15; training steps 16..30" in ln for ln in lines)
+    keys = ("probes", "probe_means", "in_context_accuracy", "final_loss", "attention_prev_token_recall")
+    assert {k: a.numbers[k] for k in keys} == {k: b.numbers[k] for k in keys}

@@ -90,8 +90,9 @@ def test_cache_hit_reuses_and_is_identical(tmp_path):
     second = lab.train(_recipe(), [0, 1], cache=cache)
     assert not first.from_cache and second.from_cache
     assert _summary(first) == _summary(second)
-    files = list(tmp_path.iterdir())
-    assert [f.name for f in files] == [f"toy-{first.key}.pt"]  # one file, no temporary left behind
+    files = sorted(f.name for f in tmp_path.iterdir())
+    # the checkpoint and the training state, no temporary left behind
+    assert files == sorted([f"toy-{first.key}.pt", f"toy-{lab.prefix_key(_recipe(), [0, 1])}.state.pt"])
 
 
 def _corrupt_and_reload(tmp_path, damage, capsys):
@@ -192,3 +193,99 @@ def test_progress_lines_and_one_thread():
     lab.train(_recipe(), [0], progress=lines.append)
     assert torch.get_num_threads() == 2  # restored
     assert any("training" in ln for ln in lines) and any("step" in ln for ln in lines)
+
+
+# ----------------------------------------------------------------------------- resumable training
+
+
+class _Stop(Exception):
+    """Raised by a recipe's data to stop training mid-run (a stand-in for Ctrl-C or a killed process)."""
+
+
+def _stopping(recipe: lab.Recipe, at: int) -> lab.Recipe:
+    def data(step, gens):
+        if step == at:
+            raise _Stop(step)
+        return recipe.data(step, gens)
+
+    return lab.Recipe(**{**recipe.__dict__, "data": data})
+
+
+@pytest.mark.parametrize("kind", ["adam", "sgd"])
+def test_interrupted_run_resumes_bit_identical(tmp_path, kind):
+    """A run stopped at step 13 (state written after every step) and run again ends bit-identical to an
+    uninterrupted run: parameters, loss record, and the state's per-step losses."""
+    plain = lab.train(_recipe(kind=kind), [0, 1])
+    cache = lab.Cache(tmp_path, state_every_s=0.0)
+    with pytest.raises(_Stop):
+        lab.train(_stopping(_recipe(kind=kind), 13), [0, 1], cache=cache)
+    assert not cache.path("toy", plain.key).exists()  # no checkpoint from a stopped run
+    state = cache.load_state(_recipe(kind=kind), [0, 1], lab.init_params(_recipe(kind=kind), [0, 1]))
+    assert state is not None and state.step == 13 and state.step_losses.shape == (13, 2)
+    lines: list[str] = []
+    again = lab.train(_recipe(kind=kind), [0, 1], cache=cache, progress=lines.append)
+    assert any("resumed from the saved training state at step 13" in ln for ln in lines)
+    assert not again.from_cache
+    assert _summary(again) == _summary(plain)
+
+
+def test_longer_run_continues_a_shorter_one(tmp_path):
+    """A 30-step run after a 12-step one trains steps 13..30 only, and equals a 30-step run from step 0;
+    the 12-step run's own checkpoint is unchanged (its record has its own last step)."""
+    cache = lab.Cache(tmp_path)
+    short = lab.train(_recipe(steps=12), [0, 1], cache=cache)
+    lines: list[str] = []
+    long = lab.train(_recipe(steps=30), [0, 1], cache=cache, progress=lines.append)
+    assert any("at step 12; training steps 13..30" in ln for ln in lines)
+    assert _summary(long) == _summary(lab.train(_recipe(steps=30), [0, 1]))
+    assert _summary(short) == _summary(lab.train(_recipe(steps=12), [0, 1]))
+    # a shorter run than the saved state trains from step 0 and leaves the state where it was
+    lines.clear()
+    shorter = lab.train(_recipe(steps=7), [0, 1], cache=cache, progress=lines.append)
+    assert any("past this run's 7: training from step 0" in ln for ln in lines)
+    assert _summary(shorter) == _summary(lab.train(_recipe(steps=7), [0, 1]))
+    assert cache.load_state(_recipe(), [0, 1], lab.init_params(_recipe(), [0, 1])).step == 30
+
+
+def test_resume_check_can_fail(tmp_path):
+    """Fault: resuming without the optimiser's state (Adam's moments, SGD's momentum) gives different weights,
+    and the bit-identity check above sees it."""
+    from verify import faults
+
+    for kind in ("adam", "sgd"):
+        plain = lab.train(_recipe(kind=kind), [0, 1])
+        cache = lab.Cache(tmp_path / kind, state_every_s=0.0)
+        with pytest.raises(_Stop):
+            lab.train(_stopping(_recipe(kind=kind), 13), [0, 1], cache=cache)
+        with faults.inject("numeric.lab.restore_optimizer", lambda opt, names, state: None):
+            again = lab.train(_recipe(kind=kind), [0, 1], cache=cache)
+        assert _summary(again) != _summary(plain)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "other-config", "bad-step"])
+def test_damaged_state_rejected_and_trained_from_step_0(tmp_path, capsys, damage):
+    cache = lab.Cache(tmp_path, state_every_s=0.0)
+    with pytest.raises(_Stop):
+        lab.train(_stopping(_recipe(), 13), [0, 1], cache=cache)
+    path = cache.state_path("toy", lab.prefix_key(_recipe(), [0, 1]))
+    if damage == "truncate":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "other-config":
+        # a state file from another configuration (lr 0.01) under this configuration's name
+        other = lab.Cache(tmp_path / "o", state_every_s=0.0)
+        with pytest.raises(_Stop):
+            lab.train(_stopping(_recipe(lr=0.01), 13), [0, 1], cache=other)
+        shutil.copy(other.state_path("toy", lab.prefix_key(_recipe(lr=0.01), [0, 1])), path)
+    else:
+        obj = torch.load(path, weights_only=True)
+        if damage == "flip":
+            obj["tensors"]["optim/W.exp_avg"][0, 0, 0] += 1.0
+        else:
+            obj["step"] = 14  # the per-step losses say 13
+        torch.save(obj, path)
+    capsys.readouterr()
+    again = lab.train(_recipe(), [0, 1], cache=lab.Cache(tmp_path))
+    err = capsys.readouterr().err
+    assert "rejected" in err and "training from step 0" in err
+    assert _summary(again) == _summary(lab.train(_recipe(), [0, 1]))
