@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_all import reference_workload  # noqa: E402
+from bench_all import BYTECODE_NOTE, precompile, reference_workload  # noqa: E402
 
 LENGTHS = (64, 512, 4096, 17665, 65536, 131072)
 CASES = (("rope", "prev"), ("alibi", "attend-first"), ("sinusoidal", "prev"))
@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="rope/prev only")
     ap.add_argument("--repeat", type=int, default=5, help="paired (reference, child) runs at the target lengths")
     a = ap.parse_args(argv)
+    precompile()
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
     rows = []
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{pe_:<11} {task:<13} {L:>7} {d['alpha']:>8.4f} {d['alpha_s']:>8.3f} {row['alpha_ratio']:>6} "
                   f"{d['command_s']:>6.2f} {row['command_ratio']:>9} {d['maxrss_mib']:>6.0f} "
                   f"{row.get('dense_alpha_s', '-'):>8} {str(row.get('same_as_dense', '-')):>5}", flush=True)
-    doc = {"reference_s": round(ref, 4), "cores": os.cpu_count(),
+    doc = {"reference_s": round(ref, 4), "bytecode": BYTECODE_NOTE, "cores": os.cpu_count(),
            "alpha_s_is": "verify.api.alpha in a fresh process, from the call to the result (fit at L0 = 20 included)",
            "command_s_is": "the same process from start (Python start-up and imports included)",
            "maxrss_is": "peak resident memory of that process (resource.getrusage ru_maxrss), torch included",

@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_all import reference_workload  # noqa: E402
+from bench_all import BYTECODE_NOTE, precompile, reference_workload  # noqa: E402
 
 #: (model, layer, head, pattern, extra options)
 CASES = (
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    precompile()
     ref = reference_workload()
     rows = []
     with tempfile.TemporaryDirectory() as cache:
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
                          "command_s": round(cmd_s, 3), "command_ratio": round(cmd_s / ref, 2), **balls,
                          "balls_ratio": round(balls["balls_s"] / ref, 2)})
             print(json.dumps(rows[-1]), flush=True)
-    doc = {"reference_s": round(ref, 4), "cores": os.cpu_count(), "train_s_ws24_rpe_seed0": train_s,
+    doc = {"reference_s": round(ref, 4), "bytecode": BYTECODE_NOTE, "cores": os.cpu_count(), "train_s_ws24_rpe_seed0": train_s,
            "command_s_is": "python -m verify head ... in a fresh process (start-up, imports, model, cross-check, balls)",
            "balls_s_is": "head_bounds.bound_head alone on 4 prompts of 64 tokens (the command's defaults)",
            "rows": rows}
