@@ -50,27 +50,39 @@ FILTER_BLOCK = 256
 MAX_EXACT_RANK_WORK = 4_000_000
 
 
-def exact_rank(rows: Sequence[Sequence[Fraction]]) -> int:
-    """Rank of a matrix of Fractions (Gaussian elimination, exact)."""
-    m = [list(r) for r in rows if any(x != 0 for x in r)]
-    if not m:
-        return 0
-    ncol = len(m[0])
-    rank = 0
-    for c in range(ncol):
-        piv = next((k for k in range(rank, len(m)) if m[k][c] != 0), None)
+def rref(rows: Sequence[Sequence[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
+    """The reduced row echelon form of a matrix of Fractions (Gauss-Jordan, exact) and its pivot columns.
+
+    Returns:
+        (R, pivots): R's first ``len(pivots)`` rows are the nonzero rows, row i with a 1 in column
+        ``pivots[i]`` and 0 in every other pivot column; the rank is ``len(pivots)``.
+    """
+    M = [[Fraction(x) for x in r] for r in rows]
+    nrow = len(M)
+    ncol = len(M[0]) if M else 0
+    pivots: list[int] = []
+    r = 0
+    for col in range(ncol):
+        if r == nrow:
+            break
+        piv = next((i for i in range(r, nrow) if M[i][col] != 0), None)
         if piv is None:
             continue
-        m[rank], m[piv] = m[piv], m[rank]
-        p = m[rank]
-        for k in range(rank + 1, len(m)):
-            if m[k][c] != 0:
-                f = m[k][c] / p[c]
-                m[k] = [a - f * b for a, b in zip(m[k], p)]
-        rank += 1
-        if rank == len(m):
-            break
-    return rank
+        M[r], M[piv] = M[piv], M[r]
+        inv = 1 / M[r][col]
+        M[r] = [x * inv for x in M[r]]
+        for i in range(nrow):
+            if i != r and M[i][col] != 0:
+                f = M[i][col]
+                M[i] = [x - f * y for x, y in zip(M[i], M[r])]
+        pivots.append(col)
+        r += 1
+    return M, pivots
+
+
+def exact_rank(rows: Sequence[Sequence[Fraction]]) -> int:
+    """Rank of a matrix of Fractions (exact: the pivots of :func:`rref`)."""
+    return len(rref([r for r in rows if any(x != 0 for x in r)])[1])
 
 
 def matrix_rank(rows: Sequence[Sequence[Fraction]]) -> tuple[int, str]:
@@ -673,27 +685,10 @@ def _float_proposal(name: str, rows: Sequence[tuple], dim: int, margin: Fraction
 
 
 def _null_space(cols: Sequence[Sequence[Fraction]], dim: int) -> list[list[Fraction]]:
-    """A basis of {y : sum_k y_k cols[k] = 0} in exact fractions (reduced row echelon form of the dim x s matrix
-    whose columns are ``cols``)."""
+    """A basis of {y : sum_k y_k cols[k] = 0} in exact fractions (from :func:`rref` of the dim x s matrix whose
+    columns are ``cols``: one basis vector per free column)."""
     s = len(cols)
-    M = [[Fraction(cols[k][a]) for k in range(s)] for a in range(dim)]
-    pivots: list[int] = []
-    r = 0
-    for col in range(s):
-        piv = next((i for i in range(r, dim) if M[i][col] != 0), None)
-        if piv is None:
-            continue
-        M[r], M[piv] = M[piv], M[r]
-        inv = 1 / M[r][col]
-        M[r] = [x * inv for x in M[r]]
-        for i in range(dim):
-            if i != r and M[i][col] != 0:
-                f = M[i][col]
-                M[i] = [x - f * y for x, y in zip(M[i], M[r])]
-        pivots.append(col)
-        r += 1
-        if r == dim:
-            break
+    M, pivots = rref([[cols[k][a] for k in range(s)] for a in range(dim)])
     free = [c for c in range(s) if c not in pivots]
     basis = []
     for fc in free:

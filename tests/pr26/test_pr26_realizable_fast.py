@@ -303,6 +303,25 @@ def test_exact_null_space_against_sympy(seed):
         assert all(sum((y[k] * cols[k][a] for k in range(s)), Fraction(0)) == 0 for a in range(dim))
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_rref_and_rank_against_sympy(seed):
+    """:func:`R.rref` (the one Gauss-Jordan routine behind exact_rank and _null_space) equals sympy's rref, pivots
+    included, and exact_rank its rank, on random rational matrices with repeated and zero rows."""
+    import sympy as sp
+
+    rnd = random.Random(100 + seed)
+    n, m = rnd.randint(1, 6), rnd.randint(1, 6)
+    rows = [[Fraction(rnd.randint(-3, 3), rnd.randint(1, 4)) for _ in range(m)] for _ in range(n)]
+    rows.append(list(rows[0]))
+    rows.append([Fraction(0)] * m)
+    red, piv = R.rref(rows)
+    M = sp.Matrix([[sp.Rational(x.numerator, x.denominator) for x in r] for r in rows])
+    want, want_piv = M.rref()
+    assert piv == list(want_piv)
+    assert [[sp.Rational(x.numerator, x.denominator) for x in r] for r in red] == want.tolist()
+    assert R.exact_rank(rows) == M.rank()
+
+
 def test_dual_farkas_certifies_infeasible_rows_and_never_feasible_ones():
     """An infeasible system (theta >= 1 and -theta >= 1, and a 2-d triangle) gets a certificate the solver-free
     checker accepts; a feasible one gets none; and a wrong null vector (fault) is caught by that checker, so no
