@@ -59,6 +59,34 @@ def precompile() -> float:
     return time.perf_counter() - t0
 
 
+#: issue 25's own unit, reconstructed: the issue states that `verify alpha --pe rope --task prev --L0 20 --L 17665`
+#: "takes 7x" its reference workload, on the path of that time (every row's logits, dense); that path is kept as the
+#: test oracle (verify.numeric.pr26.evaluate_rows_dense / target_mass_dense), so the issue's unit is its time / 7,
+#: timed in the same run (a fresh process, torch imported before the clock)
+ISSUE_UNIT_RATIO = 7.0
+ISSUE_UNIT_IS = ("issue 25's unit, reconstructed from its own calibration: the dense path of verify alpha --pe rope "
+                 "--task prev --L0 20 --L 17665 (kept as the test oracle) takes 7 of its units, so the unit is that "
+                 "path's time (fresh process, torch imported before the clock) / 7, timed in this run")
+DENSE_CHILD = r"""
+import json, sys, time
+import torch
+torch.set_num_threads(1)
+from verify.api import alpha
+from verify.numeric import pr26 as num
+num.evaluate_rows = num.evaluate_rows_dense
+num.target_mass = num.target_mass_dense
+t1 = time.perf_counter()
+r = alpha("rope", "prev", 20, 17665)
+print(json.dumps({"seconds": time.perf_counter() - t1, "alpha": r.alpha}))
+"""
+
+
+def issue_unit() -> float:
+    """Seconds of issue 25's unit (:data:`ISSUE_UNIT_IS`): the dense alpha at L = 17665 in a fresh process / 7."""
+    out = subprocess.run([sys.executable, "-c", DENSE_CHILD], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"] / ISSUE_UNIT_RATIO
+
+
 def reference_workload() -> float:
     """Seconds for the fixed reference workload (one run)."""
     import sympy as sp
@@ -130,11 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     precompile()
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
+    unit = issue_unit()
+    print(f"issue 25's unit: {unit:.3f} s ({ISSUE_UNIT_IS})")
 
     quiet = ["--quiet", "--format", "json", "--no-timings"]
     all_wall = _command(["all", "--jobs", str(a.jobs), *quiet])
-    print(f"verify all --jobs {a.jobs} (command): {all_wall:.1f} s wall = {all_wall / ref:.1f} x reference "
-          f"(target {TARGET_ALL_S:.0f} s)")
+    print(f"verify all --jobs {a.jobs} (command): {all_wall:.1f} s wall = {all_wall / ref:.1f} x reference = "
+          f"{all_wall / unit:.1f} x issue 25's unit (targets {TARGET_ALL_S:.0f} s; issue 25: within 10x)")
     claims = [c for c in registry.all_claims() if not c.heavy]
     t0 = time.perf_counter()
     ran = run_all(claims, Context(), LAYERS, jobs=a.jobs)
@@ -173,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         "cores": os.cpu_count(),
         "all_wall_s": round(all_wall, 3),
         "all_ratio": round(all_wall / ref, 2),
+        "issue_unit_s": round(unit, 4), "issue_unit_is": ISSUE_UNIT_IS,
+        "all_issue_ratio": round(all_wall / unit, 2),
         "all_in_process_s": round(in_process, 3),
         "alone_is": "verify RUN_ID as a command in a fresh process (layers side by side on the cores)",
         "targets_s": {"all": TARGET_ALL_S, "claim": TARGET_CLAIM_S, "startup": TARGET_STARTUP_S},

@@ -28,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_all import BYTECODE_NOTE, precompile, reference_workload  # noqa: E402
+from bench_all import BYTECODE_NOTE, ISSUE_UNIT_IS, issue_unit, precompile, reference_workload  # noqa: E402
 
 LENGTHS = (64, 512, 4096, 17665, 65536, 131072)
 CASES = (("rope", "prev"), ("alibi", "attend-first"), ("sinusoidal", "prev"))
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     precompile()
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
+    unit = issue_unit()
+    print(f"issue 25's unit: {unit:.3f} s (issue_ratio)")
     rows = []
     cases = CASES[:1] if a.quick else CASES
     print(f"{'pe':<11} {'task':<13} {'L':>7} {'alpha':>8} {'alpha s':>8} {'ratio':>6} {'cmd s':>6} {'cmd ratio':>9} "
@@ -86,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             d = run_child(pe_, task, L)
             row = {"pe": pe_, "task": task, "L0": 20, "L": L, **{k: round(v, 4) if isinstance(v, float) else v
                                                                 for k, v in d.items()},
-                   "alpha_ratio": round(d["alpha_s"] / ref, 2), "command_ratio": round(d["command_s"] / ref, 2)}
+                   "alpha_ratio": round(d["alpha_s"] / ref, 2), "command_ratio": round(d["command_s"] / ref, 2),
+                   "alpha_issue_ratio": round(d["alpha_s"] / unit, 3)}
             if (pe_, task) == ("rope", "prev") and L in (17665, 131072) and a.repeat > 0:
                 pairs = []
                 for _ in range(a.repeat):
@@ -106,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{pe_:<11} {task:<13} {L:>7} {d['alpha']:>8.4f} {d['alpha_s']:>8.3f} {row['alpha_ratio']:>6} "
                   f"{d['command_s']:>6.2f} {row['command_ratio']:>9} {d['maxrss_mib']:>6.0f} "
                   f"{row.get('dense_alpha_s', '-'):>8} {str(row.get('same_as_dense', '-')):>5}", flush=True)
-    doc = {"reference_s": round(ref, 4), "bytecode": BYTECODE_NOTE, "cores": os.cpu_count(),
+    doc = {"reference_s": round(ref, 4), "issue_unit_s": round(unit, 4), "issue_unit_is": ISSUE_UNIT_IS,
+           "bytecode": BYTECODE_NOTE, "cores": os.cpu_count(),
            "alpha_s_is": "verify.api.alpha in a fresh process, from the call to the result (fit at L0 = 20 included)",
            "command_s_is": "the same process from start (Python start-up and imports included)",
            "maxrss_is": "peak resident memory of that process (resource.getrusage ru_maxrss), torch included",
