@@ -132,13 +132,16 @@ def _project(fr: FrozenParts, tokens: torch.Tensor, pe: str, M: torch.Tensor) ->
     return out + (fr.p[: tokens.shape[1]] @ M) if pe == "ape" else out
 
 
-def layer1_scores(fr: FrozenParts, W1K: torch.Tensor, tokens: torch.Tensor, pe: str) -> torch.Tensor:
+def layer1_scores(fr: FrozenParts, W1K: torch.Tensor, tokens: torch.Tensor, pe: str,
+                  X: torch.Tensor | None = None) -> torch.Tensor:
     """Layer-1 attention scores score1(t <- s), shape (N, T, T), -inf above the diagonal.
 
-    RPE: w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}); APE: x_t^T W^1_K x_s (ws24 / bietti23).
+    RPE: w_E(z_t)^T W^1_K (w_E(z_s) + r_{s-t}); APE: x_t^T W^1_K x_s (ws24 / bietti23).  ``X``: the inputs
+    :func:`_inputs` gives for these tokens, when the caller holds them.
     """
     N, T = tokens.shape
-    X = _inputs(fr, tokens, pe)
+    if X is None:
+        X = _inputs(fr, tokens, pe)
     Q = _project(fr, tokens, pe, W1K)  # rows x_t^T W^1_K
     S = Q @ X.transpose(1, 2)
     if pe == "rpe":
@@ -150,12 +153,38 @@ def layer1_scores(fr: FrozenParts, W1K: torch.Tensor, tokens: torch.Tensor, pe: 
     return S.masked_fill(~mask, float("-inf"))
 
 
+def uniform_causal(T: int, dtype: torch.dtype) -> torch.Tensor:
+    """The causal softmax of an all-zero score matrix, (T, T): row t is 1/(t+1) on s <= t, 0 above the diagonal.
+    The same floats ``torch.softmax`` gives on zero scores (exp(0) = 1 summed exactly: fl(1/(t+1)))."""
+    t = torch.arange(T)
+    w = (1.0 / (t + 1).to(dtype))[:, None].expand(T, T)
+    return torch.where(t[None, :] <= t[:, None], w, torch.zeros((), dtype=dtype))
+
+
+def _zero_constant(W: torch.Tensor) -> bool:
+    """W is a constant (no gradient asked) whose entries are all 0: its bilinear scores are then exactly 0."""
+    return not W.requires_grad and not bool(W.any())
+
+
 def forward(fr: FrozenParts, W1K: torch.Tensor, W2K: torch.Tensor, W2O: torch.Tensor,
-            tokens: torch.Tensor, pe: str = "rpe") -> torch.Tensor:
-    """Logits at the final position, shape (N, V)."""
-    X = _inputs(fr, tokens, pe)
-    A1 = torch.softmax(layer1_scores(fr, W1K, tokens, pe), dim=-1)
-    H = X + A1 @ _project(fr, tokens, pe, fr.Phi_1.T)
+            tokens: torch.Tensor, pe: str = "rpe", X: torch.Tensor | None = None,
+            PhiX: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits at the final position, shape (N, V).
+
+    ``X`` (:func:`_inputs`) and ``PhiX`` (the frozen value path applied to it, ``_project(..., Phi_1.T)``) may be
+    passed when the caller already holds them for these tokens (the same tensors: they do not depend on any
+    trained matrix).  A constant zero W^1_K gives zero layer-1 scores, whose causal softmax is
+    :func:`uniform_causal` (the scores are then not formed; the same floats).
+    """
+    if X is None:
+        X = _inputs(fr, tokens, pe)
+    if PhiX is None:
+        PhiX = _project(fr, tokens, pe, fr.Phi_1.T)
+    if _zero_constant(W1K):
+        A1 = uniform_causal(tokens.shape[1], X.dtype)
+    else:
+        A1 = torch.softmax(layer1_scores(fr, W1K, tokens, pe, X), dim=-1)
+    H = X + A1 @ PhiX
     hT = H[:, -1]
     a2 = torch.softmax(torch.einsum("nd,de,nse->ns", hT, W2K, H), dim=-1)
     ctx = torch.einsum("ns,nsd->nd", a2, H)
@@ -218,11 +247,17 @@ def _one_step(fr: FrozenParts, tokens: torch.Tensor, targets: torch.Tensor, pe: 
     else:
         data = [(tokens, targets)] * 3
 
+    # x_t and Phi_1 x_t depend on the batch only: formed once per distinct batch
+    held: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
     def grad(which: str, W1K: torch.Tensor, W2K: torch.Tensor, W2O: torch.Tensor, step: int) -> torch.Tensor:
         mats = {"W1K": W1K.clone(), "W2K": W2K.clone(), "W2O": W2O.clone()}
         mats[which].requires_grad_(True)
         tok, y = data[step]
-        logits = forward(fr, mats["W1K"], mats["W2K"], mats["W2O"], tok, pe)
+        if id(tok) not in held:
+            held[id(tok)] = (_inputs(fr, tok, pe), _project(fr, tok, pe, fr.Phi_1.T))
+        X, PhiX = held[id(tok)]
+        logits = forward(fr, mats["W1K"], mats["W2K"], mats["W2O"], tok, pe, X, PhiX)
         loss = torch.nn.functional.cross_entropy(logits, y)
         (g,) = torch.autograd.grad(loss, mats[which])
         return g

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
+import pytest
 import sympy as sp
 import torch
 
@@ -376,3 +377,27 @@ def test_r_minus1_looked_up_as_the_wrong_row_changes_the_verdict(monkeypatch):
         "symbolic": ("refuted", "fails"), "solver": ("error", None), "numeric": ("consistent", "fails"),
         "kernel": ("skipped", None)}  # the module's own claim: the registry attaches the kernel check
     assert "triangle bound failed" in r.layer("solver").summary
+
+
+@pytest.mark.parametrize("pe", ["rpe", "ape"])
+def test_zero_key_shortcut_is_the_softmax_of_zero_scores(pe):
+    """The one-step protocol skips the layer-1 scores while W^1_K is a constant zero (their causal softmax is
+    uniform_causal) and forms x_t and Phi_1 x_t once per batch: the three matrices are bit-identical to the path
+    that forms every score.  Fault: a uniform attention over all T keys (no causal mask) changes them."""
+    fr = bm.sample_frozen(32, 12, 16, 0)
+    tok, y, _ = bm.sample_sequences(12, 16, 60, 1)
+    fast = bm.one_step_protocol(fr, tok, y, pe)
+    real = bm._zero_constant
+    try:
+        bm._zero_constant = lambda W: False
+        slow = bm.one_step_protocol(fr, tok, y, pe)
+        bm._zero_constant = real
+        good = bm.uniform_causal
+        bm.uniform_causal = lambda T, dtype: torch.full((T, T), 1.0 / T, dtype=dtype)
+        wrong = bm.one_step_protocol(fr, tok, y, pe)
+    finally:
+        bm._zero_constant = real
+        bm.uniform_causal = good
+    for k in ("W2O", "W2K", "W1K"):
+        assert torch.equal(getattr(fast, k), getattr(slow, k))
+    assert not torch.equal(wrong.W1K, fast.W1K)
