@@ -163,6 +163,7 @@ def _dec_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 DECODE = Claim(
     requires=REQUIRES,
+    worker_group="transformers",
     provenance=CONTRACT,
     id="impl:decode",
     title="cached incremental decoding equals the full forward pass (the library's own cache)",
@@ -224,6 +225,7 @@ def _window_sizes(w: int | None, L: int) -> tuple[int, list[int]]:
 
 WINDOW = Claim(
     requires=REQUIRES,
+    worker_group="transformers",
     provenance=CONTRACT,
     id="impl:window",
     title="each query sees exactly the keys its causal mask or sliding window admits (w keys, not w + 1)",
@@ -288,6 +290,7 @@ def _al_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 ALIBI = Claim(
     requires=REQUIRES,
+    worker_group="transformers",
     provenance=CONTRACT,
     id="impl:alibi",
     title="the ALiBi slopes the model applies are Press et al.'s schedule for its head count, penalise distance, "
@@ -345,6 +348,7 @@ def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 ROPE = Claim(
     requires=REQUIRES,
+    worker_group="transformers",
     provenance=CONTRACT,
     id="impl:rope",
     title="RoPE scores depend only on the offset, for each scaling rule, with positions continued through the cache",
@@ -397,6 +401,7 @@ def _pad_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 PADDING = Claim(
     requires=REQUIRES,
+    worker_group="transformers",
     provenance=CONTRACT,
     id="impl:padding",
     title="a left-padded batch with the cache equals each sequence run alone",

@@ -314,12 +314,12 @@ def test_a_worker_keeps_one_scope_for_its_run(monkeypatch):
 
     def worker() -> None:
         pool._worker_init(2)
-        pool._layer_in_worker("x", [{}, {}], Context(), "solver", ["solver"])
-        pool._layer_in_worker("y", [{}], Context(), "solver", ["solver"])
+        pool._layer_in_worker([("x", {}), ("x", {})], Context(), "solver", ["solver"])
+        pool._layer_in_worker([("y", {})], Context(), "solver", ["solver"])
 
     def tasks_alone() -> None:
-        pool._layer_in_worker("x", [{}], Context(), "solver", ["solver"])
-        pool._layer_in_worker("y", [{}], Context(), "solver", ["solver"])
+        pool._layer_in_worker([("x", {})], Context(), "solver", ["solver"])
+        pool._layer_in_worker([("y", {})], Context(), "solver", ["solver"])
 
     contextvars.Context().run(worker)
     assert seen[0] is seen[1] is seen[2] and seen[0] is not runcache._DEFAULT
@@ -349,3 +349,25 @@ def test_memoize_keeps_lru_cache_semantics():
     assert calls[-2:] == [(3, 0), (3, 0)]
     with pytest.raises(TypeError):
         f([1])
+
+
+def test_claims_of_one_worker_group_share_one_task():
+    """The impl claims (transformers) run their numeric layer as one worker task, so one worker imports
+    transformers instead of each; every other claim keeps a task per (claim, layer).  Fault: a group ignored
+    gives one task per impl claim."""
+    from verify.core import registry
+    from verify.evidence import LAYERS
+    from verify.pipeline.run import plan_tasks
+
+    planned = [(c, p) for c in registry.all_claims() if not c.heavy for p in c.variants]
+    groups = plan_tasks(planned, LAYERS)
+    impl = [i for i, (c, _) in enumerate(planned) if c.id.startswith("impl:")]
+    assert len(impl) == 5
+    assert groups[("group:transformers", "numeric")] == impl
+    assert not any(k[0].startswith("impl:") for k in groups)
+    others = {(c.id, layer) for c, _ in planned if not c.worker_group for layer in c.checked_layers(LAYERS)}
+    assert others <= set(groups)
+    import dataclasses
+
+    ungrouped = plan_tasks([(dataclasses.replace(c, worker_group=""), p) for c, p in planned], LAYERS)
+    assert sum(k[0].startswith("impl:") and k[1] == "numeric" for k in ungrouped) == 5

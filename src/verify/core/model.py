@@ -484,6 +484,9 @@ class Claim:
         layers_check_parts: each layer checks a different part of the statement (its ``parts`` say which layer
             judges which part: fp26's symbolic layer the algebra, its numeric layer the toy training), so one
             layer's holds and another's fails are no contradiction: the worst stands (:func:`aggregate`).
+        worker_group: claims with the same non-empty group run each layer as one task on one worker process
+            when a run spreads layers over workers (they share an expensive import or construction, e.g. the
+            impl claims' transformers, imported once instead of once per worker); results do not depend on it.
     """
 
     id: str
@@ -506,6 +509,7 @@ class Claim:
     parts: tuple[Part, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()
     layers_check_parts: bool = False
+    worker_group: str = ""
 
     def __post_init__(self) -> None:
         generated = self.params_type.options()

@@ -53,22 +53,25 @@ def _orphan_watch(parent: int) -> None:
     os._exit(1)
 
 
-def _layer_in_worker(claim_id: str, variants: list[Mapping[str, Any]], ctx: Context, layer: str,
+def _layer_in_worker(items: list[tuple[str, Mapping[str, Any]]], ctx: Context, layer: str,
                      layers: Sequence[str]) -> list[Any]:
-    """One layer of every listed variant of one claim, in a worker process, in order; returns their
-    (picklable) Evidence.  Variants of a claim share work through the layers' caches, so they
-    travel together, in the worker's memo scope (:mod:`verify.runcache`: one run's, shared by the tasks of
-    this worker), or a fresh one for this task where none is open.  ``ctx`` is the run's settings without the
-    progress callback."""
-    claim = registry.get(claim_id)
-    typed = [claim.params_type.from_options(v) for v in variants]
+    """One layer of every listed (claim id, variant), in a worker process, in order; returns their (picklable)
+    Evidence.  A task holds every variant of one claim (variants share work through the layers' caches), or
+    of every claim of one ``Claim.worker_group`` (claims that share an expensive import or construction), in
+    the worker's memo scope (:mod:`verify.runcache`: one run's, shared by the tasks of this worker), or a
+    fresh one for this task where none is open.  ``ctx`` is the run's settings without the progress
+    callback."""
     with runcache.run_scope():
-        return [run_layer(claim, params, ctx, layer, layers) for params in typed]
+        out = []
+        for claim_id, variant in items:
+            claim = registry.get(claim_id)
+            out.append(run_layer(claim, claim.params_type.from_options(variant), ctx, layer, layers))
+        return out
 
 
 def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tuple[Claim, Mapping[str, Any]]],
                 ctx: Context, layers: Sequence[str], jobs: int) -> dict[tuple[str, str], list[Any] | None]:
-    """Run each (claim id, layer) task of ``groups`` on a fresh pool of worker processes; return
+    """Run each (claim id or worker group, layer) task of ``groups`` on a fresh pool of worker processes; return
     each task's Evidence list, or None for a task lost to a dead worker (killed, out of memory, a
     crash in a library: the pool then breaks and every task it has not answered is lost)."""
     import concurrent.futures as cf
@@ -87,7 +90,7 @@ def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tu
         with interrupts.blocked_for_children(), interrupts.deferred():
             for key, idx in groups.items():
                 try:
-                    futures[key] = pool.submit(_layer_in_worker, key[0], [dict(planned[i][1]) for i in idx],
+                    futures[key] = pool.submit(_layer_in_worker, [(planned[i][0].id, dict(planned[i][1])) for i in idx],
                                                ctx.replace(progress=None), key[1], tuple(layers))
                 except Exception as exc:  # a worker died while the work was handed out: the rest is lost
                     # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it

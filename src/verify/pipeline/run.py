@@ -112,10 +112,11 @@ def execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, la
                  jobs: int) -> list[ClaimResult]:
     """Run claim variants in order, or concurrently on ``jobs`` worker processes (the standard
     library's ProcessPoolExecutor, spawn context), one task per (claim, layer) holding all of that
-    claim's planned variants, so that the layers of one long claim run side by side while its
-    variants still share cached work; each claim's evidence is assembled in layer order and its
-    verdict reached here, so results and their order do not depend on ``jobs``.  One variant with
-    several layers (``verify CLAIM``) is spread the same way; a single task runs in this process.
+    claim's planned variants (per (worker group, layer) for claims with a ``worker_group``), so that
+    the layers of one long claim run side by side while its variants still share cached work; each
+    claim's evidence is assembled in layer order and its verdict reached here, so results and their
+    order do not depend on ``jobs``.  One variant with several layers (``verify CLAIM``) is spread the
+    same way; a single task runs in this process.
     Tasks are handed out claim by claim, each claim's layers in :data:`SUBMIT_ORDER`.
 
     A worker that dies (killed, out of memory, a crash in a library) breaks the whole pool; the
@@ -131,16 +132,25 @@ def execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, la
         return _execute(planned, ctx, layers, jobs)
 
 
-def _execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
-             jobs: int) -> list[ClaimResult]:
-    base = ctx.progress
-    n = len(planned)
+def plan_tasks(planned: Sequence[tuple[Claim, Mapping[str, Any]]], layers: Sequence[str]
+               ) -> dict[tuple[str, str], list[int]]:
+    """The worker tasks of a run: (claim id, layer) -> the indices of that claim's planned variants, in the order
+    they are handed out; claims of one ``worker_group`` share a (``group:NAME``, layer) task instead."""
     groups: dict[tuple[str, str], list[int]] = {}
     for i, (c, _) in enumerate(planned):
         # a claim's solver and numeric layers go first: they are its long ones, and the symbolic one
         # (usually short) fills in behind them (the order of work changes no result)
         for layer in sorted(c.checked_layers(layers), key=SUBMIT_ORDER.index):
-            groups.setdefault((c.id, layer), []).append(i)
+            group = getattr(c, "worker_group", "")
+            groups.setdefault((f"group:{group}" if group else c.id, layer), []).append(i)
+    return groups
+
+
+def _execute(planned: Sequence[tuple[Claim, Mapping[str, Any]]], ctx: Context, layers: Sequence[str],
+             jobs: int) -> list[ClaimResult]:
+    base = ctx.progress
+    n = len(planned)
+    groups = plan_tasks(planned, layers)
     if jobs <= 1 or len(groups) <= 1 or not all(_registered(c) for c, _ in planned):
         out = []
         for i, (c, p) in enumerate(planned, 1):
