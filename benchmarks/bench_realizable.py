@@ -141,8 +141,8 @@ def main() -> None:
     print(f"issue 25's unit: {unit:.3f} s (issue_ratio)")
     rows: list[dict] = []
 
-    def row(what: str, secs: float, answer: object) -> None:
-        rows.append({"what": what, "seconds": round(secs, 3), "ratio": round(secs / ref, 1),
+    def row(what: str, secs: float, answer: object, key: str = "") -> None:
+        rows.append({"id": key, "what": what, "seconds": round(secs, 3), "ratio": round(secs / ref, 1),
                      "issue_ratio": round(secs / unit, 2), "answer": str(answer), "peak_mib": round(_peak_mib(), 1)})
         print(f"{what:<70} {secs:8.2f} s {secs / ref:7.1f} x  {str(answer):<14} peak {_peak_mib():7.1f} MiB",
               flush=True)
@@ -157,28 +157,30 @@ def main() -> None:
         except InputError as e:
             print(f"realizable [1, i, i^2] prev N = {N}: refused before any work ({e})")
             break
-        row(f"realizable [1, i, i^2] prev N = {N} (cutting planes)", secs, res.realizable)
+        row(f"realizable [1, i, i^2] prev N = {N} (cutting planes)", secs, res.realizable, f"quadratic-prev-{N}")
         if N <= 128:
             secs, res = _time(lambda: A.realizable(features="1, i, i**2", task="prev", L=N, margin=1, method="full"))
-            row(f"realizable [1, i, i^2] prev N = {N} (full LP, the reference path)", secs, res.realizable)
+            row(f"realizable [1, i, i^2] prev N = {N} (full LP, the reference path)", secs, res.realizable,
+                f"quadratic-prev-{N}-full-lp")
         if secs > 120:
             break
         N *= 4
     secs, res = _time(lambda: A.realizable(features="1, i", task="prev", L=4096))
-    row("realizable [1, i] prev N = 4096", secs, f"first bad {res.doc['first_unrealizable_length']}")
+    row("realizable [1, i] prev N = 4096", secs, f"first bad {res.doc['first_unrealizable_length']}", "affine-prev-4096")
     for task in ("prev", "skip-3", "attend-first", "copy", "reverse"):
         secs, res = _time(lambda: A.realizable(features=REL, task=task, L=4096))
         row(f"realizable cos/sin(d/4, d/64) {task} N = 4096", secs,
-            res.realizable if res.realizable else f"first bad {res.doc['first_unrealizable_length']}")
+            res.realizable if res.realizable else f"first bad {res.doc['first_unrealizable_length']}",
+            f"rel-{task}-4096")
     for N in (64, 4096) if a.quick else (64, 4096, 131072):
         secs, ev = _time(lambda: sol.check_prop1(FAMILIES["affine"], N))
-        row(f"pr26:prop1 solver layer N = {N}", secs, ev.status)
+        row(f"pr26:prop1 solver layer N = {N}", secs, ev.status, f"prop1-solver-{N}")
     d = designer_timing(4096)
     answers = "; ".join(f"{t}: {s_}/{e_}" for t, (s_, e_) in d["answers"].items())
     row("designer (verify.proofs.pr26.alpha.designer, REL, all tasks, up to 4096; fresh process, the call)",
-        d["designer_s"], answers)
+        d["designer_s"], answers, "designer-call")
     row("designer command (verify alpha --pe-features REL --tasks all --up-to 4096; start-up and imports)",
-        d["command_s"], f"rc {d['command_rc']}, estimated {d['estimate_s']} s")
+        d["command_s"], f"rc {d['command_rc']}, estimated {d['estimate_s']} s", "designer-command")
     ref_cpu = statistics.median(_cpu(reference_workload) for _ in range(3))
     designer = {"designer_s": round(d["designer_s"], 3), "designer_ratio": round(d["designer_s"] / ref, 1),
                 "designer_cpu_s": round(d["designer_cpu_s"], 3), "reference_cpu_s": round(ref_cpu, 4),

@@ -9,9 +9,14 @@ Every number in README.md that a run of ``verify`` produces stands between marke
 - PATH: keys into that result, separated by dots; an integer indexes a list; ``[key=value]`` picks
   the list element whose ``key`` equals ``value``, ``[key~text]`` the first whose ``key`` contains
   ``text`` (no spaces in either), e.g. ``figures[figure~alpha_128].ours``; on a mapping, ``[~text]`` picks
-  the value whose key contains ``text``.
+  the value whose key contains ``text``; ``*`` maps the rest of the path over a list's elements
+  (``claims.*.alone_s``, for ``min:``/``max:``).
 - FORMAT (optional): a format spec for the value (``.3f``, ``.2g``), after an optional reduction of a
   list, ``mean:``, ``min:`` or ``max:`` (``mean:.3f``); without it, ``str(value)``.
+
+- RUN_ID ``bench:FILE``: a benchmark's JSON committed at FILE (``bench:benchmarks/results/bench_all-2026-12-02.json``):
+  the README's costs are read from the file the benchmark wrote (:data:`BENCH_COMMANDS` names the command), never
+  rerun here (timings differ from run to run; the committed file is the run the README quotes).
 
 Which run gives a marker's number: a *quick* claim (one ``verify all`` runs) is run here, variant by
 variant (``verify CLAIM --VARIANT-OPTION value --format json``); a *heavy* claim (``--full`` only)
@@ -52,6 +57,27 @@ MARKER = re.compile(r"<!--n (?P<args>[^>]*?)-->(?P<value>.*?)<!--/n-->")
 #: the run id of the learning-rate selection table (a JSON of verify.numeric.pr26_figures.lr_selection_table)
 LR_SELECTION = "lr-selection"
 
+#: run ids that name a committed benchmark JSON
+BENCH = "bench:"
+#: the benchmark command that writes each kind of committed JSON (by the file name's prefix)
+BENCH_COMMANDS = {
+    "bench_all-": "python benchmarks/bench_all.py --json FILE",
+    "bench_alpha-quick-": "python benchmarks/bench_alpha.py --quick --json FILE",
+    "bench_alpha-": "python benchmarks/bench_alpha.py --json FILE",
+    "bench_realizable-": "python benchmarks/bench_realizable.py --quick --json FILE",
+    "bench_head-": "python benchmarks/bench_head.py --json FILE",
+}
+
+
+def bench_command(run_id: str) -> str:
+    """The command that wrote a ``bench:FILE`` run id's JSON."""
+    name = Path(run_id[len(BENCH):]).name
+    for prefix, cmd in BENCH_COMMANDS.items():
+        if name.startswith(prefix):
+            return cmd.replace("FILE", run_id[len(BENCH):])
+    raise KeyError(f"{run_id}: no benchmark writes a file named like {name!r}")
+
+
 #: the command that produces the JSON of a heavy claim's numbers (its run is not repeated by --write)
 HEAVY_COMMANDS = {
     "bietti23:probes": "verify bietti23:probes --full --format json",
@@ -89,11 +115,17 @@ class Marker:
         return self.run_id.split("[", 1)[0]
 
     @property
+    def bench(self) -> bool:
+        return self.run_id.startswith(BENCH)
+
+    @property
     def heavy(self) -> bool:
-        return self.claim in HEAVY_COMMANDS
+        return self.bench or self.claim in HEAVY_COMMANDS
 
     @property
     def command(self) -> str:
+        if self.bench:
+            return bench_command(self.run_id)
         if self.heavy:
             return HEAVY_COMMANDS.get(self.run_id, HEAVY_COMMANDS[self.claim])
         return " ".join(["verify", self.claim, *variant_args(self.run_id), "--format", "json"])
@@ -137,7 +169,11 @@ def lookup(result: Any, path: str) -> Any:
         KeyError: a key, index or selector that finds nothing.
     """
     obj = result
-    for step in _steps(path):
+    steps = _steps(path)
+    for n, step in enumerate(steps):
+        if step == "*":  # every element of a list: the rest of the path in each (a list, for min:/max:/mean:)
+            rest = ".".join(steps[n + 1:])
+            return [lookup(x, rest) if rest else x for x in obj]
         m = _STEP.match(step)
         if m is None:
             raise KeyError(f"bad path step {step!r} in {path!r}")
@@ -210,6 +246,18 @@ def run_quick(run_ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
     return out
 
 
+def bench_result(run_id: str) -> Mapping[str, Any]:
+    """The committed JSON a ``bench:FILE`` run id names (FILE relative to the repository root).
+
+    Raises:
+        FileNotFoundError: the file is not there.
+    """
+    path = (ROOT / run_id[len(BENCH):]).resolve()
+    if ROOT not in path.parents:
+        raise FileNotFoundError(f"{run_id}: outside the repository")
+    return json.loads(path.read_text())
+
+
 def load_snapshot() -> dict[str, Any]:
     return json.loads(SNAPSHOT.read_text()) if SNAPSHOT.exists() else {"numbers": {}}
 
@@ -245,6 +293,9 @@ def gather(markers: Sequence[Marker], run_files: Sequence[Path], quick: bool = T
     """(values from runs, source command per value): quick claims run here (unless ``quick`` is False),
     heavy ones, and any run given, from ``run_files``."""
     given: dict[str, Mapping[str, Any]] = {}
+    for m in markers:  # benchmark numbers: the committed JSON the benchmark wrote
+        if m.bench and m.run_id not in given:
+            given[m.run_id] = bench_result(m.run_id)
     for f in run_files:
         given.update(results_of(json.loads(Path(f).read_text())))
     quick_results = run_quick({m.run_id for m in markers if not m.heavy and m.run_id not in given}) if quick else {}

@@ -44,6 +44,9 @@ def test_markers_resolve_to_claims_and_commands():
     for m in MARKERS:
         if m.run_id == rn.LR_SELECTION:
             continue
+        if m.bench:
+            assert m.command.startswith("python benchmarks/bench_") and m.run_id[len(rn.BENCH):] in m.command
+            continue
         claim = registry.get(m.claim)
         assert claim.id == m.claim
         if m.heavy:
@@ -91,6 +94,30 @@ def test_lookup_and_render():
 
 
 @pytest.mark.slow
+def test_costs_equal_the_committed_benchmark_files():
+    """Every cost in the README is a bench:FILE marker whose value is what the committed benchmark JSON gives (no
+    rerun: the file is the run quoted).  Fault: a cost edited by hand (the designer's ratio) is reported."""
+    bench = [m for m in MARKERS if m.bench]
+    assert len(bench) >= 30
+    assert {m.run_id for m in bench} >= {f"bench:benchmarks/results/{f}" for f in (
+        "bench_all-2026-12-02.json", "bench_alpha-quick-2026-12-02.json", "bench_realizable-2026-12-02.json")}
+    results = {rid: rn.bench_result(rid) for rid in {m.run_id for m in bench}}
+    now = rn.values(bench, results)
+    assert set(now) == {m.key for m in bench}
+    assert rn.differences(README, now) == []
+    m = next(x for x in bench if x.path == "designer.designer_ratio")
+    edited = README[:m.start] + README[m.start:m.end].replace(f"-->{m.value}<!--", "-->4.0<!--") + README[m.end:]
+    diffs = rn.differences(edited, now)
+    assert len(diffs) == 1 and "designer.designer_ratio: README '4.0'" in diffs[0]
+
+
+def test_star_path_and_bench_file_outside_the_repository_refused():
+    assert rn.lookup({"rows": [{"a": 1}, {"a": 3}]}, "rows.*.a") == [1, 3]
+    assert rn.render(rn.lookup({"rows": [{"a": 1.25}, {"a": 3}]}, "rows.*.a"), "min:.1f") == "1.2"
+    with pytest.raises(FileNotFoundError):
+        rn.bench_result("bench:../../etc/passwd")
+
+
 def test_quick_numbers_equal_a_fresh_run():
     """The drift check: every quick claim a marker names, rerun now, gives the README's number."""
     quick = [m for m in MARKERS if not m.heavy]
