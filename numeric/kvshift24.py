@@ -367,13 +367,22 @@ def t3_batch(T: int, d: int, N: int, seed: int, identity: bool = False) -> tuple
     return X, E, target
 
 
-def t3_loss(X: torch.Tensor, E: torch.Tensor, target: torch.Tensor, alpha1: float, beta1: float) -> float:
+def t3_dots(X: torch.Tensor) -> torch.Tensor:
+    """<x_L, x_i> for every sequence and position, (B, L+1): the scores' inputs, which no (alpha1, beta1) changes."""
+    L = X.shape[1] - 1
+    return torch.einsum("bld,bd->bl", X, X[:, L])
+
+
+def t3_loss(X: torch.Tensor, E: torch.Tensor, target: torch.Tensor, alpha1: float, beta1: float,
+            dots: torch.Tensor | None = None) -> float:
     """Mean last-token cross-entropy of one-layer KV-shift attention (identity projections,
-    no scale, no PE) with tied embeddings, using the shared KVSA term table."""
+    no scale, no PE) with tied embeddings, using the shared KVSA term table.  ``dots``: :func:`t3_dots` of X,
+    when the caller evaluates many (alpha1, beta1) on one batch (the same tensor)."""
     L = X.shape[1] - 1
     p = KVShiftParams(a1=alpha1, a2=1 - alpha1, b1=beta1, b2=1 - beta1)
     tab = table_tensors(kvsa_terms(L, "none", 1, p))
-    dots = torch.einsum("bld,bd->bl", X, X[:, L])
+    if dots is None:
+        dots = t3_dots(X)
     o = attend(tab, X, dots, 1.0, 0.0)
     logits = torch.einsum("btd,bd->bt", E, o)
     return float(torch.nn.functional.cross_entropy(logits, target))
@@ -426,7 +435,8 @@ def t3_exact_limit(T: int, pts: Sequence[float], seed: int) -> dict[tuple[float,
         {(alpha1, beta1): loss} (floats).
     """
     Xi, Ei, ti = t3_batch(T, T, 4 * T, seed, identity=True)
-    return {(a, b): t3_loss(Xi, Ei, ti, a, b) for a in pts for b in pts}
+    dots = t3_dots(Xi)
+    return {(a, b): t3_loss(Xi, Ei, ti, a, b, dots) for a in pts for b in pts}
 
 
 def t3_exact_compare(limit: dict, cands: dict[str, dict], name: str, tol: float = T3_EXACT_TOL) -> dict[str, Any]:
@@ -536,7 +546,8 @@ def _measure_theorem3(T: int, ds: Sequence[int], N: int, seed: int, grid: int, n
     rows = {}
     for i, d in enumerate(ds):
         X, E, t = t3_batch(T, d, N, seed + 1 + i)
-        emp = {(a, b): t3_loss(X, E, t, a, b) for a in pts for b in pts}
+        dots = t3_dots(X)
+        emp = {(a, b): t3_loss(X, E, t, a, b, dots) for a in pts for b in pts}
         disc = t3_discriminate(emp, cands)
         rows[d] = {"rmse": disc["rmse"], "rmse_vs_exact_limit": _rmse(emp, limit), "matches": disc["matches"],
                    "best": disc["best"], "argmin_alpha1_beta1": _argmin(emp), "min_loss": min(emp.values()),

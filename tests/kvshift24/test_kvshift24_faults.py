@@ -119,7 +119,7 @@ def test_t3_discrimination_would_pick_the_plotting_code_if_the_data_matched_it()
 def test_t3_check_fails_when_the_loss_follows_the_plotting_code(monkeypatch):
     import verify.numeric.kvshift24 as N
 
-    def plotting_loss(X, E, target, alpha1, beta1):
+    def plotting_loss(X, E, target, alpha1, beta1, dots=None):
         return N.t3_formula(alpha1, beta1, E.shape[1], plotting_code=True)
 
     ok = N.check_theorem3(8, (256,), 64, 0, grid=5, reading="appendix-c")
@@ -143,7 +143,7 @@ def test_t3_as_printed_would_hold_if_the_limit_were_eq10_as_printed(monkeypatch)
     assert "differ by 0.0119 at (alpha1, beta1) = (0.0, 0.0)" in real.summary, real.summary
     assert N.check_theorem3(*args, reading="appendix-c").outcome == "holds"
 
-    def eq10_loss(X, E, target, alpha1, beta1):
+    def eq10_loss(X, E, target, alpha1, beta1, dots=None):
         return N.t3_formula(alpha1, beta1, E.shape[1])
 
     monkeypatch.setattr(N, "t3_loss", eq10_loss)
