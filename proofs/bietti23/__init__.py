@@ -124,12 +124,14 @@ PROBES = Claim(
              "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
              "1e-4), 400 steps (--full: 1600), 2 seeds batched. The README run's size is reachable with --d 256 --T 256 "
              "--batch 512 --lr 0.03 --steps 1000 --seeds 1 (measured here: 8-9.5 s per step at d = 256, T = 256, "
-             "batch 512 on one core with another training on the other, so about 2.5 h, plus the 500-step convergence "
-             "check; --scheduler local trains the two side by side). The paper plots the probes over training; no single "
+             "batch 512 on one core with another training on the other, so about 2.5 h in all: in-process its 500-step "
+             "convergence check is the first half of the same run, and the training state is saved every minute, so a "
+             "stopped run continues where it stopped when the command is run again). The paper plots the probes over training; no single "
              "published number is compared.",
              MEASURED),
     cost="numeric ~2-4 min at the defaults (400 SGD steps x 2 seeds at d = 128, T = 128, one thread; a second run reads "
-         "the lab cache); --full: 1600 steps plus 800 for the convergence check, ~15-25 min on a loaded 2-core machine",
+         "the lab cache); --full: 1600 steps (the 800-step convergence check is their first half), ~15-25 min on a "
+         "loaded 2-core machine; a run with more --steps continues the saved training state of a shorter one",
     heavy=True,
 )
 
