@@ -150,6 +150,15 @@ def test_toy_rule_and_faults():
     uncertain = {**arms, "rope/sym": {**arms["rope/sym"],
                                       "heads": [{**_head(), "prev_weight_certified": ["0.45", "0.9"]}] * 2}}
     assert fp.toy_verdict(uncertain)[0] == "fails"
+    # a weak head in a seed that formed in the run's second half is still forming: alone it leaves the verdict open
+    # (the 21600-step run's rope/sym seed 1: formed about step 14000, 0.49 on t - 1); formed early, it fails
+    late = {**arms, "rope/sym": {"formation": [1400, 1700], "heads": [_head(), _head(w=0.49)]}}
+    verdict, why = fp.toy_verdict(late, steps=3000)
+    assert verdict is None and "rope/sym seed 1" in why[0] and "still forming" in why[0]
+    assert fp.toy_verdict(late, steps=4000)[0] == "fails"             # formed at 1700 of 4000: settled, weak
+    assert fp.toy_verdict(late)[0] == "fails"                         # no run length given: every weak head counts
+    both = {**late, "absolute/sym": {**arms["absolute/sym"], "heads": [_head(dfrac=0.3, im=None)] * 2}}
+    assert fp.toy_verdict(both, steps=3000)[0] == "fails"             # another shortfall still fails the rule
 
 
 @pytest.mark.parametrize("pe", ["rope", "absolute"])
@@ -252,12 +261,15 @@ def test_claim_symbolic_layer_and_phase_fault(monkeypatch):
     assert (bad.status, bad.outcome) == ("refuted", "fails")
 
 
-def test_formation_needs_the_run_to_end_formed():
-    """A model is formed at the first record below the threshold only if its last record is below it too: the
-    7200-step rope/sym seed whose loss dipped to the threshold once (3225) and ended at 2.66 against 2.42 had not
-    formed.  Fault: the first dip alone read as formation."""
+def test_formation_is_the_start_of_the_final_stretch_below_the_threshold():
+    """A model forms where its loss goes below the threshold and stays there: the 7200-step rope/sym seed whose loss
+    dipped once (3225) and ended at 2.66 against 2.42 had not formed, and in the 21600-step run the same seed formed
+    only about step 14000, not at that dip.  Faults: the first dip read as formation (a run ending above the
+    threshold, or one that dips early and forms late)."""
     from verify.numeric.fingerprint import formation_step
 
     assert formation_step([3.4, 2.5, 2.3, 2.2, 2.1], 25, 101, 2.42) == 50
     assert formation_step([3.4, 2.5, 2.3, 2.6, 2.66], 25, 101, 2.42) is None
+    assert formation_step([3.4, 2.3, 2.6, 2.6, 2.1, 1.9], 25, 126, 2.42) == 100   # dipped at 25, formed at 100
+    assert formation_step([2.0, 1.9], 25, 26, 2.42) == 0
     assert formation_step([3.4, 2.5], 25, 26, 2.42) is None and formation_step([], 25, 1, 2.42) is None
