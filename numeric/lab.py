@@ -196,6 +196,8 @@ class Trained:
         resumed_from: the step this call's training started from (0: from the start; k: it continued a
             saved training state of k steps, so ``train_seconds`` covers steps k+1..steps only).
         steps_trained: optimiser steps this call ran (0 when read from the cache).
+        recorded_seconds_per_step: read from the cache, the seconds per step its training took (0.0 when the
+            checkpoint does not record it).
     """
 
     params: dict[str, torch.Tensor]
@@ -206,11 +208,15 @@ class Trained:
     train_seconds: float = 0.0
     resumed_from: int = 0
     steps_trained: int = 0
+    recorded_seconds_per_step: float = 0.0
 
     @property
     def seconds_per_step(self) -> float:
-        """Wall seconds per optimiser step trained by this call (0 when nothing was trained)."""
-        return self.train_seconds / self.steps_trained if self.steps_trained > 0 else 0.0
+        """Wall seconds per optimiser step: of this call's training, or, read from the cache, as recorded when the
+        checkpoint was written (0 when unknown)."""
+        if self.steps_trained > 0:
+            return self.train_seconds / self.steps_trained
+        return self.recorded_seconds_per_step
 
     def seed_params(self, k: int) -> dict[str, torch.Tensor]:
         """Seed ``seeds[k]``'s parameters (unbatched shapes, float32)."""
@@ -369,8 +375,9 @@ class Cache:
         return path
 
     def load(self, recipe: Recipe, seeds: Sequence[int], expected: Mapping[str, tuple[tuple[int, ...], torch.dtype]]
-             ) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
-        """The cached ``(params, losses)`` for this recipe and seeds, or None (missing or rejected).
+             ) -> tuple[dict[str, torch.Tensor], torch.Tensor, float] | None:
+        """The cached ``(params, losses, seconds_per_step)`` for this recipe and seeds, or None (missing or rejected);
+        ``seconds_per_step`` is what training took per step when the checkpoint was written (0.0 when not recorded).
 
         Args:
             expected: name -> (batched shape ``[S, *shape]``, dtype) every parameter must have.
@@ -385,7 +392,8 @@ class Cache:
         if reason is not None:
             self._reject(path, reason, "retraining")
             return None
-        return dict(obj["params"]), obj["losses"]
+        speed = obj.get("seconds_per_step", 0.0)
+        return dict(obj["params"]), obj["losses"], float(speed) if isinstance(speed, float) and speed >= 0 else 0.0
 
     @staticmethod
     def _why_bad(obj: Any, recipe: Recipe, seeds: Sequence[int], key: str,
@@ -416,8 +424,9 @@ class Cache:
         return None
 
     def save(self, recipe: Recipe, seeds: Sequence[int], params: Mapping[str, torch.Tensor],
-             losses: torch.Tensor) -> Path:
-        """Write the checkpoint atomically (temporary file in the directory, fsync, os.replace)."""
+             losses: torch.Tensor, seconds_per_step: float = 0.0) -> Path:
+        """Write the checkpoint atomically (temporary file in the directory, fsync, os.replace), with the wall seconds
+        per step its training took (so a later read can say what more steps would cost)."""
         key = config_key(recipe, seeds)
         path = self.path(recipe.name, key)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -425,7 +434,7 @@ class Cache:
         losses = losses.detach().contiguous().clone()
         obj = {"format": CHECKPOINT_FORMAT, "key": key,
                "config_json": canonical_json(key_document(recipe, seeds)),
-               "params": params, "losses": losses,
+               "params": params, "losses": losses, "seconds_per_step": float(seconds_per_step),
                "digest": tensor_digest({**params, "__losses__": losses})}
         return self._write(recipe.name, path, obj)
 
@@ -601,7 +610,7 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
             hit = cache.load(recipe, seeds, expected)
             if hit is not None:
                 note(f"{label}: read from the cache")
-                return Trained(hit[0], seeds, key, True, hit[1], 0.0)
+                return Trained(hit[0], seeds, key, True, hit[1], 0.0, recorded_seconds_per_step=hit[2])
             resume = cache.load_state(recipe, seeds, start)
             if resume is not None and resume.step > recipe.optim.steps:
                 note(f"{label}: the saved training state is at step {resume.step}, past this run's "
@@ -611,10 +620,11 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
         params, losses = _optimise(recipe, seeds, start, note, label, resume,
                                    cache if keep_state else None)
         elapsed = time.perf_counter() - t0
-    if cache is not None:
-        cache.save(recipe, seeds, params, losses)
     first = resume.step if resume is not None else 0
-    return Trained(params, seeds, key, False, losses, round(elapsed, 3), first, recipe.optim.steps - first)
+    trained = Trained(params, seeds, key, False, losses, round(elapsed, 3), first, recipe.optim.steps - first)
+    if cache is not None:
+        cache.save(recipe, seeds, params, losses, trained.seconds_per_step)
+    return trained
 
 
 def _make_optimizer(o: Optim, trainable: list[torch.Tensor]) -> torch.optim.Optimizer:

@@ -95,6 +95,21 @@ def test_cache_hit_reuses_and_is_identical(tmp_path):
     assert files == sorted([f"toy-{first.key}.pt", f"toy-{lab.prefix_key(_recipe(), [0, 1])}.state.pt"])
 
 
+def test_a_cached_run_knows_what_its_training_cost(tmp_path):
+    """The checkpoint records the seconds per step its training took, so an answer built on a cached run can still
+    say what more steps would cost; a checkpoint without the record reads as 0 (unknown), never as free."""
+    cache = lab.Cache(tmp_path)
+    first = lab.train(_recipe(), [0, 1], cache=cache)
+    again = lab.train(_recipe(), [0, 1], cache=cache)
+    assert first.seconds_per_step > 0 and again.from_cache
+    assert again.seconds_per_step == first.seconds_per_step
+    path = cache.path("toy", first.key)
+    obj = torch.load(path, weights_only=True)
+    del obj["seconds_per_step"]
+    torch.save(obj, path)
+    assert lab.train(_recipe(), [0, 1], cache=cache).seconds_per_step == 0.0
+
+
 def _corrupt_and_reload(tmp_path, damage, capsys):
     cache = lab.Cache(tmp_path)
     good = lab.train(_recipe(), [0, 1], cache=cache)
