@@ -90,6 +90,8 @@ HEAVY_COMMANDS = {
     "fp26:fingerprint": "verify fp26:fingerprint --full --format json",
     "fp26:fingerprint[steps=7200]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
                                      "absolute/free,absolute/sym,rope/sym --steps 7200 --format json"),
+    "fp26:fingerprint[steps=21600]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
+                                      "absolute/free,absolute/sym,rope/sym --steps 21600 --format json"),
     "ws24:theorem1-ape": "verify ws24:theorem1-ape --format json",
     "ws24:prop3": "verify ws24:prop3 --format json",
     # not a claim: the learning-rate rule of pr26's fit (verify.numeric.pr26_figures.LR_RULE), ~60 s

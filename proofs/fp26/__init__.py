@@ -193,17 +193,20 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
 #: what --full measured at the defaults (2400 steps per arm), quoted by the README row
 MEASURED = ("Measured with --full (2400 Adam steps per arm, 2 seeds; ~1200 s of training per arm on a loaded 2-core "
             "machine): absolute/free forms at steps 575 and 550 (the paper: 600) with previous-token heads 0.84-0.85 and "
-            "dir_frac 0.64-0.69; absolute/sym forms at 2250 and 1725 (ratio of medians 3.53; the paper: 2.9) with "
+            "dir_frac 0.64-0.69; absolute/sym forms at 2300 and 1825 (ratio of medians 3.67; the paper: 2.9) with "
             "dir_frac <= 0.031 (the ban holds) but seed 0's head only at 0.29 on t - 1; rope/sym forms in seed 0 at 2200 "
             "with a previous-token head (0.71 on t - 1) whose static M is symmetric (dir_frac 0.019) and which keeps the "
             "phase (rotary Im share 0.46; the paper: 0.52) and attends directionally (pair asymmetry +0.97), the "
             "dissociation the abstract states; seed 1 has not formed by 2400 steps, so the verdict is INCONCLUSIVE "
             "and names the run that decides it (3x the steps). That run, --steps 7200 (916 s of one core for the "
-            "three arms): absolute/sym's heads at 0.87-0.89 on t - 1, rope/sym seed 0 at 0.84 (dir_frac 0.010, Im "
-            "share 0.66, pair asymmetry +1.94), but rope/sym seed 1 ends at loss 2.663 above the threshold 2.42 (its "
-            "loss on predictable positions 2.26 against 0.39 in seed 0; one batch dipped below the threshold at 3225, "
-            "which an earlier rule read as formation and then failed on its weak head), so INCONCLUSIVE again, "
-            "naming --steps 21600.")
+            "three arms): absolute/sym's heads at 0.87-0.89 on t - 1, rope/sym seed 0 at 0.84, but rope/sym seed 1 "
+            "ends at loss 2.663 above the threshold 2.42, so INCONCLUSIVE again, naming --steps 21600. That run "
+            "(57 and 69 min of one core for the two arms it trained, 0.19-0.22 s per step): every seed of every arm "
+            "forms; absolute/sym's heads at 0.90 and 0.93 (dir_frac <= 0.008), rope/sym seed 0 at 0.93 (dir_frac "
+            "0.007, Im share 0.74, pair asymmetry +1.99); rope/sym seed 1 stayed near loss 2.6 until it formed at "
+            "step 11875 (one batch dipped under the threshold at 3225, which an earlier rule read as formation) and "
+            "its head reads 0.49 on t - 1 at the end, still forming, so INCONCLUSIVE, naming --steps 64800 (43200 more "
+            "steps per arm from the saved training states: about 2.3-2.7 h of one core per arm).")
 
 
 def _layer_judge(layer: str, what: str) -> Any:
