@@ -282,7 +282,7 @@ def _breaking_submit(monkeypatch, breaks):
     real, calls = cfp.ProcessPoolExecutor.submit, []
 
     def submit(self, *args, **kwargs):
-        calls.append(args[4])  # (fn, claim id, variants, ctx, layer, layers)
+        calls.append(args[3])  # (fn, [(claim id, variant), ...], ctx, layer, layers)
         if breaks(len(calls)):
             raise cfp.BrokenProcessPool("a worker died")
         return real(self, *args, **kwargs)
@@ -339,7 +339,7 @@ def test_a_task_lost_in_a_breaking_pool_is_not_waited_for(monkeypatch):
     real, calls = cfp.ProcessPoolExecutor.submit, []
 
     def submit(self, *args, **kwargs):
-        calls.append(args[4])  # (fn, claim id, variants, ctx, layer, layers)
+        calls.append(args[3])  # (fn, [(claim id, variant), ...], ctx, layer, layers)
         if len(calls) > 1:
             self._broken = "a worker died"
             return cf.Future()  # handed out as the pool broke: never answered
