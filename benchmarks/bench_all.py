@@ -68,24 +68,41 @@ ISSUE_UNIT_RATIO = 7.0
 ISSUE_UNIT_IS = ("issue 25's unit, reconstructed from its own calibration: the dense path of verify alpha --pe rope "
                  "--task prev --L0 20 --L 17665 (kept as the test oracle) takes 7 of its units, so the unit is that "
                  "path's time (fresh process, torch imported before the clock) / 7, timed in this run")
-DENSE_CHILD = r"""
-import json, sys, time
+#: ``verify.api.alpha`` in a fresh process (torch imported before the clock), optionally on the dense path kept as the
+#: test oracle; shared by the issue's unit here and bench_alpha.py
+ALPHA_CHILD = r"""
+import json, resource, sys, time
+t0 = time.perf_counter()
 import torch
 torch.set_num_threads(1)
 from verify.api import alpha
 from verify.numeric import pr26 as num
-num.evaluate_rows = num.evaluate_rows_dense
-num.target_mass = num.target_mass_dense
+pe_, task, L, dense = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+if dense:
+    num.evaluate_rows = num.evaluate_rows_dense
+    num.target_mass = num.target_mass_dense
 t1 = time.perf_counter()
-r = alpha("rope", "prev", 20, 17665)
-print(json.dumps({"seconds": time.perf_counter() - t1, "alpha": r.alpha}))
+r = alpha(pe_, task, 20, L)
+t2 = time.perf_counter()
+print(json.dumps({"alpha": r.alpha, "min_margin": r.min_margin, "g0": r.doc["min_margin_old_rows"],
+                  "mass_min": r.target_mass_min, "alpha_s": t2 - t1, "imports_s": t1 - t0,
+                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+
+def run_child(pe_: str, task: str, L: int, dense: bool = False) -> dict:
+    """:data:`ALPHA_CHILD` at (pe, task, L0 = 20, L): its JSON, with ``command_s`` (the whole process) added."""
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", ALPHA_CHILD, pe_, task, str(L), "1" if dense else "0"],
+                         capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout.strip().splitlines()[-1])
+    doc["command_s"] = time.perf_counter() - t0
+    return doc
 
 
 def issue_unit() -> float:
     """Seconds of issue 25's unit (:data:`ISSUE_UNIT_IS`): the dense alpha at L = 17665 in a fresh process / 7."""
-    out = subprocess.run([sys.executable, "-c", DENSE_CHILD], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])["seconds"] / ISSUE_UNIT_RATIO
+    return run_child("rope", "prev", 17665, dense=True)["alpha_s"] / ISSUE_UNIT_RATIO
 
 
 def reference_workload() -> float:

@@ -23,12 +23,10 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_all import BYTECODE_NOTE, ISSUE_UNIT_IS, issue_unit, precompile, reference_workload  # noqa: E402
+from bench_all import BYTECODE_NOTE, ISSUE_UNIT_IS, issue_unit, precompile, reference_workload, run_child  # noqa: E402
 
 LENGTHS = (64, 512, 4096, 17665, 65536, 131072)
 CASES = (("rope", "prev"), ("alibi", "attend-first"), ("sinusoidal", "prev"))
@@ -36,35 +34,6 @@ CASES = (("rope", "prev"), ("alibi", "attend-first"), ("sinusoidal", "prev"))
 DENSE_MAX_L = 17665
 #: absolute heads are O(L^2 r): timed up to this length
 ABSOLUTE_MAX_L = 17665
-
-CHILD = r"""
-import json, resource, sys, time
-t0 = time.perf_counter()
-import torch
-torch.set_num_threads(1)
-from verify.api import alpha
-from verify.numeric import pr26 as num
-pe_, task, L, dense = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
-if dense:
-    num.evaluate_rows = num.evaluate_rows_dense
-    num.target_mass = num.target_mass_dense
-t1 = time.perf_counter()
-r = alpha(pe_, task, 20, L)
-t2 = time.perf_counter()
-print(json.dumps({"alpha": r.alpha, "min_margin": r.min_margin, "g0": r.doc["min_margin_old_rows"],
-                  "mass_min": r.target_mass_min, "alpha_s": t2 - t1, "imports_s": t1 - t0,
-                  "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-
-def run_child(pe_: str, task: str, L: int, dense: bool = False) -> dict:
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, pe_, task, str(L), "1" if dense else "0"],
-                         capture_output=True, text=True, check=True)
-    doc = json.loads(out.stdout.strip().splitlines()[-1])
-    doc["command_s"] = time.perf_counter() - t0
-    return doc
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -345,12 +345,17 @@ def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None) -> tu
     forming: list[str] = []
     for name, a in arms.items():
         # the certified lower end of the head's mean attention on t - 1 (arb balls) when measured, else the float
-        weak = [(k, prev_lower(h)) for k, h in enumerate(a["heads"]) if prev_lower(h) < PREV_HEAD]
-        late = [(k, w) for k, w in weak if steps is not None and a["formation"][k] > steps / 2]
-        forming += [f"{name} seed {k}: its previous-token head ({w:.2f} on t - 1, < {PREV_HEAD}) formed at step "
-                    f"{a['formation'][k]} of {steps}, in the second half of the run, so it is still forming"
-                    for k, w in late]
-        settled = [w for k, w in weak if (k, w) not in late]
+        settled = []
+        for k, h in enumerate(a["heads"]):
+            w = prev_lower(h)
+            if w >= PREV_HEAD:
+                continue
+            if steps is not None and a["formation"][k] > steps / 2:
+                forming.append(f"{name} seed {k}: its previous-token head ({w:.2f} on t - 1, < {PREV_HEAD}) formed at "
+                               f"step {a['formation'][k]} of {steps}, in the second half of the run, so it is still "
+                               "forming")
+            else:
+                settled.append(w)
         if settled:
             ok = False
             reasons.append(f"{name}: previous-token head weak ({min(settled):.2f} < {PREV_HEAD})")

@@ -429,7 +429,6 @@ class Cache:
         per step its training took (so a later read can say what more steps would cost)."""
         key = config_key(recipe, seeds)
         path = self.path(recipe.name, key)
-        self.directory.mkdir(parents=True, exist_ok=True)
         params = {n: t.detach().contiguous().clone() for n, t in params.items()}
         losses = losses.detach().contiguous().clone()
         obj = {"format": CHECKPOINT_FORMAT, "key": key,
@@ -635,13 +634,9 @@ def _make_optimizer(o: Optim, trainable: list[torch.Tensor]) -> torch.optim.Opti
 
 def _optimizer_state(opt: torch.optim.Optimizer, names: list[str]) -> dict[str, torch.Tensor]:
     """The optimiser's per-parameter state as ``"<parameter>.<slot>"`` -> tensor (``names[i]`` is the i-th
-    parameter handed to the optimiser)."""
-    out: dict[str, torch.Tensor] = {}
-    for idx, slots in opt.state_dict()["state"].items():
-        for slot, value in slots.items():
-            if isinstance(value, torch.Tensor):
-                out[f"{names[idx]}.{slot}"] = value.detach().clone()
-    return out
+    parameter handed to the optimiser); the optimiser's own tensors, which :meth:`TrainState.tensors` copies."""
+    return {f"{names[idx]}.{slot}": value for idx, slots in opt.state_dict()["state"].items()
+            for slot, value in slots.items() if isinstance(value, torch.Tensor)}
 
 
 @seam("numeric.lab.restore_optimizer")
