@@ -348,54 +348,108 @@ _CERTIFIED_MAX = 1024
 def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
     """Re-solve an SMT-LIB 2 encoding with cvc5, under a hard wall-clock limit.
 
-    cvc5 runs in a forked child process with its own ``tlimit-per`` budget; the parent
-    waits at most the budget plus one second and kills the child after that (cvc5's
-    nonlinear procedures do not always poll their time limit), so an overrun becomes
-    ``unknown`` instead of a hang.
+    cvc5 runs in a helper child process (:class:`_Cvc5Helper`, forked once per process and reused
+    for every obligation: forking a process that holds torch, sympy and z3 cost 30-60 ms per
+    obligation, about 69 times per ``verify all``), each obligation in a fresh cvc5 solver with its own
+    ``tlimit-per`` budget and seed; the parent waits at most the budget plus one second and kills the
+    helper after that (cvc5's nonlinear procedures do not always poll their time limit), so an overrun
+    becomes ``unknown`` instead of a hang, and the next obligation gets a new helper.
 
     Returns:
         ``(answer, reason)`` with answer a :class:`~verify.solver.common.SolverAnswer`
         (``"unavailable"`` when the cvc5 package is missing).
     """
-    import multiprocessing as mp
-
     try:
-        import cvc5  # noqa: F401  (imported once here, inherited by the child)
+        import cvc5  # noqa: F401  (imported once here, inherited by the helper)
     except ImportError:  # pragma: no cover
         return "unavailable", "the cvc5 package is not installed"
-    ctx = mp.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_cvc5_child, args=(smt2, timeout_ms, seed, sender), daemon=True)
-    # Ctrl-C reaches the whole process group: the parent stops the run, and the child must not
-    # die printing a traceback first; it is forked with SIGINT blocked and ignores it before unblocking
-    with interrupts.blocked_for_children():
-        proc.start()
-    sender.close()
+    helper = _Cvc5Helper.current()
     limit = timeout_ms / 1000 + 1.0
     try:
-        if receiver.poll(limit):
-            return receiver.recv()
+        helper.send((smt2, timeout_ms, seed))
+        if helper.answers.poll(limit):
+            answer: tuple[str, str] = helper.answers.recv()
+            return answer
+        helper.stop()
         return SolverAnswer.UNKNOWN, f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
-    except EOFError:
+    except (EOFError, OSError):
+        helper.stop()
         return SolverAnswer.UNKNOWN, "cvc5 exited without an answer"
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        receiver.close()
+    except BaseException:  # Ctrl-C while waiting: the helper may be mid-obligation, so it goes
+        helper.stop()
+        raise
 
 
-def _cvc5_child(smt2: str, timeout_ms: int, seed: int, out) -> None:  # pragma: no cover - runs in a child
+class _Cvc5Helper:
+    """A child process that answers cvc5 obligations one after another: it reads ``(smt2, timeout_ms,
+    seed)`` from one pipe and writes :func:`_cvc5_solve`'s answer to the other.
+
+    One helper per process (:meth:`current`), forked on first use; a new one replaces it when it was
+    stopped (overrun, death), when this process is a fork of the one that started it, or when the
+    function behind the seam ``solver.certify._cvc5_solve`` changed (a fault injected or removed: the
+    helper runs the function it was forked with).  The helper leaves when its request pipe closes (this
+    process exited or stopped it)."""
+
+    _current: _Cvc5Helper | None = None
+
+    def __init__(self) -> None:
+        import multiprocessing as mp
+        import os
+
+        ctx = mp.get_context("fork")
+        self.owner, self.solve = os.getpid(), _cvc5_solve
+        req_r, self.requests = ctx.Pipe(duplex=False)
+        self.answers, ans_w = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_cvc5_helper_loop, args=(req_r, ans_w, self.requests, self.answers),
+                                daemon=True)
+        # Ctrl-C reaches the whole process group: the parent stops the run, and the helper must not
+        # die printing a traceback first; it is forked with SIGINT blocked and ignores it before unblocking
+        with interrupts.blocked_for_children():
+            self.proc.start()
+        req_r.close()
+        ans_w.close()
+
+    @classmethod
+    def current(cls) -> _Cvc5Helper:
+        import os
+
+        h = cls._current
+        if h is None or h.owner != os.getpid() or h.solve is not _cvc5_solve or not h.proc.is_alive():
+            if h is not None and h.owner == os.getpid():
+                h.stop()
+            h = cls._current = cls()
+        return h
+
+    def send(self, request: tuple[str, int, int]) -> None:
+        self.requests.send(request)
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join()
+        self.requests.close()
+        self.answers.close()
+        if _Cvc5Helper._current is self:
+            _Cvc5Helper._current = None
+
+
+def _cvc5_helper_loop(requests, answers, parent_requests, parent_answers) -> None:  # pragma: no cover - a child
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        out.send(_cvc5_solve(smt2, timeout_ms, seed))
-    except Exception as e:  # noqa: BLE001
-        out.send((SolverAnswer.UNKNOWN, f"cvc5 error: {type(e).__name__}: {str(e)[:120]}"))
-    finally:
-        out.close()
+    parent_requests.close()  # so that the request pipe reads EOF once the parent is gone
+    parent_answers.close()
+    while True:
+        try:
+            smt2, timeout_ms, seed = requests.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = _cvc5_solve(smt2, timeout_ms, seed)
+        except Exception as e:  # noqa: BLE001
+            answer = (SolverAnswer.UNKNOWN, f"cvc5 error: {type(e).__name__}: {str(e)[:120]}")
+        answers.send(answer)
 
 
 @seam("solver.certify._cvc5_solve")

@@ -15,7 +15,8 @@ theta = theta_min = 10000^(-15/16) and x* = pi / (2 theta).
 3. From 1 and 2, c is the strict unique maximiser over the integers 0..L-1, and sin(delta theta)
    is strictly increasing on 0..c when c < x* (checked: the paper's "increases up to 8833").
 4. Independently of 2-3, a brute-force interval check: for every delta != c in 0..L-1 the upper
-   end of the enclosure of sin(delta theta) is below the lower end of that of sin(c theta).
+   end of the enclosure of sin(delta theta) is below the lower end of that of sin(c theta) (python-flint's
+   arb balls around iv's exact enclosure of theta: the same rigour as iv, 30x faster over 17664 sines).
    The smallest gap (to a neighbour, ~8e-9) is reported; float64 alone would resolve it, but
    the enclosures make the comparison a proof.
 A wrong claimed maximiser (8832 or 8834) fails steps 1 and 4 (fault injection in the tests).
@@ -78,24 +79,8 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     import mpmath
 
     nearest = int(mpmath.nint(mpmath.mpf(xstar.mid)))
-    sc = iv.sin(claimed * th)
-    gaps: list[tuple[int, Any]] = []  # (delta, certified lower bound of sin(c theta) - sin(delta theta))
-    step4 = None
-    worst = None
-    deltas = range(L) if brute_force else [d for d in (claimed - 1, claimed + 1) if 0 <= d < L]
-    if brute_force:
-        step4 = True
-    for d in deltas:
-        if d == claimed:
-            continue
-        sd = iv.sin(d * th)
-        g = mpmath.mpf((sc - sd).a)  # outward rounded: a rigorous lower bound of the gap
-        if brute_force and not bool(sc.a > sd.b):
-            step4 = False
-            if worst is None or g < worst[1]:
-                worst = (d, g)
-        if not gaps or g < gaps[0][1]:
-            gaps = [(d, g)]
+    gaps, worst = _brute_force_gaps(th._mpi_, claimed, L, dps, brute_force)
+    step4 = (worst is None) if brute_force else None
     ok = step1 and step2 and (step4 is not False)
     return {
         "ok": ok, "L": L, "claimed": claimed, "k": k, "dps": dps,
@@ -108,6 +93,51 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
                                                  "note": f"sin({worst[0]} theta) is not certified below sin({claimed} theta)"},
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+def _arb_of_iv(raw: tuple[Any, Any]) -> Any:
+    """The python-flint ball enclosing an mpmath interval, from its endpoints' exact binary form
+    (``ivmpf._mpi_``: (sign, mantissa, exponent, bits) each), exact at the working precision."""
+    from flint import arb, fmpz
+
+    def exact(t: tuple[int, int, int, int]) -> Any:
+        sign, man, exp, _ = t
+        v = arb(fmpz(int(man))) * arb(2) ** int(exp)
+        return -v if sign else v
+
+    return exact(raw[0]).union(exact(raw[1]))
+
+
+def _brute_force_gaps(theta: tuple[Any, Any], claimed: int, L: int, dps: int, brute_force: bool
+                      ) -> tuple[list[tuple[int, Any]], tuple[int, Any] | None]:
+    """Step 4 in python-flint's arb balls (30x faster than mpmath's intervals here, as rigorous: a ball
+    comparison holds only when it holds for every point of both balls): for each delta != claimed, a certified
+    lower bound of sin(claimed theta) - sin(delta theta), theta the enclosure ``theta`` (mpmath's raw
+    endpoints).  Returns ([(delta, least lower bound)] or [], the worst delta not certified below, or None);
+    only the neighbours claimed +- 1 without ``brute_force``."""
+    from flint import ctx
+
+    prec = ctx.prec
+    ctx.prec = max(prec, int(dps * 3.33) + 16)  # at least the bits of mpmath's dps digits
+    try:
+        th = _arb_of_iv(theta)
+        sc = (claimed * th).sin()
+        gaps: list[tuple[int, Any]] = []
+        worst: tuple[int, Any] | None = None
+        deltas = range(L) if brute_force else [d for d in (claimed - 1, claimed + 1) if 0 <= d < L]
+        for d in deltas:
+            if d == claimed:
+                continue
+            sd = (d * th).sin()
+            g = (sc - sd).lower()  # rounded down: a rigorous lower bound of the gap
+            if brute_force and not sc > sd:
+                if worst is None or g < worst[1]:
+                    worst = (d, g)
+            if not gaps or g < gaps[0][1]:
+                gaps = [(d, g)]
+        return gaps, worst
+    finally:
+        ctx.prec = prec
 
 
 def kernel_identity(k: int = N_FREQ - 1) -> bool:
@@ -162,14 +192,15 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
                    "arithmetic (strictly inside (c - 1/2, c + 1/2))", rule="exact"),
         ]
     if ok:
-        return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy", "mpmath"),
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy", "mpmath", "flint"),
                         summary=(f"interval arithmetic ({dps} digits): delta -> sin(delta theta_min) on 0..{L - 1} has the "
                                  f"strict unique maximiser {c} = ceil(L/2) (gap to the runner-up >= "
                                  f"{res['min_certified_gap']['lower_bound']:.3e}); hence alpha_{L} = 1 on copy"),
                         numbers=res, details=details, bound=f"integers 0..{L - 1}", figures=figures,
-                        certificate={"method": "mpmath.iv outward-rounded enclosures", "steps": details[:4]})
+                        certificate={"method": "mpmath.iv outward-rounded enclosures (steps 1-2), python-flint arb "
+                                               "balls around them (step 4)", "steps": details[:4]})
     witness = res["violation"] or {"nearest_integer_to_x_star": res["nearest_integer_to_x_star"]}
-    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy", "mpmath"),
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy", "mpmath", "flint"),
                     summary=(f"the claimed maximiser {c} is not the strict unique maximiser on 0..{L - 1}: "
                              f"the nearest integer to pi/(2 theta_min) is {res['nearest_integer_to_x_star']}"
                              + ("" if c == copy_offset else f"; ceil(L/2) = {copy_offset}")),

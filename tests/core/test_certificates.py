@@ -238,6 +238,31 @@ def test_cvc5_wall_clock_limit_is_enforced():
     assert answer == "unknown" and "wall-clock" in reason and time.perf_counter() - t0 < 5
 
 
+def test_cvc5_helper_is_reused_and_replaced_when_it_must_be():
+    """One cvc5 helper answers obligation after obligation (forking a process that holds torch and sympy per
+    obligation cost 30-60 ms); it is replaced after an overrun (killed) and when a fault is injected into, or
+    removed from, the solve seam, so an injected fault always reaches cvc5's answer.  Faults: a helper kept
+    across the seam change answers 'unsat' under the injected 'sat' (the second assertion block fails); a
+    helper forked per obligation changes the pid between the first two calls."""
+    import verify.solver.certify as certify
+
+    unsat = "(declare-fun x () Real)\n(assert (> x 1))\n(assert (< x 0))\n(check-sat)"
+    sat = "(declare-fun x () Real)\n(assert (> x 1))\n(check-sat)"
+    assert certify.cvc5_opinion(unsat, 2000)[0] == "unsat"
+    pid = certify._Cvc5Helper._current.proc.pid
+    assert certify.cvc5_opinion(sat, 2000)[0] == "sat"
+    assert certify._Cvc5Helper._current.proc.pid == pid  # the same helper
+    with faults.inject("solver.certify._cvc5_solve", lambda smt2, t, seed: ("sat", "forced")):
+        assert certify.cvc5_opinion(unsat, 2000) == ("sat", "forced")
+        assert certify._Cvc5Helper._current.proc.pid != pid
+    assert certify.cvc5_opinion(unsat, 2000)[0] == "unsat"  # the fault is gone from the helper too
+    old = certify._Cvc5Helper._current.proc
+    old.kill()
+    old.join()
+    assert certify.cvc5_opinion(unsat, 2000)[0] == "unsat"  # a dead helper is replaced
+    assert certify._Cvc5Helper._current.proc.pid != old.pid
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # One forged certificate per rule of the checker.  Each forgery breaks one rule and would be accepted
 # as a contradiction by a checker without that rule (the systems are feasible, or a product row claims to be what it is

@@ -371,3 +371,48 @@ def test_claims_of_one_worker_group_share_one_task():
 
     ungrouped = plan_tasks([(dataclasses.replace(c, worker_group=""), p) for c, p in planned], LAYERS)
     assert sum(k[0].startswith("impl:") and k[1] == "numeric" for k in ungrouped) == 5
+
+
+def test_tasks_go_out_longest_first_by_the_measured_costs():
+    """plan_tasks hands the tasks out longest first by the shipped cost table (so no long task starts last while
+    a worker idles); a task the table does not list counts as the median; without costs the claim order stays.
+    Faults: an ignored table leaves the claim order (the first assertion fails), an unknown task sorted as
+    cost 0 would go last (the median assertion fails)."""
+    from verify.core import registry
+    from verify.evidence import LAYERS
+    from verify.pipeline.run import plan_tasks, task_costs
+
+    planned = [(c, p) for c in registry.all_claims() if not c.heavy for p in c.variants]
+    costs = task_costs()
+    assert costs, "the shipped task cost table is missing or unreadable"
+    keys = list(plan_tasks(planned, LAYERS))
+    listed = [k for k in keys if k in costs]
+    assert [costs[k] for k in listed] == sorted((costs[k] for k in listed), reverse=True)
+    assert keys[0] == max(costs, key=lambda k: costs[k])
+    # the same tasks and variants in any order
+    plain = plan_tasks(planned, LAYERS, costs={})
+    assert sorted(plain) == sorted(keys) and all(plain[k] == plan_tasks(planned, LAYERS)[k] for k in plain)
+    first, second = list(plain)[:2]
+    swapped = list(plan_tasks(planned, LAYERS, costs={second: 9.0, first: 1.0}))  # median 9: the rest tie with second
+    assert swapped[0] == second and swapped[-1] == first
+    # an unlisted task sits at the median: after the longer half, before the shorter
+    some = {k: float(i) for i, k in enumerate(list(plain)[1:6], 1)}  # costs 1..5, median 3
+    order = list(plan_tasks(planned, LAYERS, costs=some))
+    unknown = list(plain)[0]
+    assert order.index(unknown) > order.index(list(plain)[5]) and order.index(unknown) > order.index(list(plain)[4])
+    assert order.index(unknown) < order.index(list(plain)[2])
+
+
+def test_shipped_task_costs_cover_the_default_run():
+    """The cost table lists exactly the tasks of the default verify all on the built-in papers (a new claim or
+    layer without a measured cost fails here: rerun python tools/task_costs.py)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from verify.pipeline.run import TASK_COSTS_FILE
+
+    spec = importlib.util.spec_from_file_location("task_costs_tool", Path(__file__).parents[2] / "tools" / "task_costs.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert set(json.loads(TASK_COSTS_FILE.read_text())["seconds"]) == tool.planned_keys()

@@ -601,6 +601,10 @@ def _error(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verify`` console script; returns the exit code."""
     args = list(argv) if argv is not None else sys.argv[1:]
+    if argv is None:  # the console script's own process (a caller's interpreter keeps its settings)
+        from verify.pipeline.pool import tune_gc
+
+        tune_gc()
     with interrupts.watching():
         code = _main(args)
     if argv is None and code in (130, 143):  # the console script ends now: a second key must not print a
