@@ -434,10 +434,17 @@ class _Cvc5Helper:
 
 
 def _cvc5_helper_loop(requests, answers, parent_requests, parent_answers) -> None:  # pragma: no cover - a child
+    import os
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's exit terminates daemonic children: no handler of its
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    # the write end of the parent's Ctrl-C watcher pipe (verify.interrupts): held here, it would keep the watcher
+    # from reading EOF when the parent's run ends
+    inherited = signal.set_wakeup_fd(-1)
+    if inherited >= 0:
+        os.close(inherited)
     parent_requests.close()  # so that the request pipe reads EOF once the parent is gone
     parent_answers.close()
     while True:

@@ -263,6 +263,27 @@ def test_cvc5_helper_is_reused_and_replaced_when_it_must_be():
     assert certify._Cvc5Helper._current.proc.pid != old.pid
 
 
+def test_cvc5_helper_leaves_a_command_line_run_clean():
+    """A run of the command line that started a cvc5 helper ends at once and quietly: the helper drops the
+    inherited write end of the Ctrl-C watcher's pipe (held there, the watcher never read EOF: its join waited
+    1 s and it then died on a closed descriptor) and the inherited SIGTERM handler (multiprocessing terminates
+    daemonic children at exit: the handler raised KeyboardInterrupt in the helper, printing a traceback).
+    Faults: either line removed from the helper fails this test."""
+    import subprocess
+    import sys
+
+    code = ("import time\nfrom verify import interrupts\nfrom verify.solver.certify import cvc5_opinion\n"
+            "with interrupts.watching():\n"
+            "    print(cvc5_opinion('(declare-fun x () Real)\\n(assert (> x 1))\\n(check-sat)', 2000)[0])\n"
+            "    t = time.perf_counter()\n"
+            "print(round(time.perf_counter() - t, 3))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    answer, left = out.stdout.split()
+    assert answer == "sat" and out.returncode == 0
+    assert float(left) < 0.5, f"leaving the watched block took {left} s"
+    assert "Traceback" not in out.stderr and "KeyboardInterrupt" not in out.stderr, out.stderr
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # One forged certificate per rule of the checker.  Each forgery breaks one rule and would be accepted
 # as a contradiction by a checker without that rule (the systems are feasible, or a product row claims to be what it is
