@@ -29,14 +29,6 @@ class NonLinear(ValueError):
     """The obligation is not a linear real arithmetic system (no Farkas certificate)."""
 
 
-def _num(e: z3.ExprRef) -> Fraction | None:
-    if z3.is_rational_value(e):
-        return Fraction(e.numerator_as_long(), e.denominator_as_long())
-    if z3.is_int_value(e):
-        return Fraction(e.as_long())
-    return None
-
-
 Poly = dict  # monomial key ('' constant, 'x', 'x*y') -> Fraction
 
 
@@ -60,83 +52,114 @@ def _padd(p: Poly, q: Poly, sign: int = 1) -> Poly:
     return out
 
 
+class _Terms:
+    """Reads z3 terms through the C API on raw AST pointers, without a Python wrapper per node: the
+    wrappers (each made with several C calls, and freed with another) were most of the time of walking an
+    obligation's terms.  The pointers stay valid while the wrapped root term is alive (the caller holds it)."""
+
+    def __init__(self, ctx: z3.Context) -> None:
+        self.ctx, self.c = ctx, ctx.ref()
+
+    def kind(self, a: Any) -> int:
+        """The declaration kind of the application ``a`` (Z3_OP_*), or -1 for a quantifier or bound variable."""
+        if z3.Z3_get_ast_kind(self.c, a) not in (z3.Z3_NUMERAL_AST, z3.Z3_APP_AST):
+            return -1
+        return z3.Z3_get_decl_kind(self.c, z3.Z3_get_app_decl(self.c, a))
+
+    def args(self, a: Any) -> list[Any]:
+        return [z3.Z3_get_app_arg(self.c, a, i) for i in range(z3.Z3_get_app_num_args(self.c, a))]
+
+    def name(self, a: Any) -> str:
+        return str(z3.z3._symbol2py(self.ctx, z3.Z3_get_decl_name(self.c, z3.Z3_get_app_decl(self.c, a))))
+
+    def text(self, a: Any) -> str:
+        """The term as z3 prints it (for messages)."""
+        return str(z3.z3._to_expr_ref(a, self.ctx))
+
+    def numeral(self, a: Any) -> Fraction:
+        return Fraction(z3.Z3_get_numeral_string(self.c, a))
+
+    def linearize(self, a: Any) -> Poly:
+        k = self.kind(a)
+        if k == z3.Z3_OP_ANUM:  # an integer or rational numeral
+            return {"": self.numeral(a)}
+        if k == z3.Z3_OP_UNINTERPRETED and z3.Z3_get_app_num_args(self.c, a) == 0:
+            name = self.name(a)
+            if "*" in name:
+                raise NonLinear(f"variable name {name!r} contains '*'")
+            return {name: Fraction(1)}
+        if k == -1:
+            raise NonLinear(f"unsupported term {self.text(a)}")
+        kids = [self.linearize(x) for x in self.args(a)]
+        if k == z3.Z3_OP_ADD:
+            out: Poly = {}
+            for q in kids:
+                out = _padd(out, q)
+            return out
+        if k == z3.Z3_OP_SUB:
+            out = kids[0]
+            for q in kids[1:]:
+                out = _padd(out, q, -1)
+            return out
+        if k == z3.Z3_OP_UMINUS:
+            return {m: -x for m, x in kids[0].items()}
+        if k == z3.Z3_OP_MUL:
+            out = {"": Fraction(1)}
+            for q in kids:
+                out = _pmul(out, q)
+            return out
+        if k == z3.Z3_OP_POWER:
+            base, ex = kids
+            if set(ex) - {""} or ex.get("", Fraction(0)).denominator != 1 or ex.get("", Fraction(0)) < 0:
+                raise NonLinear(f"non-constant or fractional power in {self.text(a)}")
+            out = {"": Fraction(1)}
+            for _ in range(int(ex.get("", Fraction(0)))):
+                out = _pmul(out, base)
+            return out
+        if k == z3.Z3_OP_DIV:
+            num, den = kids
+            if set(den) - {""} or den.get("", Fraction(0)) == 0:
+                raise NonLinear(f"division by a variable or zero in {self.text(a)}")
+            return {m: x / den[""] for m, x in num.items()}
+        if k == z3.Z3_OP_TO_REAL:
+            return kids[0]
+        raise NonLinear(f"unsupported operator {self.name(a)} in {self.text(a)}")
+
+    def row(self, atom: Any) -> dict:
+        """One atom as {"coeffs", "op", "rhs"} with op in <=, <, =."""
+        k = self.kind(atom)
+        if k == z3.Z3_OP_NOT:
+            (inner,) = self.args(atom)
+            ik = self.kind(inner)
+            flip = {z3.Z3_OP_LE: z3.Z3_OP_GT, z3.Z3_OP_LT: z3.Z3_OP_GE, z3.Z3_OP_GE: z3.Z3_OP_LT,
+                    z3.Z3_OP_GT: z3.Z3_OP_LE}
+            if ik not in flip:
+                raise NonLinear(f"negation of {self.text(inner)}")
+            a, b = self.args(inner)
+            return self.rel(flip[ik], a, b)
+        if k in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT, z3.Z3_OP_EQ):
+            a, b = self.args(atom)
+            return self.rel(k, a, b)
+        raise NonLinear(f"unsupported atom {self.text(atom)}")
+
+    def rel(self, k: int, a: Any, b: Any) -> dict:
+        diff = _padd(self.linearize(a), self.linearize(b), -1)  # a - b  op  0
+        rhs = -diff.pop("", Fraction(0))
+        co = diff
+        if k in (z3.Z3_OP_GE, z3.Z3_OP_GT):
+            co = {v: -x for v, x in co.items()}
+            rhs = -rhs
+        op = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: "<", z3.Z3_OP_EQ: "="}[k]
+        return {"coeffs": {v: str(x) for v, x in sorted(co.items()) if x != 0}, "op": op, "rhs": str(rhs)}
+
+
 def linearize(e: z3.ExprRef) -> Poly:
     """A z3 arithmetic term as a polynomial of degree <= 2 with exact rational coefficients.
 
     Raises:
         NonLinear: degree above 2, division by a non-constant, an unsupported operator.
     """
-    n = _num(e)
-    if n is not None:
-        return {"": n}
-    if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-        name = e.decl().name()
-        if "*" in name:
-            raise NonLinear(f"variable name {name!r} contains '*'")
-        return {name: Fraction(1)}
-    k = e.decl().kind()
-    kids = [linearize(c) for c in e.children()]
-    if k == z3.Z3_OP_ADD:
-        out: Poly = {}
-        for q in kids:
-            out = _padd(out, q)
-        return out
-    if k == z3.Z3_OP_SUB:
-        out = kids[0]
-        for q in kids[1:]:
-            out = _padd(out, q, -1)
-        return out
-    if k == z3.Z3_OP_UMINUS:
-        return {m: -a for m, a in kids[0].items()}
-    if k == z3.Z3_OP_MUL:
-        out = {"": Fraction(1)}
-        for q in kids:
-            out = _pmul(out, q)
-        return out
-    if k == z3.Z3_OP_POWER:
-        base, ex = kids
-        if set(ex) - {""} or ex.get("", Fraction(0)).denominator != 1 or ex.get("", Fraction(0)) < 0:
-            raise NonLinear(f"non-constant or fractional power in {e}")
-        out = {"": Fraction(1)}
-        for _ in range(int(ex.get("", Fraction(0)))):
-            out = _pmul(out, base)
-        return out
-    if k == z3.Z3_OP_DIV:
-        num, den = kids
-        if set(den) - {""} or den.get("", Fraction(0)) == 0:
-            raise NonLinear(f"division by a variable or zero in {e}")
-        return {m: a / den[""] for m, a in num.items()}
-    if k == z3.Z3_OP_TO_REAL:
-        return kids[0]
-    raise NonLinear(f"unsupported operator {e.decl().name()} in {e}")
-
-
-def _row(atom: z3.BoolRef) -> dict:
-    """One atom as {"coeffs", "op", "rhs"} with op in <=, <, =."""
-    k = atom.decl().kind()
-    if k == z3.Z3_OP_NOT:
-        inner = atom.children()[0]
-        ik = inner.decl().kind()
-        flip = {z3.Z3_OP_LE: z3.Z3_OP_GT, z3.Z3_OP_LT: z3.Z3_OP_GE, z3.Z3_OP_GE: z3.Z3_OP_LT, z3.Z3_OP_GT: z3.Z3_OP_LE}
-        if ik not in flip:
-            raise NonLinear(f"negation of {inner}")
-        a, b = inner.children()
-        return _rel(flip[ik], a, b)
-    if k in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT, z3.Z3_OP_EQ):
-        a, b = atom.children()
-        return _rel(k, a, b)
-    raise NonLinear(f"unsupported atom {atom}")
-
-
-def _rel(k: int, a: z3.ExprRef, b: z3.ExprRef) -> dict:
-    diff = _padd(linearize(a), linearize(b), -1)  # a - b  op  0
-    rhs = -diff.pop("", Fraction(0))
-    co = diff
-    if k in (z3.Z3_OP_GE, z3.Z3_OP_GT):
-        co = {v: -x for v, x in co.items()}
-        rhs = -rhs
-    op = {z3.Z3_OP_LE: "<=", z3.Z3_OP_GE: "<=", z3.Z3_OP_LT: "<", z3.Z3_OP_GT: "<", z3.Z3_OP_EQ: "="}[k]
-    return {"coeffs": {v: str(x) for v, x in sorted(co.items()) if x != 0}, "op": op, "rhs": str(rhs)}
+    return _Terms(e.ctx).linearize(e.as_ast())
 
 
 def cases_of(constraints: Sequence[z3.BoolRef]) -> list[list[dict]]:
@@ -145,29 +168,33 @@ def cases_of(constraints: Sequence[z3.BoolRef]) -> list[list[dict]]:
     Raises:
         NonLinear: nonlinear terms, nested or multiple disjunctions, other connectives.
     """
+    if not constraints:
+        return [[]]
+    t = _Terms(constraints[0].ctx)
     base: list[dict] = []
-    disj: list[z3.BoolRef] | None = None
-    stack = list(constraints)
+    disj: list[Any] | None = None
+    stack = [c.as_ast() for c in constraints]
     while stack:
-        c = stack.pop(0)
-        if z3.is_and(c):
-            stack = list(c.children()) + stack
-        elif z3.is_or(c):
+        a = stack.pop(0)
+        k = t.kind(a)
+        if k == z3.Z3_OP_AND:
+            stack = t.args(a) + stack
+        elif k == z3.Z3_OP_OR:
             if disj is not None:
                 raise NonLinear("more than one disjunction")
-            disj = list(c.children())
-        elif z3.is_true(c):
+            disj = t.args(a)
+        elif k == z3.Z3_OP_TRUE:
             continue
         else:
-            base.append(_row(c))
+            base.append(t.row(a))
     if disj is None:
         return [base]
     out = []
     for d in disj:
-        if z3.is_and(d):
-            out.append(base + [_row(x) for x in d.children()])
+        if t.kind(d) == z3.Z3_OP_AND:
+            out.append(base + [t.row(x) for x in t.args(d)])
         else:
-            out.append(base + [_row(d)])
+            out.append(base + [t.row(d)])
     return out
 
 
@@ -254,13 +281,21 @@ def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[
         s = seeded_solver(ctx, timeout_ms)
         s.from_string("\n".join(base + goal))
         if solve(s) == z3.sat:
-            m = s.model()
-            out = []
-            for i in range(len(rows)):
-                val = m.eval(z3.Real(f"y{i}", ctx), model_completion=True)
-                out.append(Fraction(val.numerator_as_long(), val.denominator_as_long()))
-            return out
+            values = _model_values(s.model())
+            return [values.get(f"y{i}", Fraction(0)) for i in range(len(rows))]  # absent: 0, as model completion
     return None
+
+
+def _model_values(m: z3.ModelRef) -> dict[str, Fraction]:
+    """Every constant a model interprets, name -> its exact rational value, read through the C API (one
+    wrapped term per value cost four C round trips each through Python wrappers)."""
+    c, raw = m.ctx.ref(), m.model
+    out = {}
+    for i in range(z3.Z3_model_get_num_consts(c, raw)):
+        d = z3.Z3_model_get_const_decl(c, raw, i)
+        name = str(z3.z3._symbol2py(m.ctx, z3.Z3_get_decl_name(c, d)))
+        out[name] = Fraction(z3.Z3_get_numeral_string(c, z3.Z3_model_get_const_interp(c, raw, d)))
+    return out
 
 
 def with_products(rows: list[dict]) -> list[dict]:
