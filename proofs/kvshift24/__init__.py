@@ -578,7 +578,7 @@ THEOREM1 = Claim(
              "Numeric: float64, random token inputs with N(0, I/d) embeddings, sigma = 1, m = 1/2; agreement is "
              "'consistent', never 'proved'."),
     explain=_t1_explain,
-    cost="symbolic ~2 s; numeric ~2 s per variant (p in 1..12, L in 8, 64, 256, d = 64; +L = 1024 with full)",
+    cost="symbolic < 1 s; numeric < 0.5 s per variant (p in 1..12, L in 8, 64, 256, d = 64; +L = 1024 with full)",
 )
 
 # ------------------------------------------------------------------ decode consistency

@@ -507,7 +507,7 @@ PROP3 = Claim(
              "band over the 11 learning rates of the fixed grid is reported (x 5 seeds with --full).", FIT,
              FIGURE_RULES_TEXT),
     explain=_p3_explain,
-    cost="symbolic ~1 s (17664 interval sines); numeric ~6 s (alpha at L = 17665 at full size ~4 s, 12 fits); --full: "
+    cost="symbolic < 0.5 s (17664 sines in arb balls); numeric ~6 s (alpha at L = 17665 at full size ~4 s, 12 fits); --full: "
          "the fitted head also at L = 1024, 2048, the band over 5 seeds, the min-norm head (~+8 s)",
 )
 
