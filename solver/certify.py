@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import threading
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -398,21 +399,22 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
         import cvc5  # noqa: F401  (imported once here, inherited by the helper)
     except ImportError:  # pragma: no cover
         return "unavailable", "the cvc5 package is not installed"
-    helper = _Cvc5Helper.current()
-    limit = timeout_ms / 1000 + 1.0
-    try:
-        helper.send((smt2, timeout_ms, seed))
-        if helper.answers.poll(limit):
-            answer: tuple[str, str] = helper.answers.recv()
-            return answer
-        helper.stop()
-        return SolverAnswer.UNKNOWN, f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
-    except (EOFError, OSError):
-        helper.stop()
-        return SolverAnswer.UNKNOWN, "cvc5 exited without an answer"
-    except BaseException:  # Ctrl-C while waiting: the helper may be mid-obligation, so it goes
-        helper.stop()
-        raise
+    with _Cvc5Helper.lock:  # one exchange at a time: threads of one process share its helper
+        helper = _Cvc5Helper.current()
+        limit = timeout_ms / 1000 + 1.0
+        try:
+            helper.send((smt2, timeout_ms, seed))
+            if helper.answers.poll(limit):
+                answer: tuple[str, str] = helper.answers.recv()
+                return answer
+            helper.stop()
+            return SolverAnswer.UNKNOWN, f"wall-clock limit of {limit:.1f} s exceeded (cvc5 stopped)"
+        except (EOFError, OSError):
+            helper.stop()
+            return SolverAnswer.UNKNOWN, "cvc5 exited without an answer"
+        except BaseException:  # Ctrl-C while waiting: the helper may be mid-obligation, so it goes
+            helper.stop()
+            raise
 
 
 class _Cvc5Helper:
@@ -426,6 +428,7 @@ class _Cvc5Helper:
     process exited or stopped it)."""
 
     _current: _Cvc5Helper | None = None
+    lock = threading.Lock()
 
     def __init__(self) -> None:
         import multiprocessing as mp

@@ -263,6 +263,21 @@ def test_cvc5_helper_is_reused_and_replaced_when_it_must_be():
     assert certify._Cvc5Helper._current.proc.pid != old.pid
 
 
+def test_cvc5_helper_answers_each_thread_its_own_obligation():
+    """Threads of one process share its helper one exchange at a time: each gets the answer to its own
+    obligation.  Fault: without the lock, requests and answers of different threads cross (wrong answers)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import verify.solver.certify as certify
+
+    unsat = "(declare-fun x () Real)\n(assert (> x 1))\n(assert (< x 0))\n(check-sat)"
+    sat = "(declare-fun x () Real)\n(assert (> x 1))\n(check-sat)"
+    jobs = [(sat, "sat") if i % 2 else (unsat, "unsat") for i in range(48)]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda job: certify.cvc5_opinion(job[0], 2000)[0], jobs))
+    assert got == [want for _, want in jobs]
+
+
 def test_cvc5_helper_leaves_a_command_line_run_clean():
     """A run of the command line that started a cvc5 helper ends at once and quietly: the helper drops the
     inherited write end of the Ctrl-C watcher's pipe (held there, the watcher never read EOF: its join waited
