@@ -84,6 +84,9 @@ HEAVY_COMMANDS = {
     # the run the --full answer names (a run id of its own: its markers are filled from that run)
     "bietti23:probes[steps=6400]": "verify bietti23:probes --steps 6400 --format json",
     "bietti23:probes[steps=25600]": "verify bietti23:probes --steps 25600 --format json",
+    # the README run of the authors' code at its own size (ihead_basic_main.py's README command)
+    "bietti23:probes[d=256,T=256,batch=512,steps=1000,lr=0.03,seeds=1]": (
+        "verify bietti23:probes --d 256 --T 256 --batch 512 --lr 0.03 --steps 1000 --seeds 1 --format json"),
     "kvshift24:falsifier": "verify kvshift24:falsifier --format json",
     "ws24:falsifier": "verify ws24:falsifier --format json",
     "pr26:auc": "verify pr26:auc --full --format json",

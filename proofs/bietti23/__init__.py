@@ -85,11 +85,13 @@ MEASURED = ("Measured with --full (1600 SGD steps, lr 0.2, d = 128, T = 128, bat
             "probe 0.531 (0.457 at 3200): still rising (+0.075 per doubling), so INCONCLUSIVE again, naming --steps "
             "25600. That run (60 min of one core, plus the 12800-step check): in-context accuracy 0.994, the probe "
             "0.654 (0.587 at 12800): about +0.06 per doubling and not levelling off, INCONCLUSIVE, naming --steps "
-            "102400 (about 6 h of one core). The README run's own size (d = T = 256, batch 512, lr 0.03, 1 seed), "
-            "after 500 of its 1000 steps (its checkpoint measured by the same probes): in-context accuracy 0.979, "
-            "induction key and output 1.000, previous-position probe 0.259 (causal 0.271), the authors' attention "
-            "probe 0.257: at the paper's own size too the model solves the task long before W^1_K recalls the "
-            "previous position; the 1000-step run decides.")
+            "102400 (about 6 h of one core). The README run's own size and length (d = T = 256, batch 512, lr 0.03, "
+            "1000 steps, 1 seed; about 2.5 h of one core, trained across two sessions from its saved state, the "
+            "500-step checkpoint bit-identical to one trained in a single run): in-context accuracy 0.987, "
+            "induction key and output 1.000, previous-position probe 0.329 (causal 0.337; 0.259 at 500 steps), the "
+            "authors' attention probe 0.296: at the paper's own size and training length the model solves the "
+            "task while W^1_K recalls the previous position at a third of the positions, still rising, so "
+            "INCONCLUSIVE, naming --steps 4000 (about 7-9 h of one core, continuing the saved state).")
 
 
 PROBES = Claim(
