@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import os
 import threading
 from fractions import Fraction
 from typing import Any, Sequence
@@ -295,7 +296,12 @@ def _model_values(m: z3.ModelRef) -> dict[str, Fraction]:
     for i in range(z3.Z3_model_get_num_consts(c, raw)):
         d = z3.Z3_model_get_const_decl(c, raw, i)
         name = str(z3.z3._symbol2py(m.ctx, z3.Z3_get_decl_name(c, d)))
-        out[name] = Fraction(z3.Z3_get_numeral_string(c, z3.Z3_model_get_const_interp(c, raw, d)))
+        value = z3.Z3_model_get_const_interp(c, raw, d)
+        if z3.Z3_is_numeral_ast(c, value):
+            out[name] = Fraction(z3.Z3_get_numeral_string(c, value))
+        else:  # not a numeral (never seen for these LPs): z3's own evaluation, as before
+            v = m.eval(z3.Real(name, m.ctx), model_completion=True)
+            out[name] = Fraction(v.numerator_as_long(), v.denominator_as_long())
     return out
 
 
@@ -462,29 +468,42 @@ class _Cvc5Helper:
         self.requests.send(request)
 
     def stop(self) -> None:
+        if _Cvc5Helper._current is self:  # first: a helper half-stopped (a second key meanwhile) is never reused
+            _Cvc5Helper._current = None
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join()
         self.requests.close()
         self.answers.close()
-        if _Cvc5Helper._current is self:
-            _Cvc5Helper._current = None
+
+    @classmethod
+    def _forget_after_fork(cls) -> None:
+        """In a forked child: a fresh lock (another thread of the parent may have held it) and no helper (the
+        parent's; the owner check would refuse it anyway)."""
+        cls.lock = threading.Lock()
+        cls._current = None
+
+
+os.register_at_fork(after_in_child=_Cvc5Helper._forget_after_fork)
 
 
 def _cvc5_helper_loop(requests, answers, parent_requests, parent_answers) -> None:  # pragma: no cover - a child
-    import os
+    import gc
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's exit terminates daemonic children: no handler of its
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    # the write end of the parent's Ctrl-C watcher pipe (verify.interrupts): held here, it would keep the watcher
-    # from reading EOF when the parent's run ends
-    inherited = signal.set_wakeup_fd(-1)
-    if inherited >= 0:
-        os.close(inherited)
-    parent_requests.close()  # so that the request pipe reads EOF once the parent is gone
+    signal.set_wakeup_fd(-1)
+    gc.freeze()  # the parent's objects are never collected here: none of their finalisers closes a reused descriptor
+    parent_requests.close()
     parent_answers.close()
+    # every other descriptor inherited from the parent but stdio and this helper's own pipe ends: a write end
+    # held here (the Ctrl-C watcher's pipe of verify.interrupts, another child's pipes) would keep its reader
+    # from seeing EOF for as long as the helper lives
+    keep = sorted({0, 1, 2, requests.fileno(), answers.fileno()})
+    for lo, hi in zip(keep, keep[1:] + [os.sysconf("SC_OPEN_MAX")]):
+        os.closerange(lo + 1, hi)
     while True:
         try:
             smt2, timeout_ms, seed = requests.recv()

@@ -102,6 +102,8 @@ def _arb_of_iv(raw: tuple[Any, Any]) -> Any:
 
     def exact(t: tuple[int, int, int, int]) -> Any:
         sign, man, exp, _ = t
+        if man == 0 and exp != 0:  # mpmath's +-inf and nan: a ball containing nothing certain
+            return arb.nan()
         v = arb(fmpz(int(man))) * arb(2) ** int(exp)
         return -v if sign else v
 

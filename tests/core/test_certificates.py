@@ -252,6 +252,10 @@ def test_cvc5_helper_is_reused_and_replaced_when_it_must_be():
     pid = certify._Cvc5Helper._current.proc.pid
     assert certify.cvc5_opinion(sat, 2000)[0] == "sat"
     assert certify._Cvc5Helper._current.proc.pid == pid  # the same helper
+    import os
+
+    if os.path.isdir(f"/proc/{pid}/fd"):  # it holds stdio and its own two pipe ends, nothing of its parent's
+        assert len(os.listdir(f"/proc/{pid}/fd")) == 5
     with faults.inject("solver.certify._cvc5_solve", lambda smt2, t, seed: ("sat", "forced")):
         assert certify.cvc5_opinion(unsat, 2000) == ("sat", "forced")
         assert certify._Cvc5Helper._current.proc.pid != pid
@@ -431,3 +435,18 @@ def test_each_field_of_a_row_is_tied_to_the_encoding(tmp_path):
         _reseal(d)
         bad, missing = rebuild_check(d)
         assert [(f.name, "not the encoding" in why) for f, _, why in bad] == [(victim, True)] and not missing, field_name
+
+
+def test_theta_ball_of_an_unbounded_enclosure_certifies_nothing():
+    """pr26 Prop. 3's step 4 reads theta's mpmath enclosure as an arb ball exactly; an infinite end (mpmath
+    encodes it with a zero mantissa) becomes an indeterminate ball, never a small one around 0.  Fault: the zero
+    mantissa read as 0 gives the ball [+/- 1.01], which does not contain [1, inf]."""
+    from mpmath import iv, mpf
+
+    from verify.symbolic.pr26_figures import _arb_of_iv
+
+    ball = _arb_of_iv(iv.mpf([1, mpf("inf")])._mpi_)
+    assert not ball.is_finite()
+    assert not (ball > 0) and not (ball < 2)
+    finite = _arb_of_iv(iv.mpf([1, 2])._mpi_)
+    assert finite.contains(1) and finite.contains(2) and not finite.contains(3)
