@@ -409,7 +409,7 @@ def cvc5_opinion(smt2: str, timeout_ms: int, seed: int = 0) -> tuple[str, str]:
         helper = _Cvc5Helper.current()
         limit = timeout_ms / 1000 + 1.0
         try:
-            helper.send((smt2, timeout_ms, seed))
+            helper.requests.send((smt2, timeout_ms, seed))
             if helper.answers.poll(limit):
                 answer: tuple[str, str] = helper.answers.recv()
                 return answer
@@ -427,9 +427,9 @@ class _Cvc5Helper:
     """A child process that answers cvc5 obligations one after another: it reads ``(smt2, timeout_ms,
     seed)`` from one pipe and writes :func:`_cvc5_solve`'s answer to the other.
 
-    One helper per process (:meth:`current`), forked on first use; a new one replaces it when it was
-    stopped (overrun, death), when this process is a fork of the one that started it, or when the
-    function behind the seam ``solver.certify._cvc5_solve`` changed (a fault injected or removed: the
+    One helper per process (:meth:`current`), forked on first use (a forked child of this process starts
+    without one: :meth:`_forget_after_fork`); a new one replaces it when it was stopped (overrun, death) or when
+    the function behind the seam ``solver.certify._cvc5_solve`` changed (a fault injected or removed: the
     helper runs the function it was forked with).  The helper leaves when its request pipe closes (this
     process exited or stopped it)."""
 
@@ -438,10 +438,9 @@ class _Cvc5Helper:
 
     def __init__(self) -> None:
         import multiprocessing as mp
-        import os
 
         ctx = mp.get_context("fork")
-        self.owner, self.solve = os.getpid(), _cvc5_solve
+        self.solve = _cvc5_solve
         req_r, self.requests = ctx.Pipe(duplex=False)
         self.answers, ans_w = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=_cvc5_helper_loop, args=(req_r, ans_w, self.requests, self.answers),
@@ -455,17 +454,12 @@ class _Cvc5Helper:
 
     @classmethod
     def current(cls) -> _Cvc5Helper:
-        import os
-
         h = cls._current
-        if h is None or h.owner != os.getpid() or h.solve is not _cvc5_solve or not h.proc.is_alive():
-            if h is not None and h.owner == os.getpid():
+        if h is None or h.solve is not _cvc5_solve or not h.proc.is_alive():
+            if h is not None:
                 h.stop()
             h = cls._current = cls()
         return h
-
-    def send(self, request: tuple[str, int, int]) -> None:
-        self.requests.send(request)
 
     def stop(self) -> None:
         if _Cvc5Helper._current is self:  # first: a helper half-stopped (a second key meanwhile) is never reused
@@ -479,7 +473,7 @@ class _Cvc5Helper:
     @classmethod
     def _forget_after_fork(cls) -> None:
         """In a forked child: a fresh lock (another thread of the parent may have held it) and no helper (the
-        parent's; the owner check would refuse it anyway)."""
+        parent's pipes are not this process's to use)."""
         cls.lock = threading.Lock()
         cls._current = None
 

@@ -267,6 +267,33 @@ def test_cvc5_helper_is_reused_and_replaced_when_it_must_be():
     assert certify._Cvc5Helper._current.proc.pid != old.pid
 
 
+def test_a_forked_child_gets_its_own_cvc5_helper():
+    """A process forked after its parent started a helper starts without one and forks its own (the parent's
+    pipes are not the child's to use).  Fault: without the at-fork hook the child writes into its parent's
+    helper (the pids are equal)."""
+    import os
+
+    import verify.solver.certify as certify
+
+    sat = "(declare-fun x () Real)\n(assert (> x 1))\n(check-sat)"
+    assert certify.cvc5_opinion(sat, 2000)[0] == "sat"
+    parent_helper = certify._Cvc5Helper._current.proc.pid
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(r)
+            answer = certify.cvc5_opinion(sat, 2000)[0]
+            os.write(w, f"{answer} {certify._Cvc5Helper._current.proc.pid}".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    answer, child_helper = os.read(r, 100).decode().split()
+    os.close(r)
+    assert answer == "sat" and int(child_helper) != parent_helper
+
+
 def test_cvc5_helper_answers_each_thread_its_own_obligation():
     """Threads of one process share its helper one exchange at a time: each gets the answer to its own
     obligation.  Fault: without the lock, requests and answers of different threads cross (wrong answers)."""
