@@ -95,19 +95,25 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     }
 
 
+def _iv_end(t: tuple[int, int, int, int]) -> tuple[int, int] | None:
+    """One end of an mpmath interval (``ivmpf._mpi_``'s (sign, mantissa, exponent, bits)) exactly, as
+    (signed mantissa m, exponent e) with value m 2^e; None for mpmath's +-inf and nan (zero mantissa)."""
+    sign, man, exp, _ = t
+    if man == 0 and exp != 0:
+        return None
+    return (-int(man) if sign else int(man)), int(exp)
+
+
 def _arb_of_iv(raw: tuple[Any, Any]) -> Any:
     """The python-flint ball enclosing an mpmath interval, from its endpoints' exact binary form
-    (``ivmpf._mpi_``: (sign, mantissa, exponent, bits) each), exact at the working precision."""
+    (:func:`_iv_end`), exact at the working precision; an infinite end gives a ball containing nothing certain."""
     from flint import arb, fmpz
 
-    def exact(t: tuple[int, int, int, int]) -> Any:
-        sign, man, exp, _ = t
-        if man == 0 and exp != 0:  # mpmath's +-inf and nan: a ball containing nothing certain
-            return arb.nan()
-        v = arb(fmpz(int(man))) * arb(2) ** int(exp)
-        return -v if sign else v
-
-    return exact(raw[0]).union(exact(raw[1]))
+    ends = [_iv_end(t) for t in raw]
+    if None in ends:
+        return arb.nan()
+    lo, hi = (arb(fmpz(m)) * arb(2) ** e for m, e in ends)  # type: ignore[misc]
+    return lo.union(hi)
 
 
 def _brute_force_gaps(theta: tuple[Any, Any], claimed: int, L: int, dps: int, brute_force: bool
@@ -175,14 +181,12 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
     if k == PAPER_K:  # the paper's setting; the figures never vanish because a constant moved
         th = float(sp.Integer(10000) ** sp.Rational(-k, N_FREQ))
         _, th_lo, th_hi = rounding_interval("1.78e-4")
-        # decided on the rigorous enclosure: both of its ends inside the printed digits' interval
-        import mpmath
-
+        # decided on the rigorous enclosure: both of its ends, exactly (mpmath.mpf of an end would round it to
+        # 53 bits), inside the printed digits' interval
         iv = _iv(dps)
         enc = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000)))
-        ends = [mpmath.mpf(enc.a), mpmath.mpf(enc.b)]
-        lo_hi = [Fraction(int(e.man)) * Fraction(2) ** int(e.exp) for e in ends]
-        th_in = th_lo <= lo_hi[0] and lo_hi[1] <= th_hi
+        lo, hi = (None if e is None else Fraction(e[0]) * Fraction(2) ** e[1] for e in map(_iv_end, enc._mpi_))
+        th_in = lo is not None and hi is not None and th_lo <= lo and hi <= th_hi
         nearest = res["nearest_integer_to_x_star"]
         figures = [
             Figure("Prop. 3: theta_min = 10000^(-15/16)", "1.78e-4", float(f"{th:.6g}"), th_in,
