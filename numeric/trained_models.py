@@ -335,12 +335,13 @@ def prev_token_recall(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe: str,
     return ok[..., cols].double().mean((1, 2))
 
 
-def wk0_recall(p: Mapping[str, torch.Tensor], causal: bool) -> torch.Tensor:
+def wk0_recall(p: Mapping[str, torch.Tensor], causal: bool, cutoff: int | None = None) -> torch.Tensor:
     """bietti23's positional memory probe (code: ``test_wk0``), per seed (S,): the fraction of
     positions t >= 1 (0-indexed) with argmax_s p_t^T W^1_K p_s = t - 1.  ``causal=False`` takes the
     argmax over every s in [0, T-2] as the authors' code does (future positions included);
-    ``causal=True`` only over s <= t."""
-    P = p["POS"]
+    ``causal=True`` only over s <= t.  ``cutoff``: the first ``cutoff`` positions only, queries and keys (the code's
+    ``test_wk0(cutoff=64)``, logged beside it)."""
+    P = p["POS"][:, :cutoff]
     keys = torch.einsum("sed,sjd->sje", p["W1K"], P[:, :-1])   # W^1_K p_s, s = 0..T-2
     sc = torch.einsum("std,sjd->stj", P[:, 1:], keys)          # query p_{t}, t = 1..T-1
     T1 = sc.shape[1]

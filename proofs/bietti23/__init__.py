@@ -74,24 +74,21 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
         return Evidence("numeric", "inconclusive", summary=str(exc), engines=engine_versions("torch"))
 
 
-#: what the --full run measured (kept beside the code that produced it; the README row quotes it)
-MEASURED = ("Measured with --full (1600 SGD steps, lr 0.2, d = 128, T = 128, batch 32, 2 seeds; 1540 s of training on a "
-            "loaded 2-core machine, 800 more steps for the convergence check): in-context accuracy 0.961 (loss 0.09), "
-            "induction key 1.000, output 1.000, W^1_K's previous-position probe 0.409 (0.366 at 800 steps: still "
-            "rising, so INCONCLUSIVE, naming the 4x run); the authors' first-layer attention probe 0.390. The model "
-            "solves the task while its positional previous-token memory recalls well under half of the positions. "
-            "The run it names, --steps 6400 (25 min of one core on a loaded machine, 7 min more for the 3200-step "
-            "convergence check): in-context accuracy 0.979, induction key and output 1.000, the previous-position "
-            "probe 0.531 (0.457 at 3200): still rising (+0.075 per doubling), so INCONCLUSIVE again, naming --steps "
-            "25600. That run (60 min of one core, plus the 12800-step check): in-context accuracy 0.994, the probe "
-            "0.654 (0.587 at 12800): about +0.06 per doubling and not levelling off, INCONCLUSIVE, naming --steps "
-            "102400 (about 6 h of one core). The README run's own size and length (d = T = 256, batch 512, lr 0.03, "
-            "1000 steps, 1 seed; about 2.5 h of one core, trained across two sessions from its saved state, the "
-            "500-step checkpoint bit-identical to one trained in a single run): in-context accuracy 0.987, "
-            "induction key and output 1.000, previous-position probe 0.329 (causal 0.337; 0.259 at 500 steps), the "
-            "authors' attention probe 0.296: at the paper's own size and training length the model solves the "
-            "task while W^1_K recalls the previous position at a third of the positions, still rising, so "
-            "INCONCLUSIVE, naming --steps 4000 (about 7-9 h of one core, continuing the saved state).")
+#: what the runs measured (kept beside the code that produced it; the README row quotes it, generated from the runs)
+MEASURED = ("Measured at the authors' own run (d = T = 256, batch 512, SGD lr 0.03, 1000 steps, 1 seed; about 3 h of this "
+            "2-core machine, trained across two sessions from its saved state, the 500-step checkpoint bit-identical to "
+            "one trained in a single run): in-context accuracy 0.987, induction key and output 1.000, W^1_K's "
+            "previous-position probe 0.329 over all positions (0.857 over the first 64, the code's second reading; "
+            "causal 0.337; 0.259 at 500 steps), the authors' attention probe 0.296: FAILS as the paper scopes it (the "
+            "model solves the task with W^1_K recalling the previous position at a third of the positions after the "
+            "paper's training), the probe still rising (a finding about longer training: --steps 4000 continues the "
+            "saved state, about 8.6 h here). At --full (1600 SGD steps, lr 0.2, d = 128, T = 128, batch 32, 2 seeds; 1540 s "
+            "of training on a loaded 2-core machine, 800 more steps for the convergence check): in-context accuracy "
+            "0.961, induction key and output 1.000, the previous-position probe 0.409 (0.366 at 800 steps: still rising, "
+            "so INCONCLUSIVE there, naming the authors' run and the 4x run). Longer at that size: --steps 6400 (25 min "
+            "of one core, 7 min more for its check) 0.531 (0.457 at 3200); --steps 25600 (60 min of one core, plus the "
+            "12800-step check) 0.654 (0.587 at 12800; 0.937 over the first 64 positions): about +0.06 per doubling, not "
+            "levelling off.")
 
 
 PROBES = Claim(
@@ -117,16 +114,20 @@ PROBES = Claim(
              "fixed triggers the code's induction-key probe (test_wk1) ranges over the k triggers. --triggers random "
              "draws them per sequence (the code's default, test_wk1 over every token).",
              "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 (a model that has not learned the "
-             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9; a probe below 0.9 FAILS the "
-             "statement only once converged (moved < 0.02 between half the steps and all of them), else INCONCLUSIVE "
-             "with the command that trains 4x longer. The authors' first-layer attention probe (score_acc: the layer-1 "
+             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9. At the authors' own run (their "
+             "README: d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 iterations; any number of seeds) "
+             "the statement is judged as the paper scopes it, after the paper's training: a probe below 0.9 FAILS it, "
+             "and a probe still rising is reported as a finding about longer training. At any other configuration a "
+             "probe below 0.9 FAILS the statement only once converged (moved < 0.02 between half the steps and all of "
+             "them), else INCONCLUSIVE with the command that trains 4x longer and the authors' run that decides the "
+             "statement. The authors' first-layer attention probe (score_acc: the layer-1 "
              "argmax on the trigger, at the position after it) is reported beside, not gated (an earlier version "
              "gated on it and so never judged a model whose previous-token memory did not form).",
              "Sizes: the README run is d = 256, T = 256, batch 512, SGD lr 0.03, 1000 iterations on a GPU. Default here: "
              "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
              "1e-4), 400 steps (--full: 1600), 2 seeds batched. The README run's size is reachable with --d 256 --T 256 "
-             "--batch 512 --lr 0.03 --steps 1000 --seeds 1 (measured here: 8-9.5 s per step at d = 256, T = 256, "
-             "batch 512 on one core with another training on the other, so about 2.5 h in all: in-process its 500-step "
+             "--batch 512 --lr 0.03 --steps 1000 --seeds 1 (measured here: 8-10.3 s per step at d = 256, T = 256, "
+             "batch 512 with another training beside it, so about 2.5-3 h in all: in-process its 500-step "
              "convergence check is the first half of the same run, and the training state is saved every minute, so a "
              "stopped run continues where it stopped when the command is run again). The paper plots the probes over training; no single "
              "published number is compared.",

@@ -50,7 +50,8 @@ def test_probes_fail_only_once_converged(monkeypatch):
     def measured(final, half):
         def fake(cfg, tr, seeds, n_eval):
             v = final if cfg.steps == 400 else half
-            probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "induction_key": [v], "output": [1.0]}
+            probes = {"prev_token_all_positions": [v], "prev_token_causal": [v],
+                  "prev_token_first_64": [v], "induction_key": [v], "output": [1.0]}
             return probes, {k: x[0] for k, x in probes.items()}, [0.95], [0.8]
         return fake
 
@@ -103,7 +104,8 @@ def test_on_a_scheduler_the_half_steps_run_trains_beside_the_full_one(monkeypatc
     def fake_measure(cfg, tr, seeds, n_eval):
         assert tr.steps == cfg.steps  # each run is measured on its own weights
         v = 0.55 if cfg.steps == 400 else 0.545
-        probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "induction_key": [v], "output": [1.0]}
+        probes = {"prev_token_all_positions": [v], "prev_token_causal": [v],
+                  "prev_token_first_64": [v], "induction_key": [v], "output": [1.0]}
         return probes, {k: x[0] for k, x in probes.items()}, [0.95], [0.8]
 
     monkeypatch.setattr(grid, "run_grid", fake_grid)
