@@ -41,9 +41,10 @@ def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: floa
     return Outcome.HOLDS if all(means[k] >= RECALLED for k in DECIDING) else Outcome.FAILS
 
 
-#: a probe below RECALLED counts against the statement only when training has converged on it: between
-#: half the steps and all of them its mean moved by less than this (a probe still rising says nothing
-#: about the trained model the statement is about)
+#: away from the authors' configuration (:data:`PAPER_RUN`, where the statement is judged after its 1000 iterations),
+#: a probe below RECALLED counts against the statement only when training has converged on it: between half the
+#: steps and all of them its mean moved by less than this (there a probe still rising says nothing about the
+#: trained model the statement is about)
 PLATEAU = 0.02
 
 
@@ -51,18 +52,28 @@ PLATEAU = 0.02
 DECIDING = ("prev_token_all_positions", "induction_key", "output")
 
 
-#: the authors' own run, the scope the statement is judged in (albietz/transformer-birth, README: ``ihead_basic_main.py
-#: max_iters=1000 loss_head_only=True data_args.k=5 data_args.fixed_special_toks=True``, SGD lr 0.03, momentum 0.9, weight
-#: decay 1e-4, batch 512, ``model_args.dim=256``, frozen embeddings and output; ``ihead_data.DataArgs.seq_length`` 256)
+#: the authors' README configuration, the scope the statement is judged in (albietz/transformer-birth, README: the example
+#: command ``ihead_basic_main.py max_iters=1000 loss_head_only=True data_args.k=5 data_args.fixed_special_toks=True``, SGD
+#: lr 0.03, momentum 0.9, weight decay 1e-4, batch 512, ``model_args.dim=256``, frozen embeddings and output, its loss
+#: "as in the experiments of Figure 3"; ``ihead_data.DataArgs.seq_length`` 256).  Here on the shipped corpus (V = 48)
+#: in place of Tiny Shakespeare (65): the one departure, printed with the verdict.
 PAPER_RUN: dict[str, Any] = {"d": 256, "T": 256, "K": 5, "batch": 512, "steps": 1000, "lr": 0.03, "optimizer": "sgd", "triggers": "fixed"}
 
-#: seconds per step of PAPER_RUN measured here (2 cores, in-process, 2026-12-02: the run whose numbers the README
-#: quotes; ``seconds_per_step`` of its checkpoint), for the cost an answer names when the run is not in the cache
-PAPER_RUN_SECONDS_PER_STEP = 10.3
+#: seconds per step of PAPER_RUN measured here, low and high (2 cores, in-process, with another training beside it,
+#: 2026-12-01/02: ``seconds_per_step`` of the checkpoints of the run the README quotes, its 1000-step and 500-step
+#: halves), for the cost an answer names
+PAPER_RUN_SECONDS_PER_STEP = (10.3, 14.4)
+
+
+def paper_cost() -> str:
+    """The measured cost of :data:`PAPER_RUN` on this kind of machine, per seed."""
+    lo, hi = (PAPER_RUN["steps"] * x / 3600 for x in PAPER_RUN_SECONDS_PER_STEP)
+    return (f"about {lo:.1f}-{hi:.1f} h of a 2-core machine per seed, at the {PAPER_RUN_SECONDS_PER_STEP[0]:g}-"
+            f"{PAPER_RUN_SECONDS_PER_STEP[1]:g} s per step measured here")
 
 
 def paper_command(seeds: int = 1) -> str:
-    """The command of :data:`PAPER_RUN` (the run that decides the statement as the paper scopes it)."""
+    """The command of :data:`PAPER_RUN` (the run that decides the statement in the authors' configuration)."""
     r = PAPER_RUN
     return (f"verify bietti23:probes --d {r['d']} --T {r['T']} --K {r['K']} --batch {r['batch']} --lr {r['lr']:g} "
             f"--optimizer {r['optimizer']} --triggers {r['triggers']} --seeds {seeds} --steps {r['steps']}")
@@ -182,10 +193,14 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
     accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` (the authors' first-layer
     attention probe is reported beside); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
-    reading, induction key, output) is >= :data:`RECALLED`; otherwise ``fails`` only when every probe
-    below it has converged (its mean moved by less than :data:`PLATEAU` between half the steps and all
-    of them; a second, cached training run at half the steps measures it), else ``inconclusive``.  The
-    causal previous-token probe is reported beside it.
+    reading, induction key, output) is >= :data:`RECALLED`.  Otherwise, at the authors' README configuration
+    (:data:`PAPER_RUN`, any number of seeds) ``fails``: the statement is judged after the authors' 1000 iterations, and
+    a probe still rising is reported as a finding about longer training; at any other configuration ``fails`` only
+    when every probe below it has converged (its mean moved by less than :data:`PLATEAU` between half the steps and
+    all of them; a second, cached training run at half the steps measures it), else ``inconclusive``, naming the
+    4x run and the authors' configuration.  A verdict away from :data:`PAPER_RUN` says that it is outside the
+    authors' configuration.  The causal previous-token probe and the code's first-64-positions reading are reported
+    beside.
 
     Args:
         d, T, K: width, length, triggers; batch, steps, lr, optimizer: training (``"sgd"``: the authors'
@@ -221,18 +236,21 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     attn_m = sum(attn_prev) / len(attn_prev)
     verdict = probe_verdict(a_m, mean, attn_m)
     summary = (f"in-context accuracy {a_m:.3f}; probes: previous-token {mean['prev_token_all_positions']:.3f} (all "
-               f"positions, the authors' code; {mean['prev_token_first_64']:.3f} over the first 64, the code's second "
+               f"positions, the authors' code; {mean['prev_token_first_64']:.3f} over the first {min(64, T)}, the code's second "
                f"reading) / {mean['prev_token_causal']:.3f} (causal), induction key "
                f"{mean['induction_key']:.3f}, output {mean['output']:.3f}; the layer-1 attention itself puts its argmax on the "
                f"trigger at {attn_m:.3f} of the positions after one (the authors' first-layer probe; {steps} "
                f"{optimizer} steps, lr {lr:g}, batch {batch}, {len(seeds)} seeds, d = {d}, T = {T}, V = {V})")
     base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
-    # the run that decides the statement as the paper scopes it, named by an answer from any other configuration
-    decide = "" if paper or not command else (
-        f"; this is not the authors' own run, which decides the statement as the paper scopes it: "
-        f"{paper_command(len(seeds))} (about {PAPER_RUN['steps'] * PAPER_RUN_SECONDS_PER_STEP / 3600:.1f} h of this "
-        "2-core machine per seed, measured; --scheduler tcp://HOST:PORT trains it on a Dask cluster)")
+    # every answer away from the authors' configuration says so and names the run that decides the statement there
+    decide = "" if paper else (
+        "; outside the authors' README configuration, which decides the statement: "
+        f"{paper_command(1)} ({paper_cost()}; --scheduler tcp://HOST:PORT trains it on a Dask cluster)")
     if verdict is None:
+        if paper:
+            return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
+                "the model did not learn the in-context task in the authors' README configuration, so it was not "
+                "reproduced here and its memories are not judged: " + summary), **base)
         more = f"; a verdict at this configuration needs more steps: {command} --steps {steps * 4}" if command else ""
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary="the model did not learn the in-context task at this budget: "
                         + summary + more + decide, **base)
@@ -254,13 +272,13 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
             longer = ""
             if rising:
                 longer = (f"; still moving from {half.steps} to {steps} steps ({moving}): a finding about training "
-                          "longer than the paper's, outside the statement's scope")
+                          "longer than the authors', outside the statement's scope")
                 if command:
                     longer += f" ({command} --steps {steps * 4}{cost})"
             return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=(
-                f"at the authors' own run (their README's {steps} SGD iterations at d = {d}, T = {T}, batch {batch}, "
-                f"lr {lr:g}, k = {K} fixed triggers) the trained model's memories fall short of {RECALLED}: {below}"
-                + longer + "; " + summary), **base)
+                f"in the authors' README configuration ({steps} SGD iterations at d = {d}, T = {T}, batch {batch}, "
+                f"lr {lr:g}, k = {K} fixed triggers; on the shipped corpus, V = {V}, in place of Tiny Shakespeare) the "
+                f"trained model's memories fall short of {RECALLED}: {below}" + longer + "; " + summary), **base)
         if rising:
             more = (f"; a verdict at this configuration needs more steps: {command} --steps {steps * 4}{cost}; "
                     "--scheduler tcp://HOST:PORT trains it and its half-steps check side by side on a Dask cluster"
@@ -269,7 +287,7 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
                 f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
                 + moving + "), so this run does not show the trained model's memories: " + summary + more + decide),
                 **base)
-    return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary, **base)
+    return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary + decide, **base)
 
 
 def _measure(cfg: Any, tr: Any, seeds: Sequence[int], n_eval: int) -> tuple[dict[str, list[float]], dict[str, float],

@@ -75,19 +75,20 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
 
 
 #: what the runs measured (kept beside the code that produced it; the README row quotes it, generated from the runs)
-MEASURED = ("Measured at the authors' own run (d = T = 256, batch 512, SGD lr 0.03, 1000 steps, 1 seed; about 3 h of this "
-            "2-core machine, trained across two sessions from its saved state, the 500-step checkpoint bit-identical to "
-            "one trained in a single run): in-context accuracy 0.987, induction key and output 1.000, W^1_K's "
+MEASURED = ("Measured in the authors' README configuration (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
+            "steps; on the shipped corpus, V = 48; 1 seed; 10.3-14.4 s per step on this 2-core machine with another "
+            "training beside it, trained across two sessions from its saved state, the 500-step checkpoint "
+            "bit-identical to one trained in a single run): in-context accuracy 0.987, induction key and output 1.000, W^1_K's "
             "previous-position probe 0.329 over all positions (0.857 over the first 64, the code's second reading; "
-            "causal 0.337; 0.259 at 500 steps), the authors' attention probe 0.296: FAILS as the paper scopes it (the "
+            "causal 0.337; 0.259 at 500 steps), the authors' attention probe 0.296: FAILS in that configuration (the "
             "model solves the task with W^1_K recalling the previous position at a third of the positions after the "
-            "paper's training), the probe still rising (a finding about longer training: --steps 4000 continues the "
+            "authors' 1000 iterations), the probe still rising (a finding about longer training: --steps 4000 continues the "
             "saved state, about 8.6 h here). At --full (1600 SGD steps, lr 0.2, d = 128, T = 128, batch 32, 2 seeds; 1540 s "
             "of training on a loaded 2-core machine, 800 more steps for the convergence check): in-context accuracy "
             "0.961, induction key and output 1.000, the previous-position probe 0.409 (0.366 at 800 steps: still rising, "
-            "so INCONCLUSIVE there, naming the authors' run and the 4x run). Longer at that size: --steps 6400 (25 min "
+            "so INCONCLUSIVE there, naming the 4x run and the authors' configuration). Longer at that size: --steps 6400 (25 min "
             "of one core, 7 min more for its check) 0.531 (0.457 at 3200); --steps 25600 (60 min of one core, plus the "
-            "12800-step check) 0.654 (0.587 at 12800; 0.937 over the first 64 positions): about +0.06 per doubling, not "
+            "12800-step check) 0.654 (0.587 at 12800; 0.937 over the first 64 positions): rising with each doubling, not "
             "levelling off.")
 
 
@@ -114,14 +115,15 @@ PROBES = Claim(
              "fixed triggers the code's induction-key probe (test_wk1) ranges over the k triggers. --triggers random "
              "draws them per sequence (the code's default, test_wk1 over every token).",
              "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 (a model that has not learned the "
-             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9. At the authors' own run (their "
-             "README: d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 iterations; any number of seeds) "
-             "the statement is judged as the paper scopes it, after the paper's training: a probe below 0.9 FAILS it, "
-             "and a probe still rising is reported as a finding about longer training. At any other configuration a "
-             "probe below 0.9 FAILS the statement only once converged (moved < 0.02 between half the steps and all of "
-             "them), else INCONCLUSIVE with the command that trains 4x longer and the authors' run that decides the "
-             "statement. The authors' first-layer attention probe (score_acc: the layer-1 "
-             "argmax on the trigger, at the position after it) is reported beside, not gated (an earlier version "
+             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9. In the authors' README "
+             "configuration (their example command: d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
+             "iterations, the loss of their Figure 3 experiments; any number of seeds) the statement is judged after "
+             "those 1000 iterations: a probe below 0.9 FAILS it, and a probe still rising is reported as a finding "
+             "about longer training. At any other configuration a probe below 0.9 FAILS the statement only once "
+             "converged (moved < 0.02 between half the steps and all of them), else INCONCLUSIVE with the command that "
+             "trains 4x longer; every answer there says it is outside the authors' configuration and names it. The "
+             "authors' first-layer attention probe (score_acc: the layer-1 argmax on the trigger, at the position after "
+             "it) is reported beside, not gated (an earlier version "
              "gated on it and so never judged a model whose previous-token memory did not form).",
              "Sizes: the README run is d = 256, T = 256, batch 512, SGD lr 0.03, 1000 iterations on a GPU. Default here: "
              "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
