@@ -177,12 +177,17 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
         need = steps * 3
         more_s = sum(float(v.get("seconds_per_step", 0.0)) for v in a.values()) * (need - steps)
         cost = f": about {more_s / 60:.0f} min of one core at this run's speed" if more_s else ""
+        # a head still forming (formed at F, in the second half) is read as settled by any run of at least 2F steps
+        forming = [v["formation"][k] for v in a.values() for k, h in enumerate(v["heads"])
+                   if None not in v["formation"] and num.prev_lower(h) < num.PREV_HEAD and v["formation"][k] > steps / 2]
+        least = (f"; any run of at least {2 * max(forming)} steps decides it (the rule reads a head that formed at step "
+                 f"{max(forming)} as settled once the run is twice as long)" if forming else "")
         return Evidence("numeric", "inconclusive", summary=(
             f"{toy['reasons'][0]} ({steps} steps): the verdict needs longer training, `verify fp26:fingerprint "
             f"--d {p['d']} --H {p['H']} --V {p['V']} --T {p['T']} --batch {p['batch']} --seeds {p['seeds']} --arms "
             f"{p['arms']} --steps {need}` (3x this run's steps; with the lab cache it continues each arm's saved "
             f"training state, steps {steps + 1}..{need}{cost}; --scheduler tcp://HOST:PORT sends the arms "
-            "to a Dask cluster); " + summary), **base)
+            f"to a Dask cluster){least}; " + summary), **base)
     outcome = toy["verdict"] if static_ok is not False else "fails"
     if static_ok is False:
         toy["reasons"].append("static: a model's top previous-token heads sit on the other side of its scheme")

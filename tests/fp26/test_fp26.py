@@ -273,3 +273,22 @@ def test_formation_is_the_start_of_the_final_stretch_below_the_threshold():
     assert formation_step([3.4, 2.3, 2.6, 2.6, 2.1, 1.9], 25, 126, 2.42) == 100   # dipped at 25, formed at 100
     assert formation_step([2.0, 1.9], 25, 26, 2.42) == 0
     assert formation_step([3.4, 2.5], 25, 26, 2.42) is None and formation_step([], 25, 1, 2.42) is None
+
+
+def test_an_answer_waiting_on_a_forming_head_names_the_least_run_that_decides(monkeypatch):
+    """A head still forming (formed at F in the run's second half) is settled in any run of 2F steps or more: the
+    INCONCLUSIVE answer names that least run beside the 3x one (the 21600-step run's case: F = 11875, 23750).
+    Fault: a least run from the run's length (2 x 21600) instead of the forming head's formation step."""
+    from verify.evidence import Context
+    from verify.proofs import fp26 as claim
+
+    arms = {"absolute/free": {"formation": [550, 575], "heads": [_head(dfrac=0.7, im=None)] * 2},
+            "absolute/sym": {"formation": [2300, 1825], "heads": [_head(im=None)] * 2},
+            "rope/sym": {"formation": [2200, 11875], "heads": [_head(), _head(w=0.49)]}}
+    verdict, why = fp.toy_verdict(arms, steps=21600)
+    assert verdict is None
+    toy = {"arms": arms, "verdict": verdict, "reasons": why, "formation_threshold": 2.42, "loss_floor": 1.0}
+    monkeypatch.setattr(fp, "check_toy", lambda *a, **k: toy)
+    ev = claim._numeric(claim.FingerprintParams(steps=21600), Context())
+    assert ev.status == "inconclusive" and "--steps 64800" in ev.summary
+    assert "any run of at least 23750 steps decides it" in ev.summary
