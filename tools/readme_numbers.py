@@ -95,6 +95,10 @@ HEAVY_COMMANDS = {
                                      "absolute/free,absolute/sym,rope/sym --steps 7200 --format json"),
     "fp26:fingerprint[steps=21600]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
                                       "absolute/free,absolute/sym,rope/sym --steps 21600 --format json"),
+    # the run that decides it: the shortest continuing the 64800-step run's saved states past 2 x 11875 steps
+    "fp26:fingerprint[steps=48800,scheduler=local,jobs=3]": (
+        "verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms absolute/free,absolute/sym,"
+        "rope/sym --steps 48800 --scheduler local --jobs 3 --format json"),
     "ws24:theorem1-ape": "verify ws24:theorem1-ape --format json",
     "ws24:prop3": "verify ws24:prop3 --format json",
     # not a claim: the learning-rate rule of pr26's fit (verify.numeric.pr26_figures.LR_RULE), ~60 s

@@ -211,7 +211,14 @@ MEASURED = ("Measured with --full (2400 Adam steps per arm, 2 seeds; ~1200 s of 
             "0.007, Im share 0.74, pair asymmetry +1.99); rope/sym seed 1 stayed near loss 2.6 until it formed at "
             "step 11875 (one batch dipped under the threshold at 3225, which an earlier rule read as formation) and "
             "its head reads 0.49 on t - 1 at the end, still forming, so INCONCLUSIVE, naming --steps 64800 (43200 more "
-            "steps per arm from the saved training states: about 2.3-2.7 h of one core per arm).")
+            "steps per arm from the saved training states: about 2.3-2.7 h of one core per arm). The rule settles a head "
+            "that formed at step F in any run of 2F steps or more (23750 here; the answer now names that least run), so "
+            "the shortest run continuing the 64800-step run's saved states (stopped at 33579, 38080 and 48635 steps) "
+            "decides it: --steps 48800 --scheduler local --jobs 3 (0.14, 0.22 and 0.17 s per step for absolute/free, "
+            "absolute/sym and rope/sym, side by side on both cores): every seed of every arm forms; rope/sym seed 1's "
+            "head reads 0.59 on t - 1 (seed 0's 0.96) with a symmetric static M (dir_frac 0.009), the phase in use (Im "
+            "share 0.80) and directional (pair asymmetry +1.89); absolute/sym's heads 0.88 and 0.92 with dir_frac <= "
+            "0.007; absolute/free's 0.96 and 0.94: HOLDS.")
 
 
 def _layer_judge(layer: str, what: str) -> Any:
