@@ -225,13 +225,7 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist()}
     paper = is_paper_run(d, T, K, batch, steps, lr, optimizer, fixed_triggers)
     numbers["paper_run"] = paper
-    tol = (f"gate: in-context accuracy >= {LEARNED} (the layer-1 attention argmax on t - 1 after a trigger, the authors' "
-           "first-layer probe, is reported, not gated); "
-           f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
-           "at the authors' own run (their README: d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
-           "iterations) a probe below it fails the statement as the paper scopes it (after the paper's training); at any "
-           f"other configuration a probe below it fails the statement only once converged (its mean moved < {PLATEAU} "
-           f"between {steps // 2} and {steps} steps); argmax ties count as the lowest index (torch.argmax)")
+    tol = _tolerance(steps)
     a_m = sum(acc) / len(acc)
     attn_m = sum(attn_prev) / len(attn_prev)
     verdict = probe_verdict(a_m, mean, attn_m)
@@ -261,11 +255,7 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         rising = {k: round(mean[k] - half_mean[k], 4) for k in DECIDING
                   if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
-        per_step = float(getattr(tr, "seconds_per_step", 0.0) or 0.0)
-        cost = (f": about {3 * steps * per_step / 60:.0f} min of this machine ({per_step:.1f} s per step; with the lab "
-                f"cache it continues this run's saved training state, steps {steps + 1}..{steps * 4}, and its "
-                "half-steps check comes on the way)" if per_step else
-                " (with the lab cache it continues this run's saved training state: 3x this run's steps)")
+        cost = _longer_cost(tr, steps)
         moving = ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())
         below = ", ".join(f"{k} {mean[k]:.3f}" for k in DECIDING if mean[k] < RECALLED)
         if paper:
@@ -288,6 +278,27 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
                 + moving + "), so this run does not show the trained model's memories: " + summary + more + decide),
                 **base)
     return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary + decide, **base)
+
+
+def _tolerance(steps: int) -> str:
+    """The verdict rule of :func:`check_probes` as the answer states it."""
+    return (f"gate: in-context accuracy >= {LEARNED} (the layer-1 attention argmax on t - 1 after a trigger, the authors' "
+            "first-layer probe, is reported, not gated); "
+            f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
+            "in the authors' README configuration (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
+            "iterations) a probe below it fails the statement, judged after those 1000 iterations; at any other "
+            f"configuration a probe below it fails the statement only once converged (its mean moved < {PLATEAU} "
+            f"between {steps // 2} and {steps} steps); argmax ties count as the lowest index (torch.argmax)")
+
+
+def _longer_cost(tr: Any, steps: int) -> str:
+    """What training 4x this run's steps costs here (from its recorded speed), continuing its saved state."""
+    per_step = float(getattr(tr, "seconds_per_step", 0.0) or 0.0)
+    if not per_step:
+        return " (with the lab cache it continues this run's saved training state: 3x this run's steps)"
+    return (f": about {3 * steps * per_step / 60:.0f} min of this machine ({per_step:.1f} s per step; with the lab "
+            f"cache it continues this run's saved training state, steps {steps + 1}..{steps * 4}, and its "
+            "half-steps check comes on the way)")
 
 
 def _measure(cfg: Any, tr: Any, seeds: Sequence[int], n_eval: int) -> tuple[dict[str, list[float]], dict[str, float],

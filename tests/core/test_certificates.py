@@ -477,3 +477,31 @@ def test_theta_ball_of_an_unbounded_enclosure_certifies_nothing():
     assert not (ball > 0) and not (ball < 2)
     finite = _arb_of_iv(iv.mpf([1, 2])._mpi_)
     assert finite.contains(1) and finite.contains(2) and not finite.contains(3)
+
+
+def test_a_cvc5_helper_whose_owner_is_gone_exits_quietly():
+    """The owner stopped mid-obligation (SIGTERM or Ctrl-C to a parallel run: the worker dies first) leaves its
+    helper an answer to send into a closed pipe: the helper ends quietly (exit 0, nothing on stderr) instead of
+    printing a BrokenPipeError traceback under 'verify: aborted'.  Fault: the send unguarded (exit 1, a traceback)."""
+    import subprocess
+    import sys
+
+    code = ("import multiprocessing as mp, time\n"
+            "import verify.solver.certify as c\n"
+            "from verify import faults\n"
+            "def slow(smt2, t, seed):\n"
+            "    time.sleep(0.5)\n"
+            "    return ('sat', 'slow')\n"
+            "with faults.inject('solver.certify._cvc5_solve', slow):\n"
+            "    ctx = mp.get_context('fork')\n"
+            "    req_r, req_w = ctx.Pipe(duplex=False)\n"
+            "    ans_r, ans_w = ctx.Pipe(duplex=False)\n"
+            "    p = ctx.Process(target=c._cvc5_helper_loop, args=(req_r, ans_w, req_w, ans_r))\n"
+            "    p.start()\n"
+            "    req_r.close(); ans_w.close()\n"
+            "    req_w.send(('(check-sat)', 1000, 0))\n"
+            "    ans_r.close()\n"
+            "    p.join(10)\n"
+            "    print(p.exitcode)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["0"] and "Traceback" not in out.stderr, (out.stdout, out.stderr)
