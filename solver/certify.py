@@ -72,7 +72,10 @@ class _Terms:
         return [z3.Z3_get_app_arg(self.c, a, i) for i in range(z3.Z3_get_app_num_args(self.c, a))]
 
     def name(self, a: Any) -> str:
-        return str(z3.z3._symbol2py(self.ctx, z3.Z3_get_decl_name(self.c, z3.Z3_get_app_decl(self.c, a))))
+        return self.decl_name(z3.Z3_get_app_decl(self.c, a))
+
+    def decl_name(self, d: Any) -> str:
+        return str(z3.z3._symbol2py(self.ctx, z3.Z3_get_decl_name(self.c, d)))
 
     def text(self, a: Any) -> str:
         """The term as z3 prints it (for messages)."""
@@ -291,14 +294,14 @@ def _multipliers_on(rows: list[dict], timeout_ms: int, ctx: z3.Context) -> list[
 def _model_values(m: z3.ModelRef) -> dict[str, Fraction]:
     """Every constant a model interprets, name -> its exact rational value, read through the C API (one
     wrapped term per value cost four C round trips each through Python wrappers)."""
-    c, raw = m.ctx.ref(), m.model
+    t, raw = _Terms(m.ctx), m.model
     out = {}
-    for i in range(z3.Z3_model_get_num_consts(c, raw)):
-        d = z3.Z3_model_get_const_decl(c, raw, i)
-        name = str(z3.z3._symbol2py(m.ctx, z3.Z3_get_decl_name(c, d)))
-        value = z3.Z3_model_get_const_interp(c, raw, d)
-        if z3.Z3_is_numeral_ast(c, value):
-            out[name] = Fraction(z3.Z3_get_numeral_string(c, value))
+    for i in range(z3.Z3_model_get_num_consts(t.c, raw)):
+        d = z3.Z3_model_get_const_decl(t.c, raw, i)
+        name = t.decl_name(d)
+        value = z3.Z3_model_get_const_interp(t.c, raw, d)
+        if z3.Z3_is_numeral_ast(t.c, value):
+            out[name] = t.numeral(value)
         else:  # not a numeral (never seen for these LPs): z3's own evaluation, as before
             v = m.eval(z3.Real(name, m.ctx), model_completion=True)
             out[name] = Fraction(v.numerator_as_long(), v.denominator_as_long())
