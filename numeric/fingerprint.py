@@ -323,6 +323,14 @@ def prev_lower(head: dict[str, Any]) -> float:
     return float(cert[0]) if cert else float(head["prev_weight"])
 
 
+def still_forming(formation: int | None, head: dict[str, Any], steps: int | None) -> bool:
+    """A seed's head below PREV_HEAD that formed in the second half of a ``steps``-step run (formation > steps / 2):
+    still forming, so it says nothing yet about the trained model; any run of at least 2 x formation steps settles it
+    (:func:`toy_verdict`)."""
+    return (steps is not None and formation is not None and prev_lower(head) < PREV_HEAD
+            and formation > steps / 2)
+
+
 def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None) -> tuple[Outcome | None, list[str]]:
     """The rule of :func:`check_toy` on measured numbers (``arms[name]`` with ``formation`` (per seed, None = not
     formed), ``heads`` (per seed, :func:`head_report`)).  Returns (None: some arm did not form within the budget, or
@@ -350,7 +358,7 @@ def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None) -> tu
             w = prev_lower(h)
             if w >= PREV_HEAD:
                 continue
-            if steps is not None and a["formation"][k] > steps / 2:
+            if still_forming(a["formation"][k], h, steps):
                 forming.append(f"{name} seed {k}: its previous-token head ({w:.2f} on t - 1, < {PREV_HEAD}) formed at "
                                f"step {a['formation'][k]} of {steps}, in the second half of the run, so it is still "
                                "forming")

@@ -179,7 +179,7 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
         cost = f": about {more_s / 60:.0f} min of one core at this run's speed" if more_s else ""
         # a head still forming (formed at F, in the second half) is read as settled by any run of at least 2F steps
         forming = [v["formation"][k] for v in a.values() for k, h in enumerate(v["heads"])
-                   if None not in v["formation"] and num.prev_lower(h) < num.PREV_HEAD and v["formation"][k] > steps / 2]
+                   if None not in v["formation"] and num.still_forming(v["formation"][k], h, steps)]
         least = (f"; any run of at least {2 * max(forming)} steps decides it (the rule reads a head that formed at step "
                  f"{max(forming)} as settled once the run is twice as long)" if forming else "")
         return Evidence("numeric", "inconclusive", summary=(
