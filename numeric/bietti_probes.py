@@ -72,11 +72,18 @@ def paper_cost() -> str:
             f"{PAPER_RUN_SECONDS_PER_STEP[1]:g} s per step measured here")
 
 
+def probes_command(d: int, T: int, K: int, batch: int, lr: float, optimizer: str, triggers: str, seeds: int) -> str:
+    """The ``verify bietti23:probes`` command of a configuration, without ``--steps`` (an answer appends the steps
+    it names)."""
+    return (f"verify bietti23:probes --d {d} --T {T} --K {K} --batch {batch} --lr {lr:g} --optimizer {optimizer} "
+            f"--triggers {triggers} --seeds {seeds}")
+
+
 def paper_command(seeds: int = 1) -> str:
     """The command of :data:`PAPER_RUN` (the run that decides the statement in the authors' configuration)."""
     r = PAPER_RUN
-    return (f"verify bietti23:probes --d {r['d']} --T {r['T']} --K {r['K']} --batch {r['batch']} --lr {r['lr']:g} "
-            f"--optimizer {r['optimizer']} --triggers {r['triggers']} --seeds {seeds} --steps {r['steps']}")
+    return (probes_command(r["d"], r["T"], r["K"], r["batch"], r["lr"], r["optimizer"], r["triggers"], seeds)
+            + f" --steps {r['steps']}")
 
 
 def is_paper_run(d: int, T: int, K: int, batch: int, steps: int, lr: float, optimizer: str, fixed_triggers: bool) -> bool:

@@ -61,8 +61,7 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
     from verify.proofs.ws24.trained import lab_cache
 
     steps = p.profiled("steps", ctx)
-    command = (f"verify bietti23:probes --d {p['d']} --T {p['T']} --K {p['K']} --batch {p['batch']} --lr {p['lr']:g} "
-               f"--optimizer {p['optimizer']} --triggers {p['triggers']} --seeds {p['seeds']}")
+    command = num.probes_command(p["d"], p["T"], p["K"], p["batch"], p["lr"], p["optimizer"], p["triggers"], p["seeds"])
     from verify.numeric.grid import SchedulerUnreachable
 
     try:
