@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
     unit = issue_unit()
-    print(f"issue 25's unit: {unit:.3f} s (issue_ratio)")
+    print(f"calibration unit: {unit:.3f} s (issue_ratio)")
     rows = []
     cases = CASES[:1] if a.quick else CASES
     print(f"{'pe':<11} {'task':<13} {'L':>7} {'alpha':>8} {'alpha s':>8} {'ratio':>6} {'cmd s':>6} {'cmd ratio':>9} "

@@ -138,7 +138,7 @@ def main() -> None:
     ref = statistics.median(reference_workload() for _ in range(3))
     print(f"reference workload: {ref:.3f} s (the unit of every ratio)")
     unit = issue_unit()
-    print(f"issue 25's unit: {unit:.3f} s (issue_ratio)")
+    print(f"calibration unit: {unit:.3f} s (issue_ratio)")
     rows: list[dict] = []
 
     def row(what: str, secs: float, answer: object, key: str = "") -> None:
