@@ -280,7 +280,7 @@ def check_theorem2(var: Variant, m: Fraction, sigma: Fraction, L: int, d: int, s
                                         "embeddings": f"orthonormal, V = {min(V, max(2, d))}", "classes": regime}
     details.append(f"sigma = {REGIME_SIGMA}, m = {REGIME_M} (the small-sigma, small-m regime), orthonormal tokens, "
                    "by input class: " + "; ".join(
-        f"{k}: boundary error with b1 = 1 {v['boundary_error_b1=1']:.2g}, error as the variant has it "
+        f"{k}: boundary error with b1 = 1 {fmt_measured(v['boundary_error_b1=1'])}, error as the variant has it "
         f"{v['error_as_variant']:.2g} (value scale alone {v['value_scale_error']:.2g})" for k, v in regime.items()))
     details.append(ref.summary_line(xc, "IH and KVSA values (attend)"))
     numbers["independent_evaluation"] = {k: v for k, v in xc.items() if k != "problems"}
@@ -448,14 +448,19 @@ def t3_exact_compare(limit: dict, cands: dict[str, dict], name: str, tol: float 
 
     Returns:
         ok, max_abs_diff, witness (the grid point of the largest difference, with the limit's and
-        the reading's values there), tolerance, gap_a1_vs_a2, separates.
+        the reading's values there; None when the largest difference is at rounding level,
+        :data:`~verify.evidence.ROUNDING_LEVEL`, where the point is decided by the CPU's rounding, not by
+        the formulas), tolerance, gap_a1_vs_a2, separates.
     """
+    from verify.evidence import ROUNDING_LEVEL
+
     diff = {k: abs(limit[k] - cands[name][k]) for k in limit}
     w = max(diff, key=lambda k: diff[k])
     gap = max(abs(cands[EQ10][k] - cands[BODY][k]) for k in limit)
+    witness = ({"alpha1_beta1": w, "exact_limit": limit[w], "reading": cands[name][w]}
+               if diff[w] >= ROUNDING_LEVEL else None)
     return {"reading": name, "ok": diff[w] <= tol, "max_abs_diff": diff[w], "tolerance": tol,
-            "witness": {"alpha1_beta1": w, "exact_limit": limit[w], "reading": cands[name][w]},
-            "gap_a1_vs_a2": gap, "separates": tol < gap / 4}
+            "witness": witness, "gap_a1_vs_a2": gap, "separates": tol < gap / 4}
 
 
 def _argmin(x: Mapping[Any, float]) -> Any:
@@ -579,11 +584,13 @@ def _theorem3_details(r: Theorem3Result) -> list[str]:
                f"{lim['tolerance']:.4f}: {x['matches'] or 'none'}; argmin (alpha1, beta1) = {x['argmin_alpha1_beta1']}"
                for d, x in r.rows.items()]
     details.append("exact d -> infinity limit (orthonormal embeddings): RMSE " +
-                   ", ".join(f"vs {k} {v:.2g}" for k, v in lim["rmse"].items()) +
+                   ", ".join(f"vs {k} {fmt_measured(v)}" for k, v in lim["rmse"].items()) +
                    f"; argmin {_argmin(r.limit)}; minimisers of the readings: " +
                    ", ".join(f"{k} {_argmin(v)}" for k, v in r.cands.items()))
-    details.append(f"{r.name} vs the exact limit: largest |difference| {exact['max_abs_diff']:.3g} at (alpha1, beta1) = "
-                   f"{w['alpha1_beta1']} (limit {w['exact_limit']:.6f}, reading {w['reading']:.6f}); tolerance "
+    where = (f"{exact['max_abs_diff']:.3g} at (alpha1, beta1) = {w['alpha1_beta1']} (limit {w['exact_limit']:.6f}, "
+             f"reading {w['reading']:.6f})" if w is not None else
+             f"{fmt_measured(exact['max_abs_diff'], '.3g')} (rounding level: equal on every grid point)")
+    details.append(f"{r.name} vs the exact limit: largest |difference| {where}; tolerance "
                    f"{T3_EXACT_TOL:g}, the beta2*a1 vs beta2*a2 gap is {exact['gap_a1_vs_a2']:.4f} at most")
     return details
 
@@ -608,7 +615,8 @@ def _theorem3_figures(r: Theorem3Result) -> list[Figure]:
         Figure(figure=f"Eq. 10 as printed is the d -> infinity limit, T = {r.T}, at every point of the {grid} x {grid} grid",
                paper="Eq. 10 (a formula; no value printed)",
                ours=(f"largest difference at (alpha1, beta1) = {lim_eq10['witness']['alpha1_beta1']}: Eq. 10 evaluated "
-                     f"by us {lim_eq10['witness']['reading']:.4f}, the exact limit {lim_eq10['witness']['exact_limit']:.4f}"),
+                     f"by us {lim_eq10['witness']['reading']:.4f}, the exact limit {lim_eq10['witness']['exact_limit']:.4f}"
+                     if lim_eq10["witness"] is not None else "equal at every grid point to rounding level"),
                reproduced=lim_eq10["ok"],
                note=f"rule: the exact limit (orthonormal embeddings) equals Eq. 10 as printed to {T3_EXACT_TOL:g} at every "
                     f"point of the {grid} x {grid} grid; both numbers are ours", rule="tolerance"),

@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec
-from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
+from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
 from verify.numeric.bietti_model import (
     FrozenParts,
@@ -672,7 +672,7 @@ def check_prop4(d: int, V: int, T: int, seed: int, tol: float = 1e-9) -> Evidenc
     return Evidence(
         layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
         summary=(f"built RPE model, d = {d}, V = {V}, t = 2..{T}: attention on the previous token matches e/(t + e - 1) "
-                 f"to {err:.2e}" if holds else f"max |weight - e/(t + e - 1)| = {err:.3g} > {tol}"),
+                 f"(max |difference| {fmt_measured(err, '.2e')})" if holds else f"max |weight - e/(t + e - 1)| = {err:.3g} > {tol}"),
         numbers={"d": d, "V": V, "T": T, "max_abs_error": err,
                  "weights_first": [round(float(x), 10) for x in got[:6]], "formula_first": [round(float(x), 10) for x in want[:6]]},
         tolerance=f"{tol} (float64 softmax of exactly orthonormal scores)", engines=engine_versions("torch"), seed=seed)

@@ -249,7 +249,8 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
                                       "x_L not seen before"))
             out.append(
                 f"In the small-sigma, small-m regime Definition 1 appeals to (sigma = m = {reg['sigma']}, orthonormal "
-                f"tokens, L = {reg['L']}): with b1 = 1 the boundary terms cost {a['boundary_error_b1=1']:.1g} on inputs whose "
+                f"tokens, L = {reg['L']}): with b1 = 1 the boundary terms cost "
+                f"{fmt_measured(a['boundary_error_b1=1'], '.1g')} on inputs whose "
                 f"last two tokens differ and whose last token occurred before (the s = L key x_{{L-1}} and the s = 1 key 0 "
                 f"score far below a matching key), so there the error as written is the value scale b1 = 1/sigma "
                 f"({a['error_as_variant']:.3g}). They persist where no key beats them: x_{{L-1}} = x_L (the s = L key "

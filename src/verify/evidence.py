@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import dataclasses
 import enum
+import math
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -376,19 +377,26 @@ def fmt_measured(x: float, spec: str = ".2g") -> str:
     return f"< {ROUNDING_LEVEL:g}" if 0 < abs(x) < ROUNDING_LEVEL else format(x, spec)
 
 
-def at_resolution(obj: Any) -> Any:
-    """``obj`` (JSON-ready) with its floats at the absolute resolution :data:`ROUNDING_LEVEL`: a nonzero float of
-    magnitude below it becomes :data:`ROUNDING_BOUND`, any other is rounded to 12 decimal places (so 7.4245289065e-07,
-    whose last digits moved with the CPU, is written 7.42453e-07).  Exact zeros, ints, bools and strings (exact
-    rationals) are kept."""
+#: the resolution of a value a library computes in float32 from O(1) quantities (ALiBi slopes read from a model's
+#: float32 softmax, a RoPE score spread from float32 cos and sin): about 170 units of float32 rounding (2^-24), since
+#: a chain of float32 kernels moves such a value by 1e-7 to 1e-6 between CPUs (measured under
+#: :mod:`verify.floatnoise`)
+FLOAT32_LEVEL = 1e-5
+
+
+def at_resolution(obj: Any, level: float = ROUNDING_LEVEL) -> Any:
+    """``obj`` (JSON-ready) with its floats at the absolute resolution ``level`` (default :data:`ROUNDING_LEVEL`): a
+    nonzero float of magnitude below it becomes the bound ``"|x| < level"`` (:data:`ROUNDING_BOUND` at the default),
+    any other is rounded to the decimal places of ``level`` (12 by default: so 7.4245289065e-07, whose last digits
+    moved with the CPU, is written 7.42453e-07).  Exact zeros, ints, bools and strings (exact rationals) are kept."""
     if isinstance(obj, float):
-        if obj != 0.0 and abs(obj) < ROUNDING_LEVEL:
-            return ROUNDING_BOUND
-        return round(obj, 12)
+        if obj != 0.0 and abs(obj) < level:
+            return ROUNDING_BOUND if level == ROUNDING_LEVEL else f"|x| < {level:g}"
+        return round(obj, max(0, -math.floor(math.log10(level))))
     if isinstance(obj, dict):
-        return {k: at_resolution(v) for k, v in obj.items()}
+        return {k: at_resolution(v, level) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [at_resolution(v) for v in obj]
+        return [at_resolution(v, level) for v in obj]
     return obj
 
 

@@ -1,10 +1,12 @@
-"""Regenerate tests/golden/verify_all_results.json, the default run that tests/core/test_golden.py holds every change to.
+"""Regenerate tests/golden/verify_all_results.json, the default run that tests/core/test_golden.py holds every change to,
+and tests/golden/views/*.txt, the text a user reads (the short default view and the full ``-v`` view of a few claims).
 
     python tests/golden/regenerate.py
 
 Runs ``verify all --jobs 1 --format json --no-timings`` in a fresh interpreter (torch on one thread, the built-in
-papers only: an installed claim pack is not pinned) and writes each result whole, keyed by run id.  It refuses to
-write when a verdict differs from its recorded expectation (exit code != 0: fix that first).  Regenerate only when
+papers only: an installed claim pack is not pinned) and writes each result whole, keyed by run id; then each command
+of :data:`VIEWS` with ``--no-timings --quiet``.  It refuses to write when a verdict differs from its recorded
+expectation (exit code != 0: fix that first).  Regenerate only when
 a change of output is intended, and say in the commit what changed and why; ``git diff`` of the file shows it.
 """
 
@@ -17,6 +19,23 @@ from pathlib import Path
 
 GOLDEN = Path(__file__).parent / "verify_all_results.json"
 COMMAND = ["all", "--jobs", "1", "--format", "json", "--no-timings", "--quiet"]
+VIEW_DIR = Path(__file__).parent / "views"
+#: file stem -> the command whose text output it holds (both views of one claim, the short view of others)
+VIEWS = {
+    "ws24-theorem2-transposed": ["ws24:theorem2[transposed]"],
+    "ws24-theorem2-transposed-verbose": ["ws24:theorem2[transposed]", "-v"],
+    "kvshift24-decode-mixed-key": ["kvshift24:decode[mixed-key,correct,correct]"],
+    "kvshift24-decode-mixed-key-verbose": ["kvshift24:decode[mixed-key,correct,correct]", "-v"],
+    "pr26-prop1": ["pr26:prop1"],
+    "kvshift24-theorem3-as-printed": ["kvshift24:theorem3[as-printed]"],
+}
+
+
+def view_text(argv: list[str]) -> tuple[int, str]:
+    """The exit code and stdout of ``verify ARGV --no-timings --quiet`` in a fresh interpreter."""
+    run = subprocess.run([sys.executable, "-m", "verify", *argv, "--no-timings", "--quiet"], capture_output=True,
+                         text=True, check=False)
+    return run.returncode, run.stdout
 
 
 def main() -> int:
@@ -37,6 +56,11 @@ def main() -> int:
         "results": results,
     }, indent=1, sort_keys=True) + "\n")
     print(f"wrote {GOLDEN} ({len(results)} results)")
+    VIEW_DIR.mkdir(exist_ok=True)
+    for stem, argv in VIEWS.items():
+        _code, text = view_text(argv)
+        (VIEW_DIR / f"{stem}.txt").write_text(text)
+    print(f"wrote {len(VIEWS)} views into {VIEW_DIR}")
     return 0
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 import mpmath
 from mpmath.ctx_iv import MPIntervalContext
 
+from verify.evidence import fmt_measured
 from verify.runcache import memoize
 
 #: working precision of the interval enclosures (decimal digits)
@@ -391,10 +392,18 @@ def cross_check_t1(tf_eval: Any, ih_eval: Any, m: Any, sigma: Any, tol: float, p
             "inputs": list(REF_INPUTS), "tolerance": tol}
 
 
+def _deviation(xc: dict[str, Any]) -> str:
+    """The largest deviation for a sentence: a float64 comparison's (tolerance >= 1e-12) at rounding level is
+    written as its bound, since its digits follow the CPU; a high-precision one (mpmath, the witness encoding) is
+    the same everywhere and keeps its digits."""
+    dev = xc["max_deviation"]
+    return fmt_measured(dev) if xc["tolerance"] >= 1e-12 else f"{dev:.2g}"
+
+
 def summary_line(xc: dict[str, Any], what: str) -> str:
     """One line for a layer's details: how many values matched the independent evaluation."""
     if xc["ok"]:
         return (f"{what}: {xc['checked']} values on {len(xc['inputs'])} fixed inputs agree with an independent "
                 f"evaluation written from the formulas (mpmath interval exp), largest deviation "
-                f"{xc['max_deviation']:.2g} (tolerance {xc['tolerance']:g})")
+                f"{_deviation(xc)} (tolerance {xc['tolerance']:g})")
     return f"{what}: {len(xc['problems'])} disagreements with the independent evaluation; first: {xc['problems'][0]}"

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from verify import interrupts
+from verify import floatnoise, interrupts
 from verify.evidence import LAYERS, PROFILES, Context, Evidence, Figure, Layer, Outcome, Sized, Status, _StrEnum, timed, using
 
 
@@ -629,7 +629,7 @@ class Claim:
 
 
 #: option names every claim command already has (the CLI's common options); a claim may not declare them
-RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "junit",
+RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "verbose", "junit",
                                    "plots", "certificates", "full", "cache-dir", "serial", "help", "version"})
 
 
@@ -852,7 +852,8 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
         return Evidence(layer=layer, status=Status.SKIPPED, summary="not requested (--layers)")
     interrupts.check()  # a Ctrl-C swallowed inside a destructor (z3's, torch's) stops the run here
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
-    with _fixed_threads(layer), using(ctx):
+    # VERIFY_FLOAT_PERTURBATION: another CPU's rounding, for the test that no recorded output depends on it
+    with _fixed_threads(layer), using(ctx), floatnoise.from_environment():
         return _second_way_required(timed(layer, lambda: check(params, ctx)))
 
 

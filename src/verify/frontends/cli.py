@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import click
 
-from verify import __version__, interrupts
+from verify import __version__, floatnoise, interrupts
 from verify.core import registry
 from verify.core.inputs import (
     atomic_write_text,
@@ -62,7 +62,7 @@ from verify.evidence import DEFAULT_TIMEOUT_S, LAYERS
 from verify.pipeline import run
 from verify.pipeline.pool import ignore_further_interrupts
 from verify.pipeline.run import context, jobs, load_expect, require_checks, resolve_variant, run_all, run_one
-from verify.reports.text import result_text, table_text, to_json
+from verify.reports.text import result_text, short_text, table_text, to_json
 
 SERIAL_HELP = ("run the claim's layers one after another in this process (default: side by side on worker "
                "processes, one per core, when more than one layer runs); the output does not depend on it")
@@ -98,7 +98,10 @@ def _common(f: Callable) -> Callable:
                      help="comma-separated layers to run (others are reported as skipped)"),
         click.option("--quiet", is_flag=True, help="no progress or notes on stderr"),
         click.option("--no-timings", is_flag=True, help="write wall times as 0 (byte-identical JSON across runs)"),
-        click.option("--brief", is_flag=True, help="text: statuses and summaries only"),
+        click.option("--brief", is_flag=True, help="text: the short view (the default; kept for scripts)"),
+        click.option("-v", "--verbose", is_flag=True,
+                     help="text: the full evidence of each claim (every layer's details and tolerances, every finding, "
+                          "figure and caveat) instead of the short view"),
         click.option("--junit", type=click.Path(dir_okay=False), default=None,
                      help="also write JUnit XML here (one testcase per claim variant)"),
         click.option("--plots", type=click.Path(file_okay=False), default=None,
@@ -208,7 +211,7 @@ def _side_outputs(results: Sequence[ClaimResult], *, junit: str | None, plots: s
 
 
 def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, code: int,
-          changes: Sequence[str], timings: bool, brief: bool, not_checked: Sequence[str] = ()) -> None:
+          changes: Sequence[str], timings: bool, verbose: bool, not_checked: Sequence[str] = ()) -> None:
     if fmt == "json":
         click.echo(to_json(results, command, seed, code, changes, timings, not_checked))
         return
@@ -229,7 +232,7 @@ def _emit(results: Sequence[ClaimResult], command: str, fmt: str, seed: int, cod
                        "'verify CLAIM' lists each)")
     else:
         for r in results:
-            click.echo(result_text(r, verbose=not brief, timings=timings))
+            click.echo(result_text(r, verbose=True, timings=timings) if verbose else short_text(r, timings))
 
 
 class ClaimGroup(click.Group):
@@ -267,8 +270,8 @@ def _claim_command(name: str) -> click.Command:
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
-                 brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
-                 cache_dir: str | None, **raw: Any) -> None:
+                 brief: bool, verbose: bool, junit: str | None, plots: str | None, certificates: str | None,
+                 full: bool, cache_dir: str | None, **raw: Any) -> None:
         serial = bool(raw.pop("__serial", False))
         raw = {dest.get(k, k): v for k, v in raw.items()}
         claim, p = resolve_variant(name, raw)
@@ -281,7 +284,7 @@ def _claim_command(name: str) -> click.Command:
             result = run_one(claim, p, ctx, lay, 1 if serial else jobs(ctx.claim_jobs))
         code = result.exit_code
         _write_certificates([result], certificates, prog)
-        _emit([result], "claim", fmt, seed, code, [], not no_timings, brief)
+        _emit([result], "claim", fmt, seed, code, [], not no_timings, verbose and not brief)
         _side_outputs([result], junit=junit, plots=plots, mode="holds", suite=claim.id, seed=seed, layers=lay,
                       timings=not no_timings, prog=prog)
         raise click.exceptions.Exit(code)
@@ -410,7 +413,7 @@ def _show_kernel(c: Claim) -> None:
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 @click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool, brief: bool,
-            junit: str | None, plots: str | None, certificates: str | None, full: bool,
+            verbose: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
             cache_dir: str | None, expect_file: str | None, jobs_opt: int | None) -> None:
     """Run every registered claim and variant and compare each verdict with its expectation."""
     lay = parse_layers(layers)
@@ -427,7 +430,7 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
     left_out = ran.not_checked + ran.unavailable
     for line in ran.unavailable:
         prog.note(f"not checked, a package is missing: {line}")
-    _emit(results, "all", fmt, seed, code, changes, not no_timings, brief, left_out)
+    _emit(results, "all", fmt, seed, code, changes, not no_timings, verbose, left_out)
     _side_outputs(results, junit=junit, plots=plots, mode="expect", suite="verify all", seed=seed, layers=lay,
                   timings=not no_timings, prog=prog, not_checked=left_out)
     raise click.exceptions.Exit(code)
@@ -444,8 +447,8 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
               "variant: verdict, whose statement, the reason, the repair)")
 @click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
-              brief: bool, junit: str | None, plots: str | None, certificates: str | None, full: bool,
-              cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
+              brief: bool, verbose: bool, junit: str | None, plots: str | None, certificates: str | None,
+              full: bool, cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
               summary: bool, jobs_opt: int | None) -> None:
     """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
     variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
@@ -484,7 +487,7 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
         elif fmt == "json":
             click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
         else:
-            _emit(results, "audit", fmt, seed, code, changes, not no_timings, brief, ran.not_checked)
+            _emit(results, "audit", fmt, seed, code, changes, not no_timings, verbose, ran.not_checked)
         prog.note(f"report written to {report}")
     elif fmt == "json":
         click.echo(to_json(results, "audit", seed, code, changes, not no_timings, ran.not_checked))
@@ -632,6 +635,7 @@ def _dispatch(args: list[str]) -> int | None:
     """The exit code of one command line, or None when it was aborted (Ctrl-C)."""
     try:
         check_duplicate_flags(args)
+        floatnoise.seed_from_environment()  # a malformed VERIFY_FLOAT_PERTURBATION: refused before any work
         rv = cli.main(args=args, prog_name="verify", standalone_mode=False)
         if isinstance(rv, int):  # click returns Exit codes instead of raising when not standalone
             return rv
@@ -648,6 +652,9 @@ def _dispatch(args: list[str]) -> int | None:
         return EXIT_USAGE
     except click.UsageError as e:
         _error(e.format_message())
+        return EXIT_USAGE
+    except floatnoise.PerturbationSettingError as e:
+        _error(str(e))
         return EXIT_USAGE
     except click.Abort:
         return None

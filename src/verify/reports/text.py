@@ -221,6 +221,57 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
     return "\n".join(lines)
 
 
+#: the short view's lines are cut here (the full view, ``-v``, prints every line whole)
+SHORT_WIDTH = 160
+#: the most lines the short view prints for one claim variant
+SHORT_LINES = 15
+
+
+def _cut(line: str, width: int = SHORT_WIDTH) -> str:
+    return line if len(line) <= width else line[:width - 3].rstrip() + "..."
+
+
+def _witness_line(r: ClaimResult) -> str | None:
+    """The first layer's witness (symbolic, solver, kernel, then numeric: exact ones first), in the paper's names."""
+    order = {Layer.SYMBOLIC: 0, Layer.SOLVER: 1, Layer.KERNEL: 2, Layer.NUMERIC: 3}
+    wit = sorted((ev for ev in r.evidence if ev.witness), key=lambda ev: order.get(ev.layer, 9))
+    if not wit:
+        return None
+    ev = wit[0]
+    return f"  witness:   ({ev.layer}) " + ", ".join(f"{k} = {v}" for k, v in _flat(ev.witness))
+
+
+def short_text(r: ClaimResult, timings: bool = True) -> str:
+    """The default view of one claim variant, at most :data:`SHORT_LINES` lines: the verdict, the statement, one line
+    per layer, the witness, the main finding, the parts and figures in one line each, the repair, and where to look
+    next (``-v`` for the full evidence, :func:`result_text`)."""
+    from verify.core.specs import run_id
+
+    rid = run_id(r.claim, r.params)
+    lines = [f"{rid}: {r.verdict}", f"  statement: {r.claim.statement}", f"  source:    {r.claim.source}"]
+    for ev in r.evidence:
+        if ev.status == Status.SKIPPED:
+            continue
+        t = f"{ev.wall_time_s:>6.2f} s  " if timings else ""
+        lines.append(f"  {ev.layer:<9} {_status(ev):<19} {t}{ev.summary if timings else untime(ev.summary)}")
+    w = _witness_line(r)
+    if w:
+        lines.append(w)
+    if r.notes:
+        lines.append(f"  finding:   {r.notes[0]}")
+    if r.parts:
+        lines.append("  parts:     " + "; ".join(f"{p.name} {p.verdict}" for p in r.parts))
+    if r.figures:
+        lines.append(f"  figures:   published figures reproduced {r.figures_reproduced} (each listed with -v)")
+    if r.claim.repair and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix)):
+        lines.append(f"  repair:    {r.claim.repair}")
+    lines.append(f"  verdict:   {r.verdict} ({r.reason})")  # the last two lines: kept by the cut below
+    lines.append(f"  next:      verify {rid} -v (every layer's evidence, findings, caveats); verify show {r.claim.id}")
+    if len(lines) > SHORT_LINES:  # the verdict and where to look next always stay
+        lines = lines[:SHORT_LINES - 2] + lines[-2:]
+    return "\n".join(_cut(x) for x in lines)
+
+
 def provenance_line(r: ClaimResult) -> str:
     """Whose statement the variant checks, in words: "the paper's statement" or "our reading of the paper's
     statement: WHY" (:class:`~verify.core.model.Provenance`); the same words in ``verify show`` and the audit."""
