@@ -1,6 +1,7 @@
-"""The README's measured numbers, generated from runs and checked against them.
+"""The documentation's measured numbers, generated from runs and checked against them.
 
-Every number in README.md that a run of ``verify`` produces stands between markers:
+Every number in README.md and docs/ (:func:`documents`: the per-paper pages, the costs, ...) that a run of
+``verify`` produces stands between markers:
 
     <!--n RUN_ID PATH [FORMAT]-->VALUE<!--/n-->
 
@@ -49,6 +50,17 @@ from typing import Any, Iterable, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+
+
+def documents() -> list[Path]:
+    """The files whose markers this tool fills and checks: README.md, then every Markdown file under docs/."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def all_text(paths: Sequence[Path] | None = None) -> str:
+    """The documents' texts, one after another (markers are parsed and checked across all of them)."""
+    return "\n".join(p.read_text() for p in (paths if paths is not None else documents()))
 SNAPSHOT = Path(__file__).resolve().with_suffix(".json")
 
 #: <!--n RUN_ID PATH [FORMAT]-->VALUE<!--/n-->
@@ -326,11 +338,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--check", action="store_true", help="exit 1 when a README number differs from its run")
     g.add_argument("--list", action="store_true", help="list the markers, their runs and commands")
     ap.add_argument("--run", action="append", default=[], type=Path, help="a verify --format json file (heavy runs)")
-    ap.add_argument("--readme", type=Path, default=README)
+    ap.add_argument("--doc", action="append", default=None, type=Path,
+                    help="a document to fill or check (repeatable; default README.md and every docs/**/*.md)")
     ap.add_argument("--no-quick", action="store_true", help="do not rerun the quick claims (their values are kept from "
                     "the snapshot; for adding a heavy run's numbers)")
     a = ap.parse_args(argv)
-    text = a.readme.read_text()
+    docs = a.doc if a.doc else documents()
+    text = all_text(docs)
     markers = parse(text)
     if a.list:
         for m in markers:
@@ -343,8 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         kept = {m.key: snap["numbers"][m.key]["value"] for m in missing if m.key in snap["numbers"]}
         # the README as it is now (the runs take minutes; others may have edited it meanwhile): only the
         # markers' values change
-        new_text = fill(a.readme.read_text(), {**kept, **now})
-        a.readme.write_text(new_text)
+        for doc in docs:
+            old = doc.read_text()
+            if (new_text := fill(old, {**kept, **now})) != old:
+                doc.write_text(new_text)
         numbers = {m.key: snap["numbers"][m.key] for m in missing if m.key in snap["numbers"]}
         numbers.update({k: {"value": v, "command": cmds[k]} for k, v in now.items()})
         SNAPSHOT.write_text(json.dumps({"about": "the README's generated numbers as last written by "

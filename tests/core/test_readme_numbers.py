@@ -1,4 +1,4 @@
-"""The README's measured numbers come from runs (tools/readme_numbers.py), never from a hand.
+"""The measured numbers of README.md and docs/ come from runs (tools/readme_numbers.py), never from a hand.
 
 Every generated number stands between markers ``<!--n RUN_ID PATH [FORMAT]-->VALUE<!--/n-->``.
 Fast checks: the markers parse and resolve, and each README value equals the value the tool last wrote
@@ -26,7 +26,7 @@ rn = importlib.util.module_from_spec(_spec)
 sys.modules["readme_numbers"] = rn
 _spec.loader.exec_module(rn)
 
-README = (ROOT / "README.md").read_text()
+README = rn.all_text()  # README.md and every docs/**/*.md, one after another
 MARKERS = rn.parse(README)
 SNAP = rn.load_snapshot()["numbers"]
 
