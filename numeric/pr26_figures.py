@@ -40,6 +40,7 @@ from typing import Any, Sequence
 
 import torch
 
+from verify import stats
 from verify.constructions.pe import N_FREQ, Family, FloatArith, get_family, get_task, learned_feature, rand_block
 from verify.evidence import Figure, Outcome, Status, rounding_interval
 from verify.numeric import pr26 as eng
@@ -124,23 +125,10 @@ def figure_error(f: Figure) -> float:
 # ----------------------------------------------------------------------------- statistics
 
 
-def _z(conf: float) -> float:
-    # two-sided normal quantile via the inverse error function (no scipy)
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(0.5 + conf / 2)
-
-
 def wilson(hits: int, n: int, conf: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (n = 0 gives (0, 1))."""
-    if n == 0:
-        return (0.0, 1.0)
-    z = _z(conf)
-    p = hits / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    """Wilson score interval for a binomial proportion (:func:`verify.stats.wilson_interval`, scipy's binomtest;
+    n = 0 gives (0, 1))."""
+    return stats.wilson_interval(hits, n, conf)
 
 
 # ----------------------------------------------------------------------------- Prop. 2

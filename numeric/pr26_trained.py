@@ -62,6 +62,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from verify import stats
 from verify.constructions import pe
 from verify.numeric import lab
 from verify.numeric.pr26 import evaluate_rows, feature_matrix
@@ -242,31 +243,11 @@ def selection_alphas(fam: pe.Family, tsk: pe.Task, seed: int, lengths: Sequence[
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rank correlation (average ranks for ties; the Pearson correlation of the ranks);
+    """Spearman's rank correlation, ties at their average rank (:func:`verify.stats.spearman`, scipy's spearmanr);
     None when either side is constant or there are fewer than 3 points."""
-    def ranks(v: Sequence[float]) -> list[float]:
-        order = sorted(range(len(v)), key=lambda k: v[k])
-        r = [0.0] * len(v)
-        i = 0
-        while i < len(order):
-            j = i
-            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
-                j += 1
-            for k in range(i, j + 1):
-                r[order[k]] = (i + j) / 2 + 1
-            i = j + 1
-        return r
-
-    if len(x) != len(y) or len(x) < 3:
+    if len(x) != len(y):
         return None
-    rx, ry = ranks(x), ranks(y)
-    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx)
-    syy = sum((b - my) ** 2 for b in ry)
-    if sxx == 0 or syy == 0:
-        return None
-    return sxy / math.sqrt(sxx * syy)
+    return stats.spearman(x, y)
 
 
 def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:

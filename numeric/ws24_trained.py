@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from verify import stats
 from verify.evidence import Evidence, Figure, Layer, Outcome, Status, engine_versions
 from verify.numeric import bietti_model as bm
 from verify.numeric import lab
@@ -76,37 +77,27 @@ def prev_profile(fr: bm.FrozenParts, W: torch.Tensor, pe: str) -> list[float]:
 
 
 def loglog_slope(ts: Sequence[int], vals: Sequence[float]) -> float | None:
-    """Least-squares slope of log(val) on log(t); None unless every value is > 0."""
+    """Least-squares slope of log(val) on log(t) (:func:`verify.stats.line_slope`); None unless every value is > 0."""
     if not vals or any(v <= 0 for v in vals):
         return None
-    xs = [math.log(t) for t in ts]
-    ys = [math.log(v) for v in vals]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    den = sum((x - mx) ** 2 for x in xs)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
+    return stats.line_slope([math.log(t) for t in ts], [math.log(v) for v in vals])
 
 
 def slope_interval(profiles: Sequence[Sequence[float]], ts: Sequence[int], seed: int, n_boot: int = 400
                    ) -> dict[str, Any]:
-    """Slope of the mean profile and a 95% bootstrap interval over runs (resampling whole runs).
+    """Slope of the mean profile and a 95% percentile bootstrap interval over runs, resampling whole runs
+    (:func:`verify.stats.bootstrap_percentile`: scipy's bootstrap with a numpy Generator seeded by ``seed``).
 
     Returns ``{"slope", "interval", "no_signal_fraction"}``; ``slope`` None when the mean profile is
-    not positive everywhere (then there is no decay to fit: sampling noise)."""
+    not positive everywhere (then there is no decay to fit: sampling noise); ``no_signal_fraction`` the share of
+    resamples whose mean profile is not positive everywhere."""
     R = len(profiles)
-    mean = [sum(p[i] for p in profiles) / R for i in range(len(ts))]
-    rng = random.Random(seed)
-    boots, bad = [], 0
-    for _ in range(n_boot):
-        pick = [profiles[rng.randrange(R)] for _ in range(R)]
-        m = [sum(p[i] for p in pick) / R for i in range(len(ts))]
-        s = loglog_slope(ts, m)
-        if s is None:
-            bad += 1
-        else:
-            boots.append(s)
-    boots.sort()
-    iv = [boots[int(0.025 * len(boots))], boots[min(len(boots) - 1, int(0.975 * len(boots)))]] if boots else None
-    return {"slope": loglog_slope(ts, mean), "interval": iv, "no_signal_fraction": bad / n_boot}
+
+    def mean_slope(pick: Sequence[int]) -> float | None:
+        return loglog_slope(ts, [sum(profiles[k][i] for k in pick) / len(pick) for i in range(len(ts))])
+
+    boot = stats.bootstrap_percentile(R, mean_slope, seed, n_resamples=n_boot)
+    return {"slope": mean_slope(range(R)), "interval": boot["interval"], "no_signal_fraction": boot["undefined_fraction"]}
 
 
 def check_theorem1_ape(V: int, T: int, N: int, runs: int, seed: int) -> Evidence:
@@ -190,58 +181,18 @@ POWER = 0.8
 EVAL_CHUNK = 8
 
 
-def t_cdf(x: float, nu: int) -> float:
-    """P(T <= x) for Student's t with ``nu`` degrees of freedom (regularised incomplete beta, mpmath)."""
-    import mpmath as mp
-
-    tail = 0.5 * mp.betainc(nu / 2.0, 0.5, 0, nu / (nu + x * x), regularized=True)
-    return float(tail if x < 0 else 1 - tail)
-
-
-def t_quantile(p: float, nu: int) -> float:
-    """The p-quantile of Student's t with ``nu`` degrees of freedom (bisection on :func:`t_cdf`, to 1e-12)."""
-    lo, hi = -1e3, 1e3
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_cdf(mid, nu) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12:
-            break
-    return (lo + hi) / 2
-
-
-def nct_cdf(x: float, nu: int, ncp: float) -> float:
-    """P(T' <= x) for the noncentral t (``nu`` degrees of freedom, noncentrality ``ncp``):
-    T' = (Z + ncp) / sqrt(W / nu), W ~ chi^2_nu, so P = E_W[Phi(x sqrt(W / nu) - ncp)] (mpmath quadrature)."""
-    import mpmath as mp
-
-    def dens(w: Any) -> Any:
-        return mp.exp((nu / 2.0 - 1) * mp.log(w) - w / 2 - (nu / 2.0) * mp.log(2) - mp.loggamma(nu / 2.0))
-
-    return float(mp.quad(lambda w: mp.ncdf(x * mp.sqrt(w / nu) - ncp) * dens(w), [0, nu, 4 * nu + 40, mp.inf]))
-
-
 def drop_power(n: int, sd: float, delta: float = DELTA, alpha: float = ALPHA) -> float:
-    """Power of the one-sided paired t-test with ``n`` seeds at level ``alpha`` against a true drop ``delta``
-    (mean late - early = -delta) when the per-seed differences have standard deviation ``sd``."""
-    if n < 2:
-        return 0.0
-    if sd == 0:
-        return 1.0
-    return nct_cdf(t_quantile(alpha, n - 1), n - 1, -delta * math.sqrt(n) / sd)
+    """Power of the falsifier's one-sided paired t-test with ``n`` seeds at level ``alpha`` against a true drop
+    ``delta`` when the per-seed differences have standard deviation ``sd`` (:func:`verify.stats.paired_t_less_power`:
+    scipy's noncentral t)."""
+    return stats.paired_t_less_power(n, sd, delta, alpha)
 
 
 def seeds_for_power(sd: float, power: float = POWER, delta: float = DELTA, alpha: float = ALPHA,
                     cap: int = 4096) -> int | None:
-    """The fewest seeds whose test reaches ``power`` against ``delta`` at this ``sd`` (None beyond ``cap``)."""
-    n = 2
-    while n <= cap:
-        if drop_power(n, sd, delta, alpha) >= power:
-            return n
-        n = n + 1 if n < 64 else n * 2
-    return None
+    """The fewest seeds whose test reaches ``power`` against ``delta`` at this ``sd``, exactly
+    (:func:`verify.stats.fewest_pairs_for_power`; None beyond ``cap``)."""
+    return stats.fewest_pairs_for_power(sd, power, delta, alpha, cap)
 
 
 def drop_test(early: Sequence[float], late: Sequence[float], alpha: float = ALPHA, delta: float = DELTA,
@@ -264,12 +215,8 @@ def drop_test(early: Sequence[float], late: Sequence[float], alpha: float = ALPH
     if n < 2:
         return {**out, "outcome": None, "t": None, "p_value": None, "critical_t": None, "power": 0.0,
                 "seeds_needed": None, "reason": "a paired test needs at least 2 seeds"}
-    crit = t_quantile(alpha, n - 1)
-    if sd == 0:
-        t, pval = (-math.inf if mean < 0 else math.inf if mean > 0 else 0.0), (0.0 if mean < 0 else 1.0)
-    else:
-        t = mean / (sd / math.sqrt(n))
-        pval = t_cdf(t, n - 1)
+    crit = stats.t_quantile(alpha, n - 1)
+    t, pval = stats.paired_t_less(late, early)  # scipy.stats.ttest_rel(late, early, alternative="less")
     pw = drop_power(n, sd, delta, alpha)
     rejected = pval < alpha
     outcome = Outcome.FAILS if rejected else (Outcome.HOLDS if pw >= power else None)
@@ -640,5 +587,5 @@ def check_prop3(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, s
 __all__ = ["check_theorem1_ape", "check_falsifier", "check_prop3", "build_assoc_model", "assoc_logits",
            "formula_logits", "prop3_prompts", "stated_global_coefficient", "ff_weight", "FF_READINGS",
            "model_global_coefficient", "w1k_gradient", "prev_profile", "slope_interval", "loglog_slope",
-           "upper_memories", "drop_test", "drop_power", "seeds_for_power", "t_cdf", "t_quantile", "nct_cdf",
+           "upper_memories", "drop_test", "drop_power", "seeds_for_power",
            "APE_BAND", "RPE_BAND", "FORMED", "ALPHA", "DELTA", "POWER", "Figure"]

@@ -42,10 +42,13 @@ def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
 
 
 def test_text_output_has_witness_and_caveat(capsys):
-    rc, out, _ = run(capsys, "ws24:theorem2", *SMALL)
+    rc, out, _ = run(capsys, "ws24:theorem2", *SMALL, "-v")
     assert rc == 1
     assert "FAILS" in out and "witness:" in out and "the ws24 text past its introduction was not reachable" in out
     assert "w_E(v)^T W^1_K r_{-1}" in out  # the equivalent repair is named
+    rc, short, _ = run(capsys, "ws24:theorem2", *SMALL)  # the default short view: witness and repair, no caveats
+    assert rc == 1 and "witness:" in short and "repair:" in short and "caveats:" not in short
+    assert len(short.splitlines()) <= 15 < len(out.splitlines())
 
 
 @pytest.mark.parametrize("args,needle", [

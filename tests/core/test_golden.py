@@ -32,12 +32,11 @@ kvshift24:theorem1's fitted constants (1e-10 relative).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
-from pathlib import Path
-
-import importlib.util
 import sys
+from pathlib import Path
 
 import pytest
 
