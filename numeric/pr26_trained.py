@@ -417,17 +417,16 @@ def selection_ablation(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
 
 
 def _in_rounding_interval(ours: float | None, printed: str) -> bool:
-    """``ours`` inside the printed value +- half a unit of its last digit (ends included), in exact decimals."""
-    from decimal import Decimal
+    """``ours`` (its shortest decimal: the values are rounded to 6 places before they get here) inside the interval
+    the printed digits round from, ends included (:func:`verify.evidence.rounding_interval`, exact rationals)."""
+    from fractions import Fraction
 
-    if ours is None:
+    from verify.evidence import rounding_interval
+
+    if ours is None or not math.isfinite(ours):
         return False
-    p = Decimal(printed)
-    exponent = p.as_tuple().exponent
-    if not isinstance(exponent, int):  # NaN or infinity: no digits to round
-        return False
-    half = Decimal(1).scaleb(exponent) / 2
-    return p - half <= Decimal(str(ours)) <= p + half
+    _, lo, hi = rounding_interval(printed)
+    return lo <= Fraction(repr(ours)) <= hi
 
 
 def _escape_split(cells: Sequence[Mapping[str, Any]]) -> tuple[list, list]:

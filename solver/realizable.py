@@ -16,7 +16,7 @@ question the paper raises).  Full text not reachable: reconstructed, as in
   the smallest and largest alpha_L (z3 Optimize over linear real arithmetic with one Boolean per
   new row: a solver optimum; each attaining parameter is re-checked exactly), and, for a few new
   rows, every attainable alpha_L.
-* :func:`exact_rank`: rank of a rational matrix by Fraction elimination.
+* :func:`exact_rank`: rank of a rational matrix, exactly (python-flint).
 """
 
 from __future__ import annotations
@@ -46,55 +46,42 @@ MAX_EXACT_CANDIDATES = 2_000_000
 #: rows per block of the float64 filter (block x L logits held at once: 512 x 131072 x 8 bytes = 512 MiB at most)
 FILTER_BLOCK = 256
 
-#: cost cap of the exact rank (rows x cols x min(rows, cols) Fraction operations); above it, numpy's SVD rank
-MAX_EXACT_RANK_WORK = 4_000_000
+def _fmpq_mat(rows: Sequence[Sequence[Fraction]]) -> Any:
+    """The rational matrix ``rows`` as python-flint's exact ``fmpq_mat``."""
+    import flint
+
+    n, k = len(rows), len(rows[0]) if rows else 0
+    return flint.fmpq_mat(n, k, [flint.fmpq(int(Fraction(x).numerator), int(Fraction(x).denominator))
+                                 for r in rows for x in r])
 
 
 def rref(rows: Sequence[Sequence[Fraction]]) -> tuple[list[list[Fraction]], list[int]]:
-    """The reduced row echelon form of a matrix of Fractions (Gauss-Jordan, exact) and its pivot columns.
+    """The reduced row echelon form of a matrix of Fractions and its pivot columns, exactly (python-flint's
+    ``fmpq_mat.rref``, at every size).
 
     Returns:
         (R, pivots): R's first ``len(pivots)`` rows are the nonzero rows, row i with a 1 in column
         ``pivots[i]`` and 0 in every other pivot column; the rank is ``len(pivots)``.
     """
-    M = [[Fraction(x) for x in r] for r in rows]
-    nrow = len(M)
-    ncol = len(M[0]) if M else 0
-    pivots: list[int] = []
-    r = 0
-    for col in range(ncol):
-        if r == nrow:
-            break
-        piv = next((i for i in range(r, nrow) if M[i][col] != 0), None)
-        if piv is None:
-            continue
-        M[r], M[piv] = M[piv], M[r]
-        inv = 1 / M[r][col]
-        M[r] = [x * inv for x in M[r]]
-        for i in range(nrow):
-            if i != r and M[i][col] != 0:
-                f = M[i][col]
-                M[i] = [x - f * y for x, y in zip(M[i], M[r])]
-        pivots.append(col)
-        r += 1
-    return M, pivots
+    if not rows or not rows[0]:
+        return [list(r) for r in rows], []
+    red, rank = _fmpq_mat(rows).rref()
+    n, k = red.nrows(), red.ncols()
+    out = [[Fraction(int(red[i, j].p), int(red[i, j].q)) for j in range(k)] for i in range(n)]
+    pivots = [next(j for j in range(k) if out[i][j] != 0) for i in range(rank)]
+    return out, pivots
 
 
 def exact_rank(rows: Sequence[Sequence[Fraction]]) -> int:
-    """Rank of a matrix of Fractions (exact: the pivots of :func:`rref`)."""
-    return len(rref([r for r in rows if any(x != 0 for x in r)])[1])
+    """Rank of a matrix of Fractions, exactly (python-flint's ``fmpq_mat.rank``)."""
+    if not rows or not rows[0]:
+        return 0
+    return int(_fmpq_mat(rows).rank())
 
 
 def matrix_rank(rows: Sequence[Sequence[Fraction]]) -> tuple[int, str]:
-    """(rank, how): exact by Fraction elimination when small enough, else numpy's SVD rank (float64)."""
-    n = len(rows)
-    k = len(rows[0]) if rows else 0
-    if n * k * max(min(n, k), 1) <= MAX_EXACT_RANK_WORK:
-        return exact_rank(rows), "exact (Fraction elimination)"
-    import numpy as np
-
-    a = np.array([[float(x) for x in r] for r in rows], dtype=np.float64)
-    return int(np.linalg.matrix_rank(a)), "numeric (numpy SVD rank, default tolerance)"
+    """(rank, how): the exact rank at every size (no float rank decides a printed property)."""
+    return exact_rank(rows), "exact (python-flint fmpq_mat)"
 
 
 def _flat(family: Family, param: Any) -> list[Fraction]:

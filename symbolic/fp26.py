@@ -172,11 +172,12 @@ def permutation_p(n_models: int = 7, n_rope: int = 3) -> Fraction:
 
 
 def in_rounding_interval(value: Fraction, printed: str) -> bool:
-    """True when ``value`` rounds to ``printed`` (a decimal string): |value - printed| <= half a unit of
-    its last digit (exact rationals)."""
-    dec = printed.split(".")[1] if "." in printed else ""
-    half = Fraction(1, 2 * 10 ** len(dec))
-    return abs(value - Fraction(printed)) <= half
+    """True when ``value`` rounds to ``printed`` (a decimal, "0.029", "1.78e-4", "30%"): inside the interval its
+    digits round from, ends included (:func:`verify.evidence.rounding_interval`, exact rationals)."""
+    from verify.evidence import rounding_interval
+
+    _, lo, hi = rounding_interval(printed)
+    return lo <= value <= hi
 
 
 __all__ = ["rot", "rope_block", "rope_score", "absolute_score", "complex_operators", "re_im", "check_identities",

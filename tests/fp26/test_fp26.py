@@ -292,3 +292,11 @@ def test_an_answer_waiting_on_a_forming_head_names_the_least_run_that_decides(mo
     ev = claim._numeric(claim.FingerprintParams(steps=21600), Context())
     assert ev.status == "inconclusive" and "--steps 64800" in ev.summary
     assert "any run of at least 23750 steps decides it" in ev.summary
+
+
+def test_the_printed_decimal_interval_is_the_shared_one():
+    """"1.78e-4" stands for [1.775e-4, 1.785e-4] (the old copy here took it as +- 0.005) and "30%" for
+    [0.295, 0.305] (the old copy raised)."""
+    assert sym.in_rounding_interval(Fraction(1779, 10 ** 7), "1.78e-4")
+    assert not sym.in_rounding_interval(Fraction(179, 10 ** 6), "1.78e-4")
+    assert sym.in_rounding_interval(Fraction(3, 10), "30%") and not sym.in_rounding_interval(Fraction(31, 100), "30%")
