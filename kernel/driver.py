@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from verify.kernel.spec import KernelStatement
+from verify.safeio import atomic_write
 
 #: the theories shipped with the package
 THEORIES = Path(__file__).resolve().parent / "theories"
@@ -426,9 +427,7 @@ def cached_build(statements: Sequence[KernelStatement], cache_dir: Path | None =
             shutil.rmtree(work)
         build = build_theories(statements, workdir=work, progress=progress)
         build.key = key
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(build.to_json())
-        os.replace(tmp, target)
+        atomic_write(target, lambda fh: fh.write(build.to_json().encode()))
         return build
 
 

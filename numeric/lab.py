@@ -93,7 +93,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -103,6 +102,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import torch
 
 from verify.faults import seam
+from verify.safeio import atomic_write
 
 #: version of the lab's own training loop (part of every cache key): bump when train() changes
 LAB_VERSION = "lab-1"
@@ -354,25 +354,9 @@ class Cache:
     def _write(self, name: str, path: Path, obj: dict[str, Any]) -> Path:
         """Write ``obj`` atomically at ``path`` (temporary file in the directory, fsync, os.replace)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=f".{name}-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                # mkstemp makes 0600; a checkpoint gets the permissions of every other output (0666 less
-                # the umask), so a cache shared with Dask workers run by another user can be read
-                mask = os.umask(0)
-                os.umask(mask)
-                os.fchmod(fh.fileno(), 0o666 & ~mask)
-                torch.save(obj, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
-        return path
+        # the permissions of every other output (0666 less the umask), so a cache shared with Dask workers run by
+        # another user can be read
+        return atomic_write(path, lambda fh: torch.save(obj, fh))
 
     def load(self, recipe: Recipe, seeds: Sequence[int], expected: Mapping[str, tuple[tuple[int, ...], torch.dtype]]
              ) -> tuple[dict[str, torch.Tensor], torch.Tensor, float] | None:

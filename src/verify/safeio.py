@@ -1,4 +1,4 @@
-"""Reading untrusted input files safely (shared by every layer and the front ends).
+"""Reading untrusted input files safely, and writing outputs atomically (shared by every layer and the front ends).
 
 Source files for re-checking (certificates) and user files (expectations) come from
 elsewhere and are treated as hostile: only a *regular* file is opened (a FIFO, a device
@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
+from typing import BinaryIO, Callable
 
 #: largest input file read, bytes
 MAX_INPUT_BYTES = 64 * 2**20
@@ -52,3 +54,37 @@ def read_regular_file(path: str | Path, limit: int = MAX_INPUT_BYTES, follow_sym
     if len(data) > limit:
         raise UnsafeInput(f"more than the {limit}-byte limit")
     return data
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object]) -> Path:
+    """Write a file atomically: ``write(fh)`` fills a temporary file in the target's directory (a unique name, so
+    two writers never share it), which is flushed, fsync'ed and then renamed over ``path`` (``os.replace``): a
+    reader sees the old file or the new one, never a half-written one, also after a crash.  The file gets the
+    permissions of every other output (0666 less the umask; ``mkstemp`` alone gives 0600).  On any error the
+    temporary file is removed and the error raised.
+
+    Returns:
+        ``path`` as a Path.
+    """
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.resolve().parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p

@@ -331,3 +331,31 @@ def test_cache_checkpoints_get_0666_less_the_umask(tmp_path, umask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == mode
+
+
+def test_one_atomic_write_for_every_output(tmp_path):
+    """verify.safeio.atomic_write (outputs, checkpoints, the kernel's build record): the old file or the new one,
+    never a half-written one; a failed write leaves the old file and no temporary file; the usual permissions."""
+    import os
+
+    from verify.safeio import atomic_write
+
+    target = tmp_path / "out.json"
+    atomic_write(target, lambda fh: fh.write(b"old"))
+    assert target.read_bytes() == b"old" and (target.stat().st_mode & 0o777) == 0o666 & ~_current_umask()
+
+    def fails(fh):
+        fh.write(b"half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, fails)
+    assert target.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["out.json"]
+
+
+def _current_umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

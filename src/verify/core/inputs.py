@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from verify.core.model import InputError
-from verify.safeio import UnsafeInput, read_regular_file
+from verify.safeio import UnsafeInput, atomic_write, read_regular_file
 
 MIN_TIMEOUT_S = 0.01
 MAX_TIMEOUT_S = 86_400.0
@@ -169,12 +169,6 @@ def check_distinct_outputs(**paths: str | None) -> None:
         seen[key] = name
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def atomic_write_text(path: str | Path, text: str, flag: str = "output") -> None:
     """Write ``text`` to ``path`` atomically (temporary file in the same directory, then rename).
 
@@ -186,20 +180,10 @@ def atomic_write_text(path: str | Path, text: str, flag: str = "output") -> None
 
 def atomic_write_bytes(path: str | Path, data: bytes, flag: str = "output") -> None:
     """Bytes version of :func:`atomic_write_text`."""
-    p = Path(path)
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.resolve().parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
-        os.replace(tmp, p)
-        tmp = None
+        atomic_write(path, lambda fh: fh.write(data))
     except OSError as e:
         raise InputError(f"{flag} {clip(path)}: cannot write ({e.strerror or e})") from None
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def read_input_file(path: str | Path, what: str) -> bytes:
