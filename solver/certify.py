@@ -75,11 +75,14 @@ class _Terms:
         return self.decl_name(z3.Z3_get_app_decl(self.c, a))
 
     def decl_name(self, d: Any) -> str:
-        return str(z3.z3._symbol2py(self.ctx, z3.Z3_get_decl_name(self.c, d)))
+        sym = z3.Z3_get_decl_name(self.c, d)  # z3's public C API (its Python _symbol2py does the same)
+        if z3.Z3_get_symbol_kind(self.c, sym) == z3.Z3_INT_SYMBOL:
+            return f"k!{z3.Z3_get_symbol_int(self.c, sym)}"
+        return str(z3.Z3_get_symbol_string(self.c, sym))
 
     def text(self, a: Any) -> str:
         """The term as z3 prints it (for messages)."""
-        return str(z3.z3._to_expr_ref(a, self.ctx))
+        return str(z3.Z3_ast_to_string(self.c, a))
 
     def numeral(self, a: Any) -> Fraction:
         return Fraction(z3.Z3_get_numeral_string(self.c, a))

@@ -63,6 +63,7 @@ from verify.solver.common import (
     to_fraction,
 )
 from verify.solver.kvshift24 import decided_through, span
+from verify.thirdparty import interval_ends
 
 #: interval context of the RoPE angles (outward rounding; no global mpmath setting is touched)
 _IV = MPIntervalContext()
@@ -221,7 +222,7 @@ def cos_enclosure(delta: int, j: int, V: int, base: int = pe_mod.ROPE_BASE) -> t
     arithmetic with outward rounding."""
     e = plane_exponent(j, V)
     theta = _IV.mpf(base) ** (_IV.mpf(e.numerator) / _IV.mpf(e.denominator))
-    lo, hi = _IV.cos(_IV.mpf(delta) * theta)._mpi_
+    lo, hi = interval_ends(_IV.cos(_IV.mpf(delta) * theta))
     return _frac(lo), _frac(hi)
 
 

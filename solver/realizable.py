@@ -36,6 +36,7 @@ from verify.constructions.pe import Family, FractionArith, Task
 from verify.faults import seam
 from verify.solver.answers import SolverAnswer
 from verify.solver.pr26 import _shape, lp_obligation, realize_rows
+from verify.thirdparty import silent_highs
 
 #: cutting planes: constraints added per round (the most violated of the exact check), and the most rounds
 CUT_ADD = 32
@@ -559,16 +560,12 @@ def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Seq
     HiGHS through its own small binding (highspy, imported in about 0.01 s) when it is installed, else through
     scipy.optimize.linprog (HiGHS again; importing scipy.optimize takes 0.3-0.5 s, a quarter of the designer's
     question).  Either answer is only a proposal: what the caller keeps is checked in exact rationals."""
-    import importlib
 
     import numpy as np
 
-    hc: Any = None
-    try:  # the package first: a test (or a user) that blocks "highspy" gets the scipy path
-        hc = getattr(importlib.import_module("highspy"), "_core", None)
-    except ImportError:
-        pass
-    if hc is not None and hasattr(hc, "_Highs") and hasattr(hc, "HighsLp"):
+    highs = silent_highs()  # the package first: a test (or a user) that blocks "highspy" gets the scipy path
+    if highs is not None:
+        hc, h = highs
         m, n = A_ub.shape
         inf = hc.kHighsInf
         lp = hc.HighsLp()
@@ -585,7 +582,6 @@ def _linprog(cost: Any, A_ub: Any, b_ub: Any, lower: Sequence[float], upper: Seq
         lp.a_matrix_.start_ = np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int32)
         lp.a_matrix_.index_ = np.nonzero(nz)[1].astype(np.int32)
         lp.a_matrix_.value_ = At[nz].astype(np.float64)
-        h = hc._Highs()  # the public highspy.Highs prints a banner on stdout when built; this one is silent
         h.setOptionValue("output_flag", False)
         h.setOptionValue("simplex_strategy", 1)  # dual simplex (scipy's linprog sets it)
         # a warning (HiGHS's kWarning: e.g. a small residual it reports) still leaves an optimal model to read

@@ -37,6 +37,7 @@ import sympy as sp
 
 from verify.constructions.pe import N_FREQ, ceil_half
 from verify.evidence import Evidence, Figure, Layer, Status, engine_versions, rounding_interval
+from verify.thirdparty import interval_ends
 
 #: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
 PAPER_K = 15
@@ -79,7 +80,7 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     import mpmath
 
     nearest = int(mpmath.nint(mpmath.mpf(xstar.mid)))
-    gaps, worst = _brute_force_gaps(th._mpi_, claimed, L, dps, brute_force)
+    gaps, worst = _brute_force_gaps(interval_ends(th), claimed, L, dps, brute_force)
     step4 = (worst is None) if brute_force else None
     ok = step1 and step2 and (step4 is not False)
     return {
@@ -96,7 +97,7 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
 
 
 def _iv_end(t: tuple[int, int, int, int]) -> tuple[int, int] | None:
-    """One end of an mpmath interval (``ivmpf._mpi_``'s (sign, mantissa, exponent, bits)) exactly, as
+    """One end of an mpmath interval (:func:`verify.thirdparty.interval_ends`: (sign, mantissa, exponent, bits)) exactly, as
     (signed mantissa m, exponent e) with value m 2^e; None for mpmath's +-inf and nan (zero mantissa)."""
     sign, man, exp, _ = t
     if man == 0 and exp != 0:
@@ -185,7 +186,7 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
         # 53 bits), inside the printed digits' interval
         iv = _iv(dps)
         enc = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000)))
-        lo, hi = (None if e is None else Fraction(e[0]) * Fraction(2) ** e[1] for e in map(_iv_end, enc._mpi_))
+        lo, hi = (None if e is None else Fraction(e[0]) * Fraction(2) ** e[1] for e in map(_iv_end, interval_ends(enc)))
         th_in = lo is not None and hi is not None and th_lo <= lo and hi <= th_hi
         nearest = res["nearest_integer_to_x_star"]
         figures = [

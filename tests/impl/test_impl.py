@@ -154,10 +154,12 @@ def test_verify_all_without_transformers_lists_the_impl_claims_instead_of_stoppi
 
 def test_summaries_carry_no_rounding_digits():
     """A deviation at rounding level or within its tolerance is written as a bound (its digits follow the CPU's
-    vector width); a real mismatch keeps three digits.  Fault: formatting with .3g puts 4.72e-16 in the JSON."""
-    assert num._noise(4.72e-16, 1e-9) == "< 1e-12"
-    assert num._noise(0.98e-7, 1e-5) == num._noise(1.03e-7, 1e-5) == num._noise(6.7e-8, 1e-5) == "< 3e-07"
-    assert num._noise(0.0112, 1e-9) == "0.0112"
+    vector width: the tolerance itself, since a factor-of-3 bucket above the value still moved under the perturbed
+    float path); a real mismatch keeps three digits.  Fault: formatting with .3g puts 4.72e-16 in the JSON."""
+    assert num._noise(4.72e-16, 1e-9) == "< 1e-12" and num._noise(0.0, 1e-9) == "= 0"
+    assert num._noise(0.98e-7, 1e-5) == num._noise(1.03e-7, 1e-5) == num._noise(5.6e-7, 1e-5) == "<= 1e-05"
+    assert num._noise(6.7e-8) == "< 3e-07"  # no tolerance given: the bucket
+    assert num._noise(0.0112, 1e-9) == "= 0.0112"
     ev = num.check_decode("hf:llama", "eager", "float64", 0, 6)
     assert "e-16" not in ev.summary and "e-17" not in ev.summary and "< 1e-12" in ev.summary
 

@@ -33,6 +33,7 @@ from mpmath.ctx_iv import MPIntervalContext
 
 from verify.evidence import fmt_measured
 from verify.runcache import memoize
+from verify.thirdparty import interval_ends, is_mpmath_interval
 
 #: working precision of the interval enclosures (decimal digits)
 DPS = 40
@@ -73,7 +74,7 @@ def token_vectors(x: Sequence[str]) -> tuple[Vec, ...]:
 
 
 def _is_iv(q: Any) -> bool:
-    return hasattr(q, "_mpi_")
+    return is_mpmath_interval(q)
 
 
 def _iv(q: Any):
@@ -213,12 +214,12 @@ def two_layer(X: Sequence[Vec], p: Any, m: Any, sigma: Any, layer1_strict: bool,
 
 def lo(a: Any) -> mpmath.mpf:
     """The lower end of an interval (an mpf)."""
-    return mpmath.mpf(a._mpi_[0])
+    return mpmath.mpf(interval_ends(a)[0])
 
 
 def hi(a: Any) -> mpmath.mpf:
     """The upper end of an interval (an mpf)."""
-    return mpmath.mpf(a._mpi_[1])
+    return mpmath.mpf(interval_ends(a)[1])
 
 
 def mid(a: Any) -> mpmath.mpf:

@@ -17,6 +17,7 @@ from verify import interrupts, runcache
 from verify.core import registry
 from verify.core.model import Claim, run_layer
 from verify.evidence import Context, Evidence, Layer, Status
+from verify.thirdparty import pool_broken, pool_processes
 
 #: the cyclic garbage collector's thresholds for a run (CPython's default is (700, 10, 10)): sympy, Fractions and
 #: z3's Python objects allocate millions of short-lived objects, and a first-generation pass every 700
@@ -109,7 +110,7 @@ def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tu
                 except Exception as exc:  # a worker died while the work was handed out: the rest is lost
                     # (besides BrokenProcessPool, a pool breaking meanwhile closes the pipes a worker it
                     # is starting needs: OSError 'handle is closed', ValueError 'bad value(s) in fds_to_keep')
-                    if isinstance(exc, BrokenProcessPool) or getattr(pool, "_broken", False):
+                    if isinstance(exc, BrokenProcessPool) or pool_broken(pool):
                         break
                     raise
         pending, answered = set(futures.values()), 0
@@ -118,7 +119,7 @@ def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tu
             for _ in finished:
                 answered += 1
                 ctx.note(f"[{answered}/{len(futures)}] claim layers done ({jobs} jobs)")
-            if pending and getattr(pool, "_broken", False):
+            if pending and pool_broken(pool):
                 # a worker died: the pool fails what it knew of, but a task handed out while it was
                 # breaking can wait for ever (Python 3.11's pool races its own submit against its
                 # clean-up, and a worker it spawned then is never stopped), so stop waiting here
@@ -128,7 +129,7 @@ def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tu
             ignore_further_interrupts()
         stop_workers(pool)
         raise
-    broken = bool(getattr(pool, "_broken", False)) or len(futures) < len(groups)
+    broken = pool_broken(pool) or len(futures) < len(groups)
     if broken:  # its workers are killed, so that the pool's own clean-up (and the exit) never waits on one
         stop_workers(pool)
     answers: dict[tuple[str, str], list[Any] | None] = {}
@@ -149,7 +150,7 @@ def pool_round(groups: Mapping[tuple[str, str], list[int]], planned: Sequence[tu
 def stop_workers(pool: Any) -> None:
     """Kill a process pool's workers at once and shut it down without waiting for their work (Ctrl-C,
     or a pool broken by a dead worker)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # no public way before 3.14
+    procs = pool_processes(pool)  # no public way before 3.14
     for proc in procs:
         proc.kill()
     for proc in procs:  # reaped before the run ends: none is still there when verify exits
