@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from verify.evidence import Outcome
-from verify.numeric import lab
+from verify.numeric import lab, rope
 
 RECIPE_VERSION = "fp26-toy-1"
 #: a head counts as a previous-token head when its mean attention on t - 1 is >= this
@@ -109,12 +109,8 @@ def rope_half(x: torch.Tensor, phase: bool = True) -> torch.Tensor:
     if not phase:
         return x
     T, dh = x.shape[-2], x.shape[-1]
-    h = dh // 2
-    th = 10000.0 ** (-2.0 * torch.arange(h, dtype=x.dtype) / dh)
-    ang = torch.arange(T, dtype=x.dtype)[:, None] * th[None, :]
-    c, s = torch.cos(ang), torch.sin(ang)
-    a, b = x[..., :h], x[..., h:]
-    return torch.cat([a * c - b * s, a * s + b * c], -1)
+    # angles in the training dtype, as the runs that decided fp26 computed them (bit-identical)
+    return rope.rotate(x, torch.arange(T), rope.inverse_frequencies(10000.0, dh, x.dtype), "half", angle_dtype=x.dtype)
 
 
 def toy_forward(p: dict[str, torch.Tensor], tok: torch.Tensor, pe: str, phase: bool = True,

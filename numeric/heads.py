@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from verify.numeric import rope
 from verify.numeric.head_bounds import MLP, TARGETS, HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
 #: the Hugging Face families whose attention head is taken apart here
@@ -520,11 +521,7 @@ def _norm_t(X: torch.Tensor, kind: str, weight: list[float] | None, bias: list[f
 
 def _rope_t(Y: torch.Tensor, prog: HeadProgram) -> torch.Tensor:
     inv = torch.tensor(prog.rope_inv_freq, dtype=torch.float64)
-    h = inv.numel()
-    ang = torch.arange(Y.shape[0], dtype=torch.float64)[:, None] * inv[None, :]
-    c, s = torch.cos(ang) * prog.rope_attention_scaling, torch.sin(ang) * prog.rope_attention_scaling
-    a, b = Y[:, :h], Y[:, h:2 * h]
-    return torch.cat([a * c - b * s, b * c + a * s, Y[:, 2 * h:]], -1)
+    return rope.rotate(Y, torch.arange(Y.shape[0]), inv, "half", scale=prog.rope_attention_scaling)
 
 
 # ----------------------------------------------------------------------------- one entry point, and the rebuild

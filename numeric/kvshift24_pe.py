@@ -24,6 +24,7 @@ from verify.constructions.kvshift24 import Variant
 from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
+from verify.numeric import rope
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
 #: correct cache reorders no reduction that matters at this size; a bug moves outputs by far more
@@ -40,15 +41,7 @@ LOW_FACTOR = 4
 @seam("numeric.kvshift24_pe._rope")
 def _rope(X: torch.Tensor, pos: torch.Tensor, base: float) -> torch.Tensor:
     """Rotate coordinate pairs of X (..., n, d) at positions ``pos`` (n,), angles in float64."""
-    d = X.shape[-1]
-    i = torch.arange(d // 2, dtype=torch.float64)
-    ang = pos.to(torch.float64)[:, None] * base ** (-2 * i / d)[None, :]
-    c, s = torch.cos(ang).to(X.dtype), torch.sin(ang).to(X.dtype)
-    x0, x1 = X[..., 0::2], X[..., 1::2]
-    out = torch.empty_like(X)
-    out[..., 0::2] = x0 * c - x1 * s
-    out[..., 1::2] = x0 * s + x1 * c
-    return out
+    return rope.rotate(X, pos, rope.inverse_frequencies(base, X.shape[-1]), "interleaved")
 
 
 def _shift(X: torch.Tensor) -> torch.Tensor:

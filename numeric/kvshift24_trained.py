@@ -39,6 +39,7 @@ import torch
 
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 from verify.numeric import lab
+from verify.numeric import rope as rotary
 
 #: code version tag of the recipe below (part of the cache key): bump when model, data or loss change
 RECIPE_VERSION = "kvshift24-ih-1"
@@ -192,11 +193,7 @@ def rope(X: torch.Tensor, base: float = ROPE_BASE) -> torch.Tensor:
     """Rotary embedding on the last axis (pairs (2i, 2i+1), theta_i = base^(-2i/dh)) at positions
     0..T-1 along axis -2; X (..., T, dh)."""
     T, dh = X.shape[-2], X.shape[-1]
-    i = torch.arange(dh // 2, dtype=torch.float64)
-    ang = torch.arange(T, dtype=torch.float64)[:, None] * base ** (-2 * i / dh)[None, :]
-    c, s = torch.cos(ang).to(X.dtype), torch.sin(ang).to(X.dtype)
-    x0, x1 = X[..., 0::2], X[..., 1::2]
-    return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], -1).flatten(-2)
+    return rotary.rotate(X, torch.arange(T), rotary.inverse_frequencies(base, dh), "interleaved")
 
 
 def attention_layer(p: Mapping[str, torch.Tensor], layer: int, X: torch.Tensor, H: int
