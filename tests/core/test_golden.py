@@ -246,26 +246,24 @@ def test_measured_floats_are_written_at_a_stated_precision():
     assert Figure("f", 0.0016, 0.0015734912345678, True).to_dict()["ours"] == 0.001573491235
 
 
-def _prop1_numeric_under_perturbation(capsys, monkeypatch) -> list[str]:
-    monkeypatch.setenv(floatnoise.ENV, "1")
-    rc = main(["pr26:prop1", "--layers", "numeric", "--format", "json", "--no-timings", "--quiet"])
-    got = json.loads(capsys.readouterr().out)["results"][0]
-    want = json.loads(GOLDEN.read_text())["results"]["pr26:prop1"]
-    assert rc == 0, (got["verdict"], got["reason"], got["layers"]["numeric"]["summary"])
-    return differences("pr26:prop1", want["layers"]["numeric"], got["layers"]["numeric"])
-
-
-def test_the_perturbed_run_catches_a_count_of_rounding_noise(capsys, monkeypatch):
+def test_the_perturbed_run_catches_a_count_of_rounding_noise(monkeypatch):
     """Fault injection: pr26:prop1's count of near-flat rows that float64 alone would pass, computed again by the
     BLAS product (the engine's float stage, whose summation order and fused multiply-adds follow the CPU: it counted
     5 on one machine and 4 on another) instead of in one fixed order, moves under the perturbation and fails the
-    comparison; the fixed-order count does not move."""
+    golden comparison of its field; the fixed-order count does not move."""
     import torch
 
     import verify.numeric.pr26 as pr26
     from verify.constructions import pe
 
-    assert _prop1_numeric_under_perturbation(capsys, monkeypatch) == []
+    want = json.loads(GOLDEN.read_text())["results"]["pr26:prop1"]["layers"]["numeric"]["numbers"]["flat_rows"]
+
+    def compared() -> list[str]:
+        with floatnoise.perturbed(1):
+            got = pr26.flat_row_controls(pe.get_family("affine"))
+        return differences("pr26:prop1", want, got, "/layers/numeric/numbers/flat_rows")
+
+    assert compared() == []
 
     def by_blas(W, i, target):
         fam, prev = pe.get_family("affine"), pe.get_task("prev")
@@ -273,30 +271,32 @@ def test_the_perturbed_run_catches_a_count_of_rounding_noise(capsys, monkeypatch
         return float(ev.margin[0])
 
     monkeypatch.setattr(pr26, "_fixed_order_margin", by_blas)
-    diffs = _prop1_numeric_under_perturbation(capsys, monkeypatch)
+    diffs = compared()
     assert any("float64_alone_passed" in d for d in diffs), diffs
 
 
-def _view_case(stem: str, perturbed: bool):
-    return pytest.param(stem, perturbed, id=f"{stem}{'-perturbed' if perturbed else ''}")
-
-
-@pytest.mark.parametrize("stem,perturbed", [_view_case(s, p) for s in regenerate.VIEWS for p in (False, True)])
-def test_text_views_match_golden(stem, perturbed, capsys, monkeypatch):
-    """What a user reads (the short default view and the full ``-v`` view) equals tests/golden/views/STEM.txt line by
-    line under the sentence rule (words and integers equal, decimals to one unit of their last digit), as it is and
-    under another CPU's rounding; the short view is at most 15 lines."""
-    from verify.reports.text import SHORT_LINES
+@pytest.mark.parametrize("perturbed", [False, True], ids=["as-is", "perturbed"])
+@pytest.mark.parametrize("stem", list(regenerate.VIEWS))
+def test_text_views_match_golden(stem, perturbed, monkeypatch):
+    """What a user reads, the short default view and the full ``-v`` view (rendered from one run by the functions the
+    CLI prints them with), equals tests/golden/views/STEM.txt and STEM-verbose.txt line by line under the sentence
+    rule (words and integers equal, decimals to one unit of their last digit), as it is and under another CPU's
+    rounding; the short view is at most 15 lines and ends with the verdict and where to look next."""
+    from verify.evidence import LAYERS, Context
+    from verify.pipeline.run import resolve_variant, run_one
+    from verify.reports.text import SHORT_LINES, result_text, short_text
 
     if perturbed:
         monkeypatch.setenv(floatnoise.ENV, "1")
-    argv = regenerate.VIEWS[stem]
-    main([*argv, "--no-timings", "--quiet"])
-    got = capsys.readouterr().out.splitlines()
-    want = (regenerate.VIEW_DIR / f"{stem}.txt").read_text().splitlines()
-    tol = _tolerance(argv[0])
-    assert len(got) == len(want), f"{stem}: {len(want)} lines recorded, {len(got)} now"
-    bad = [f"recorded: {a}\n     now: {b}" for a, b in zip(want, got) if not _same_sentence(a, b, tol)]
-    assert not bad, f"{stem} changed (python tests/golden/regenerate.py if intended):\n" + "\n".join(bad[:10])
-    if "-v" not in argv:
-        assert len(got) <= SHORT_LINES and got[-2].startswith("  verdict:") and got[-1].startswith("  next:")
+    run_id = regenerate.VIEWS[stem]
+    claim, params = resolve_variant(run_id, {})
+    r = run_one(claim, params, Context(seed=0), LAYERS)
+    tol = _tolerance(run_id)
+    for suffix, text in (("", short_text(r, timings=False)), ("-verbose", result_text(r, verbose=True, timings=False))):
+        got = text.splitlines()
+        want = (regenerate.VIEW_DIR / f"{stem}{suffix}.txt").read_text().splitlines()
+        assert len(got) == len(want), f"{stem}{suffix}: {len(want)} lines recorded, {len(got)} now"
+        bad = [f"recorded: {a}\n     now: {b}" for a, b in zip(want, got) if not _same_sentence(a, b, tol)]
+        assert not bad, f"{stem}{suffix} changed (python tests/golden/regenerate.py if intended):\n" + "\n".join(bad[:10])
+    short = short_text(r, timings=False).splitlines()
+    assert len(short) <= SHORT_LINES and short[-2].startswith("  verdict:") and short[-1].startswith("  next:")
