@@ -72,23 +72,27 @@ def from_environment() -> ContextManager[Any]:
 
 
 def _exact_looking(x: Any) -> Any:
-    """Elements of the floating tensor ``x`` that look exactly computed: finite multiples of 2^-20 below 2^30 in
-    magnitude (integers, short dyadic fractions, zeros), which every IEEE-754 machine gets exactly."""
+    """Elements of the floating tensor ``x`` that look exactly computed: multiples of 2^-20 (integers, short dyadic
+    fractions, zeros; and every value of magnitude 2^32 or more, whose float64 spacing is already coarser), which
+    every IEEE-754 machine gets exactly."""
     import torch
 
     scaled = x.double() * 2.0 ** 20
-    return torch.isfinite(scaled) & (scaled == torch.round(scaled)) & (scaled.abs() < 2.0 ** 50)
+    return scaled == torch.round(scaled)
+
+
+#: the integer view of each floating dtype's bits
+_BITS = {"torch.float64": "int64", "torch.float32": "int32", "torch.float16": "int16", "torch.bfloat16": "int16"}
 
 
 def _signs(x: Any, seed: int) -> Any:
-    """+1 or -1 per element of the floating tensor ``x``, a hash of the element's bits and ``seed``: a function of
-    the value, as a machine's rounding is (the same computation on the same inputs rounds the same way twice)."""
+    """+1 or -1 per element of the floating tensor ``x``: the last bit of its significand, flipped by an even
+    ``seed``: a function of the value, as a machine's rounding is (the same computation on the same inputs rounds the
+    same way twice), and as good as a coin for the last bit of an inexact result."""
     import torch
 
-    bits = x.double().view(torch.int64)
-    h = bits ^ (bits >> 29) ^ (bits >> 13) ^ (bits >> 41) ^ seed
-    h = h ^ (h >> 7) ^ (h >> 3)
-    return (h & 1).to(x.dtype) * 2 - 1
+    low = (x.view(getattr(torch, _BITS[str(x.dtype)])) & 1).to(x.dtype)  # the last bit of the significand
+    return low * 2 - 1 if seed % 2 else 1 - low * 2
 
 
 @contextmanager
