@@ -125,12 +125,6 @@ def figure_error(f: Figure) -> float:
 # ----------------------------------------------------------------------------- statistics
 
 
-def wilson(hits: int, n: int, conf: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (:func:`verify.stats.wilson_interval`, scipy's binomtest;
-    n = 0 gives (0, 1))."""
-    return stats.wilson_interval(hits, n, conf)
-
-
 # ----------------------------------------------------------------------------- Prop. 2
 
 
@@ -177,12 +171,12 @@ def prop2_mc(L: int, L0: int = 20, trials: int = 8000, seed: int = 0, fits: int 
     res = {
         "L": L, "L0": L0, "k": k, "chance_1_over_k_minus_1": 1 / (k - 1), "trials": T, "fits": fits, **counts,
         "conditional_hit_rate_nonself": h / counts["winner_other_new"] if counts["winner_other_new"] else float("nan"),
-        "conditional_hit_rate_nonself_ci95": wilson(h, counts["winner_other_new"]),
-        "conditional_hit_rate_nonself_ci_decision": wilson(h, counts["winner_other_new"], 0.975),
+        "conditional_hit_rate_nonself_ci95": stats.wilson_interval(h, counts["winner_other_new"]),
+        "conditional_hit_rate_nonself_ci_decision": stats.wilson_interval(h, counts["winner_other_new"], 0.975),
         "conditional_hit_rate_new": h / newwin if newwin else float("nan"),
-        "conditional_hit_rate_new_ci95": wilson(h, newwin),
-        "unconditional_hit_rate": h / T, "unconditional_hit_rate_ci95": wilson(h, T),
-        "winner_new_fraction": newwin / T, "winner_new_fraction_ci95": wilson(newwin, T),
+        "conditional_hit_rate_new_ci95": stats.wilson_interval(h, newwin),
+        "unconditional_hit_rate": h / T, "unconditional_hit_rate_ci95": stats.wilson_interval(h, T),
+        "winner_new_fraction": newwin / T, "winner_new_fraction_ci95": stats.wilson_interval(newwin, T),
         "conditional_hit_rate_per_fit": per_fit_cond,
     }
     return res
@@ -837,7 +831,7 @@ def lr_selection_table(grid: Sequence[float] = eng.LR_GRID, seed: int = 0, trial
     return {"rule": LR_RULE, "rows": rows, "chosen": best["lr"]}
 
 
-__all__ = ["wilson", "prop2_mc", "check_prop2", "sin_offset_W", "alpha_fixed", "fit_sensitivity", "check_prop3",
+__all__ = ["prop2_mc", "check_prop2", "sin_offset_W", "alpha_fixed", "fit_sensitivity", "check_prop3",
            "check_prop4", "in_ci", "exact_alpha", "printed_alpha", "printed_value", "not_computed", "rounding_interval",
            "figure_error", "prop2_figures", "sin_prev_figure", "rope_af_figures", "rope_af_every_printed", "passing_runs",
            "lr_figures", "lr_selection_table", "clamped_tie_control", "LR_RULE", "ROPE_AF_PUBLISHED",

@@ -8,8 +8,8 @@ property of the CPU, not of the claim, and a golden file that records it fails o
 
 :func:`perturbed` runs a block with torch's floating-point kernels perturbed the way another machine would
 perturb them: the result of every reduction, product and transcendental function (:data:`PERTURBED`) is moved
-by a few units of roundoff of its dtype, elementwise, up or down by a hash of the value and a seed (so the same
-computation on the same inputs moves the same way twice, as on a real machine).  A value that is
+by a few units of roundoff of its dtype, elementwise, up or down by the last bit of the value's significand and a
+seed (so the same computation on the same inputs moves the same way twice, as on a real machine).  A value that is
 exactly representable with few significant bits (an integer, a short dyadic: :func:`_exact_looking`) is left as
 it is, as every IEEE-754 machine computes an exact result exactly.  Nothing else changes: the same seeds, the same
 inputs, the same code.  A check whose recorded output moves under it depends on rounding noise.
@@ -81,17 +81,14 @@ def _exact_looking(x: Any) -> Any:
     return scaled == torch.round(scaled)
 
 
-#: the integer view of each floating dtype's bits
-_BITS = {"torch.float64": "int64", "torch.float32": "int32", "torch.float16": "int16", "torch.bfloat16": "int16"}
-
-
 def _signs(x: Any, seed: int) -> Any:
     """+1 or -1 per element of the floating tensor ``x``: the last bit of its significand, flipped by an even
     ``seed``: a function of the value, as a machine's rounding is (the same computation on the same inputs rounds the
     same way twice), and as good as a coin for the last bit of an inexact result."""
     import torch
 
-    low = (x.view(getattr(torch, _BITS[str(x.dtype)])) & 1).to(x.dtype)  # the last bit of the significand
+    as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16}[x.element_size()]
+    low = (x.view(as_int) & 1).to(x.dtype)  # the last bit of the significand
     return low * 2 - 1 if seed % 2 else 1 - low * 2
 
 

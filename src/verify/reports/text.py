@@ -200,7 +200,7 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
     if wit:
         lines.append("  witness:")
         for ev in wit:
-            lines.append(f"    {ev.layer}: " + ", ".join(f"{k} = {v}" for k, v in _flat(ev.witness)))
+            lines.append(f"    {ev.layer}: {_witness_text(ev)}")
     if r.parts:
         lines.append("  parts:")
         lines += [f"    {p.verdict:<15} {p.name} ({p.role}; {p.severity if p.verdict == Verdict.FAILS else 'holds'}): "
@@ -212,7 +212,7 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines.append(f"  published figures (reproduced {r.figures_reproduced}):")
         lines += [f"    {'yes' if f.reproduced else 'NO ':<4}{f.figure}: paper {_fmt(f.paper)}, ours {_fmt(f.ours)}"
                   + (f" ({f.note})" if verbose and f.note else "") for _, f in r.figures]
-    if r.claim.repair and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix)):
+    if _shows_repair(r):
         lines.append(f"  repair:    {r.claim.repair}")
     if verbose and r.claim.caveats:
         lines.append("  caveats:")
@@ -238,7 +238,16 @@ def _witness_line(r: ClaimResult) -> str | None:
     if not wit:
         return None
     ev = wit[0]
-    return f"  witness:   ({ev.layer}) " + ", ".join(f"{k} = {v}" for k, v in _flat(ev.witness))
+    return f"  witness:   ({ev.layer}) {_witness_text(ev)}"
+
+
+def _witness_text(ev: Evidence) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in _flat(ev.witness))
+
+
+def _shows_repair(r: ClaimResult) -> bool:
+    """The claim's repair is shown when the variant holds with a fix, or when the statement as written fails."""
+    return bool(r.claim.repair) and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix))
 
 
 def short_text(r: ClaimResult, timings: bool = True) -> str:
@@ -263,7 +272,7 @@ def short_text(r: ClaimResult, timings: bool = True) -> str:
         lines.append("  parts:     " + "; ".join(f"{p.name} {p.verdict}" for p in r.parts))
     if r.figures:
         lines.append(f"  figures:   published figures reproduced {r.figures_reproduced} (each listed with -v)")
-    if r.claim.repair and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix)):
+    if _shows_repair(r):
         lines.append(f"  repair:    {r.claim.repair}")
     lines.append(f"  verdict:   {r.verdict} ({r.reason})")  # the last two lines: kept by the cut below
     lines.append(f"  next:      verify {rid} -v (every layer's evidence, findings, caveats); verify show {r.claim.id}")
