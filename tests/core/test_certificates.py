@@ -505,3 +505,21 @@ def test_a_cvc5_helper_whose_owner_is_gone_exits_quietly():
             "    print(p.exitcode)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["0"] and "Traceback" not in out.stderr, (out.stdout, out.stderr)
+
+
+def test_the_term_reader_names_z3_symbols_as_z3_does():
+    """The raw-AST reader's names (z3's public C API since _symbol2py, a private name, went): an integer symbol
+    reads as z3 prints it (k!7), a string symbol as itself, and an unsupported term is quoted in the refusal
+    (fault: a missing 'k!' prefix, or an empty quotation, fails here)."""
+    import z3
+
+    from verify.solver.certify import NonLinear, linearize
+
+    ctx = z3.Context()
+    c = ctx.ref()
+    decl = z3.Z3_mk_func_decl(c, z3.Z3_mk_int_symbol(c, 7), 0, (z3.Sort * 0)(), z3.RealSort(ctx).ast)
+    k7 = z3.ArithRef(z3.Z3_mk_app(c, decl, 0, (z3.Ast * 0)()), ctx)
+    y = z3.Real("y", ctx)
+    assert str(k7) == "k!7" and linearize(k7 + 2 * y) == {"k!7": 1, "y": 2}
+    with pytest.raises(NonLinear, match=r"unsupported term \(:var 0\)"):  # a bound variable, quoted
+        linearize(y + z3.Var(0, z3.RealSort(ctx)))

@@ -300,3 +300,29 @@ def test_text_views_match_golden(stem, perturbed, monkeypatch):
         assert not bad, f"{stem}{suffix} changed (python tests/golden/regenerate.py if intended):\n" + "\n".join(bad[:10])
     short = short_text(r, timings=False).splitlines()
     assert len(short) <= SHORT_LINES and short[-2].startswith("  verdict:") and short[-1].startswith("  next:")
+
+
+def test_the_environment_switch_reaches_the_claims_layers(capsys, monkeypatch):
+    """VERIFY_FLOAT_PERTURBATION is honoured where layers run (verify.core.model.run_layer), not only by direct use
+    of floatnoise.perturbed: with pr26:prop1's count computed again by the BLAS product (the fault above), the
+    numeric layer run through the CLI moves under the switch and not without it (fault: run_layer without the
+    context passes the perturbed golden run vacuously)."""
+    import torch
+
+    import verify.numeric.pr26 as pr26
+    from verify.constructions import pe
+
+    def by_blas(W, i, target):
+        fam, prev = pe.get_family("affine"), pe.get_task("prev")
+        ev = pr26.evaluate_rows(fam, prev, torch.tensor(W, dtype=torch.float64), i + 1, i + 1, [i], exact_ties=False)
+        return float(ev.margin[0])
+
+    monkeypatch.setattr(pr26, "_fixed_order_margin", by_blas)
+
+    def flat_rows() -> dict:
+        main(["pr26:prop1", "--layers", "numeric", "--format", "json", "--no-timings", "--quiet"])
+        return json.loads(capsys.readouterr().out)["results"][0]["layers"]["numeric"]["numbers"]["flat_rows"]
+
+    plain = flat_rows()
+    monkeypatch.setenv(floatnoise.ENV, "1")
+    assert flat_rows()["float64_alone_passed"] != plain["float64_alone_passed"]
