@@ -58,6 +58,24 @@ def _noise(x: float, tol: float | None = None) -> str:
     return f"= {x:.3g}"
 
 
+def _calibrated_record(x: float) -> float | str:
+    """A float64 decode deviation, prefix rounding or calibrated tolerance as recorded: at or below
+    :data:`CAL_CAP` the bound ``"<= 1e-06"`` (below it the value is the CPU's rounding of the library's float32
+    steps: < 1e-12 on an AVX-512 machine, 8e-8 on the same machine under ATEN_CPU_CAPABILITY=avx2, where float32
+    softmax computes a row of 8 keys as one vector and shorter rows in its scalar tail), above it three significant
+    digits (a real mismatch)."""
+    return f"<= {CAL_CAP:g}" if x <= CAL_CAP else float(f"{x:.3g}")
+
+
+def _shown64(dev: float | str, tol: float | str) -> str:
+    """A float64 decode deviation and its calibrated tolerance, as recorded by :func:`_calibrated_record`, for a
+    sentence."""
+    def show(x: float | str) -> str:
+        return x if isinstance(x, str) else f"= {x:.3g}"
+
+    return f"{show(dev)} (tolerance calibrated, {show(tol)})"
+
+
 def _engines() -> dict[str, str]:
     out = engine_versions("torch")
     out["transformers"] = im.transformers_module().__version__
@@ -122,9 +140,10 @@ def decode_evidence(full64: Callable[[torch.Tensor], torch.Tensor], full_at: Cal
         for n in range(1, L):
             floor = max(floor, _rel(full64(inputs[:, :n]), ref[:, :n], scale))
         tol = max(TOL64, min(LOW_FACTOR * floor, CAL_CAP))
-        tol_txt = (f"float64: relative deviation <= max({TOL64:g}, min({LOW_FACTOR} x the prefix rounding {_noise(floor)}, "
-                   f"{CAL_CAP:g})) = {tol:.2g} holds; > {FAIL_FACTOR} x that fails; between: inconclusive (the prefix "
-                   "rounding: full passes of each prefix against the whole prompt's, at the same positions)")
+        tol_txt = (f"float64: relative deviation <= max({TOL64:g}, min({LOW_FACTOR} x the prefix rounding, {CAL_CAP:g})) "
+                   f"holds; > {FAIL_FACTOR} x that fails; between: inconclusive (the prefix rounding: full passes of each "
+                   "prefix against the whole prompt's, at the same positions; it follows the CPU's rounding of the "
+                   f"library's float32 steps, such as eager softmax, so it is recorded by its bound {CAL_CAP:g})")
     else:
         floor = _rel(full_at(inputs), ref, scale)
         tol = LOW_FACTOR * floor
@@ -135,14 +154,16 @@ def decode_evidence(full64: Callable[[torch.Tensor], torch.Tensor], full_at: Cal
     status, outcome = _verdict(dev, tol)
     wit = _first_mismatch(devs, tol)
     quantity = "logit" if unit == "tokens" else "output"
-    numbers = {**describe, "L": L, "splits": splits, "max_deviation": dev, "tolerance": tol, "rounding": floor,
-               "per_split_max": {str(k): max(r) for k, r in devs.items()}, "relative_to": f"max |{quantity}| = {scale:.4g}"}
+    rec = _calibrated_record if dtype == "float64" else (lambda x: x)
+    numbers = {**describe, "L": L, "splits": splits, "max_deviation": rec(dev), "tolerance": rec(tol),
+               "rounding": rec(floor), "per_split_max": {str(k): rec(max(r)) for k, r in devs.items()},
+               "relative_to": f"max |{quantity}| = {scale:.4g}"}
+    shown = (_shown64(rec(dev), rec(tol)) if dtype == "float64" else f"{_noise(dev, tol)} (tolerance {tol:.2g})")
     head = (f"{label}, prompt {L} {unit}, prefill splits {splits[0]}..{splits[-1]} then one "
-            f"{'token' if unit == 'tokens' else 'position'} per call: max |cached - full| / max |full| "
-            f"{_noise(dev, tol)} (tolerance {tol:.2g})")
+            f"{'token' if unit == 'tokens' else 'position'} per call: max |cached - full| / max |full| {shown}")
     witness = None
     if outcome == Outcome.FAILS and wit is not None:
-        witness = {**wit, "dtype": dtype, "tolerance": tol}
+        witness = {**wit, "dtype": dtype, "tolerance": rec(tol)}
         head += (f"; smallest mismatch: prompt length {wit['prompt_length']}, split {wit['split']}, deviation "
                  f"{wit['deviation']:.3g}")
     return Evidence(Layer.NUMERIC, status, outcome, summary=head, numbers=numbers, witness=witness,
@@ -381,7 +402,7 @@ def check_rope(spec: str, attn: str, seed: int, rope: dict[str, Any], L: int, ma
            f"{dec.tolerance}")
     head = (f"{spec} ({b.attn}), rope {rope.get('rope_type')}: score spread along offsets {_noise(spread, otol)} over positions "
             f"0..{2 * L - 1} (max_position_embeddings {max_positions}); cached decode vs full pass "
-            f"{_noise(dec.numbers['max_deviation'], dec.numbers['tolerance'])} (tolerance {dec.numbers['tolerance']:.2g})")
+            f"{_shown64(dec.numbers['max_deviation'], dec.numbers['tolerance'])}")
     if spread > FAIL_FACTOR * otol or dec.outcome == Outcome.FAILS:
         w = {"offset_spread": spread} if spread > FAIL_FACTOR * otol else {}
         if dec.outcome == Outcome.FAILS:

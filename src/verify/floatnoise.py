@@ -9,7 +9,9 @@ property of the CPU, not of the claim, and a golden file that records it fails o
 :func:`perturbed` runs a block with torch's floating-point kernels perturbed the way another machine would
 perturb them: the result of every reduction, product and transcendental function (:data:`PERTURBED`) is moved
 by a few units of roundoff of its dtype, elementwise, up or down by the last bit of the value's significand and a
-seed (so the same computation on the same inputs moves the same way twice, as on a real machine).  A value that is
+seed (so the same computation on the same inputs moves the same way twice, as on a real machine), and the other
+way in the scalar tail of a row (so one value computed in rows of different lengths rounds differently, as a
+vectorised kernel's body and tail do).  A value that is
 exactly representable with few significant bits (an integer, a short dyadic: :func:`_exact_looking`) is left as
 it is, as every IEEE-754 machine computes an exact result exactly.  Nothing else changes: the same seeds, the same
 inputs, the same code.  A check whose recorded output moves under it depends on rounding noise.
@@ -43,6 +45,10 @@ PERTURBED = frozenset({
 
 #: units of roundoff (machine epsilon of the result's dtype) by which a perturbed result moves
 UNITS = 2
+
+#: the vector width (elements) of the modelled machine: along the last dimension, the elements past the last
+#: whole vector of a row (the "tail", handled by a scalar loop) round the other way (:func:`_tail`)
+WIDTH = 8
 
 
 class PerturbationSettingError(ValueError):
@@ -92,11 +98,27 @@ def _signs(x: Any, seed: int) -> Any:
     return low * 2 - 1 if seed % 2 else 1 - low * 2
 
 
+def _tail(x: Any) -> Any:
+    """True for the elements of ``x`` that a vectorised kernel of :data:`WIDTH` lanes computes in its scalar tail:
+    along the last dimension, index ``j >= n - n % WIDTH`` of a row of ``n``.  So the same value rounds one way in a
+    row of 8 and the other in a row of 3, as float32 ``softmax`` does on an AVX2 machine (a full pass's row of 8
+    keys is one vector; a prefix's row of 3 is all tail): a check comparing two computations of one quantity at
+    different lengths (a cached decode against the full pass, a prefix against the whole prompt) then sees the
+    difference another CPU would show it."""
+    import torch
+
+    if x.dim() == 0:
+        return torch.zeros((), dtype=torch.bool, device=x.device)
+    n = x.shape[-1]
+    return (torch.arange(n, device=x.device) >= n - n % WIDTH).expand(x.shape)
+
+
 @contextmanager
 def perturbed(seed: int = 1) -> Iterator[None]:
     """Within the block, every torch function of :data:`PERTURBED` returns its floating result moved by
     :data:`UNITS` units of roundoff, elementwise, up or down by :func:`_signs` of the value and ``seed``
-    (exact-looking elements unchanged; in-place variants, views and integer results untouched)."""
+    (flipped in a row's vector tail, :func:`_tail`; exact-looking elements unchanged; in-place variants, views and
+    integer results untouched)."""
     import torch
     from torch.overrides import TorchFunctionMode
 
@@ -106,7 +128,9 @@ def perturbed(seed: int = 1) -> Iterator[None]:
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
             return out
         eps = torch.finfo(out.dtype).eps * UNITS
-        moved = out + out.detach().abs() * (_signs(out.detach(), seed) * eps)
+        signs = _signs(out.detach(), seed)
+        signs = torch.where(_tail(out), -signs, signs)
+        moved = out + out.detach().abs() * (signs * eps)
         return torch.where(_exact_looking(out.detach()), out, moved)
 
     class _Mode(TorchFunctionMode):
@@ -118,4 +142,4 @@ def perturbed(seed: int = 1) -> Iterator[None]:
         yield
 
 
-__all__ = ["PerturbationSettingError", "ENV", "PERTURBED", "UNITS", "from_environment", "perturbed", "seed_from_environment"]
+__all__ = ["PerturbationSettingError", "ENV", "PERTURBED", "UNITS", "WIDTH", "from_environment", "perturbed", "seed_from_environment"]
