@@ -186,7 +186,7 @@ def _new_slot_features(fam: Family, L0: int, L: int, seeds: Sequence[int]) -> to
     """phi(n) for the untrained slots n = L0..L-1 of one draw per seed, shape (len(seeds), L - L0, r),
     float64: ``fam.features(n, L0, FloatArith(seed))``.  For the built-in learned-absolute map every
     slot of every draw comes from one :func:`~verify.constructions.pe.rand_block` call (bit for bit
-    the same numbers, 1.5 s less per Prop. 2 run); any other map is evaluated slot by slot."""
+    the same numbers, each draw's stream drawn once); any other map is evaluated slot by slot."""
     if fam.feature is learned_feature:
         block = rand_block([(fs, n) for fs in seeds for n in range(L0, L)], L0)
         return torch.from_numpy(block).reshape(len(seeds), L - L0, L0)

@@ -5,18 +5,19 @@ Source: pr26 (TMLR 2026), Prop. 3 (sin(delta theta_min) increases up to delta = 
 L = 17665, where the copy offset ceil(L/2) is 8833, that kernel has alpha_L = 1) and Prop. 4, as
 summarised (the paper's full text was not reachable; no equation numbers can be cited).
 
-Maximiser proof (rigorous; mpmath.iv, outward-rounded interval arithmetic).  Let
-theta = theta_min = 10000^(-15/16) and x* = pi / (2 theta).
-1. iv encloses theta and x*.  If the enclosure of x* lies strictly inside (c - 1/2, c + 1/2), the
+Maximiser proof (rigorous; python-flint's arb balls: every operation's ball contains the exact result, and a
+comparison of balls holds only when it holds for every point of both).  Let theta = theta_min = 10000^(-15/16)
+and x* = pi / (2 theta).
+1. Balls enclose theta and x*.  If the enclosure of x* lies strictly inside (c - 1/2, c + 1/2), the
    integer nearest to x* is c, and it is strictly nearer than every other integer.
-2. iv shows (L - 1) theta < pi, so every argument delta theta (0 <= delta <= L - 1) lies in
+2. The balls show (L - 1) theta < pi, so every argument delta theta (0 <= delta <= L - 1) lies in
    [0, pi).  There sin(x) = cos(x - pi/2) with |x - pi/2| <= pi/2, and cos is strictly decreasing
    on [0, pi/2]; hence sin(delta theta) > sin(delta' theta) iff |delta - x*| < |delta' - x*|.
 3. From 1 and 2, c is the strict unique maximiser over the integers 0..L-1, and sin(delta theta)
    is strictly increasing on 0..c when c < x* (checked: the paper's "increases up to 8833").
 4. Independently of 2-3, a brute-force interval check: for every delta != c in 0..L-1 the upper
-   end of the enclosure of sin(delta theta) is below the lower end of that of sin(c theta) (python-flint's
-   arb balls around iv's exact enclosure of theta: the same rigour as iv, 30x faster over 17664 sines).
+   end of the enclosure of sin(delta theta) is below the lower end of that of sin(c theta) (17664 sines of
+   balls around the one enclosure of theta).
    The smallest gap (to a neighbour, ~8e-9) is reported; float64 alone would resolve it, but
    the enclosures make the comparison a proof.
 A wrong claimed maximiser (8832 or 8834) fails steps 1 and 4 (fault injection in the tests).
@@ -37,17 +38,27 @@ import sympy as sp
 
 from verify.constructions.pe import N_FREQ, ceil_half
 from verify.evidence import Evidence, Figure, Layer, Status, engine_versions, rounding_interval
-from verify.thirdparty import interval_ends
 
 #: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
 PAPER_K = 15
 
 
-def _iv(dps: int):
-    from mpmath import iv
+def _prec(dps: int) -> int:
+    """Working bits for ``dps`` decimal digits (with guard bits)."""
+    return int(dps * 3.33) + 16
 
-    iv.dps = dps
-    return iv
+
+def _theta_ball(k: int) -> Any:
+    """An arb ball around theta_k = 10000^(-k/16) = exp(-(k/16) log 10000), at the working precision."""
+    from flint import arb
+
+    return (-(arb(k) / N_FREQ) * arb(10000).log()).exp()
+
+
+def _exact(x: Any) -> Fraction:
+    """The exact value of an exact arb (radius 0: a ball's ``lower()`` or ``upper()``), as a Fraction."""
+    man, exp = x.man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1, dps: int = 40,
@@ -55,7 +66,7 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     """Interval-arithmetic proof that delta -> sin(delta theta_k) on integers 0..L-1 has the strict
     unique maximiser ``claimed`` (steps 1-4 of the module docstring).
 
-    ``theta_fn(iv)``: an enclosure of another theta in place of theta_k (a control: theta = pi / (2c + 1)
+    ``theta_fn(arb)``: an arb ball around another theta in place of theta_k (a control: theta = pi / (2c + 1)
     puts pi / (2 theta) at c + 1/2, an exact tie sin(c theta) = sin((c + 1) theta), which no step can
     certify -- enclosures of equal numbers always overlap, so an exact tie is never a strict maximiser).
 
@@ -67,25 +78,26 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     """
     if L < 2 or not 0 <= claimed < L:
         raise ValueError(f"need L >= 2 and 0 <= claimed < L, got L = {L}, claimed = {claimed}")
-    iv = _iv(dps)
-    t0 = time.perf_counter()
-    th = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000))) if theta_fn is None else theta_fn(iv)
-    xstar = iv.pi / (2 * th)
-    half = iv.mpf(1) / 2
-    step1 = bool(xstar.a > iv.mpf(claimed) - half) and bool(xstar.b < iv.mpf(claimed) + half)
-    increasing = bool(xstar.a > claimed)  # c theta < pi/2: sin(delta theta) increases on 0..c
-    arg_max = (L - 1) * th
-    step2 = bool(arg_max.b < iv.pi.a)
-    # nearest integer to x* (for the report; rigorous when the enclosure is narrow)
-    import mpmath
+    from flint import arb, ctx
 
-    nearest = int(mpmath.nint(mpmath.mpf(xstar.mid)))
-    gaps, worst = _brute_force_gaps(interval_ends(th), claimed, L, dps, brute_force)
+    t0 = time.perf_counter()
+    with ctx.workprec(_prec(dps)):
+        th = _theta_ball(k) if theta_fn is None else theta_fn(arb)
+        xstar = arb.pi() / (2 * th)
+        step1 = bool(xstar > arb(claimed) - arb(1) / 2) and bool(xstar < arb(claimed) + arb(1) / 2)
+        increasing = bool(xstar > claimed)  # c theta < pi/2: sin(delta theta) increases on 0..c
+        arg_max = (L - 1) * th
+        step2 = bool(arg_max < arb.pi())
+        # nearest integer to x* (for the report; rigorous when the ball is narrow)
+        nearest = int((xstar.mid() + arb(1) / 2).floor().unique_fmpz())
+        gaps, worst = _brute_force_gaps(th, claimed, L, brute_force)
+        shown = {"theta_min": th.str(), "x_star = pi/(2 theta)": xstar.str(), "(L-1) theta": arg_max.str(),
+                 "pi": arb.pi().str()}
     step4 = (worst is None) if brute_force else None
     ok = step1 and step2 and (step4 is not False)
     return {
         "ok": ok, "L": L, "claimed": claimed, "k": k, "dps": dps,
-        "theta_min": str(th), "x_star = pi/(2 theta)": str(xstar), "(L-1) theta": str(arg_max), "pi": str(iv.pi),
+        **shown,
         "step1_nearest_integer_strict": step1, "increasing_up_to_claimed": increasing, "step2_arguments_below_pi": step2,
         "step4_brute_force_all_deltas": step4, "brute_force": brute_force,
         "nearest_integer_to_x_star": nearest,
@@ -96,57 +108,27 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     }
 
 
-def _iv_end(t: tuple[int, int, int, int]) -> tuple[int, int] | None:
-    """One end of an mpmath interval (:func:`verify.thirdparty.interval_ends`: (sign, mantissa, exponent, bits)) exactly, as
-    (signed mantissa m, exponent e) with value m 2^e; None for mpmath's +-inf and nan (zero mantissa)."""
-    sign, man, exp, _ = t
-    if man == 0 and exp != 0:
-        return None
-    return (-int(man) if sign else int(man)), int(exp)
-
-
-def _arb_of_iv(raw: tuple[Any, Any]) -> Any:
-    """The python-flint ball enclosing an mpmath interval, from its endpoints' exact binary form
-    (:func:`_iv_end`), exact at the working precision; an infinite end gives a ball containing nothing certain."""
-    from flint import arb, fmpz
-
-    ends = [_iv_end(t) for t in raw]
-    if None in ends:
-        return arb.nan()
-    lo, hi = (arb(fmpz(m)) * arb(2) ** e for m, e in ends)  # type: ignore[misc]
-    return lo.union(hi)
-
-
-def _brute_force_gaps(theta: tuple[Any, Any], claimed: int, L: int, dps: int, brute_force: bool
+def _brute_force_gaps(th: Any, claimed: int, L: int, brute_force: bool
                       ) -> tuple[list[tuple[int, Any]], tuple[int, Any] | None]:
-    """Step 4 in python-flint's arb balls (30x faster than mpmath's intervals here, as rigorous: a ball
-    comparison holds only when it holds for every point of both balls): for each delta != claimed, a certified
-    lower bound of sin(claimed theta) - sin(delta theta), theta the enclosure ``theta`` (mpmath's raw
-    endpoints).  Returns ([(delta, least lower bound)] or [], the worst delta not certified below, or None);
-    only the neighbours claimed +- 1 without ``brute_force``."""
-    from flint import ctx
-
-    prec = ctx.prec
-    ctx.prec = max(prec, int(dps * 3.33) + 16)  # at least the bits of mpmath's dps digits
-    try:
-        th = _arb_of_iv(theta)
-        sc = (claimed * th).sin()
-        gaps: list[tuple[int, Any]] = []
-        worst: tuple[int, Any] | None = None
-        deltas = range(L) if brute_force else [d for d in (claimed - 1, claimed + 1) if 0 <= d < L]
-        for d in deltas:
-            if d == claimed:
-                continue
-            sd = (d * th).sin()
-            g = (sc - sd).lower()  # rounded down: a rigorous lower bound of the gap
-            if brute_force and not sc > sd:
-                if worst is None or g < worst[1]:
-                    worst = (d, g)
-            if not gaps or g < gaps[0][1]:
-                gaps = [(d, g)]
-        return gaps, worst
-    finally:
-        ctx.prec = prec
+    """Step 4 (at the caller's working precision): for each delta != claimed, a certified lower bound of
+    sin(claimed theta) - sin(delta theta), theta in the ball ``th``.  Returns ([(delta, least lower bound)] or
+    [], the worst delta not certified below, or None); only the neighbours claimed +- 1 without
+    ``brute_force``."""
+    sc = (claimed * th).sin()
+    gaps: list[tuple[int, Any]] = []
+    worst: tuple[int, Any] | None = None
+    deltas = range(L) if brute_force else [d for d in (claimed - 1, claimed + 1) if 0 <= d < L]
+    for d in deltas:
+        if d == claimed:
+            continue
+        sd = (d * th).sin()
+        g = (sc - sd).lower()  # rounded down: a rigorous lower bound of the gap
+        if brute_force and not sc > sd:
+            if worst is None or g < worst[1]:
+                worst = (d, g)
+        if not gaps or g < gaps[0][1]:
+            gaps = [(d, g)]
+    return gaps, worst
 
 
 def kernel_identity(k: int = N_FREQ - 1) -> bool:
@@ -182,16 +164,18 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
     if k == PAPER_K:  # the paper's setting; the figures never vanish because a constant moved
         th = float(sp.Integer(10000) ** sp.Rational(-k, N_FREQ))
         _, th_lo, th_hi = rounding_interval("1.78e-4")
-        # decided on the rigorous enclosure: both of its ends, exactly (mpmath.mpf of an end would round it to
-        # 53 bits), inside the printed digits' interval
-        iv = _iv(dps)
-        enc = iv.exp(-(iv.mpf(k) / N_FREQ) * iv.log(iv.mpf(10000)))
-        lo, hi = (None if e is None else Fraction(e[0]) * Fraction(2) ** e[1] for e in map(_iv_end, interval_ends(enc)))
-        th_in = lo is not None and hi is not None and th_lo <= lo and hi <= th_hi
+        # decided on the rigorous enclosure: both of its ends, exactly (a float of an end would round it to 53
+        # bits), inside the printed digits' interval
+        from flint import ctx
+
+        with ctx.workprec(_prec(dps)):
+            enc = _theta_ball(k)
+            lo, hi = _exact(enc.lower()), _exact(enc.upper())
+        th_in = th_lo <= lo and hi <= th_hi
         nearest = res["nearest_integer_to_x_star"]
         figures = [
             Figure("Prop. 3: theta_min = 10000^(-15/16)", "1.78e-4", float(f"{th:.6g}"), th_in,
-                   f"rule: ours (its {dps}-digit interval enclosure, both ends) inside the rounding interval of the printed "
+                   f"rule: ours (its {dps}-digit ball, both ends) inside the rounding interval of the printed "
                    f"1.78e-4, [{float(th_lo):.6g}, {float(th_hi):.6g}]", rule="rounding"),
             Figure("Prop. 3: sin(delta theta_min) increases up to delta", 8833, nearest,
                    nearest == 8833 and bool(res["increasing_up_to_claimed"] or c != 8833),
@@ -199,15 +183,14 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
                    "arithmetic (strictly inside (c - 1/2, c + 1/2))", rule="exact"),
         ]
     if ok:
-        return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy", "mpmath", "flint"),
+        return Evidence(layer=Layer.SYMBOLIC, status=Status.PROVED, engines=engine_versions("sympy", "flint"),
                         summary=(f"interval arithmetic ({dps} digits): delta -> sin(delta theta_min) on 0..{L - 1} has the "
                                  f"strict unique maximiser {c} = ceil(L/2) (gap to the runner-up >= "
                                  f"{res['min_certified_gap']['lower_bound']:.3e}); hence alpha_{L} = 1 on copy"),
                         numbers=res, details=details, bound=f"integers 0..{L - 1}", figures=figures,
-                        certificate={"method": "mpmath.iv outward-rounded enclosures (steps 1-2), python-flint arb "
-                                               "balls around them (step 4)", "steps": details[:4]})
+                        certificate={"method": "python-flint arb balls (steps 1-4)", "steps": details[:4]})
     witness = res["violation"] or {"nearest_integer_to_x_star": res["nearest_integer_to_x_star"]}
-    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy", "mpmath", "flint"),
+    return Evidence(layer=Layer.SYMBOLIC, status=Status.REFUTED, engines=engine_versions("sympy", "flint"),
                     summary=(f"the claimed maximiser {c} is not the strict unique maximiser on 0..{L - 1}: "
                              f"the nearest integer to pi/(2 theta_min) is {res['nearest_integer_to_x_star']}"
                              + ("" if c == copy_offset else f"; ceil(L/2) = {copy_offset}")),

@@ -490,14 +490,14 @@ def check_prop4(claimed: Callable[[sp.Expr], sp.Expr] | None = None) -> Evidence
                         bound="every t >= 1 (symbolic)", **base)
     import mpmath
 
-    mpmath.mp.dps = 50
-    for tt in range(1, 65):
-        w = mpmath.e / (mpmath.e + tt - 1)
-        c = mpmath.mpf(sp.N(claimed(sp.Integer(tt)), 60))
-        if abs(w - c) > mpmath.mpf(10) ** -40:
-            return Evidence(status=Status.REFUTED, summary=(f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form "
-                                                            f"gives {mpmath.nstr(c, 12)}"),
-                            witness={"t": tt, "softmax_weight": mpmath.nstr(w, 20), "claimed": mpmath.nstr(c, 20),
-                                     "rechecked_in": "mpmath, 50 digits"}, **base)
+    with mpmath.workdps(50):  # the global precision is left as it was
+        for tt in range(1, 65):
+            w = mpmath.e / (mpmath.e + tt - 1)
+            c = mpmath.mpf(sp.N(claimed(sp.Integer(tt)), 60))
+            if abs(w - c) > mpmath.mpf(10) ** -40:
+                return Evidence(status=Status.REFUTED, summary=(f"at t = {tt} the softmax weight is {mpmath.nstr(w, 12)}, the claimed form "
+                                                                f"gives {mpmath.nstr(c, 12)}"),
+                                witness={"t": tt, "softmax_weight": mpmath.nstr(w, 20), "claimed": mpmath.nstr(c, 20),
+                                         "rechecked_in": "mpmath, 50 digits"}, **base)
     return Evidence(status=Status.INCONCLUSIVE,
                     summary=f"sympy could not simplify the difference {diff} to 0 and no t <= 64 separates them", **base)

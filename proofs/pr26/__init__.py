@@ -365,8 +365,8 @@ def _p2_validate(p: Mapping[str, Any]) -> None:
 
 
 #: measured effect of --full on the resolution (seed 0, 5 fits; see _p2_resolution)
-PROP2_FULL_NOTE = ("; measured at seed 0: with --full the L = 30 interval [0.1027, 0.1175] excludes 1/k = 0.1000 and "
-                   "1/(k-2) = 0.1250, but the L = 60 interval [0.0232, 0.0303] still contains 1/k = 0.0250 and "
+PROP2_FULL_NOTE = ("; measured at seed 0: with --full the L = 30 interval [0.1084, 0.1214] excludes 1/k = 0.1000 and "
+                   "1/(k-2) = 0.1250, but the L = 60 interval [0.0218, 0.0278] still contains 1/k = 0.0250 and "
                    "1/(k-2) = 0.0263 (k = 40: neighbours 4% apart need far more trials)")
 
 
@@ -498,7 +498,7 @@ PROP3 = Claim(
     checks={"symbolic": _p3_sym, "numeric": _p3_num},
     expected={"": "HOLDS"},
     validate=_p3_validate,
-    caveats=(RECONSTRUCTED, "Maximiser: mpmath.iv interval arithmetic (40 digits), a proof over the integers 0..L-1; the "
+    caveats=(RECONSTRUCTED, "Maximiser: python-flint arb balls (40 digits), a proof over the integers 0..L-1; the "
              "numeric layer evaluates alpha_L at full size in float64 (strict argmax, ties fail) and reports its "
              "smallest margin (~8e-9) against the stated float64 rounding bound of a logit (~8e-12); rows within four "
              "times that bound of a tie would be re-decided by interval arithmetic (none are).",

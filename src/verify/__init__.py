@@ -5,4 +5,4 @@ opinion, bounded), ``verify.numeric`` (torch, at the papers' scale); ``verify.pr
 wires each paper's claims to the layers and holds the registry, verdicts, CLI and reports.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

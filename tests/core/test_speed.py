@@ -16,22 +16,13 @@ from hypothesis import strategies as st
 import verify.constructions.pe as pe
 
 
-@given(st.lists(st.tuples(st.integers(0, 10**15), st.integers(0, 10**4)), min_size=1, max_size=40),
+@given(st.lists(st.tuples(st.integers(0, 10**15), st.integers(0, 2000)), min_size=1, max_size=40),
        st.integers(1, 41))
 def test_rand_block_is_the_scalar_features_bit_for_bit(keys, r):
+    pe._RAND_CACHE.clear()
     block = pe.rand_block(keys, r)
     scalar = np.array([pe._rand_vec(seed, n, r) for seed, n in keys])
     assert block.shape == (len(keys), r) and block.tobytes() == scalar.tobytes()
-
-
-def test_rand_block_self_check_catches_a_different_stream(monkeypatch):
-    # a generator whose words came out in another order would give other numbers: the spot check refuses
-    real = pe._rand_vec
-    monkeypatch.setattr(pe, "_rand_vec", lambda seed, n, r: [float(np.nextafter(x, 2.0)) if i == 0 else x
-                                                            for i, x in enumerate(real(seed, n, r))])  # one ulp
-    pe._RAND_CACHE.clear()
-    with pytest.raises(RuntimeError, match="differs from the scalar"):
-        pe.rand_block([(1, 30), (2, 31)], 20)
 
 
 def test_limit_at_zero_agrees_with_sympy_limit():

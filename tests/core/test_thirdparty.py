@@ -84,3 +84,21 @@ def test_each_wrapped_name_still_exists():
         assert hasattr(pool, "_broken") and hasattr(pool, "_processes")
     finally:
         pool.shutdown()
+
+
+def test_no_check_leaves_a_global_precision_changed():
+    """mpmath's and python-flint's precisions are process-wide: a check that sets one and does not restore it changes
+    every later computation in the run.  ws24 Prop. 4's refutation (mpmath at 50 digits) and pr26 Prop. 3's interval
+    proof (arb at 40 digits) leave all three as they were.  Fault: ``mpmath.mp.dps = 50`` in place of ``with
+    mpmath.workdps(50)`` (as it was) fails here."""
+    import flint
+    import mpmath
+    import sympy as sp
+
+    from verify.symbolic import pr26_figures, ws24
+
+    before = (mpmath.mp.dps, mpmath.iv.dps, flint.ctx.prec)
+    ev = ws24.check_prop4(claimed=lambda t: sp.E / (sp.E + t))  # a wrong closed form: refuted at t = 1 in mpmath
+    assert ev.status == "refuted"
+    assert pr26_figures.sin_maximiser_proof(17665, 8833, brute_force=False)["ok"]
+    assert (mpmath.mp.dps, mpmath.iv.dps, flint.ctx.prec) == before

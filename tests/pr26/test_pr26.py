@@ -250,16 +250,27 @@ def test_cli_alpha_errors(capsys, args, needle):
     assert needle in err and len(err.splitlines()) == 1
 
 
-def test_untrained_features_are_cpythons_gauss_draws():
-    """The written-out Box-Muller of pe._rand_vec gives exactly random.Random(...).gauss's values."""
-    import math
-    import random
+def test_untrained_features_are_numpys_seeded_stream_and_do_not_depend_on_L():
+    """Slot n's untrained feature is row n of numpy's Generator seeded by SeedSequence([RAND_STREAM, seed, r]),
+    times 1/sqrt(r), whichever slot was asked for first (the cache extends the stream by redrawing it), and it does
+    not depend on how many slots are drawn (Theorem 1's independence of L).  Fault: drawing each slot from a
+    stream sized by the request (standard_normal((r, n + 1)).T) gives slot 20 another value at L = 30 than at
+    L = 60."""
+    import numpy as np
 
     from verify.constructions import pe
 
-    for seed, n, r in [(0, 20, 20), (3, 45, 20), (7, 21, 7), (1, 100, 1)]:
-        g = random.Random(f"pr26-untrained:{seed}:{n}:{r}")
-        want = [g.gauss(0.0, 1.0 / math.sqrt(r)) for _ in range(r)]
-        pe._RAND_CACHE.pop((seed, n, r), None)
+    for seed, n, r in [(0, 20, 20), (3, 45, 20), (7, 21, 7), (1, 100, 1), (10**12, 300, 20)]:
+        gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence([pe.RAND_STREAM, seed, r])))
+        want = (gen.standard_normal((n + 1, r)) * (1.0 / np.sqrt(r)))[n].tolist()
+        pe._RAND_CACHE.clear()
         assert pe._rand_vec(seed, n, r) == want
         assert pe.FloatArith(seed).rand_vec(n, r) == want and pe._rand(seed, n, r - 1, r) == want[-1]
+        assert pe._draw(seed, r, n + 1)[n].tolist() == pe._draw(seed, r, 3 * n + 7)[n].tolist() == want
+        pe._RAND_CACHE.clear()
+        pe._rand_vec(seed, 2, r)  # a short prefix first: the later slot extends it
+        assert pe._rand_vec(seed, n, r) == want
+    x = np.array([pe._rand_vec(5, n, 20) for n in range(20, 2020)]).ravel()
+    assert abs(x.mean()) < 0.01 and abs(x.var() * 20 - 1) < 0.02  # N(0, 1/r): 40,000 draws
+    with pytest.raises(ValueError):
+        pe._rand_vec(-1, 20, 20)

@@ -21,8 +21,8 @@ L0 the training length (learned families have L0 trained slots) and ``ar`` an
 * ``ar.sin(k, n)``    sin(n theta_k), theta_k = 10000^(-k/16);
 * ``ar.cos(k, n)``    cos(n theta_k);
 * ``ar.rand(n, a)``   coordinate a of the untrained random feature of slot n (a
-                      Gaussian N(0, 1/r) drawn from ``random.Random`` seeded by
-                      (``ar.seed``, n): deterministic, explicit seed).
+                      Gaussian N(0, 1/r) from numpy's Generator seeded through
+                      SeedSequence by (``ar.seed``, r): deterministic, explicit seed).
 
 :class:`FractionArith` (exact rationals; trig rounded, see there) and
 :class:`FloatArith` (float64) live here; the symbolic layer passes a sympy arithmetic
@@ -37,7 +37,6 @@ Adding a family is one :class:`Family` entry in :data:`FAMILIES`; adding a task 
 from __future__ import annotations
 
 import math
-import random
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -120,88 +119,54 @@ def _round_trig(fn: str, k: int, n: int) -> Fraction:
     return Fraction(scaled, 2**TRIG_DENOM_BITS)
 
 
-#: the untrained random features by (seed, slot, r): run-scoped (:mod:`verify.runcache`)
+#: the untrained features' stream: numpy's Generator (PCG64) seeded by ``SeedSequence([RAND_STREAM, seed, r])``;
+#: the tag ("pr26" in ASCII) keeps it apart from any other stream seeded with the same integers
+RAND_STREAM = 0x70723236
+#: the untrained features by (seed, r), the stream's rows drawn so far: run-scoped (:mod:`verify.runcache`)
 _RAND_CACHE = Memo("constructions.pe: untrained random features")
-_TWOPI = 2.0 * math.pi
+
+
+def _draw(seed: int, r: int, rows: int) -> Any:
+    """Rows 0..rows-1 of draw ``seed``'s untrained features, numpy float64 ``[rows, r]``: row n is slot n's
+    feature, r i.i.d. N(0, 1/r) values: ``standard_normal`` of numpy's Generator seeded by
+    ``SeedSequence([RAND_STREAM, seed, r])``, times 1/sqrt(r).  The generator fills the rows in order, so row n is
+    the same however many rows are drawn: a slot's feature depends on (seed, n, r) only, never on the evaluation
+    length L (pr26 Theorem 1).
+
+    Raises:
+        ValueError: a negative ``seed`` (SeedSequence takes non-negative integers).
+    """
+    import numpy as np
+
+    gen = np.random.Generator(np.random.PCG64(np.random.SeedSequence([RAND_STREAM, seed, r])))
+    return gen.standard_normal((rows, r)) * (1.0 / math.sqrt(r))
 
 
 def _rand_vec(seed: int, n: int, r: int) -> list[float]:
-    """The untrained random feature of slot n: r i.i.d. N(0, 1/r) draws from a generator seeded by
-    (seed, n, r).  The values are exactly those of ``random.Random(...).gauss(0, 1/sqrt(r))`` called r
-    times (CPython's pairwise Box-Muller, written out here: the method-call overhead dominated the
-    Prop. 2 Monte Carlo)."""
-    key = (seed, n, r)
+    """The untrained random feature of slot n of draw ``seed`` (r coordinates, N(0, 1/r) each): row n of
+    :func:`_draw`, from a cached prefix of the stream (extended by doubling)."""
     cache = _RAND_CACHE.table()
-    vec = cache.get(key)
-    if vec is None:
-        rnd = random.Random(f"pr26-untrained:{seed}:{n}:{r}").random
-        sigma = 1.0 / math.sqrt(r)
-        sqrt, log, cos, sin = math.sqrt, math.log, math.cos, math.sin
-        vec = []
-        while len(vec) < r:
-            x2pi = rnd() * _TWOPI
-            g2rad = sqrt(-2.0 * log(1.0 - rnd()))
-            vec.append(0.0 + (cos(x2pi) * g2rad) * sigma)
-            if len(vec) < r:
-                vec.append(0.0 + (sin(x2pi) * g2rad) * sigma)
-        if len(cache) > 200_000:
+    rows = cache.get((seed, r))
+    if rows is None or len(rows) <= n:
+        if len(cache) > 4096:
             cache.clear()
-        cache[key] = vec
-    return vec
+        rows = cache[(seed, r)] = _draw(seed, r, max(n + 1, 2 * len(rows) if rows is not None else 64))
+    return rows[n].tolist()
 
 
 def rand_block(keys: Sequence[tuple[int, int]], r: int) -> Any:
-    """The untrained features of many slots at once: row i is, bit for bit, ``_rand_vec(seed, n, r)``
-    for ``(seed, n) = keys[i]`` (the scalar definition above stays the reference).
-
-    The same generator (``random.Random`` seeded with the same string: its SHA-512 scheme, written
-    out) hands out its 32-bit words in one ``getrandbits`` call per slot; the words become the
-    53-bit uniforms of ``random()`` and the pairwise Box-Muller of ``gauss`` in numpy, with
-    ``math.log``/``cos``/``sin`` mapped over the lists (numpy's own may differ in the last bit).
-    Every other step (integer assembly of the uniform, products, sqrt) is exactly rounded in both.
-
-    Args:
-        keys: ``(seed, n)`` per row; r: the feature dimension (>= 1).
-
-    Returns:
-        numpy float64 array of shape ``(len(keys), r)``.
-
-    Raises:
-        RuntimeError: the first or last row differs from the scalar definition (an interpreter
-            whose generator hands out its words otherwise; never silently different numbers).
-    """
-    import hashlib
-
+    """The untrained features of many slots at once, numpy float64 ``[len(keys), r]``: row i is
+    ``_rand_vec(seed, n, r)`` for ``(seed, n) = keys[i]`` (each distinct seed's stream drawn once, to its largest
+    slot)."""
     import numpy as np
 
-    pairs = (r + 1) // 2  # gauss draws its normals in pairs: 2 uniforms = 4 words per pair
-    words = 4 * pairs
-    gen = random.Random()
-    c_seed = super(random.Random, gen).seed  # the C seeding of an int, as random.seed does after hashing a str
-    sha, from_bytes = hashlib.sha512, int.from_bytes
-    raw = bytearray()
+    top: dict[int, int] = {}
     for seed, n in keys:
-        text = f"pr26-untrained:{seed}:{n}:{r}".encode()
-        c_seed(from_bytes(text + sha(text).digest(), "big"))
-        raw += gen.getrandbits(32 * words).to_bytes(4 * words, "little")  # word i at bits 32 i: draw order
-    w = np.frombuffer(bytes(raw), dtype="<u4").astype(np.uint64).reshape(len(keys), pairs, 4)
-    u = ((w[..., 0::2] >> 5) * 67108864 + (w[..., 1::2] >> 6)).astype(np.float64) * (1.0 / 9007199254740992.0)
-    x2pi = u[..., 0] * _TWOPI
-    flat = x2pi.ravel().tolist()
-
-    def mapped(fn: Callable[[float], float], xs: list[float]) -> Any:
-        return np.fromiter(map(fn, xs), dtype=np.float64, count=len(xs)).reshape(x2pi.shape)
-
-    g2rad = np.sqrt(-2.0 * mapped(math.log, (1.0 - u[..., 1]).ravel().tolist()))
-    cos, sin = mapped(math.cos, flat), mapped(math.sin, flat)
-    sigma = 1.0 / math.sqrt(r)
-    out = np.empty((len(keys), 2 * pairs))
-    out[:, 0::2] = 0.0 + (cos * g2rad) * sigma
-    out[:, 1::2] = 0.0 + (sin * g2rad) * sigma
-    out = out[:, :r]
-    for i in {0, len(keys) - 1} if keys else ():
-        if out[i].tolist() != list(_rand_vec(keys[i][0], keys[i][1], r)):
-            raise RuntimeError("rand_block differs from the scalar random features on this interpreter")
+        top[seed] = max(top.get(seed, -1), n)
+    streams = {seed: _draw(seed, r, m + 1) for seed, m in top.items()}
+    out = np.empty((len(keys), r))
+    for i, (seed, n) in enumerate(keys):
+        out[i] = streams[seed][n]
     return out
 
 
