@@ -6,7 +6,7 @@ proof, the Prop. 2 Monte Carlo, and the whole pr26 default run.
 
 ``--select-lr`` reruns the rule that chose the default learning rate (verify.numeric.pr26.LR;
 the rule is verify.numeric.pr26_figures.LR_RULE): every rate of the fixed grid LR_GRID scored on
-the fourteen printed figures the fit affects, jointly; prints the table and the chosen rate (~60 s).
+the fourteen printed figures the fit affects, jointly; prints the table and the chosen rate (~12 s).
 
 Peak memory: torch's allocations are invisible to tracemalloc, so each alpha measurement runs in
 a fresh subprocess and reports its peak resident set size (resource.getrusage ru_maxrss); the

@@ -26,7 +26,7 @@ Protocol (the engine other claims reuse):
   about the head as given (the float64 parameter taken as the exact number it is), so
   float64 decides only where it is certain: every logit carries a stated rounding bound E
   (:func:`logit_error_bound`), and a row whose float margin is within 4 E of 0 is
-  re-decided outside float64, in exact rationals (rational families) or in mpmath
+  re-decided outside float64, in exact rationals (rational families) or in arb
   interval arithmetic at 30 digits (trigonometric families: an interval that still
   contains 0 is a tie to that resolution and fails).  Likewise "another key ties the
   target" is decided exactly (or by intervals), never by float equality alone.
@@ -97,8 +97,10 @@ UNIT_ROUNDOFF = 2.0 ** -53
 #: near-tie rows re-decided outside float64 per evaluation; beyond it a near-tie row is counted as
 #: unresolved and fails (a row passes only when its margin is certified positive)
 MAX_RECHECK_ROWS = 4096
-#: digits of the mpmath interval re-check of trigonometric families
+#: digits of the interval (arb ball) re-check of trigonometric families
 INTERVAL_DPS = 30
+#: the same in bits, arb's working precision for it
+INTERVAL_PREC = int(INTERVAL_DPS * 3.33) + 16
 DTYPE = torch.float64
 
 
@@ -669,7 +671,7 @@ class RowEval:
     passed: torch.Tensor
     target_tied: torch.Tensor    # bool: another key has exactly the target's logit
     exact_rechecked: int = 0
-    interval_rechecked: int = 0  # near-tie rows decided by mpmath intervals (trigonometric families)
+    interval_rechecked: int = 0  # near-tie rows decided by arb balls (trigonometric families)
     unresolved: int = 0          # near-tie rows beyond MAX_RECHECK_ROWS: counted as failures
     error_bound: float = 0.0     # E, the per-logit float64 rounding bound used
 
@@ -698,23 +700,21 @@ def logit_error_bound(family: Family, param: torch.Tensor, feats: torch.Tensor) 
 
 
 class _Recheck:
-    """Exact (Fraction) or interval (mpmath.iv) logits of one head, features cached by position/offset."""
+    """Exact (Fraction) or interval (python-flint arb ball) logits of one head, features cached by position/offset."""
 
     def __init__(self, family: Family, param: torch.Tensor, L0: int, seed: int) -> None:
         self.family, self.L0 = family, L0
         self.exact = family.rational
-        self.ar: FractionArith | _IntervalArith  # the feature arithmetic: exact rationals or mpmath intervals
+        self.ar: FractionArith | _IntervalArith  # the feature arithmetic: exact rationals or arb balls
         if self.exact:
             self.ar = FractionArith(seed)
             self.param = _exact_param(param)
         else:
-            from mpmath import iv
+            from flint import arb
 
-            self.iv = iv
-            self.ar = _IntervalArith(iv, seed)
-            vals = param.tolist()
-            conv = iv.mpf
-            self.param = [conv(v) for v in vals] if param.ndim == 1 else [[conv(v) for v in row] for row in vals]
+            self.ar = _IntervalArith(seed)
+            vals = param.tolist()  # floats, each an exact (radius 0) ball
+            self.param = [arb(v) for v in vals] if param.ndim == 1 else [[arb(v) for v in row] for row in vals]
         self.feats: dict[int, list] = {}
         self.logits: dict[tuple[int, int], Any] = {}
         self.wphi: dict[int, list] = {}
@@ -756,13 +756,22 @@ class _Recheck:
         """-1, 0, 1: the exact sign (Fractions) or the certified sign of an interval (0 if it contains 0)."""
         if self.exact:
             return (x > 0) - (x < 0)
-        return 1 if x.a > 0 else (-1 if x.b < 0 else 0)
+        return 1 if x > 0 else (-1 if x < 0 else 0)  # a ball comparison holds for every point of the ball
 
-    def value(self, x: Any) -> Any:
-        """The decided margin: the exact Fraction, or for an interval its midpoint (0 when it contains 0)."""
+    def mid(self, x: Any) -> Fraction:
+        """The exact value (Fractions) or the ball's midpoint, exactly."""
         if self.exact:
             return x
-        return Fraction(float(x.mid)) if self.sign(x) else Fraction(0)
+        from verify import balls
+
+        return balls.mid(x)
+
+    def value(self, x: Any) -> Any:
+        """The decided margin: the exact Fraction, or for a ball its midpoint rounded to float64 (0 when it
+        contains 0)."""
+        if self.exact:
+            return x
+        return Fraction(float(self.mid(x))) if self.sign(x) else Fraction(0)
 
 
 _RECHECKS = runcache.Memo("numeric.pr26: exact re-checks of a head")
@@ -781,35 +790,43 @@ def _recheck_for(family: Family, param: torch.Tensor, L0: int, seed: int) -> "_R
 
 
 class _IntervalArith:
-    """mpmath interval arithmetic for the feature maps (outward-rounded enclosures of sin/cos)."""
+    """Ball arithmetic (python-flint's arb, at the caller's working precision: :func:`_interval_precision`) for
+    the feature maps: every value a ball that contains the exact one (sin/cos of theta_k included)."""
 
     exact = False
+    interval = True  # custom feature maps evaluate their expressions as arb balls (features' iv_fn)
 
-    def __init__(self, iv: Any, seed: int = 0) -> None:
-        self.iv, self.seed = iv, seed
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
         self._theta: dict[int, Any] = {}
 
     def num(self, q: Any) -> Any:
+        from flint import arb, fmpq
+
         if isinstance(q, Fraction):
-            return self.iv.mpf(q.numerator) / q.denominator
-        return self.iv.mpf(q)
+            return arb(fmpq(q.numerator, q.denominator))
+        return arb(q)
 
     def theta(self, k: int) -> Any:
+        from flint import arb
+
         t = self._theta.get(k)
         if t is None:
-            t = self._theta[k] = self.iv.exp(-(self.iv.mpf(k) / pe.N_FREQ) * self.iv.log(self.iv.mpf(10000)))
+            t = self._theta[k] = (-(arb(k) / pe.N_FREQ) * arb(10000).log()).exp()
         return t
 
     def sin(self, k: int, n: int) -> Any:
-        return self.iv.sin(n * self.theta(k))
+        return (n * self.theta(k)).sin()
 
     def cos(self, k: int, n: int) -> Any:
-        return self.iv.cos(n * self.theta(k))
+        return (n * self.theta(k)).cos()
 
     def rand(self, n: int, a: int, r: int) -> Any:
+        from flint import arb
+
         from verify.constructions.pe import _rand
 
-        return self.iv.mpf(_rand(self.seed, n, a, r))
+        return arb(_rand(self.seed, n, a, r))
 
 
 def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: int, rows: Sequence[int],
@@ -819,7 +836,7 @@ def evaluate_rows(family: Family, task: Task, param: torch.Tensor, L0: int, L: i
     A row passes iff ``pe.attends(margin)`` (margin > 0: an exact tie fails).  With ``exact_ties``,
     float64 decides only rows whose |margin| exceeds 4 E (E = :func:`logit_error_bound`); the
     others (at most :data:`MAX_RECHECK_ROWS`, the rest count as unresolved failures) are re-decided
-    exactly (rational features: fractions.Fraction) or by mpmath intervals at :data:`INTERVAL_DPS`
+    exactly (rational features: fractions.Fraction) or by arb balls at :data:`INTERVAL_DPS`
     digits (trigonometric features; an interval containing 0 is a tie to that resolution), over the
     keys whose float logit is within 8 E of the target's (the only keys that can beat or tie it).
     ``target_tied`` (another key has exactly the target's logit) is decided the same way for rational
@@ -1204,18 +1221,15 @@ def _collect_rechecks(family: Family, s: int, rc: torch.Tensor, tgt: torch.Tenso
 
 @contextlib.contextmanager
 def _interval_precision(exact: bool) -> Iterator[None]:
-    """mpmath's interval precision at :data:`INTERVAL_DPS` for an interval re-check (nothing when exact)."""
+    """arb's working precision at :data:`INTERVAL_PREC` bits for an interval re-check (nothing when exact);
+    the previous precision is restored on leaving."""
     if exact:
         yield
         return
-    import mpmath
+    from flint import ctx
 
-    old_dps = mpmath.iv.dps
-    mpmath.iv.dps = INTERVAL_DPS
-    try:
+    with ctx.workprec(INTERVAL_PREC):
         yield
-    finally:
-        mpmath.iv.dps = old_dps
 
 
 def _mark_offset_ties(rc_: _Recheck, logits: _FloatLogits, E: float, fp: _FloatPass) -> None:
@@ -1285,9 +1299,8 @@ def _decide_row(rc_: _Recheck, i: int, t: int, cand: list[int], near_row: bool) 
         return tied, None, None
     signs = [rc_.sign(g) for _, g in gaps]
     if any(sg < 0 for sg in signs):
-        worst = min((g for (_, g), sg in zip(gaps, signs) if sg < 0), key=lambda g: g if rc_.exact else g.mid)
-        best = min((j for (j, g), sg in zip(gaps, signs) if sg < 0 and
-                    (g == worst if rc_.exact else g.mid == worst.mid)))
+        worst = min((g for (_, g), sg in zip(gaps, signs) if sg < 0), key=rc_.mid)
+        best = min((j for (j, g), sg in zip(gaps, signs) if sg < 0 and rc_.mid(g) == rc_.mid(worst)))
         return tied, rc_.value(worst), best
     if any(sg == 0 for sg in signs):
         return tied, Fraction(0), None
@@ -1444,7 +1457,7 @@ def prop1_search(family: Family, n: int, seed: int, samples: int = 2000, opt_len
 
 __all__ = ["fit", "transfer", "alpha", "evaluate_rows", "evaluate_rows_dense", "target_mass", "target_mass_dense",
            "RangeMax", "BLOCK_BYTES", "feature_matrix", "full_logits", "kernel_summary",
-           "logit_error_bound", "flat_row_controls", "theorem2_controls", "MAX_RECHECK_ROWS", "INTERVAL_DPS",
+           "logit_error_bound", "flat_row_controls", "theorem2_controls", "MAX_RECHECK_ROWS", "INTERVAL_DPS", "INTERVAL_PREC",
            "FitResult", "Transfer", "RowEval", "memory_bytes", "prop1_search", "LR", "INIT_STD", "STEPS",
            "WEIGHT_DECAY", "FitDiverged", "MinNormError", "NORM_BOUND"]
 

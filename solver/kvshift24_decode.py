@@ -40,9 +40,8 @@ from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import z3
-from mpmath import libmp
-from mpmath.ctx_iv import MPIntervalContext
 
+from verify import balls
 from verify.constructions import kvshift24 as kc  # kc.exp_enclosure looked up at call time
 from verify.constructions import kvshift24_pe as pe_mod
 from verify.constructions.kvshift24 import Variant, canonical_sequences
@@ -63,11 +62,9 @@ from verify.solver.common import (
     to_fraction,
 )
 from verify.solver.kvshift24 import decided_through, span
-from verify.thirdparty import interval_ends
 
-#: interval context of the RoPE angles (outward rounding; no global mpmath setting is touched)
-_IV = MPIntervalContext()
-_IV.dps = 40
+#: arb precision (bits) of the RoPE angles' enclosures (40 digits; flint's global precision is restored after)
+ANGLE_PREC = 150
 #: logit enclosures are rounded outward to this many decimal digits before exp is enclosed
 LOGIT_DIGITS = 35
 #: largest token input the witness search tries (the symbolic layer's search stops there too)
@@ -212,18 +209,15 @@ def recheck_model(k: int, Lmax: int, var: Variant, pe: PE, dec: Decode, m: Fract
 # ------------------------------------------------------------------ certified token witnesses
 
 
-def _frac(x: Any) -> Fraction:
-    return Fraction(*libmp.to_rational(x))
-
-
 def cos_enclosure(delta: int, j: int, V: int, base: int = pe_mod.ROPE_BASE) -> tuple[Fraction, Fraction]:
     """Rational lo <= cos(delta * theta_j) <= hi with theta_j = base^(-j/V) (the RoPE frequency of
-    symbol j's plane, :func:`verify.constructions.kvshift24_pe.plane_exponent`), by mpmath interval
-    arithmetic with outward rounding."""
+    symbol j's plane, :func:`verify.constructions.kvshift24_pe.plane_exponent`): the exact ends of python-flint's
+    arb ball around it."""
+    from flint import arb, ctx, fmpq
+
     e = plane_exponent(j, V)
-    theta = _IV.mpf(base) ** (_IV.mpf(e.numerator) / _IV.mpf(e.denominator))
-    lo, hi = interval_ends(_IV.cos(_IV.mpf(delta) * theta))
-    return _frac(lo), _frac(hi)
+    with ctx.workprec(ANGLE_PREC):
+        return balls.ends((delta * arb(base) ** arb(fmpq(e.numerator, e.denominator))).cos())
 
 
 def _round_out(lo: Fraction, hi: Fraction) -> tuple[Fraction, Fraction]:

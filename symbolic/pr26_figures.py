@@ -31,11 +31,11 @@ W (W[2k, 2k+1] = 1, W[2k+1, 2k] = -1) is phi(i)^T W phi(j) = sin((i - j) theta_k
 from __future__ import annotations
 
 import time
-from fractions import Fraction
 from typing import Any
 
 import sympy as sp
 
+from verify import balls
 from verify.constructions.pe import N_FREQ, ceil_half
 from verify.evidence import Evidence, Figure, Layer, Status, engine_versions, rounding_interval
 
@@ -53,12 +53,6 @@ def _theta_ball(k: int) -> Any:
     from flint import arb
 
     return (-(arb(k) / N_FREQ) * arb(10000).log()).exp()
-
-
-def _exact(x: Any) -> Fraction:
-    """The exact value of an exact arb (radius 0: a ball's ``lower()`` or ``upper()``), as a Fraction."""
-    man, exp = x.man_exp()
-    return Fraction(int(man)) * Fraction(2) ** int(exp)
 
 
 def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1, dps: int = 40,
@@ -169,8 +163,7 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
         from flint import ctx
 
         with ctx.workprec(_prec(dps)):
-            enc = _theta_ball(k)
-            lo, hi = _exact(enc.lower()), _exact(enc.upper())
+            lo, hi = balls.ends(_theta_ball(k))
         th_in = th_lo <= lo and hi <= th_hi
         nearest = res["nearest_integer_to_x_star"]
         figures = [

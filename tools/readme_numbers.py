@@ -102,6 +102,7 @@ HEAVY_COMMANDS = {
     "kvshift24:falsifier": "verify kvshift24:falsifier --format json",
     "ws24:falsifier": "verify ws24:falsifier --format json",
     "pr26:auc": "verify pr26:auc --full --format json",
+    "pr26:auc[with-content]": "verify pr26:auc --full --scores with-content --format json",
     "fp26:fingerprint": "verify fp26:fingerprint --full --format json",
     "fp26:fingerprint[steps=7200]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
                                      "absolute/free,absolute/sym,rope/sym --steps 7200 --format json"),

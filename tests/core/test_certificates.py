@@ -464,21 +464,6 @@ def test_each_field_of_a_row_is_tied_to_the_encoding(tmp_path):
         assert [(f.name, "not the encoding" in why) for f, _, why in bad] == [(victim, True)] and not missing, field_name
 
 
-def test_theta_ball_of_an_unbounded_enclosure_certifies_nothing():
-    """pr26 Prop. 3's step 4 reads theta's mpmath enclosure as an arb ball exactly; an infinite end (mpmath
-    encodes it with a zero mantissa) becomes an indeterminate ball, never a small one around 0.  Fault: the zero
-    mantissa read as 0 gives the ball [+/- 1.01], which does not contain [1, inf]."""
-    from mpmath import iv, mpf
-
-    from verify.symbolic.pr26_figures import _arb_of_iv
-
-    ball = _arb_of_iv(iv.mpf([1, mpf("inf")])._mpi_)
-    assert not ball.is_finite()
-    assert not (ball > 0) and not (ball < 2)
-    finite = _arb_of_iv(iv.mpf([1, 2])._mpi_)
-    assert finite.contains(1) and finite.contains(2) and not finite.contains(3)
-
-
 def test_a_cvc5_helper_whose_owner_is_gone_exits_quietly():
     """The owner stopped mid-obligation (SIGTERM or Ctrl-C to a parallel run: the worker dies first) leaves its
     helper an answer to send into a closed pipe: the helper ends quietly (exit 0, nothing on stderr) instead of

@@ -386,11 +386,11 @@ def test_tie_symbolic_prop3_interval_never_certifies_a_tie():
 
     # theta = pi / 17 puts pi / (2 theta) at 8.5: sin(8 theta) = sin(9 theta) exactly
     for claimed, other in ((8, 9), (9, 8)):
-        r = sf.sin_maximiser_proof(17, claimed, theta_fn=lambda iv: iv.pi / 17)
+        r = sf.sin_maximiser_proof(17, claimed, theta_fn=lambda arb: arb.pi() / 17)
         assert r["ok"] is False and r["step1_nearest_integer_strict"] is False
         assert r["step4_brute_force_all_deltas"] is False and r["violation"]["delta"] == other
     # control: a theta whose pi / (2 theta) = 8.25 is not a tie, and the same proof certifies 8
-    assert sf.sin_maximiser_proof(17, 8, theta_fn=lambda iv: iv.pi / 16.5)["ok"] is True
+    assert sf.sin_maximiser_proof(17, 8, theta_fn=lambda arb: arb.pi() / arb(16.5))["ok"] is True
 
 
 def test_tie_verify_alpha_cli(monkeypatch, capsys):

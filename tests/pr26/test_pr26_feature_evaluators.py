@@ -45,24 +45,25 @@ def _reference(e, p):
 
 
 def _check_three(e, positions):
+    from flint import arb, ctx
+
     table = F.evaluate_table([e], "i", max(positions) + 1)
-    old = mpmath.iv.dps
-    mpmath.iv.dps = 30
-    try:
-        for p in positions:
-            ref = _reference(e, p)
-            assert abs(float(table[p, 0]) - float(ref)) <= 1e-9 * max(1.0, abs(float(ref))), (e, p, table[p, 0], ref)
-            box = F.evaluate(e, {"i": p}, "iv", mpmath.iv)
-            assert ref in box, (e, p, box, ref)
-            if F.is_rational_expr(e):
-                ex = F.evaluate(e, {"i": p}, "exact")
-                with mpmath.workdps(45):
-                    # the reference has 40 significant digits, so it is good to 1e-35 relative (i^3/3 at i = 67 is
-                    # 100254.33..., whose 40th digit is the 34th decimal: an absolute 1e-35 failed there)
-                    assert abs(mpmath.mpf(ex.numerator) / ex.denominator - ref) <= \
-                        mpmath.mpf(10) ** -35 * max(1, abs(ref)), (e, p)
-    finally:
-        mpmath.iv.dps = old
+    for p in positions:
+        ref = _reference(e, p)
+        assert abs(float(table[p, 0]) - float(ref)) <= 1e-9 * max(1.0, abs(float(ref))), (e, p, table[p, 0], ref)
+        with ctx.workprec(F.CROSS_CHECK_PREC):
+            box = F.ball(e, {"i": p})
+        with ctx.workprec(2 * F.CROSS_CHECK_PREC):
+            # the reference's 40 digits are good to 1e-38 relative
+            assert box.overlaps(arb(mpmath.nstr(ref, 45)) + arb(0, 1) * (abs(arb(mpmath.nstr(ref, 45))) * arb(10) ** -38
+                                                                      + arb(10) ** -40)), (e, p, box, ref)
+        if F.is_rational_expr(e):
+            ex = F.evaluate(e, {"i": p}, "exact")
+            with mpmath.workdps(45):
+                # the reference has 40 significant digits, so it is good to 1e-35 relative (i^3/3 at i = 67 is
+                # 100254.33..., whose 40th digit is the 34th decimal: an absolute 1e-35 failed there)
+                assert abs(mpmath.mpf(ex.numerator) / ex.denominator - ref) <= \
+                    mpmath.mpf(10) ** -35 * max(1, abs(ref)), (e, p)
 
 
 @pytest.mark.parametrize("text", GRAMMAR)
@@ -108,14 +109,16 @@ def test_interval_with_float_pi_refused(monkeypatch, capsys):
     argv = ["alpha", "--pe-features", "cos(pi*d/7), sin(pi*d/7)", "--task", "prev"]
     rc, doc = _alpha_json(capsys, argv)
     assert rc == 0 and doc["alpha"] == 0.0 and doc["new_rows_with_exact_tie_to_target"] == 44
-    real = F._mp
+    from flint import arb
 
-    def float_pi(e, env, m):
-        if e == sp.pi and m is mpmath.iv:
-            return m.mpf(math.pi)
-        return real(e, env, m)
+    real = F._arb_node
 
-    monkeypatch.setattr(F, "_mp", float_pi)
+    def float_pi(e):
+        if e == sp.pi:
+            return lambda x: arb(math.pi)
+        return real(e)
+
+    monkeypatch.setattr(F, "_arb_node", float_pi)
     with pytest.raises(F.FeatureError, match="does not enclose"):
         F.expression_family("cos(pi*d/7), sin(pi*d/7)")
     rc, err = _alpha_json(capsys, argv)
@@ -200,8 +203,9 @@ def test_arb_near_ties_fall_back_to_mpmath():
 
 
 def test_arb_table_fault_wrong_argument_scale_is_caught():
-    """Fault: the arb position scaled by (1 + 2^-30) (a wrong argument scale).  The comparison with mpmath finds
-    it; without the fault it finds nothing (so the comparison can fail both ways)."""
+    """Fault: the arb position scaled by (1 + 2^-30) (a wrong argument scale).  The balls are also the interval
+    re-check's, so the cross-check against sympy's own values refuses the map before any use (at d = 1); without
+    the fault the comparison with mpmath finds nothing (so the check can fail both ways)."""
     from flint import arb
 
     from verify import faults
@@ -209,5 +213,5 @@ def test_arb_table_fault_wrong_argument_scale_is_caught():
     text = ARB_MAPS[0]
     assert _arb_mismatches(text, range(0, 200)) == []
     with faults.inject("features._arb_position", lambda n: arb(n) * (1 + arb(2) ** -30)):
-        bad = _arb_mismatches(text, range(0, 200))
-    assert len(bad) > 100 and bad[0][0] == 1
+        with pytest.raises(F.FeatureError, match="at d = 1 does not enclose"):
+            _arb_mismatches(text, range(0, 200))

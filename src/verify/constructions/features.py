@@ -277,7 +277,7 @@ def _exact(e: Any, env: dict[str, int]) -> Fraction:
 
 
 def _mp(e: Any, env: dict[str, int], m: Any) -> Any:
-    """Evaluate in an mpmath context ``m`` (``mpmath.mp`` for high precision, ``mpmath.iv`` for intervals)."""
+    """Evaluate in an mpmath context ``m`` (``mpmath.mp``, high precision; intervals are arb balls: :func:`ball`)."""
     import sympy as sp
 
     if isinstance(e, sp.Rational):
@@ -383,14 +383,14 @@ def _np(e: Any, env: dict[str, Any]) -> Any:
     raise FeatureError(f"cannot evaluate {type(e).__name__}")
 
 
-def evaluate(e: Any, env: dict[str, int], mode: str = "exact", ctx: Any = None) -> Any:
+def evaluate(e: Any, env: dict[str, int], mode: str = "exact") -> Any:
     """The value of a parsed expression at one point.
 
     Args:
         e: a tree from :func:`parse_expressions`.
         env: symbol name -> int (``{"i": 5}``).
         mode: ``"exact"`` (fractions.Fraction; raises :class:`NotExact` for irrational values),
-            ``"mp"`` (mpmath at 50 digits), ``"iv"`` (an mpmath interval; ``ctx`` is ``mpmath.iv``).
+            ``"mp"`` (mpmath at 50 digits); an enclosure is :func:`ball`.
     Raises:
         FeatureError: division by zero, a log of a non-positive number, an exact value beyond
             :data:`MAX_EXACT_BITS` bits; NotExact (exact mode) for irrational values.
@@ -400,10 +400,10 @@ def evaluate(e: Any, env: dict[str, int], mode: str = "exact", ctx: Any = None) 
             return _exact(e, env)
         import mpmath
 
-        if mode == "mp":
-            with mpmath.workdps(50):
-                return +_mp(e, env, mpmath.mp)
-        return _mp(e, env, ctx if ctx is not None else mpmath.iv)
+        if mode != "mp":
+            raise ValueError(f"evaluate: mode {mode!r} is not 'exact' or 'mp'")
+        with mpmath.workdps(50):
+            return +_mp(e, env, mpmath.mp)
     except (ZeroDivisionError, ValueError, OverflowError) as err:
         if isinstance(err, FeatureError):
             raise
@@ -489,11 +489,11 @@ class _TableFeatures:
     ``exact_fn`` (Fractions) when given, else from ``rounded_fn`` (the same values from arb balls,
     :func:`arb_rounded`) when given, else from ``mp_fn`` rounded to a multiple of
     2^-TRIG_DENOM_BITS (the convention of :class:`~verify.constructions.pe.FractionArith` for
-    irrational features); interval values from ``iv_fn``.
+    irrational features); interval values (arb balls at the current precision) from ``iv_fn``.
     """
 
     def __init__(self, dim: int, float_table: Callable[[int], Any], exact_fn: Callable[[int], list] | None,
-                 mp_fn: Callable[[int], list] | None, iv_fn: Callable[[int, Any], list] | None,
+                 mp_fn: Callable[[int], list] | None, iv_fn: Callable[[int], list] | None,
                  sym_fn: Callable[[int], list] | None = None,
                  rounded_fn: Callable[[int], list] | None = None) -> None:
         self.dim, self._float_table, self.exact_fn, self.mp_fn, self.iv_fn = dim, float_table, exact_fn, mp_fn, iv_fn
@@ -527,8 +527,8 @@ class _TableFeatures:
             return self.floats(n)
         if isinstance(ar, FractionArith):
             return list(self.exact(n))
-        if hasattr(ar, "iv") and self.iv_fn is not None:
-            return self.iv_fn(n, ar.iv)
+        if getattr(ar, "interval", False) and self.iv_fn is not None:
+            return self.iv_fn(n)
         if self.sym_fn is not None:
             return self.sym_fn(n)
         return [ar.num(x) for x in self.exact(n)]
@@ -584,6 +584,30 @@ def _arb_compile(e: Any) -> Callable[[Any], Any] | None:
     except (ValueError, ArithmeticError, TypeError):
         return f
     return lambda x: c
+
+
+def _float_ball(x: float) -> Any:
+    """A float as the exact arb ball it is."""
+    from flint import arb
+
+    return arb(x)
+
+
+def ball(e: Any, env: dict[str, int]) -> Any:
+    """An arb ball that contains the value of ``e`` at the point ``env`` (one variable), at the current arb
+    precision (the interval re-check's: ``flint.ctx.workprec``).
+
+    Raises:
+        FeatureError: a construct without a ball form, or a ball flint refuses (a log of a ball reaching 0).
+    """
+    f = _arb_compile(e)
+    if f is None:
+        raise FeatureError(f"{_short(e)}: no interval (arb ball) form")
+    (n,) = env.values() if env else (0,)
+    try:
+        return f(_arb_position(int(n)))
+    except (ValueError, ArithmeticError, TypeError) as err:
+        raise FeatureError(f"cannot enclose {_short(e)} at {_env(env)} ({type(err).__name__})") from None
 
 
 def _arb_node(e: Any) -> Callable[[Any], Any] | None:
@@ -745,6 +769,8 @@ def expression_family(text: str, name: str | None = None) -> FeatureSpec:
 CROSS_CHECK_FLOATS = 64
 #: positions where each interval must enclose sympy's own 40-digit value (sympy.N: not our evaluator)
 CROSS_CHECK_INTERVALS = (0, 1, 2, 3, 5, 7, 11, 13)
+#: arb precision (bits) of the cross-check's balls: the interval re-check's 30 digits
+CROSS_CHECK_PREC = 116
 #: float64 agreement: |float - reference| <= FLOAT_AGREE * max(1, |reference|); a correctly evaluated
 #: expression of the grammar errs by a few units of 2^-53 per operation, far below 1e-9 (a floor or
 #: ceiling on the wrong side of an integer errs by >= 1)
@@ -756,7 +782,7 @@ def cross_check(exprs: Sequence[Any], var: str, rational: bool, table: Any) -> N
 
     * float64 (:func:`evaluate_table`, what the fits see) against the exact Fractions (rational maps)
       or 50-digit mpmath values, at positions 0..:data:`CROSS_CHECK_FLOATS`-1, to :data:`FLOAT_AGREE`;
-    * the mpmath interval (what decides ties of irrational maps) must enclose sympy's own 40-digit
+    * the arb ball (what decides ties of irrational maps) must enclose sympy's own 40-digit
       value of the expression (``sympy.N``, independent of :func:`_mp`) at :data:`CROSS_CHECK_INTERVALS`
       (an interval built from the float pi no longer encloses pi: exact ties would be decided as strict).
 
@@ -764,8 +790,8 @@ def cross_check(exprs: Sequence[Any], var: str, rational: bool, table: Any) -> N
         FeatureError: a disagreement (a defect of an evaluator, or a float value too rounded to use),
             naming the expression and the position.
     """
-    import mpmath
     import sympy as sp
+    from flint import arb, ctx
 
     n = min(CROSS_CHECK_FLOATS, len(table))
     for k, e in enumerate(exprs):
@@ -782,26 +808,23 @@ def cross_check(exprs: Sequence[Any], var: str, rational: bool, table: Any) -> N
         for p in CROSS_CHECK_INTERVALS:
             if p >= n:
                 continue
-            old_dps = mpmath.iv.dps
-            mpmath.iv.dps = 30
             try:
-                box = evaluate(e, {var: p}, "iv", mpmath.iv)
+                with ctx.workprec(CROSS_CHECK_PREC):
+                    box = ball(e, {var: p})
                 truth = sp.N(e.subs(sym, p), 40)
             except FeatureError:
                 continue
-            finally:
-                mpmath.iv.dps = old_dps
             if not truth.is_real:
                 continue
-            with mpmath.workdps(45):
-                t = mpmath.mpf(str(truth))
-                # sympy's 40 digits are themselves rounded (by at most 1e-39 relative): an exact point interval of a
-                # long dyadic need not contain them, so the test is that the interval meets [t - err, t + err]
-                # (an interval built from the float pi misses pi by ~1e-16, far outside err)
-                err = abs(t) * mpmath.mpf(10) ** -38 + mpmath.mpf(10) ** -40
-                meets = mpmath.mpf(box.a) <= t + err and t - err <= mpmath.mpf(box.b)
+            with ctx.workprec(2 * CROSS_CHECK_PREC):
+                # sympy's 40 digits are themselves rounded (by at most 1e-39 relative): an exact ball of a long
+                # dyadic need not contain them, so the test is that the ball meets [t - err, t + err] (a ball built
+                # from the float pi misses pi by ~1e-16, far outside err)
+                t = arb(str(truth))
+                err = abs(t) * arb(10) ** -38 + arb(10) ** -40
+                meets = box.overlaps(t + arb(0, 1) * err)
             if not meets:
-                raise FeatureError(f"expression {k + 1} ({_short(e)}): the interval {box} at {var} = {p} "
+                raise FeatureError(f"expression {k + 1} ({_short(e)}): the ball {box} at {var} = {p} "
                                    f"does not enclose its value {truth}")
 
 
@@ -820,8 +843,8 @@ def _from_exprs(exprs: Sequence[Any], var: str, kind: str, name: str, source: st
     def mp_fn(n: int) -> list:
         return [evaluate(e, {var: n}, "mp") for e in exprs]
 
-    def iv_fn(n: int, iv: Any) -> list:
-        return [evaluate(e, {var: n}, "iv", iv) for e in exprs]
+    def iv_fn(n: int) -> list:
+        return [ball(e, {var: n}) for e in exprs]
 
     def sym_fn(n: int) -> list:
         sym = sp.Symbol(var, integer=True, nonnegative=True)
@@ -1086,7 +1109,7 @@ def callable_family(spec: str | Callable, max_positions: int, check_prefix: int 
         return table  # the positions computed (_TableFeatures.floats refuses a position beyond them)
 
     feats = _TableFeatures(dim, float_table, lambda n: [Fraction(float(x)) for x in table[n]], None,
-                           lambda n, iv: [iv.mpf(float(x)) for x in table[n]])
+                           lambda n: [_float_ball(float(x)) for x in table[n]])
     fam = Family(f"callable({label})", "absolute", lambda L0: dim, feats,
                  f"user feature map {label}: phi(i) in R^{dim}", rational=True)
     return FeatureSpec(fam, None, True, f"callable {label}",

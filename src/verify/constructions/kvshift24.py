@@ -284,7 +284,8 @@ def token_dot(x: Sequence[str]) -> Callable[[int], int]:
 
 @seam("kvshift24.exp_enclosure")
 def exp_enclosure(q: Fraction, digits: int = 30) -> tuple[Fraction, Fraction]:
-    """Rational lo <= exp(q) <= hi, rigorous (Taylor series with a remainder bound).
+    """Rational lo <= exp(q) <= hi, rigorous: the ends of python-flint's arb ball around exp(q), at a working
+    precision of digits + 8 decimal digits, rounded outward to digits + 6 significant decimals.
 
     Args:
         q: a rational exponent (|q| up to a few hundred is fine).
@@ -293,36 +294,19 @@ def exp_enclosure(q: Fraction, digits: int = 30) -> tuple[Fraction, Fraction]:
     Returns:
         (lo, hi) Fractions with 0 < lo <= exp(q) <= hi.
     """
+    from flint import arb, ctx, fmpq
+
+    from verify import balls
+
     q = Fraction(q)
     if q == 0:
         return Fraction(1), Fraction(1)
-    if q < 0:
+    if q < 0:  # rounded as a value above 1, then inverted (a tiny exp(q) keeps its relative precision)
         lo, hi = exp_enclosure(-q, digits)
         return 1 / hi, 1 / lo
-    # exp(q) = exp(q / 2^k)^(2^k) with q / 2^k <= 1/2
-    k = 0
-    r = q
-    while r > Fraction(1, 2):
-        r /= 2
-        k += 1
-    term, total, n = Fraction(1), Fraction(1), 0
-    while True:
-        n += 1
-        term = term * r / n
-        total += term
-        # remainder of the tail after term n: <= term * r/(n+1) / (1 - r/(n+2)) <= 2 * term * r / (n+1)
-        if term < Fraction(1, 10 ** (digits + 8)):
-            break
-    rem = 2 * term * r / (n + 1)
-    lo, hi = total, total + rem
-    scale = 10 ** (digits + 6)
-    lo = Fraction(math.floor(lo * scale), scale)
-    hi = Fraction(math.ceil(hi * scale), scale)
-    for _ in range(k):
-        lo, hi = lo * lo, hi * hi
-        lo = _round_down(lo, digits + 6)
-        hi = _round_up(hi, digits + 6)
-    return lo, hi
+    with ctx.workprec(int((digits + 8) * 3.33) + 16):
+        lo, hi = balls.ends(arb(fmpq(q.numerator, q.denominator)).exp())
+    return _round_down(lo, digits + 6), _round_up(hi, digits + 6)
 
 
 def _round_down(x: Fraction, digits: int) -> Fraction:

@@ -13,10 +13,11 @@ in ``KVSA - IH``.  This module writes the definitions a second time, directly fr
 formulas, and shares no code with the term tables: inputs are explicit rational vectors,
 Shift is applied to the key and value rows, scores are inner products computed in
 ``fractions.Fraction``, and every exponential is enclosed by mpmath's interval arithmetic
-(``mpmath.iv``, outward rounding at 40 digits), which is also independent of the project's
-own rational exp enclosure.  A layer compares its *own* IH and KVSA values (not only their
-difference) with these enclosures on the fixed inputs :data:`REF_INPUTS`; a mismatch makes
-the layer an ``error``.
+(``mpmath.iv``, outward rounding at 40 digits): deliberately a second interval library, the one
+place it is used, since every enclosure of the engine (its exp enclosure included) is an arb ball
+(:mod:`verify.balls`), and a reference that shared that library would share its faults.
+A layer compares its *own* IH and KVSA values (not only their difference) with these enclosures on the fixed
+inputs :data:`REF_INPUTS`; a mismatch makes the layer an ``error``.
 
 Only the variant *flags* (:class:`~verify.constructions.kvshift24.Variant`, plain booleans)
 are read from the shared module; what they mean (which of s = 1 and s = L enter the
