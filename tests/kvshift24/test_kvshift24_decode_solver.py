@@ -107,8 +107,12 @@ def test_fault_wrong_cos_enclosure_is_an_error(monkeypatch):
     assert _run(Decode(2, rope_offset="zero")).status == "refuted"
 
     def theta_one(delta, j, V, base=10_000):
-        lo, hi = Sol._IV.cos(Sol._IV.mpf(delta))._mpi_
-        return Sol._frac(lo), Sol._frac(hi)
+        from flint import arb, ctx
+
+        from verify import balls
+
+        with ctx.workprec(Sol.ANGLE_PREC):
+            return balls.ends(arb(delta).cos())
 
     monkeypatch.setattr(Sol, "cos_enclosure", theta_one)
     ev = _run(Decode(2, rope_offset="zero"))

@@ -156,11 +156,6 @@ def _b1(var: Variant, sigma: Any) -> Any:
     return 1 / sigma if var.b1_inv_sigma else 1
 
 
-def _rot(lin: Sequence[tuple], at: int | None) -> KeyLin:
-    """Rotate an unrotated combination ((c, p), ...) at position ``at``."""
-    return tuple((c, p, at) for c, p in lin)
-
-
 def _mix(a: Any, cur: Sequence[tuple], b: Any, prev: Sequence[tuple]) -> tuple:
     return _merge([(a * e[0], *e[1:]) for e in cur] + [(b * e[0], *e[1:]) for e in prev])
 

@@ -741,9 +741,4 @@ def _readable_param(p: object, digits: int = 4, limit: int = 300) -> str:
     return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters)"
 
 
-def _clip_param(p: object, limit: int = 300) -> str:
-    s = json.dumps(p)
-    return s if len(s) <= limit else s[:limit] + f"... ({len(s)} characters; all in --format json)"
-
-
 __all__ = ["alpha_cmd", "realizable_cmd", "EXIT_INCONCLUSIVE"]

@@ -71,13 +71,6 @@ def _status_word(ev: Evidence) -> str:
     return ev.status
 
 
-def _kv_table(d: dict[str, Any], head: tuple[str, str] = ("quantity", "value")) -> list[str]:
-    lines = [f"| {head[0]} | {head[1]} |", "|---|---|"]
-    for k, v in d.items():
-        lines.append(f"| {_cell(k)} | {_cell(fmt_value(v))} |")
-    return lines
-
-
 def _untime(text: str, timings: bool) -> str:
     """Remove wall-time notes such as ``(0.01 s)`` from a layer's prose unless ``timings``."""
     return text if timings else untime(text)
@@ -92,41 +85,6 @@ def _scrub(v: Any, timings: bool) -> Any:
     if isinstance(v, list):
         return [_scrub(x, timings) for x in v]
     return v
-
-
-def _dict_rows_table(rows: list[dict[str, Any]]) -> list[str]:
-    cols: list[str] = []
-    for o in rows:
-        for k in o:
-            if k not in cols:
-                cols.append(str(k))
-    lines = ["| " + " | ".join(_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
-    for o in rows:
-        lines.append("| " + " | ".join(_cell(fmt_value(o.get(c, ""), 1)) for c in cols) + " |")
-    return lines
-
-
-def _is_rows(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(isinstance(o, dict) for o in v)
-
-
-def _certificate(cert: Any, timings: bool) -> list[str]:
-    cert = _scrub(to_jsonable(cert, HEAVY_KEYS), timings)
-    if isinstance(cert, dict):
-        lines = ["Certificate (each solver obligation is answered independently: unsat = no counterexample "
-                 "exists within the bound; sat = a model was found and re-checked):", ""]
-        rest = {k: v for k, v in cert.items() if not _is_rows(v)}
-        for k, v in cert.items():
-            if _is_rows(v):
-                lines += [f"*{k}* ({len(v)}):", ""] + _dict_rows_table(v) + [""]
-        if rest:
-            lines += _kv_table(rest) + [""]
-        return lines[:-1] if lines[-1] == "" else lines
-    if _is_rows(cert):
-        return ["Certificate:", ""] + _dict_rows_table(cert)
-    return ["Certificate:", "", "```", json.dumps(cert, indent=2, sort_keys=True), "```"]
-
-
 
 
 def _slug(text: str) -> str:
