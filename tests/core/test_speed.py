@@ -4,6 +4,7 @@ notice a fault.  The whole default run is pinned by tests/core/test_golden.py.""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -14,6 +15,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import verify.constructions.pe as pe
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_as_at_a_terminal():
+    """Ctrl-C handled as Python handles it at a terminal, even when this test process was started with SIGINT
+    ignored (a job put in the background by a shell without job control inherits SIG_IGN, and Python then
+    installs no KeyboardInterrupt handler): the interrupt tests below would otherwise fail on how they were
+    launched, not on the code."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def _default_sigint() -> None:
+    """In a child before exec: SIGINT at its default, so the child's Python installs KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @given(st.lists(st.tuples(st.integers(0, 10**15), st.integers(0, 2000)), min_size=1, max_size=40),
@@ -363,7 +380,7 @@ def test_ctrl_c_stops_a_parallel_run_with_one_line_and_no_stray_workers():
 
     # 'verify all' (about 16 s) cannot finish before the interrupt, however fast the machine
     p = subprocess.Popen([sys.executable, "-m", "verify", "all"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
     deadline = time.time() + 60
     while len(group()) < 2 and time.time() < deadline:  # interrupt mid-run, once workers exist
         time.sleep(0.05)
