@@ -11,7 +11,16 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from verify.evidence import FLOAT32_LEVEL, Evidence, Layer, Outcome, Status, at_resolution, engine_versions
+from verify.evidence import (
+    FLOAT32_LEVEL,
+    Evidence,
+    Layer,
+    Outcome,
+    Status,
+    at_resolution,
+    engine_versions,
+    recorded_within,
+)
 from verify.numeric import impl_models as im
 
 #: float64 floor of a correct implementation's relative deviation (tolerance when the library rounds no lower)
@@ -64,7 +73,7 @@ def _calibrated_record(x: float) -> float | str:
     steps: < 1e-12 on an AVX-512 machine, 8e-8 on the same machine under ATEN_CPU_CAPABILITY=avx2, where float32
     softmax computes a row of 8 keys as one vector and shorter rows in its scalar tail), above it three significant
     digits (a real mismatch)."""
-    return f"<= {CAL_CAP:g}" if x <= CAL_CAP else float(f"{x:.3g}")
+    return recorded_within(x, CAL_CAP)
 
 
 def _shown64(dev: float | str, tol: float | str) -> str:
@@ -158,7 +167,8 @@ def decode_evidence(full64: Callable[[torch.Tensor], torch.Tensor], full_at: Cal
     numbers = {**describe, "L": L, "splits": splits, "max_deviation": rec(dev), "tolerance": rec(tol),
                "rounding": rec(floor), "per_split_max": {str(k): rec(max(r)) for k, r in devs.items()},
                "relative_to": f"max |{quantity}| = {scale:.4g}"}
-    shown = (_shown64(rec(dev), rec(tol)) if dtype == "float64" else f"{_noise(dev, tol)} (tolerance {tol:.2g})")
+    shown = (_shown64(numbers["max_deviation"], numbers["tolerance"]) if dtype == "float64"
+             else f"{_noise(dev, tol)} (tolerance {tol:.2g})")
     head = (f"{label}, prompt {L} {unit}, prefill splits {splits[0]}..{splits[-1]} then one "
             f"{'token' if unit == 'tokens' else 'position'} per call: max |cached - full| / max |full| {shown}")
     witness = None

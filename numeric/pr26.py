@@ -46,10 +46,10 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from verify import runcache
+from verify import balls, runcache
 from verify.constructions import pe
 from verify.constructions.pe import Family, FloatArith, FractionArith, Task
-from verify.evidence import Outcome, Status
+from verify.evidence import Outcome, Status, recorded_within
 from verify.faults import seam
 from verify.numeric.pr26_sizes import BLOCK_BYTES, SELECTIONS, memory_bytes  # noqa: F401  (torch-free; re-exported)
 
@@ -100,7 +100,7 @@ MAX_RECHECK_ROWS = 4096
 #: digits of the interval (arb ball) re-check of trigonometric families
 INTERVAL_DPS = 30
 #: the same in bits, arb's working precision for it
-INTERVAL_PREC = int(INTERVAL_DPS * 3.33) + 16
+INTERVAL_PREC = balls.bits(INTERVAL_DPS)
 DTYPE = torch.float64
 
 
@@ -762,8 +762,6 @@ class _Recheck:
         """The exact value (Fractions) or the ball's midpoint, exactly."""
         if self.exact:
             return x
-        from verify import balls
-
         return balls.mid(x)
 
     def value(self, x: Any) -> Any:
@@ -808,11 +806,9 @@ class _IntervalArith:
         return arb(q)
 
     def theta(self, k: int) -> Any:
-        from flint import arb
-
         t = self._theta.get(k)
         if t is None:
-            t = self._theta[k] = (-(arb(k) / pe.N_FREQ) * arb(10000).log()).exp()
+            t = self._theta[k] = pe.theta_ball(k)
         return t
 
     def sin(self, k: int, n: int) -> Any:
@@ -1991,7 +1987,7 @@ def check_theorem1(families: Sequence[Family], tasks: Sequence[Task], L0: int = 
     def shown(x: float) -> float | str:
         # within the tolerance, the value (an exact 0 here, 2e-16 on a CPU whose products of different sizes
         # round differently) is recorded by the tolerance; beyond it, with its digits
-        return "<= 1e-12" if x <= 1e-12 else float(f"{x:.2g}")
+        return recorded_within(x, 1e-12, 2)
 
     return _ev(status=Status.CONSISTENT, outcome=Outcome.HOLDS if ok else Outcome.FAILS, seed=seed,
                numbers={"draws": count, "max_block_difference_rel": shown(worst_block),

@@ -36,23 +36,11 @@ from typing import Any
 import sympy as sp
 
 from verify import balls
-from verify.constructions.pe import N_FREQ, ceil_half
+from verify.constructions.pe import N_FREQ, ceil_half, theta_ball
 from verify.evidence import Evidence, Figure, Layer, Status, engine_versions, rounding_interval
 
 #: the paper's theta_min index: the last of its 16 frequencies, 10000^(-15/16)
 PAPER_K = 15
-
-
-def _prec(dps: int) -> int:
-    """Working bits for ``dps`` decimal digits (with guard bits)."""
-    return int(dps * 3.33) + 16
-
-
-def _theta_ball(k: int) -> Any:
-    """An arb ball around theta_k = 10000^(-k/16) = exp(-(k/16) log 10000), at the working precision."""
-    from flint import arb
-
-    return (-(arb(k) / N_FREQ) * arb(10000).log()).exp()
 
 
 def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1, dps: int = 40,
@@ -75,8 +63,8 @@ def sin_maximiser_proof(L: int = 17665, claimed: int = 8833, k: int = N_FREQ - 1
     from flint import arb, ctx
 
     t0 = time.perf_counter()
-    with ctx.workprec(_prec(dps)):
-        th = _theta_ball(k) if theta_fn is None else theta_fn(arb)
+    with ctx.workprec(balls.bits(dps)):
+        th = theta_ball(k) if theta_fn is None else theta_fn(arb)
         xstar = arb.pi() / (2 * th)
         step1 = bool(xstar > arb(claimed) - arb(1) / 2) and bool(xstar < arb(claimed) + arb(1) / 2)
         increasing = bool(xstar > claimed)  # c theta < pi/2: sin(delta theta) increases on 0..c
@@ -162,8 +150,8 @@ def check_prop3(L: int = 17665, k: int = N_FREQ - 1, dps: int = 40, brute_force:
         # bits), inside the printed digits' interval
         from flint import ctx
 
-        with ctx.workprec(_prec(dps)):
-            lo, hi = balls.ends(_theta_ball(k))
+        with ctx.workprec(balls.bits(dps)):
+            lo, hi = balls.ends(theta_ball(k))
         th_in = th_lo <= lo and hi <= th_hi
         nearest = res["nearest_integer_to_x_star"]
         figures = [

@@ -13,6 +13,11 @@ from fractions import Fraction
 from typing import Any
 
 
+def bits(digits: int) -> int:
+    """arb's working precision (bits) for ``digits`` decimal digits, with 16 guard bits."""
+    return int(digits * 3.33) + 16
+
+
 def exact(x: Any) -> Fraction:
     """The value of an exact arb (radius 0: a ball's ``lower()``, ``upper()`` or ``mid()``), as a Fraction.
 
@@ -35,4 +40,4 @@ def mid(ball: Any) -> Fraction:
     return exact(ball.mid())
 
 
-__all__ = ["exact", "ends", "mid"]
+__all__ = ["bits", "exact", "ends", "mid"]

@@ -377,6 +377,12 @@ def fmt_measured(x: float, spec: str = ".2g") -> str:
     return f"< {ROUNDING_LEVEL:g}" if 0 < abs(x) < ROUNDING_LEVEL else format(x, spec)
 
 
+def recorded_within(x: float, bound: float, digits: int = 3) -> float | str:
+    """A measured value as recorded when a check bounds it: at or below ``bound``, the bound itself (``"<= 1e-06"``:
+    below it the digits follow the CPU), above it ``digits`` significant digits (a real excess)."""
+    return f"<= {bound:g}" if x <= bound else float(f"{x:.{digits}g}")
+
+
 #: the resolution of a value a library computes in float32 from O(1) quantities (ALiBi slopes read from a model's
 #: float32 softmax, a RoPE score spread from float32 cos and sin): about 170 units of float32 rounding (2^-24), since
 #: a chain of float32 kernels moves such a value by 1e-7 to 1e-6 between CPUs (measured under

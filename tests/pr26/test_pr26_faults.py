@@ -527,8 +527,10 @@ def test_prop3_symbolic_figures_fault(monkeypatch):
     assert ok["Prop. 3: theta_min = 10000^(-15/16)"].reproduced is True
     assert ok["Prop. 3: sin(delta theta_min) increases up to delta"].ours == 8833
     assert ok["Prop. 3: sin(delta theta_min) increases up to delta"].reproduced is True
-    # fault: 15 frequencies per decade of the exponent instead of 16 (theta_min = 10000^(-15/15) = 1e-4)
+    # fault: 15 frequencies per decade of the exponent instead of 16 (theta_min = 10000^(-15/15) = 1e-4), in the
+    # construction's theta (pe.theta_ball, the interval proof's) and in the figure's float theta alike
     monkeypatch.setattr(sf, "N_FREQ", 15)
+    monkeypatch.setattr(pe, "N_FREQ", 15)
     ev = sf.check_prop3(brute_force=False)
     bad = {f.figure: f for f in ev.figures}
     assert ev.status == "refuted"

@@ -586,13 +586,6 @@ def _arb_compile(e: Any) -> Callable[[Any], Any] | None:
     return lambda x: c
 
 
-def _float_ball(x: float) -> Any:
-    """A float as the exact arb ball it is."""
-    from flint import arb
-
-    return arb(x)
-
-
 def ball(e: Any, env: dict[str, int]) -> Any:
     """An arb ball that contains the value of ``e`` at the point ``env`` (one variable), at the current arb
     precision (the interval re-check's: ``flint.ctx.workprec``).
@@ -1108,8 +1101,10 @@ def callable_family(spec: str | Callable, max_positions: int, check_prefix: int 
     def float_table(n: int) -> Any:
         return table  # the positions computed (_TableFeatures.floats refuses a position beyond them)
 
+    from flint import arb
+
     feats = _TableFeatures(dim, float_table, lambda n: [Fraction(float(x)) for x in table[n]], None,
-                           lambda n: [_float_ball(float(x)) for x in table[n]])
+                           lambda n: [arb(float(x)) for x in table[n]])  # each float the exact ball it is
     fam = Family(f"callable({label})", "absolute", lambda L0: dim, feats,
                  f"user feature map {label}: phi(i) in R^{dim}", rational=True)
     return FeatureSpec(fam, None, True, f"callable {label}",

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Sequence
 
+from verify import balls
 from verify.faults import seam
 
 #: ``--fix`` choices of kvshift24:theorem2
@@ -296,15 +297,13 @@ def exp_enclosure(q: Fraction, digits: int = 30) -> tuple[Fraction, Fraction]:
     """
     from flint import arb, ctx, fmpq
 
-    from verify import balls
-
     q = Fraction(q)
     if q == 0:
         return Fraction(1), Fraction(1)
     if q < 0:  # rounded as a value above 1, then inverted (a tiny exp(q) keeps its relative precision)
         lo, hi = exp_enclosure(-q, digits)
         return 1 / hi, 1 / lo
-    with ctx.workprec(int((digits + 8) * 3.33) + 16):
+    with ctx.workprec(balls.bits(digits + 8)):
         lo, hi = balls.ends(arb(fmpq(q.numerator, q.denominator)).exp())
     return _round_down(lo, digits + 6), _round_up(hi, digits + 6)
 

@@ -55,6 +55,13 @@ def theta(k: int) -> float:
     return 10000.0 ** (-k / N_FREQ)
 
 
+def theta_ball(k: int) -> Any:
+    """An arb ball around theta_k = 10000^(-k/16) = exp(-(k/16) log 10000), at the current arb precision."""
+    from flint import arb
+
+    return (-(arb(k) / N_FREQ) * arb(10000).log()).exp()
+
+
 class FloatArith:
     """float64 arithmetic for the feature maps (used to build torch tensors)."""
 
