@@ -242,14 +242,6 @@ def selection_alphas(fam: pe.Family, tsk: pe.Task, seed: int, lengths: Sequence[
     return out
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """Spearman's rank correlation, ties at their average rank (:func:`verify.stats.spearman`, scipy's spearmanr);
-    None when either side is constant or there are fewer than 3 points."""
-    if len(x) != len(y):
-        return None
-    return stats.spearman(x, y)
-
-
 def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Train one (family, task) cell for every seed (one batched model) and measure it at every length.
 
@@ -411,7 +403,7 @@ def selection_ablation(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
             pts.append((sum(a) / len(a), al))
     if not pts and not left_out:
         return None
-    rho = {rule: spearman([p[1][rule] for p in pts], [p[0] for p in pts]) for rule in ABLATION_RULES}
+    rho = {rule: stats.spearman([p[1][rule] for p in pts], [p[0] for p in pts]) for rule in ABLATION_RULES}
     return {"rho": {k: None if v is None else round(v, 6) for k, v in rho.items()}, "points": len(pts),
             "left_out": left_out, "rule_notes": sorted(unselected), "reading": ABLATION_READING}
 
@@ -680,4 +672,4 @@ def _describe_auc(r: AucResult, engines: dict[str, str]) -> Any:
 __all__ = ["check_auc", "AUC_RULE", "recipe", "log_attention", "accuracy", "alpha_positional", "run_cell", "cell_specs", "auc_score",
            "summarize", "FAMILIES", "TASKS", "L0", "VOCAB", "DIM", "THRESHOLD", "FULL_SEEDS", "FULL_LENGTHS",
            "DEFAULT_SEEDS", "DEFAULT_LENGTHS", "RECIPE_VERSION", "N_EVAL", "K_SKIP", "SCORES", "DEFAULT_SCORES",
-           "CONTENT_IN_SCORES", "ESCAPE_CELLS", "ABLATION_RULES", "selection_alphas", "selection_ablation", "spearman"]
+           "CONTENT_IN_SCORES", "ESCAPE_CELLS", "ABLATION_RULES", "selection_alphas", "selection_ablation"]
