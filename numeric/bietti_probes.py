@@ -32,19 +32,20 @@ RECALLED = 0.9
 # previous-position memory is a model in which that memory did not form, which is what the probe tests.
 
 
-def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0) -> Outcome | None:
-    """The rule of :func:`check_probes` on measured numbers: None (inconclusive: the model did not
-    learn the task), ``"holds"`` (every deciding probe >= RECALLED) or ``"fails"`` (before the convergence
-    check of :func:`check_probes`).  ``attention_prev`` is reported, not judged."""
-    if accuracy < LEARNED:
+def probe_verdict(accuracy: float, means: dict[str, float], attention_prev: float = 1.0, learned: float = LEARNED,
+                  recalled: float = RECALLED) -> Outcome | None:
+    """The rule of :func:`check_probes` on measured numbers at the protocol's horizon: None (inconclusive: the model
+    did not learn the task, accuracy < ``learned``), ``"holds"`` (every deciding probe >= ``recalled``) or
+    ``"fails"``.  ``attention_prev`` is reported, not judged."""
+    if accuracy < learned:
         return None
-    return Outcome.HOLDS if all(means[k] >= RECALLED for k in DECIDING) else Outcome.FAILS
+    return Outcome.HOLDS if all(means[k] >= recalled for k in DECIDING) else Outcome.FAILS
 
 
-#: away from the authors' configuration (:data:`PAPER_RUN`, where the statement is judged after its 1000 iterations),
-#: a probe below RECALLED counts against the statement only when training has converged on it: between half the
-#: steps and all of them its mean moved by less than this (there a probe still rising says nothing about the
-#: trained model the statement is about)
+#: the thresholds' sensitivity ranges (ours; bietti23:probes' protocol declares the same, a test holds them equal)
+LEARNED_RANGE, RECALLED_RANGE = (0.4, 0.6), (0.8, 0.95)
+#: a probe whose mean moved by at least this between half the steps and all of them is reported as still rising (a
+#: finding about longer training; the fixed horizon decides)
 PLATEAU = 0.02
 
 
@@ -197,17 +198,13 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
                  ) -> Evidence:
     """Train, then probe.
 
-    Verdict rule (stated up front, :func:`probe_verdict`): ``inconclusive`` unless the mean in-context
-    accuracy (positions whose trigger-output counter is >= 2) is >= :data:`LEARNED` (the authors' first-layer
-    attention probe is reported beside); then ``holds`` when the mean of each probe (previous-token in the authors' all-positions
-    reading, induction key, output) is >= :data:`RECALLED`.  Otherwise, at the authors' README configuration
-    (:data:`PAPER_RUN`, any number of seeds) ``fails``: the statement is judged after the authors' 1000 iterations, and
-    a probe still rising is reported as a finding about longer training; at any other configuration ``fails`` only
-    when every probe below it has converged (its mean moved by less than :data:`PLATEAU` between half the steps and
-    all of them; a second, cached training run at half the steps measures it), else ``inconclusive``, naming the
-    4x run and the authors' configuration.  A verdict away from :data:`PAPER_RUN` says that it is outside the
-    authors' configuration.  The causal previous-token probe and the code's first-64-positions reading are reported
-    beside.
+    Verdict rule (bietti23:probes' frozen protocol, :func:`probe_verdict`), read once at the run's horizon:
+    ``inconclusive`` unless the mean in-context accuracy (positions whose trigger-output counter is >= 2) is >=
+    :data:`LEARNED`; then ``holds`` when the mean over seeds of each probe (previous-token in the authors'
+    all-positions reading, induction key, output) is >= :data:`RECALLED`, else ``fails``; recomputed at the ends of
+    :data:`LEARNED_RANGE` and :data:`RECALLED_RANGE`, ``inconclusive`` when it flips.  The half-steps means, the
+    causal previous-token probe, the code's first-64-positions reading and the authors' first-layer attention probe
+    are reported beside, never decide.
 
     Args:
         d, T, K: width, length, triggers; batch, steps, lr, optimizer: training (``"sgd"``: the authors'
@@ -235,77 +232,46 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     tol = _tolerance(steps)
     a_m = sum(acc) / len(acc)
     attn_m = sum(attn_prev) / len(attn_prev)
-    verdict = probe_verdict(a_m, mean, attn_m)
+    from verify.core.protocol import Threshold, sensitivity
+
+    def decide(th: dict[str, float]) -> Outcome | None:
+        return probe_verdict(a_m, mean, attn_m, th["learned"], th["recalled"])
+
+    verdict, lines = sensitivity(decide, (Threshold("learned", LEARNED, "ours: the gate", *LEARNED_RANGE),
+                                          Threshold("recalled", RECALLED, "ours: the probe", *RECALLED_RANGE)))
+    numbers["sensitivity"] = lines
     summary = (f"in-context accuracy {a_m:.3f}; probes: previous-token {mean['prev_token_all_positions']:.3f} (all "
                f"positions, the authors' code; {mean['prev_token_first_64']:.3f} over the first {min(64, T)}, the code's second "
                f"reading) / {mean['prev_token_causal']:.3f} (causal), induction key "
                f"{mean['induction_key']:.3f}, output {mean['output']:.3f}; the layer-1 attention itself puts its argmax on the "
                f"trigger at {attn_m:.3f} of the positions after one (the authors' first-layer probe; {steps} "
-               f"{optimizer} steps, lr {lr:g}, batch {batch}, {len(seeds)} seeds, d = {d}, T = {T}, V = {V})")
+               f"{optimizer} steps, lr {lr:g}, batch {batch}, {len(seeds)} seeds, d = {d}, T = {T}, V = {V}); "
+               f"per seed, previous-token {min(probes['prev_token_all_positions']):.3f}.."
+               f"{max(probes['prev_token_all_positions']):.3f}; sensitivity: " + "; ".join(lines)
+               + ("" if paper else f"; the authors' README configuration: {paper_command(1)} ({paper_cost()})"))
     base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
-    # every answer away from the authors' configuration says so and names the run that decides the statement there
-    decide = "" if paper else (
-        "; outside the authors' README configuration, which decides the statement: "
-        f"{paper_command(1)} ({paper_cost()}; --scheduler tcp://HOST:PORT trains it on a Dask cluster)")
-    if verdict is None:
-        if paper:
-            return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
-                "the model did not learn the in-context task in the authors' README configuration, so it was not "
-                "reproduced here and its memories are not judged: " + summary), **base)
-        more = f"; a verdict at this configuration needs more steps: {command} --steps {steps * 4}" if command else ""
-        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary="the model did not learn the in-context task at this budget: "
-                        + summary + more + decide, **base)
-    if verdict == Outcome.FAILS:
-        if tr_half is None:
-            tr_half = _train(half, seeds, cache, progress)
+    if tr_half is not None:  # a diagnostic, never the decision: the horizon is fixed
         _, half_mean, _, _ = _measure(half, tr_half, seeds, n_eval)
-        rising = {k: round(mean[k] - half_mean[k], 4) for k in DECIDING
-                  if mean[k] < RECALLED and abs(mean[k] - half_mean[k]) >= PLATEAU}
         numbers["probe_means_at_half_steps"] = half_mean
-        cost = _longer_cost(tr, steps)
-        moving = ", ".join(f"{k} {v:+.3f}" for k, v in rising.items())
-        below = ", ".join(f"{k} {mean[k]:.3f}" for k in DECIDING if mean[k] < RECALLED)
-        if paper:
-            longer = ""
-            if rising:
-                longer = (f"; still moving from {half.steps} to {steps} steps ({moving}): a finding about training "
-                          "longer than the authors', outside the statement's scope")
-                if command:
-                    longer += f" ({command} --steps {steps * 4}{cost})"
-            return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=(
-                f"in the authors' README configuration ({steps} SGD iterations at d = {d}, T = {T}, batch {batch}, "
-                f"lr {lr:g}, k = {K} fixed triggers; on the shipped corpus, V = {V}, in place of Tiny Shakespeare) the "
-                f"trained model's memories fall short of {RECALLED}: {below}" + longer + "; " + summary), **base)
+        rising = [f"{k} {mean[k] - half_mean[k]:+.3f}" for k in DECIDING if abs(mean[k] - half_mean[k]) >= PLATEAU]
         if rising:
-            more = (f"; a verdict at this configuration needs more steps: {command} --steps {steps * 4}{cost}; "
-                    "--scheduler tcp://HOST:PORT trains it and its half-steps check side by side on a Dask cluster"
-                    if command else "")
-            return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=(
-                f"probes below {RECALLED} are still moving with training (change from {half.steps} to {steps} steps: "
-                + moving + "), so this run does not show the trained model's memories: " + summary + more + decide),
-                **base)
-    return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary + decide, **base)
+            summary += (f"; still moving from {half.steps} to {steps} steps ({', '.join(rising)}): a finding about "
+                        "training longer than the horizon, not the verdict")
+    if verdict is None:
+        why = ("the model did not learn the in-context task at this horizon" if a_m < LEARNED else
+               "the verdict flips inside a declared threshold range")
+        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{why}: " + summary, **base)
+    return Evidence(Layer.NUMERIC, Status.CONSISTENT, verdict, summary=summary, **base)
 
 
 def _tolerance(steps: int) -> str:
     """The verdict rule of :func:`check_probes` as the answer states it."""
     return (f"gate: in-context accuracy >= {LEARNED} (the layer-1 attention argmax on t - 1 after a trigger, the authors' "
             "first-layer probe, is reported, not gated); "
-            f"holds when each probe mean (previous-token over all positions, induction key, output) >= {RECALLED}; "
-            "in the authors' README configuration (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
-            "iterations) a probe below it fails the statement, judged after those 1000 iterations; at any other "
-            f"configuration a probe below it fails the statement only once converged (its mean moved < {PLATEAU} "
-            f"between {steps // 2} and {steps} steps); argmax ties count as the lowest index (torch.argmax)")
-
-
-def _longer_cost(tr: Any, steps: int) -> str:
-    """What training 4x this run's steps costs here (from its recorded speed), continuing its saved state."""
-    per_step = float(getattr(tr, "seconds_per_step", 0.0) or 0.0)
-    if not per_step:
-        return " (with the lab cache it continues this run's saved training state: 3x this run's steps)"
-    return (f": about {3 * steps * per_step / 60:.0f} min of this machine ({per_step:.1f} s per step; with the lab "
-            f"cache it continues this run's saved training state, steps {steps + 1}..{steps * 4}, and its "
-            "half-steps check comes on the way)")
+            f"holds when each probe mean over seeds (previous-token over all positions, induction key, output) >= "
+            f"{RECALLED}, fails otherwise, read once at the fixed horizon ({steps} steps); recomputed at the ends of the "
+            f"ranges {list(LEARNED_RANGE)} (gate) and {list(RECALLED_RANGE)} (probe): a flip is INCONCLUSIVE; argmax ties "
+            "count as the lowest index (torch.argmax)")
 
 
 def _measure(cfg: Any, tr: Any, seeds: Sequence[int], n_eval: int) -> tuple[dict[str, list[float]], dict[str, float],

@@ -319,72 +319,76 @@ def prev_lower(head: dict[str, Any]) -> float:
     return float(cert[0]) if cert else float(head["prev_weight"])
 
 
-def still_forming(formation: int | None, head: dict[str, Any], steps: int | None) -> bool:
-    """A seed's head below PREV_HEAD that formed in the second half of a ``steps``-step run (formation > steps / 2):
-    still forming, so it says nothing yet about the trained model; any run of at least 2 x formation steps settles it
-    (:func:`toy_verdict`)."""
-    return (steps is not None and formation is not None and prev_lower(head) < PREV_HEAD
-            and formation > steps / 2)
+#: the level of the one-sided test that symmetry slows the learned-absolute model, and the ranges of the thresholds of
+#: ours that the verdict is recomputed at (fp26:fingerprint's protocol declares the same; a test holds them equal)
+SLOW_LEVEL = 0.05
+SLOW_LEVEL_RANGE, PREV_HEAD_RANGE, SYMMETRIC_RANGE, PHASE_USED_RANGE = (0.01, 0.1), (0.4, 0.6), (0.03, 0.1), (0.1, 0.3)
 
 
-def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None) -> tuple[Outcome | None, list[str]]:
-    """The rule of :func:`check_toy` on measured numbers (``arms[name]`` with ``formation`` (per seed, None = not
-    formed), ``heads`` (per seed, :func:`head_report`)).  Returns (None: some arm did not form within the budget, or
-    the only shortfall is a weak head still forming; or ``"holds"``/``"fails"``, the reasons).  A head below
-    PREV_HEAD in a seed that formed in the second half of the run (formation > ``steps`` / 2) is still forming: it
-    says nothing yet about the trained model, so alone it leaves the verdict open (a longer run decides).  Judged,
-    each as the abstract words it:
-    (a) capability intact under every ban: every seed of every arm forms and its head attends to t - 1 (>= 0.5);
+def slows_test(free: Sequence[int | None], sym: Sequence[int | None], steps: int, every: int) -> dict[str, Any]:
+    """"Imposing symmetry slows learned-absolute models" as a test: one-sided Mann-Whitney U (scipy.stats.mannwhitneyu,
+    alternative 'greater', exact where scipy computes it) of absolute/sym's formation steps against absolute/free's; a
+    seed that did not form within the horizon counts as forming after it (``steps + every``, the slowest rank)."""
+    from scipy.stats import mannwhitneyu
+
+    late = steps + every
+    x = [late if f is None else f for f in sym]
+    y = [late if f is None else f for f in free]
+    res = mannwhitneyu(x, y, alternative="greater")
+    return {"U": float(res.statistic), "p_value": float(res.pvalue), "sym": x, "free": y}
+
+
+def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None, every: int = 25,
+                prev_head: float = PREV_HEAD, level: float = SLOW_LEVEL, symmetric: float = SYMMETRIC,
+                phase_used: float = PHASE_USED) -> tuple[Outcome, list[str]]:
+    """The rule of :func:`check_toy` on measured numbers at the protocol's fixed horizon (``arms[name]`` with
+    ``formation`` (per seed, None = not formed within the run), ``heads`` (per seed, :func:`head_report`)).  Judged, each
+    as the abstract words it; ``holds`` when all four hold, else ``fails`` with the reasons:
+    (a) capability intact under every ban: every seed of every arm forms within the run and its head attends to t - 1
+        (certified lower end >= ``prev_head``);
     (b) the bans enforce: sym arms' previous-token heads have dir_frac < SYMMETRIC, the imag arm's rotary imaginary
         share < SYMMETRIC;
-    (c) imposing symmetry slows learned-absolute models: the median formation step of absolute/sym exceeds that of
-        absolute/free;
+    (c) imposing symmetry slows learned-absolute models: :func:`slows_test` rejects at ``level``;
     (d) a RoPE head with a fully symmetric static M routes directionally through the phase: rope/sym's heads have
         dir_frac < SYMMETRIC, rotary imaginary share >= PHASE_USED and a positive pair asymmetry (prefers t - 1)."""
     reasons: list[str] = []
     for name, a in arms.items():
-        if any(f is None for f in a["formation"]):
-            return None, [f"{name} did not form within the budget in every seed"]
-    ok = True
-    forming: list[str] = []
-    for name, a in arms.items():
-        # the certified lower end of the head's mean attention on t - 1 (arb balls) when measured, else the float
-        settled = []
-        for k, h in enumerate(a["heads"]):
-            w = prev_lower(h)
-            if w >= PREV_HEAD:
-                continue
-            if still_forming(a["formation"][k], h, steps):
-                forming.append(f"{name} seed {k}: its previous-token head ({w:.2f} on t - 1, < {PREV_HEAD}) formed at "
-                               f"step {a['formation'][k]} of {steps}, in the second half of the run, so it is still "
-                               "forming")
-            else:
-                settled.append(w)
-        if settled:
-            ok = False
-            reasons.append(f"{name}: previous-token head weak ({min(settled):.2f} < {PREV_HEAD})")
-        pe, cons = name.split("/")
-        if cons == "sym" and max(h["dir_frac"] for h in a["heads"]) >= SYMMETRIC:
-            ok = False
-            reasons.append(f"{name}: the symmetry ban did not enforce (dir_frac >= {SYMMETRIC})")
-        if cons == "imag" and max(h["rope_imag_share"] for h in a["heads"]) >= SYMMETRIC:
-            ok = False
+        unformed = [k for k, f in enumerate(a["formation"]) if f is None]
+        if unformed:
+            reasons.append(f"{name}: seed(s) {unformed} did not form within the {steps}-step horizon")
+        weak = [prev_lower(h) for k, h in enumerate(a["heads"]) if k not in unformed and prev_lower(h) < prev_head]
+        if weak:
+            reasons.append(f"{name}: previous-token head weak ({min(weak):.2f} < {prev_head})")
+        cons = name.split("/")[1]
+        if cons == "sym" and max(h["dir_frac"] for h in a["heads"]) >= symmetric:
+            reasons.append(f"{name}: the symmetry ban did not enforce (dir_frac >= {symmetric})")
+        if cons == "imag" and max(h["rope_imag_share"] for h in a["heads"]) >= symmetric:
             reasons.append(f"{name}: the phase ban did not enforce")
     if "absolute/free" in arms and "absolute/sym" in arms:
-        f0 = float(np.median(arms["absolute/free"]["formation"]))
-        f1 = float(np.median(arms["absolute/sym"]["formation"]))
-        if not f1 > f0:
-            ok = False
-            reasons.append(f"symmetry did not slow the absolute model (median formation {f1:g} <= {f0:g})")
+        t = slows_test(arms["absolute/free"]["formation"], arms["absolute/sym"]["formation"], steps or 0, every)
+        if not t["p_value"] < level:
+            reasons.append(f"symmetry did not slow the absolute model at level {level} (one-sided Mann-Whitney U = "
+                           f"{t['U']:g}, p = {t['p_value']:.3g})")
     if "rope/sym" in arms:
         hs = arms["rope/sym"]["heads"]
-        if not all(h["dir_frac"] < SYMMETRIC and h["rope_imag_share"] >= PHASE_USED and h["pair_asymmetry"] > 0
+        if not all(h["dir_frac"] < symmetric and h["rope_imag_share"] >= phase_used and h["pair_asymmetry"] > 0
                    for h in hs):
-            ok = False
             reasons.append("rope/sym: no head is directional through the phase with a symmetric static M")
-    if ok and forming:
-        return None, forming
-    return (Outcome.HOLDS if ok else Outcome.FAILS), reasons + forming
+    return (Outcome.FAILS if reasons else Outcome.HOLDS), reasons
+
+
+def toy_decision(arms: dict[str, dict[str, Any]], steps: int, every: int) -> tuple[Outcome | None, list[str], list[str]]:
+    """:func:`toy_verdict` at the declared thresholds and at each end of their ranges (None when it flips): the
+    outcome, the reasons at the declared values and the sensitivity lines."""
+    from verify.core.protocol import Threshold, sensitivity
+
+    outcome, lines = sensitivity(lambda th: toy_verdict(arms, steps, every, th["prev_head"], th["level"],
+                                                        th["symmetric"], th["phase_used"])[0],
+                                 (Threshold("prev_head", PREV_HEAD, "ours: the head", *PREV_HEAD_RANGE),
+                                  Threshold("level", SLOW_LEVEL, "ours: the level", *SLOW_LEVEL_RANGE),
+                                  Threshold("symmetric", SYMMETRIC, "ours: the ban", *SYMMETRIC_RANGE),
+                                  Threshold("phase_used", PHASE_USED, "ours: the phase", *PHASE_USED_RANGE)))
+    return outcome, toy_verdict(arms, steps, every)[1], lines
 
 
 def train_arm(spec: dict[str, Any]) -> dict[str, Any]:
@@ -407,7 +411,7 @@ def check_toy(d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float,
               arms: Sequence[tuple[str, str]], cache_dir: str | None, progress: Any = None, scheduler: str = "in-process",
               jobs: int = 2, use_cache: bool = True) -> dict[str, Any]:
     """Train every arm (one grid task per arm, seeds batched), find formation steps and the previous-token heads;
-    returns the numbers and the verdict of :func:`toy_verdict`.  ``scheduler``: where the arms train
+    returns the numbers and the verdict of :func:`toy_decision`.  ``scheduler``: where the arms train
     (:func:`verify.numeric.grid.parse_scheduler`: ``in-process``, ``local`` with ``jobs`` workers, or an existing
     Dask scheduler ``tcp://HOST:PORT`` for runs larger than this machine).
 
@@ -425,8 +429,11 @@ def check_toy(d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float,
     results = grid.run_grid(train_arm, specs, scheduler=scheduler, n_workers=jobs, progress=progress, name="fp26-toy")
     for (pe, cons), r in zip(arms, results):
         out["arms"][f"{pe}/{cons}"] = r
-    verdict, reasons = toy_verdict(out["arms"], steps)
-    out["verdict"], out["reasons"] = verdict, reasons
+    verdict, reasons, lines = toy_decision(out["arms"], steps, every)
+    out["verdict"], out["reasons"], out["sensitivity"] = verdict, reasons, lines
+    if "absolute/free" in out["arms"] and "absolute/sym" in out["arms"]:
+        out["slows_test"] = slows_test(out["arms"]["absolute/free"]["formation"],
+                                       out["arms"]["absolute/sym"]["formation"], steps, every)
     return out
 
 

@@ -101,6 +101,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
+from verify.core.ledger import default_cache_dir  # torch-free: the run ledger lives beside the cache
 from verify.faults import seam
 from verify.safeio import atomic_write
 
@@ -287,11 +288,6 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/verify/lab``, or ``~/.cache/verify/lab`` when XDG_CACHE_HOME is unset or empty."""
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    root = Path(base) if base.strip() else Path.home() / ".cache"
-    return root / "verify" / "lab"
 
 
 def _stderr(message: str) -> None:

@@ -242,6 +242,24 @@ def selection_alphas(fam: pe.Family, tsk: pe.Task, seed: int, lengths: Sequence[
     return out
 
 
+#: the seed of the data-free alpha_L's fit (:func:`data_free_alphas`): fixed, never a training seed
+ALPHA_FIT_SEED = 0
+
+
+def data_free_alphas(fam: pe.Family, tsk: pe.Task, lengths: Sequence[int]) -> dict[int, float]:
+    """pr26's alpha_L of a (PE family, task) cell, data-free: the head pr26's positional fit selects at L0 (cross-entropy
+    selection, no tokens, no trained model; :func:`verify.numeric.pr26.fit`, seed :data:`ALPHA_FIT_SEED`) transferred
+    to each L.  A property of the PE and the task, computed before any training; NaN when the fit diverges (the
+    measurement is then dropped and counted)."""
+    from verify.numeric.pr26 import FitDiverged, fit, transfer
+
+    try:
+        fr = fit(fam, tsk, L0, ALPHA_FIT_SEED, selection="ce")
+    except FitDiverged:
+        return {int(L): float("nan") for L in lengths}
+    return {int(L): float(transfer(fr, int(L)).alpha) for L in lengths}
+
+
 def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Train one (family, task) cell for every seed (one batched model) and measure it at every length.
 
@@ -253,7 +271,9 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
             (:func:`verify.numeric.lab.default_cache_dir` on the machine that runs the cell) or None (no cache).
     Returns:
         ``{"family", "task", "scores", "selection", "from_cache", "train_s", "eval_s", "final_loss": [S],
-        "content_self_gap": [S], "rejected": [str], "rows": [{"seed", "L", "alpha", "accuracy"}]}``
+        "content_self_gap": [S], "rejected": [str], "rows": [{"seed", "L", "alpha", "alpha_trained", "accuracy"}]}``
+        (``alpha``: the cell's data-free alpha_L, :func:`data_free_alphas`, the judged predictor; ``alpha_trained``:
+        alpha_L of the trained head's own positional part, a diagnostic)
         (``selection``: :func:`selection_alphas` or None) (``content_self_gap``: the mean
         content logit of a token with itself minus the mean with another token, e(v)^T W_C e(v) against
         e(v)^T W_C e(v'); exactly 0 in the positional regime) (JSON-ready; deterministic in ``spec`` apart
@@ -280,11 +300,13 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
         table = torch.bmm(torch.bmm(p64["E"], p64["WC"]), p64["E"].transpose(1, 2))
         eye = torch.eye(VOCAB, dtype=torch.bool)
         self_gap = [round(float(t.diagonal().mean() - t[~eye].mean()), 4) for t in table]
+        free = data_free_alphas(fam, tsk, spec["lengths"])
         rows = []
         for k, s in enumerate(seeds):
             one = {n: t[k] for n, t in p64.items()}
             for L in spec["lengths"]:
-                rows.append({"seed": s, "L": int(L), "alpha": alpha_positional(fam, tsk, one["P"], s, L),
+                rows.append({"seed": s, "L": int(L), "alpha": free[int(L)],
+                             "alpha_trained": alpha_positional(fam, tsk, one["P"], s, L),
                              "accuracy": accuracy(fam, tsk, one, s, L, content=content)})
         selection = selection_alphas(fam, tsk, seeds[0], spec["lengths"]) if spec.get("ablation") else None
         return {"family": spec["family"], "task": spec["task"], "scores": scores, "selection": selection,
@@ -322,11 +344,12 @@ def generalizes(accuracy: float, threshold: float = THRESHOLD) -> bool:
     return accuracy >= threshold
 
 
-def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) -> dict[str, Any]:
+def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD, alpha: str = "alpha") -> dict[str, Any]:
     """The AUC, the counts and every disagreement over all measurements of ``cells``.
 
     A measurement is (family, task, seed, L) with its alpha_L and accuracy_L; its label is
-    ``accuracy_L >= threshold``.  A disagreement is a measurement where the cut ``alpha_L >= threshold``
+    ``accuracy_L >= threshold``; its score the row's ``alpha`` entry (the data-free alpha_L; ``alpha_trained`` for the
+    diagnostic).  A disagreement is a measurement where the cut ``alpha_L >= threshold``
     differs from the label.  Measurements whose alpha_L is undefined (no new query row) are dropped
     and counted.
 
@@ -339,10 +362,10 @@ def summarize(cells: Sequence[Mapping[str, Any]], threshold: float = THRESHOLD) 
     dropped = 0
     for c in cells:
         for r in c["rows"]:
-            if r["alpha"] != r["alpha"] or r["accuracy"] != r["accuracy"]:
+            if r[alpha] != r[alpha] or r["accuracy"] != r["accuracy"]:
                 dropped += 1
                 continue
-            meas.append({"family": c["family"], "task": c["task"], **r,
+            meas.append({"family": c["family"], "task": c["task"], **r, "alpha": r[alpha],
                          "generalizes": generalizes(r["accuracy"], threshold)})
     labels = [m["generalizes"] for m in meas]
     scores = [m["alpha"] for m in meas]
@@ -643,7 +666,7 @@ def _auc_details(r: AucResult, numbers: Mapping[str, Any]) -> list[str]:
 
 def _describe_auc(r: AucResult, engines: dict[str, str]) -> Any:
     """The Evidence of :func:`check_auc` from what it measured: the verdict by :data:`AUC_RULE`."""
-    from verify.evidence import Evidence, Layer, Outcome, Status
+    from verify.evidence import Evidence, Layer, Status
 
     numbers = _auc_numbers(r)
     figures = _auc_figures(r)
@@ -655,18 +678,85 @@ def _describe_auc(r: AucResult, engines: dict[str, str]) -> Any:
                         engines=engines, figures=figures,
                         summary=(f"AUC undefined: all {s['n_measurements']} {judged} are on one "
                                  f"side of the accuracy threshold {threshold}"))
-    holds = auc >= AUC_RULE
-    summary = (f"scores {r.scores}: AUC of alpha_L against trained-model length generalization = {auc:.4f} over "
+    outcome, lines = _decide(r)
+    interval = _auc_interval(r)
+    numbers["auc_interval_95"] = interval
+    numbers["sensitivity"] = lines
+    numbers["auc_trained_head_alpha"] = summarize(_judged_cells(r), threshold, alpha="alpha_trained")["auc"]
+    details.insert(1, "alpha_L is data-free: the head pr26's positional fit selects at L0 (cross-entropy, no tokens, "
+                      f"fit seed {ALPHA_FIT_SEED}), transferred to L, one value per (family, task, L) cell, computed "
+                      "before any training; diagnostic, not judged: alpha_L of each trained head's own positional part "
+                      f"gives AUC {numbers['auc_trained_head_alpha']} (near 1 by construction: that alpha is read from the "
+                      "head whose accuracy it predicts)")
+    details.append("sensitivity: " + "; ".join(lines))
+    iv = "undefined" if interval is None else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
+    summary = (f"scores {r.scores}: AUC of the data-free alpha_L against trained-model length generalization = "
+               f"{auc:.4f} (95% seed-bootstrap interval {iv}) over "
                f"{s['n_measurements']} {judged} ({s['n_generalizing']} generalizing at accuracy >= {threshold}, "
-               f"{s['n_not_generalizing']} not); rule AUC >= {AUC_RULE}: {'met' if holds else 'not met'}; "
+               f"{s['n_not_generalizing']} not); rule AUC >= {AUC_RULE}: {'met' if auc >= AUC_RULE else 'not met'}"
+               f"{'' if outcome is not None else ', but the verdict flips inside a declared threshold range'}; "
                f"{len(s['disagreements'])} disagreement(s) at the cut alpha_L >= {threshold}")
     if not r.in_scope:
         summary += (f"; the named escape: {numbers['escape']['n_generalizing_below_cut']} of "
                     f"{numbers['escape']['n_measurements']} generalize with alpha_L below the cut")
-    return Evidence(layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=Outcome.HOLDS if holds else Outcome.FAILS,
+    tolerance = (f"statement decided by AUC >= {AUC_RULE} (pr26:auc's frozen protocol); labels at accuracy >= "
+                 f"{threshold} on {N_EVAL} fresh sequences per (seed, L); the verdict is recomputed at each end of "
+                 "both thresholds' declared ranges, and a flip makes it INCONCLUSIVE")
+    if outcome is None:
+        return Evidence(layer=Layer.NUMERIC, status=Status.INCONCLUSIVE, numbers=numbers, details=details,
+                        engines=engines, figures=figures, summary=summary, tolerance=tolerance)
+    return Evidence(layer=Layer.NUMERIC, status=Status.CONSISTENT, outcome=outcome,
                     summary=summary, numbers=numbers, details=details, engines=engines, figures=figures,
-                    tolerance=f"statement decided by AUC >= {AUC_RULE} (fixed before the grid ran); labels at "
-                              f"accuracy >= {threshold} on {N_EVAL} fresh sequences per (seed, L)")
+                    tolerance=tolerance)
+
+
+#: the thresholds' sensitivity ranges (ours; pr26:auc's protocol declares the same and a test holds them equal)
+AUC_RANGE, ACCURACY_RANGE = (0.9, 0.99), (0.8, 0.95)
+
+
+def _judged_cells(r: AucResult) -> list[Mapping[str, Any]]:
+    """The cells whose measurements are judged: all in the paper's regime, those outside the named escape with
+    content."""
+    return list(r.cells) if r.in_scope else _escape_split(r.cells)[1]
+
+
+def _decide(r: AucResult) -> tuple[Any, list[str]]:
+    """The outcome by AUC >= AUC_RULE at accuracy >= r.threshold, recomputed at each end of both declared ranges
+    (:func:`verify.core.protocol.sensitivity`); None when it flips."""
+    from verify.core.protocol import Threshold, sensitivity
+    from verify.evidence import Outcome
+
+    cells = _judged_cells(r)
+
+    def decide(t: Mapping[str, float]) -> Any:
+        auc = (r.s if t["accuracy_L"] == r.threshold else summarize(cells, t["accuracy_L"]))["auc"]
+        return None if auc is None else (Outcome.HOLDS if auc >= t["AUC"] else Outcome.FAILS)
+
+    return sensitivity(decide, (
+        Threshold("AUC", AUC_RULE, "ours: the rule", *AUC_RANGE),
+        Threshold("accuracy_L", r.threshold, "ours: the label", min(ACCURACY_RANGE[0], r.threshold),
+                  max(ACCURACY_RANGE[1], r.threshold))))
+
+
+def _auc_interval(r: AucResult) -> list[float] | None:
+    """A 95% percentile bootstrap interval of the judged AUC, resampling the seeds (each seed's trained models, all
+    cells and lengths, are one unit; :func:`verify.stats.bootstrap_percentile`, bootstrap seed 0)."""
+    cells = _judged_cells(r)
+    seeds = list(r.seeds)
+    if len(seeds) < 2:
+        return None
+    by_seed: dict[int, list[tuple[bool, float]]] = {s: [] for s in seeds}
+    for c in cells:
+        for m in c["rows"]:
+            if m["alpha"] == m["alpha"] and m["accuracy"] == m["accuracy"]:
+                by_seed[int(m["seed"])].append((generalizes(m["accuracy"], r.threshold), m["alpha"]))
+
+    def auc_of(idx: Sequence[int]) -> float | None:
+        pts = [p for i in idx for p in by_seed[seeds[i]]]
+        return auc_score([p[0] for p in pts], [p[1] for p in pts])
+
+    out = stats.bootstrap_percentile(len(seeds), auc_of, seed=0)["interval"]
+    return None if out is None else [round(out[0], 6), round(out[1], 6)]
 
 
 __all__ = ["check_auc", "AUC_RULE", "recipe", "log_attention", "accuracy", "alpha_positional", "run_cell", "cell_specs", "auc_score",

@@ -335,6 +335,22 @@ def prev_token_recall(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe: str,
     return ok[..., cols].double().mean((1, 2))
 
 
+def prev_token_association(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe: str, lo: int, hi: int) -> torch.Tensor:
+    """Per-seed mean (S,) over positions with paper index t in [lo, hi] (t >= 2) of the previous-token association:
+    the layer-1 score of key t - 1 minus the mean score of the other visible keys (s <= t, s != t - 1), in the
+    units of :func:`layer1_scores`."""
+    sc = layer1_scores(p, tok, pe)
+    T = tok.shape[-1]
+    cols = [t - 1 for t in range(max(lo, 2), min(hi, T) + 1)]
+    out = []
+    for r in cols:  # row r (0-indexed) sees keys 0..r; its previous token is r - 1
+        row = sc[..., r, : r + 1]
+        prev = row[..., r - 1]
+        others = (row.sum(-1) - prev) / r
+        out.append(prev - others)
+    return torch.stack(out, -1).mean((1, 2))
+
+
 def wk0_recall(p: Mapping[str, torch.Tensor], causal: bool, cutoff: int | None = None) -> torch.Tensor:
     """bietti23's positional memory probe (code: ``test_wk0``), per seed (S,): the fraction of
     positions t >= 1 (0-indexed) with argmax_s p_t^T W^1_K p_s = t - 1.  ``causal=False`` takes the

@@ -170,11 +170,15 @@ EARLY = (2, 64)
 LATE_FROM = 129
 #: a previous-token head counts as formed when its early recall is at least this (the gate)
 FORMED = 0.5
-#: the falsifier's test, stated up front: one-sided paired t-test of late minus early recall across seeds,
+#: the falsifier's test, stated up front: one-sided paired t-test of the late association's relative change across seeds,
 #: H0 "late is not below early" (mean difference >= 0) against H1 "late falls below early", level ALPHA
 ALPHA = 0.05
-#: the smallest drop of late below early recall that matters; the test's power is computed against it
+#: the smallest relative drop of the late association below the early one that matters (ours); the test's power is
+#: computed against it
 DELTA = 0.05
+#: the sensitivity ranges of the two thresholds of ours (ws24:falsifier's protocol declares the same; a test holds
+#: them equal)
+FORMED_RANGE, DELTA_RANGE, ALPHA_RANGE, POWER_RANGE = (0.4, 0.6), (0.02, 0.1), (0.01, 0.1), (0.7, 0.9)
 #: the power against DELTA the test must have before a non-rejection counts as HOLDS
 POWER = 0.8
 #: evaluation sequences per seed and the chunk they are scored in (memory: chunk x T^2 float64 per seed)
@@ -226,10 +230,12 @@ def drop_test(early: Sequence[float], late: Sequence[float], alpha: float = ALPH
 
 
 def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Sequence[int], n_eval: int,
-             pe: str) -> tuple[list[float], list[float], list[float]]:
-    """Per seed: the gate's early recall on ``n_eval`` fresh sequences, then early and late recall on ``n_eval``
-    further ones (independent of the gate, so selecting seeds by the gate does not bias late - early); scored
-    in chunks of EVAL_CHUNK (equal chunks: the mean of chunk means is the mean)."""
+             pe: str) -> dict[str, list[float]]:
+    """Per seed: the gate's early recall on ``n_eval`` fresh sequences, then early and late recall and previous-token
+    association (:func:`verify.numeric.trained_models.prev_token_association`) on ``n_eval`` further ones
+    (independent of the gate, so selecting seeds by the gate does not bias late - early); scored in chunks of
+    EVAL_CHUNK (equal chunks: the mean of chunk means is the mean).  Keys: gate, early, late, assoc_early,
+    assoc_late."""
     T = cfg.T
 
     def recall(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, lo: int, hi: int) -> float:
@@ -237,14 +243,21 @@ def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Seque
                  * toks[c:c + EVAL_CHUNK].shape[0] for c in range(0, toks.shape[0], EVAL_CHUNK)]
         return sum(parts) / toks.shape[0]
 
-    gate, early, late = [], [], []
+    def association(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, lo: int, hi: int) -> float:
+        parts = [float(tm.prev_token_association(ps, toks[c:c + EVAL_CHUNK][None], pe, lo, hi)[0])
+                 * toks[c:c + EVAL_CHUNK].shape[0] for c in range(0, toks.shape[0], EVAL_CHUNK)]
+        return sum(parts) / toks.shape[0]
+
+    out: dict[str, list[float]] = {"gate": [], "early": [], "late": [], "assoc_early": [], "assoc_late": []}
     for i, s in enumerate(seeds):
         ps = {k: v[i:i + 1] for k, v in p.items()}
         toks = tm.eval_batch(cfg, s, 2 * n_eval)[0][:, :T]
-        gate.append(recall(ps, toks[:n_eval], *EARLY))
-        early.append(recall(ps, toks[n_eval:], *EARLY))
-        late.append(recall(ps, toks[n_eval:], LATE_FROM, T))
-    return gate, early, late
+        out["gate"].append(recall(ps, toks[:n_eval], *EARLY))
+        out["early"].append(recall(ps, toks[n_eval:], *EARLY))
+        out["late"].append(recall(ps, toks[n_eval:], LATE_FROM, T))
+        out["assoc_early"].append(association(ps, toks[n_eval:], *EARLY))
+        out["assoc_late"].append(association(ps, toks[n_eval:], LATE_FROM, T))
+    return out
 
 
 def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
@@ -262,9 +275,11 @@ def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, l
         from_cache.append(tr.from_cache)
         train_s += tr.train_seconds
         p = tr.float64()
-        gate, early, late = _recalls(p, cfg, seeds, n_eval, pe)
-        out[pe] = {"gate_early_recall": [round(x, 6) for x in gate], "early_recall": [round(x, 6) for x in early],
-                   "late_recall": [round(x, 6) for x in late],
+        m = _recalls(p, cfg, seeds, n_eval, pe)
+        out[pe] = {"gate_early_recall": [round(x, 6) for x in m["gate"]],
+                   "early_recall": [round(x, 6) for x in m["early"]], "late_recall": [round(x, 6) for x in m["late"]],
+                   "early_association": [round(x, 6) for x in m["assoc_early"]],
+                   "late_association": [round(x, 6) for x in m["assoc_late"]],
                    "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
         if pe == "rpe":
             out["rpe_orientation"] = tm.orientation_cosines(p)
@@ -303,15 +318,16 @@ def _more_seeds(need: int | None, S: int, k: int, train_s: float, command: str) 
 def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int],
                     n_eval: int, cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
                     command: str = "verify ws24:falsifier") -> Evidence:
-    """Train the APE and RPE models end to end and test whether RPE recall falls below early recall late.
+    """Train the APE and RPE models end to end and test whether the RPE previous-token association falls late.
 
-    Verdict rule (stated up front): a seed's RPE model counts when it formed a previous-token head (early
-    recall >= :data:`FORMED` on gate sequences of its own, independent of the test's); fewer than 2 such
-    seeds: ``inconclusive``.  Then :func:`drop_test` on those seeds' recalls (one-sided paired t-test of
-    late - early, level :data:`ALPHA`): ``fails`` when late falls below early; ``holds`` when not, with
-    power >= :data:`POWER` against a drop of :data:`DELTA`; ``inconclusive`` otherwise, naming the seeds
-    that would give that power and ``command`` with them.  APE's numbers and the orientation of the trained
-    RPE W^1_K are findings.
+    Verdict rule (ws24:falsifier's frozen protocol): a seed's RPE model counts when it formed a previous-token head
+    (certified early recall >= :data:`FORMED` on gate sequences of its own, independent of the test's); fewer than 2
+    such seeds: ``inconclusive``.  The statistic is each counted seed's previous-token association late (t > 128)
+    relative to early (late / early - 1); :func:`drop_test` on it (one-sided paired t-test against 0, level
+    :data:`ALPHA`): ``fails`` when the association falls late; ``holds`` when not, with power >= :data:`POWER`
+    against a relative drop of :data:`DELTA`; ``inconclusive`` otherwise, naming the seeds that would give that
+    power and ``command`` with them, or when the verdict flips inside the declared ranges of the gate and the drop.
+    Recall (the argmax at t - 1), APE's numbers and the orientation of the trained RPE W^1_K are findings.
 
     Raises:
         ValueError: T <= 128 (no late positions).
@@ -325,45 +341,74 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     numbers.update(trained)
     r, a = numbers["rpe"], numbers["ape"]
     S = len(seeds)
-    formed = [i for i in range(S) if r["gate_certified_recall"][i][0] >= FORMED]
-    numbers["rpe_formed_seeds"] = [seeds[i] for i in formed]
-    ae, al = sum(a["early_recall"]) / S, sum(a["late_recall"]) / S
-    tol = (f"previous-token recall = causal layer-1 argmax at t - 1 (ties fail) on {n_eval} fresh sequences per seed "
-           f"({EARLY[1] - EARLY[0] + 1} early and {T - LATE_FROM + 1} late positions each); gate per seed: RPE early "
-           f"recall >= {FORMED} on {n_eval} other sequences, certified: the rows whose target t - 1 is the strict argmax "
-           "in arb ball arithmetic (verify head's bounds) are counted; test over the gated seeds: one-sided paired t-test "
-           "of late - "
-           f"early, alpha = {ALPHA}; a non-rejection counts when the power against a drop of {DELTA} is >= {POWER} "
-           "(from the observed sd)")
+    gate = [c[0] for c in r["gate_certified_recall"]]
+    numbers["rpe_formed_seeds"] = [seeds[i] for i in range(S) if gate[i] >= FORMED]
+    tol = (f"previous-token association = layer-1 score of key t - 1 minus the mean score of the other visible keys, "
+           f"averaged over {n_eval} fresh sequences per seed ({EARLY[1] - EARLY[0] + 1} early and {T - LATE_FROM + 1} "
+           f"late positions each); per seed the relative change late / early - 1; gate per seed: RPE early recall >= "
+           f"{FORMED} on {n_eval} other sequences, certified in arb balls (verify head's bounds); test over the gated "
+           f"seeds: one-sided paired t-test of the relative change against 0, alpha = {ALPHA}; a non-rejection counts "
+           f"when the power against a relative drop of {DELTA} is >= {POWER} (from the observed sd); the verdict is "
+           f"recomputed at the ends of the ranges of the level {list(ALPHA_RANGE)}, the power {list(POWER_RANGE)}, the "
+           f"gate {list(FORMED_RANGE)} and the drop {list(DELTA_RANGE)}")
+
+    def decide(th: Mapping[str, float]) -> Any:
+        formed = [i for i in range(S) if gate[i] >= th["gate"]]
+        if len(formed) < 2:
+            return None
+        ratio = [r["late_association"][i] / r["early_association"][i] for i in formed]
+        return drop_test([1.0] * len(formed), ratio, alpha=th["level"], delta=th["drop"], power=th["power"])["outcome"]
+
+    from verify.core.protocol import Threshold, sensitivity
+
+    outcome, lines = sensitivity(decide, (Threshold("level", ALPHA, "ours: the level", *ALPHA_RANGE),
+                                          Threshold("power", POWER, "ours: the power", *POWER_RANGE),
+                                          Threshold("gate", FORMED, "ours: the gate", *FORMED_RANGE),
+                                          Threshold("drop", DELTA, "ours: the drop", *DELTA_RANGE)))
+    numbers["sensitivity"] = lines
+    formed = [i for i in range(S) if gate[i] >= FORMED]
     k = len(formed)
-    e_m = sum(r["early_recall"][i] for i in formed) / k if k else 0.0
-    l_m = sum(r["late_recall"][i] for i in formed) / k if k else 0.0
-    summary = (f"RPE: {k} of {S} seeds formed a previous-token head (certified in arb balls: the target t - 1 the "
-               f"strict argmax at >= {FORMED} of the gate's rows); their recall early (t in [{EARLY[0]}, {EARLY[1]}]) "
-               f"{e_m:.3f}, late (t > 128) {l_m:.3f}; APE (all seeds) early {ae:.3f}, late {al:.3f} ({steps} {optimizer} "
-               f"steps, lr {lr:g}, batch {batch} per seed, {n_eval} evaluation sequences per seed)")
+
+    def mean(key: str, idx: Sequence[int]) -> float:
+        return sum(r[key][i] for i in idx) / len(idx) if idx else 0.0
+
+    ae, al = sum(a["early_recall"]) / S, sum(a["late_recall"]) / S
+    summary = (f"RPE: {k} of {S} seeds formed a previous-token head (certified in arb balls: the target t - 1 the strict "
+               f"argmax at >= {FORMED} of the gate's rows); their previous-token association early (t in [{EARLY[0]}, "
+               f"{EARLY[1]}]) {mean('early_association', formed):.4f}, late (t > 128) {mean('late_association', formed):.4f}; "
+               f"recall (diagnostic) early {mean('early_recall', formed):.3f}, late {mean('late_recall', formed):.3f}; APE "
+               f"(all seeds) recall early {ae:.3f}, late {al:.3f} ({steps} {optimizer} steps, lr {lr:g}, batch {batch} per "
+               f"seed, {n_eval} evaluation sequences per seed)")
+    base: dict[str, Any] = dict(numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
     if k < 2:
         numbers["test"] = None
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"no previous-token head formed in enough seeds for a "
-                        f"paired test (need 2): {summary}; more seeds or training: {command} --seeds {2 * S}", numbers=numbers,
-                        tolerance=tol, engines=engine_versions("torch"))
-    test = drop_test([r["early_recall"][i] for i in formed], [r["late_recall"][i] for i in formed])
+                        f"paired test (need 2): {summary}; more seeds or training: {command} --seeds {2 * S}", **base)
+    ratio = [r["late_association"][i] / r["early_association"][i] for i in formed]
+    test = drop_test([1.0] * k, ratio)
     numbers["test"] = {k_: (float(f"{v:.6g}") if isinstance(v, float) and math.isfinite(v) else v)
                        for k_, v in test.items()}
-    stat = (f"late - early = {test['mean_difference']:+.4f} (sd {test['sd_difference']:.4f} over {k} seeds), one-sided "
-            f"paired t = {test['t']:.2f}, p = {test['p_value']:.3g} (reject below t = {test['critical_t']:.2f}); power "
-            f"against a drop of {DELTA} = {test['power']:.2f}")
+    rec = drop_test([r["early_recall"][i] for i in formed], [r["late_recall"][i] for i in formed])
+    numbers["recall_test_diagnostic"] = {k_: (float(f"{v:.6g}") if isinstance(v, float) and math.isfinite(v) else v)
+                                         for k_, v in rec.items() if k_ in ("mean_difference", "t", "p_value")}
+    stat = (f"association late / early - 1 = {test['mean_difference']:+.4f} (sd {test['sd_difference']:.4f} over {k} "
+            f"seeds), one-sided paired t = {test['t']:.2f}, p = {test['p_value']:.3g} (reject below t = "
+            f"{test['critical_t']:.2f}); power against a relative drop of {DELTA} = {test['power']:.2f}; sensitivity: "
+            + "; ".join(lines))
+    if outcome is None and test["outcome"] is not None:
+        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{summary}; {stat}: the verdict flips inside a "
+                        "declared threshold range", **base)
     if test["outcome"] == Outcome.FAILS:
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=f"{summary}; late recall falls below early: {stat}",
-                        numbers=numbers, tolerance=tol, engines=engine_versions("torch"),
-                        witness={"mean_difference": round(test["mean_difference"], 6),
-                                 "p_value": float(f"{test['p_value']:.3e}")})
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS,
+                        summary=f"{summary}; the association falls late: {stat}",
+                        witness={"mean_relative_change": round(test["mean_difference"], 6),
+                                 "p_value": float(f"{test['p_value']:.3e}")}, **base)
     if test["outcome"] == Outcome.HOLDS:
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=f"{summary}; no drop detected: {stat}", numbers=numbers,
-                        tolerance=tol, engines=engine_versions("torch"))
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=f"{summary}; no drop detected: {stat}",
+                        **base)
     more = _more_seeds(test["seeds_needed"], S, k, train_s, command)
-    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{summary}; no drop detected but the test is underpowered: {stat}; "
-                    + more, numbers=numbers, tolerance=tol, engines=engine_versions("torch"))
+    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"{summary}; no drop detected but the test is "
+                    f"underpowered: {stat}; " + more, **base)
 
 
 # ----------------------------------------------------------------------------- prop3

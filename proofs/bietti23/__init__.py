@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Paper, Params, Times, param
+from verify.core.model import Claim, InputError, Paper, Params, param
+from verify.core.protocol import Protocol, Threshold
 from verify.evidence import Context, Evidence, engine_versions
 
 #: the optimisers of the two-layer recipe (torch-free copy; a test checks it equals the numeric module's)
@@ -30,14 +31,15 @@ class ProbeParams(Params):
     K: int = param(5, "trigger tokens (the README run: 5)", kind="int", minimum=1, maximum=32)
     batch: int = param(32, "sequences per step and seed (the README run: 512)", kind="int", minimum=1, maximum=512)
     # the cap leaves room for the runs the INCONCLUSIVE answer names (4x the steps, repeatedly)
-    steps: int = param(400, "optimiser steps (--full: 4x; the README run: 1000)", kind="int", minimum=1,
-                       maximum=MAX_STEPS, full=Times(4))
+    steps: int = param(400, "optimiser steps (--full: 1000, the protocol's horizon; the README run: 1000)", kind="int",
+                       minimum=1, maximum=MAX_STEPS, full=1000)
     lr: float = param(0.2, "learning rate (weight decay 1e-4; SGD adds momentum 0.9; the code default 0.2, the README run 0.03)",
                       kind="float", minimum=1e-6, maximum=10.0)
     optimizer: str = param("sgd", "sgd (the authors' SGD with momentum) or adam", choices=OPTIMIZERS)
     triggers: str = param("fixed", "fixed: the k most frequent tokens (the README run); random: drawn per sequence "
                           "from the unigram marginal (the code's default)", choices=TRIGGERS)
-    seeds: int = param(2, "seeds, trained as one batched model", kind="int", minimum=1, maximum=16)
+    seeds: int = param(2, "seeds, trained as one batched model (--full: 5, the protocol's)", kind="int", minimum=1,
+                       maximum=16, full=5)
     scheduler: str = param("in-process", "where the training runs: 'in-process', 'local' (a Dask LocalCluster of "
                            "--jobs one-thread workers) or an existing Dask scheduler tcp://HOST:PORT (runs larger "
                            "than this machine); on a scheduler the half-steps run of the convergence check trains "
@@ -66,11 +68,42 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
 
     try:
         return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
-                                list(range(ctx.seed, ctx.seed + p["seeds"])), 8, lab_cache(ctx), ctx.progress,
+                                list(range(ctx.seed, ctx.seed + p.profiled("seeds", ctx))), 8, lab_cache(ctx),
+                                ctx.progress,
                                 optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command,
                                 scheduler=p["scheduler"].strip(), jobs=p["jobs"])
     except SchedulerUnreachable as exc:
         return Evidence("numeric", "inconclusive", summary=str(exc), engines=engine_versions("torch"))
+
+
+PROTOCOL = Protocol(
+    claim="bietti23:probes", version=1,
+    statistic=("the mean over seeds of each memory-recall probe of the authors' code at the horizon: W^1_K's "
+               "previous-position probe (test_wk0, argmax over every position, the authors' reading), W^2_K's "
+               "induction-key probe (test_wk1 over the k fixed triggers) and W^2_O's output probe (test_wo1); gate: "
+               "the mean in-context accuracy on 8 fresh sequences per seed"),
+    test=("INCONCLUSIVE when the in-context accuracy is below 0.5 (the model has not learned the task); else HOLDS "
+          "when every probe mean is >= 0.9 and FAILS otherwise, read once at the horizon; recomputed at each end of "
+          "both thresholds' ranges, INCONCLUSIVE if it flips"),
+    thresholds=(Threshold("recalled", 0.9, "ours: the paper says 'nearly every position and token' and prints no "
+                          "number", 0.8, 0.95),
+                Threshold("learned", 0.5, "ours: a model that has not learned the task is not 'after training'", 0.4,
+                          0.6)),
+    fixed=(("K", 5), ("T", 128), ("batch", 32), ("d", 128), ("lr", 0.2), ("optimizer", "sgd"), ("seeds", 5),
+           ("steps", 1000), ("triggers", "fixed")),
+    profile="full", first_seed=1000, development_seeds=(0, 1),
+    horizon=("1000 SGD steps (momentum 0.9, weight decay 1e-4, lr 0.2, the code's default): the iteration count of the "
+             "authors' README run (albietz/transformer-birth README), at a reduced size (d = T = 128, batch 32 in place "
+             "of 256, 256, 512; about 2.5-3 h of a 2-core machine per seed at the README's size, so 5 seeds there are "
+             "not affordable here)"),
+    stopping="fixed horizon: one look, at 1000 steps (the 500-step means are reported, never decide)",
+    arms="one model (fixed triggers: the k = 5 most frequent tokens of the shipped corpus, V = 48), 5 seeds",
+    command="verify bietti23:probes --full",
+    cost="about 8 min of one core the first time (5 seeds batched, 1000 steps); seconds cached")
+
+
+def _protocol_values(p: ProbeParams, ctx: Context) -> dict[str, Any]:
+    return {k: p.profiled(k, ctx) for k, _ in PROTOCOL.fixed}
 
 
 #: what the runs measured (kept beside the code that produced it; the README row quotes it, generated from the runs)
@@ -105,6 +138,8 @@ PROBES = Claim(
     checks={"numeric": _numeric},
     expected={"": "INCONCLUSIVE"},
     validate=_validate,
+    protocol=PROTOCOL,
+    protocol_values=_protocol_values,
     caveats=("The authors' previous-token probe (test_wk0) takes the argmax over every position s in [0, T-2], future "
              "positions included (a stricter test than attention needs); the causal reading (s <= t) is reported beside "
              "it. The verdict uses the authors' reading.",
@@ -113,20 +148,21 @@ PROBES = Claim(
              "(numeric/data/corpus.txt, about 4.4 KB, 48 distinct characters) in place of Tiny Shakespeare (65). With "
              "fixed triggers the code's induction-key probe (test_wk1) ranges over the k triggers. --triggers random "
              "draws them per sequence (the code's default, test_wk1 over every token).",
-             "Verdict rule: INCONCLUSIVE unless the in-context accuracy reaches 0.5 (a model that has not learned the "
-             "task is not 'after training'); then HOLDS when every probe mean is >= 0.9. In the authors' README "
-             "configuration (their example command: d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
-             "iterations, the loss of their Figure 3 experiments; any number of seeds) the statement is judged after "
-             "those 1000 iterations: a probe below 0.9 FAILS it, and a probe still rising is reported as a finding "
-             "about longer training. At any other configuration a probe below 0.9 FAILS the statement only once "
-             "converged (moved < 0.02 between half the steps and all of them), else INCONCLUSIVE with the command that "
-             "trains 4x longer; every answer there says it is outside the authors' configuration and names it. The "
-             "authors' first-layer attention probe (score_acc: the layer-1 argmax on the trigger, at the position after "
-             "it) is reported beside, not gated (an earlier version "
-             "gated on it and so never judged a model whose previous-token memory did not form).",
+             "Verdict rule: the frozen protocol bietti23:probes v1 (`verify show bietti23:probes` prints it with its "
+             "hash); its confirmatory run is `verify bietti23:probes --full` (5 seeds from 1000, 1000 SGD steps at d = "
+             "T = 128, batch 32, lr 0.2); any other run, the default quick one included, is EXPLORATORY. INCONCLUSIVE "
+             "unless the in-context accuracy reaches 0.5 (a model that has not learned the task is not 'after "
+             "training'); then HOLDS when every probe mean over seeds is >= 0.9 (ours: the paper says 'nearly every' "
+             "and prints no number), FAILS otherwise, read once at the horizon; the verdict is recomputed at 0.8 and "
+             "0.95 (probe) and 0.4 and 0.6 (gate) and is INCONCLUSIVE if it flips. The 500-step means are reported: a "
+             "probe still rising is a finding about longer training, never the verdict. History, exploratory: before "
+             "the protocol the rule was changed after a run (a convergence condition added, then the authors' "
+             "configuration singled out), on development seeds 0 and 1. The authors' first-layer attention probe "
+             "(score_acc) is reported beside, not gated.",
              "Sizes: the README run is d = 256, T = 256, batch 512, SGD lr 0.03, 1000 iterations on a GPU. Default here: "
              "d = 128, T = 128, batch 32 per seed, SGD lr 0.2 (the code's OptimArgs default; momentum 0.9, weight decay "
-             "1e-4), 400 steps (--full: 1600), 2 seeds batched. The README run's size is reachable with --d 256 --T 256 "
+             "1e-4), 400 steps, 2 seeds batched (exploratory); --full: the protocol's 1000 steps and 5 seeds. The README "
+             "run's size is reachable with --d 256 --T 256 "
              "--batch 512 --lr 0.03 --steps 1000 --seeds 1 (measured here: 8-10.3 s per step at d = 256, T = 256, "
              "batch 512 with another training beside it, so about 2.5-3 h in all: in-process its 500-step "
              "convergence check is the first half of the same run, and the training state is saved every minute, so a "
@@ -134,8 +170,8 @@ PROBES = Claim(
              "published number is compared.",
              MEASURED),
     cost="numeric ~2-4 min at the defaults (400 SGD steps x 2 seeds at d = 128, T = 128, one thread; a second run reads "
-         "the lab cache); --full: 1600 steps (the 800-step convergence check is their first half), ~15-25 min on a "
-         "loaded 2-core machine; a run with more --steps continues the saved training state of a shorter one",
+         "the lab cache); --full (the confirmatory run): 1000 steps x 5 seeds, about 8-10 min of one core the first "
+         "time; a run with more --steps continues the saved training state of a shorter one",
     heavy=True,
 )
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from verify.core.model import Claim, InputError, Params, Times, param
+from verify.core.model import Claim, InputError, Params, param
+from verify.core.protocol import Protocol, Threshold
 from verify.evidence import Context, Evidence
 
 #: the optimisers of the two-layer recipes (torch-free copy checked against the numeric module's by a test)
@@ -92,7 +93,7 @@ class FalsifierParams(Params):
     T: int = param(256, "sequence length (late positions are t > 128)", kind="int", minimum=129, maximum=512)
     K: int = param(8, "trigger tokens per sequence", kind="int", minimum=1, maximum=64)
     batch: int = param(16, "sequences per step and seed", kind="int", minimum=1, maximum=512)
-    steps: int = param(300, "optimiser steps (--full: 4x)", kind="int", minimum=1, maximum=20000, full=Times(4))
+    steps: int = param(300, "optimiser steps (the protocol's horizon)", kind="int", minimum=1, maximum=20000)
     lr: float = param(0.01, "learning rate (weight decay 1e-4; SGD adds momentum 0.9)", kind="float", minimum=1e-6,
                       maximum=10.0)
     optimizer: str = param("adam", "adam (default: forms the heads within the CPU budget) or sgd (the authors' "
@@ -101,6 +102,37 @@ class FalsifierParams(Params):
                        maximum=256)
     eval_sequences: int = param(32, "fresh evaluation sequences per seed (63 early and T - 128 late positions each)",
                                 kind="int", minimum=1, maximum=1024)
+
+
+PROTOCOL = Protocol(
+    claim="ws24:falsifier", version=1,
+    statistic=("per RPE seed that formed a previous-token head, the relative change late / early - 1 of its "
+               "previous-token association (the layer-1 score of key t - 1 minus the mean score of the other visible "
+               "keys), early = t in [2, 64], late = t > 128, on 32 fresh evaluation sequences per seed; a seed formed a "
+               "head when its certified early recall on 32 other sequences is >= 0.5"),
+    test=("one-sided paired t-test (scipy.stats.ttest_rel, alternative 'less') of the relative change against 0 at "
+          "level 0.05: a rejection FAILS; a non-rejection HOLDS when the test's power against a relative drop of 0.05 "
+          "(noncentral t, at the observed sd) is >= 0.8, else INCONCLUSIVE; fewer than 2 formed seeds: INCONCLUSIVE; "
+          "the verdict is recomputed at each end of each threshold's range and is INCONCLUSIVE if it flips"),
+    thresholds=(Threshold("level", 0.05, "ours: the conventional level; the paper states no test", 0.01, 0.1),
+                Threshold("power", 0.8, "ours: the conventional power for a non-rejection to count", 0.7, 0.9),
+                Threshold("gate", 0.5, "ours: a head that recalls t - 1 at half the early rows has formed", 0.4, 0.6),
+                Threshold("drop", 0.05, "ours: the smallest relative drop of the association that matters", 0.02,
+                          0.1)),
+    fixed=(("K", 8), ("T", 256), ("V", 32), ("batch", 16), ("d", 32), ("eval_sequences", 32), ("lr", 0.01),
+           ("optimizer", "adam"), ("seeds", 16), ("steps", 300)),
+    profile="quick", first_seed=1000, development_seeds=(0, 15),
+    horizon=("300 Adam steps (lr 0.01, weight decay 1e-4), batch 16 per seed: ours; the ws24 text past its "
+             "introduction was not reachable, so its optimiser is not checked against the paper's; the authors' "
+             "bietti23 code uses SGD with momentum, which forms no head at CPU budgets (development runs)"),
+    stopping="fixed horizon: one look, after training",
+    arms="RPE (judged) and APE (reported), 16 seeds each (the statement's T = 256 kept)",
+    command="verify ws24:falsifier",
+    cost="about 13 min of one core the first time on fresh seeds; about 20 s cached")
+
+
+def _protocol_values(p: FalsifierParams, ctx: Context) -> dict[str, Any]:
+    return {k: p.profiled(k, ctx) for k, _ in PROTOCOL.fixed}
 
 
 def _validate_falsifier(p: Mapping[str, Any]) -> None:
@@ -133,30 +165,32 @@ def _fals_explain(p: Mapping[str, Any], evs: Any) -> list[str]:
 
 FALSIFIER = Claim(
     id="ws24:falsifier",
-    title="end-to-end training: RPE previous-token recall is not lower late in the sequence",
+    title="end-to-end training: the RPE previous-token association is not lower late in the sequence",
     source="arXiv 2412.11459 v2, Theorem 2 and its experiments (the falsification test the reviews asked for)",
     statement=("Trained end to end (all attention matrices jointly) on bigram-with-triggers data with T = 256, the RPE "
-               "model's previous-token recall for positions t > 128 is not below its recall for early positions."),
+               "model's previous-token association (Theorem 2's quantity: the score of key t - 1 above the other "
+               "visible keys) for positions t > 128 is not below its association for early positions."),
     options=(),
     params_type=FalsifierParams,
     checks={"numeric": _fals_numeric},
     expected={"": "FAILS"},
     validate=_validate_falsifier,
+    protocol=PROTOCOL,
+    protocol_values=_protocol_values,
     caveats=(MODEL_SOURCES,
-             "Verdict rule: a seed's RPE model counts when it formed a previous-token head (recall >= 0.5 over t in "
-             "[2, 64] on gate sequences of its own, independent of the test's, so the selection does not bias late - "
-             "early; certified: only rows whose target t - 1 is the strict argmax in arb ball arithmetic count, the "
-             "bounds of `verify head`); fewer than 2 such seeds: INCONCLUSIVE. Then the falsifier as worded ('falls below'): a one-sided "
-             "paired t-test of late (t > 128) minus early recall across those seeds, H0 'late is not below early' "
-             "against H1 'late falls below', alpha = 0.05. A rejection FAILS the statement. A non-rejection HOLDS only "
-             "when the test has power >= 0.8 against a drop of 0.05 (the smallest drop that matters here), computed "
-             "from the observed standard deviation of the per-seed differences (noncentral t); otherwise INCONCLUSIVE, "
-             "naming the seeds that give that power and the command with them. Recall is the causal layer-1 argmax at "
-             "t - 1 on fresh sequences (32 per seed by default: 63 early and 128 late positions each); ties fail.",
-             "What the test judges: recall as the statement words it, an argmax over the t visible keys. A head whose "
-             "association does not depend on t (ws24:theorem2 judges that) can still lose recall late, where more keys "
-             "compete and a position the head misses hits t - 1 by chance less often (about 1/t); the verdict is about "
-             "recall, not about the association.",
+             "Verdict rule: the frozen protocol ws24:falsifier v1 (`verify show ws24:falsifier` prints it with its "
+             "hash; a run that changes an option it fixes, or --seed, is EXPLORATORY). A seed's RPE model counts when "
+             "it formed a previous-token head (certified early recall >= 0.5 on gate sequences of its own, independent "
+             "of the test's); fewer than 2 such seeds: INCONCLUSIVE. The statistic is the association the statement "
+             "is about (Theorem 2's quantity), each counted seed's late association relative to its early one; a "
+             "one-sided paired t-test against 0 at level 0.05 FAILS the statement on a rejection; a non-rejection HOLDS "
+             "only with power >= 0.8 against a relative drop of 0.05. Recall (the argmax at t - 1, the statistic "
+             "before protocol v1: a head whose association does not depend on t still loses recall late, where more "
+             "keys compete) is reported as a diagnostic.",
+             "History, exploratory: before the protocol this claim was decided by recall, and its rule was changed "
+             "after a run had been seen (the same kind of data read HOLDS under the earlier power rule and FAILS under "
+             "the t-test that replaced it); no such run decides it now. The confirmatory seeds are 1000-1015, "
+             "disjoint from the development seeds 0-15.",
              "CPU scale: d = 32, V = 32, 8 triggers, T = 256 (the statement's length, kept), batch 16 per seed, 300 Adam "
              "steps (lr 0.01, weight decay 1e-4), 16 seeds (the paired test's sample). Adam departs from the authors' "
              "SGD with momentum (the bietti23 code, batch 512 on a GPU): with SGD at CPU budgets no previous-token head "
@@ -168,7 +202,7 @@ FALSIFIER = Claim(
     explain=_fals_explain,
     cost="numeric ~13 min of one core the first time (2 PEs x 16 seeds x 300 Adam steps at T = 256, batch 16, on "
          "one thread; measured CPU time 6.5 min RPE, 6 min APE; longer wall time on a loaded machine); a second run "
-         "reads the lab cache and evaluates in ~5-20 s; --full: 1200 steps (~50 min the first time)",
+         "reads the lab cache and evaluates in ~5-20 s; --full is the same run (the protocol fixes the horizon)",
     heavy=True,
 )
 

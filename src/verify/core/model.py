@@ -487,6 +487,9 @@ class Claim:
         worker_group: claims with the same non-empty group run each layer as one task on one worker process
             when a run spreads layers over workers (they share an expensive import or construction, e.g. the
             impl claims' transformers, imported once instead of once per worker); results do not depend on it.
+        protocol: the frozen :class:`verify.core.protocol.Protocol` that decides the claim's training, sampling or
+            statistical layer (None: the claim is exact); ``protocol_values(params, ctx)`` gives a run's effective
+            values of the options it fixes.  A run that departs from it is EXPLORATORY (never HOLDS or FAILS).
     """
 
     id: str
@@ -510,6 +513,8 @@ class Claim:
     requires: tuple[tuple[str, str], ...] = ()
     layers_check_parts: bool = False
     worker_group: str = ""
+    protocol: Any = None
+    protocol_values: Callable[[Any, Context], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         generated = self.params_type.options()
@@ -520,6 +525,8 @@ class Claim:
         for label in self.provenance:
             if label != "*":
                 self._check_label(label, f"provenance[{label!r}]")
+        if (self.protocol is None) != (self.protocol_values is None):
+            raise ValueError(f"{self.id}: a protocol needs protocol_values (the run's effective options), and back")
         if self.layers_check_parts and not self.parts:
             raise ValueError(f"{self.id}: layers_check_parts needs parts that say which layer judges what")
 
@@ -854,6 +861,11 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
     # VERIFY_FLOAT_PERTURBATION: another CPU's rounding, for the test that no recorded output depends on it
     with _fixed_threads(layer), using(ctx), floatnoise.from_environment():
+        if claim.protocol is not None and layer == claim.protocol.layer and claim.protocol_values is not None:
+            from verify.core.protocol import run_under
+
+            values = claim.protocol_values(params, ctx)
+            return timed(layer, lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c)))
         return _second_way_required(timed(layer, lambda: check(params, ctx)))
 
 
@@ -870,8 +882,13 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
         # the verdict is about the statement; its published numbers are counted apart
         reason = f"statement: {reason}; published figures reproduced {k}/{n}"
     expected = None
-    if all(params.get(o.name) == o.default for o in claim.options if not o.variant):
-        # the recorded expectation applies to the variant at its default sizes only
+    from verify.core.protocol import exploratory_reason
+
+    exploratory = exploratory_reason(evidence)
+    if exploratory is not None:
+        reason = f"EXPLORATORY run ({exploratory}): never HOLDS or FAILS; {reason}"
+    elif all(params.get(o.name) == o.default for o in claim.options if not o.variant) or claim.protocol is not None:
+        # the recorded expectation applies to the variant at its default sizes, or to its confirmatory run
         expected = claim.expected_verdict(claim.variant_label(params))
     notes = claim.explain(params, evidence) if claim.explain else []
     notes += _unreproduced(evidence)

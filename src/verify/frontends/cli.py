@@ -267,12 +267,17 @@ def _claim_command(name: str) -> click.Command:
     dest = {o.name.replace("-", "_"): o.name for o in seen.values()}
     params = [click.Option([o.flag, o.name.replace("-", "_")], default=None, help=_help(o)) for o in seen.values()]
     params.append(click.Option(["--serial", "__serial"], is_flag=True, default=False, help=SERIAL_HELP))
+    params.append(click.Option(["--confirmatory", "__confirmatory"], is_flag=True, default=False,
+                               help="refuse (exit 2, before any work) unless this is the claim's confirmatory run: "
+                                    "every option its frozen protocol fixes at the protocol's value, its seeds "
+                                    "(see 'verify show CLAIM')"))
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
                  brief: bool, verbose: bool, junit: str | None, plots: str | None, certificates: str | None,
                  full: bool, cache_dir: str | None, **raw: Any) -> None:
         serial = bool(raw.pop("__serial", False))
+        confirmatory = bool(raw.pop("__confirmatory", False))
         raw = {dest.get(k, k): v for k, v in raw.items()}
         claim, p = resolve_variant(name, raw)
         lay = parse_layers(layers)
@@ -281,6 +286,7 @@ def _claim_command(name: str) -> click.Command:
         prog = _Progress(quiet)
         with prog.running() as progress:
             ctx = context(seed, timeout, progress, full, cache_dir)
+            _protocol_preflight(claim, p, ctx, confirmatory)
             result = run_one(claim, p, ctx, lay, 1 if serial else jobs(ctx.claim_jobs))
         code = result.exit_code
         _write_certificates([result], certificates, prog)
@@ -293,6 +299,18 @@ def _claim_command(name: str) -> click.Command:
                         help=f"Check the claim {name!r} (see 'verify show {name}').", epilog=EXIT_HELP)
     cmd.params = list(getattr(callback, "__click_params__", [])) + list(params)
     return cmd
+
+
+def _protocol_preflight(claim: Any, p: Any, ctx: Any, confirmatory: bool) -> None:
+    """Before any work: an edited or unregistered protocol is refused; with ``--confirmatory`` so is any departure
+    from it (InputError: exit 2)."""
+    from verify.core import protocol as proto
+
+    if confirmatory:
+        values = claim.protocol_values(p, ctx) if claim.protocol is not None else {}
+        proto.refuse_unless_confirmatory(claim.protocol, claim.id, values, ctx.seed)
+    elif claim.protocol is not None:
+        proto.check_frozen(claim.protocol)
 
 
 @click.group(cls=ClaimGroup, epilog=EXIT_HELP, context_settings={"help_option_names": ["-h", "--help"]})
@@ -378,9 +396,43 @@ def show_cmd(claim: str) -> None:
         click.echo(f"  repair:    {c.repair}")
     if c.cost:
         click.echo(f"  cost:      {c.cost}")
+    _show_protocol(c)
     for cav in c.caveats:
         click.echo(f"  caveat:    {cav}")
     _show_kernel(c)
+
+
+def _show_protocol(c: Claim) -> None:
+    """The claim's frozen protocol: its hash and date, every field, and the runs the local ledger has seen."""
+    if c.protocol is None:
+        return
+    from verify.core import ledger
+    from verify.core.protocol import registered
+
+    p = c.protocol
+    entry = registered(p)
+    frozen = (f"frozen {entry['frozen']}" if entry and entry.get("sha256") == p.sha256 else
+              "NOT the registered protocol (edited without a new version, or never frozen)")
+    click.echo(f"  protocol:  {p.claim} v{p.version}, sha256 {p.sha256} ({frozen})")
+    click.echo(f"    confirmatory run: {p.command}; seeds {p.seeds[0]}..{p.seeds[-1]} (development seeds "
+               f"{p.development_seeds[0]}..{p.development_seeds[1]}, never confirmatory)")
+    click.echo(f"    statistic: {p.statistic}")
+    click.echo(f"    test:      {p.test}")
+    for t in p.thresholds:
+        rng = f"; sensitivity range {t.low:g}..{t.high:g}" if t.low is not None and t.high is not None else ""
+        click.echo(f"    threshold: {t.name} = {t.value:g} ({t.source}{rng})")
+    click.echo("    fixed:     " + ", ".join(f"--{k} {','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}"
+                                           for k, v in p.fixed))
+    click.echo(f"    horizon:   {p.horizon}")
+    click.echo(f"    stopping:  {p.stopping}")
+    click.echo(f"    arms:      {p.arms}")
+    click.echo(f"    cost:      {p.cost}")
+    led = ledger.summary(None, p.claim)
+    deciding = led["deciding"]
+    decided = (f"; the deciding run: {deciding['run']} of {deciding['time']} ({deciding.get('outcome') or deciding.get('status')})"
+               if deciding else "; no confirmatory run has finished here")
+    click.echo(f"    ledger ({ledger.ledger_path(None)}): {led['runs']} run(s), {led['confirmatory']} confirmatory, "
+               f"{led['exploratory']} exploratory, {led['incomplete']} incomplete{decided}")
 
 
 def _option_profiles(o: Option) -> str:

@@ -138,6 +138,7 @@ def result_dict(r: ClaimResult, timings: bool = True) -> dict[str, Any]:
         "repair": r.claim.repair,
         "provenance": r.provenance.to_dict(),
         "parts": [part.to_dict() for part in r.parts],
+        "protocol": protocol_record(r),
         "caveats": list(r.claim.caveats),
         "findings": r.notes,
         "figures": [{**f.to_dict(), "layer": layer} for layer, f in r.figures],
@@ -172,12 +173,30 @@ def _status(ev: Evidence) -> str:
     return ev.status
 
 
+def _exploratory_banner(r: ClaimResult) -> list[str]:
+    """The first line of an exploratory run's report (one that departs from its claim's frozen protocol)."""
+    rec = protocol_record(r)
+    if rec is None or rec.get("run") != "exploratory":
+        return []
+    return [f"EXPLORATORY (departs from the frozen protocol {rec['claim']} v{rec['version']} {rec['sha256'][:12]}: "
+            f"{'; '.join(rec['departures'])}): not a verdict; the confirmatory run is `{r.claim.protocol.command}`"]
+
+
+def protocol_record(r: ClaimResult) -> dict[str, Any] | None:
+    """The protocol record a layer's evidence carries (:meth:`verify.core.protocol.Assessment.record`), or None."""
+    for ev in r.evidence:
+        rec = ev.numbers.get("protocol") if isinstance(ev.numbers, dict) else None
+        if isinstance(rec, dict):
+            return rec
+    return None
+
+
 def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> str:
     """The referee-readable text block for one claim variant (``timings=False``: no wall times).  The
     header is the run id (non-default sizes kept), so it can be pasted back as ``verify RUN_ID``."""
     from verify.core.specs import run_id
 
-    lines = [f"{run_id(r.claim, r.params)}: {r.verdict}"]
+    lines = _exploratory_banner(r) + [f"{run_id(r.claim, r.params)}: {r.verdict}"]
     lines.append(f"  source:    {r.claim.source}")
     lines.append(f"  statement: {r.claim.statement}")
     lines.append(f"  checks:    {provenance_line(r)}")
@@ -257,7 +276,8 @@ def short_text(r: ClaimResult, timings: bool = True) -> str:
     from verify.core.specs import run_id
 
     rid = run_id(r.claim, r.params)
-    lines = [f"{rid}: {r.verdict}", f"  statement: {r.claim.statement}", f"  source:    {r.claim.source}"]
+    lines = _exploratory_banner(r) + [f"{rid}: {r.verdict}", f"  statement: {r.claim.statement}",
+                                      f"  source:    {r.claim.source}"]
     for ev in r.evidence:
         if ev.status == Status.SKIPPED:
             continue
@@ -379,6 +399,10 @@ _RESULT = {
         "repair": _STR,
         "provenance": _PROVENANCE,
         "parts": {"type": "array", "items": _PART},
+        "protocol": {"type": ["object", "null"], "required": ["claim", "version", "sha256", "frozen", "run", "departures"],
+                     "properties": {"claim": _STR, "version": {"type": "integer"}, "sha256": _STR, "frozen": _NSTR,
+                                    "run": {"enum": ["confirmatory", "exploratory"]},
+                                    "departures": {"type": "array", "items": _STR}}},
         "caveats": {"type": "array", "items": _STR},
         "findings": {"type": "array", "items": _STR},
         "figures": {"type": "array", "items": _FIGURE},
