@@ -105,20 +105,21 @@ class FalsifierParams(Params):
 
 
 PROTOCOL = Protocol(
-    claim="ws24:falsifier", version=1,
+    claim="ws24:falsifier", version=2,
     statistic=("per RPE seed that formed a previous-token head, the relative change late / early - 1 of its "
                "previous-token association (the layer-1 score of key t - 1 minus the mean score of the other visible "
                "keys), early = t in [2, 64], late = t > 128, on 32 fresh evaluation sequences per seed; a seed formed a "
                "head when its certified early recall on 32 other sequences is >= 0.5"),
-    test=("one-sided paired t-test (scipy.stats.ttest_rel, alternative 'less') of the relative change against 0 at "
-          "level 0.05: a rejection FAILS; a non-rejection HOLDS when the test's power against a relative drop of 0.05 "
-          "(noncentral t, at the observed sd) is >= 0.8, else INCONCLUSIVE; fewer than 2 formed seeds: INCONCLUSIVE; "
-          "the verdict is recomputed at each end of each threshold's range and is INCONCLUSIVE if it flips"),
+    test=("'not below' read with a margin, the smallest drop that matters (5% of the early association): two one-sided "
+          "one-sample t-tests (scipy.stats.ttest_1samp) of the mean change against -0.05 at level 0.05: a drop beyond "
+          "the margin shown FAILS, a change within it shown HOLDS, neither INCONCLUSIVE; fewer than 2 formed seeds: "
+          "INCONCLUSIVE; the verdict is recomputed at each end of each threshold's range and is INCONCLUSIVE if it "
+          "flips. (v1, a test against 0 with a power rule, was replaced before its confirmatory run was evaluated: "
+          "a planted RPE head with a 0.7% drop would FAIL it on enough seeds, a drop that does not matter)"),
     thresholds=(Threshold("level", 0.05, "ours: the conventional level; the paper states no test", 0.01, 0.1),
-                Threshold("power", 0.8, "ours: the conventional power for a non-rejection to count", 0.7, 0.9),
                 Threshold("gate", 0.5, "ours: a head that recalls t - 1 at half the early rows has formed", 0.4, 0.6),
-                Threshold("drop", 0.05, "ours: the smallest relative drop of the association that matters", 0.02,
-                          0.1)),
+                Threshold("drop", 0.05, "ours: the margin, the smallest relative drop of the association that matters",
+                          0.02, 0.1)),
     fixed=(("K", 8), ("T", 256), ("V", 32), ("batch", 16), ("d", 32), ("eval_sequences", 32), ("lr", 0.01),
            ("optimizer", "adam"), ("seeds", 16), ("steps", 300)),
     profile="quick", first_seed=1000, development_seeds=(0, 15),
@@ -178,15 +179,15 @@ FALSIFIER = Claim(
     protocol=PROTOCOL,
     protocol_values=_protocol_values,
     caveats=(MODEL_SOURCES,
-             "Verdict rule: the frozen protocol ws24:falsifier v1 (`verify show ws24:falsifier` prints it with its "
+             "Verdict rule: the frozen protocol ws24:falsifier v2 (`verify show ws24:falsifier` prints it with its "
              "hash; a run that changes an option it fixes, or --seed, is EXPLORATORY). A seed's RPE model counts when "
              "it formed a previous-token head (certified early recall >= 0.5 on gate sequences of its own, independent "
              "of the test's); fewer than 2 such seeds: INCONCLUSIVE. The statistic is the association the statement "
-             "is about (Theorem 2's quantity), each counted seed's late association relative to its early one; a "
-             "one-sided paired t-test against 0 at level 0.05 FAILS the statement on a rejection; a non-rejection HOLDS "
-             "only with power >= 0.8 against a relative drop of 0.05. Recall (the argmax at t - 1, the statistic "
-             "before protocol v1: a head whose association does not depend on t still loses recall late, where more "
-             "keys compete) is reported as a diagnostic.",
+             "is about (Theorem 2's quantity), each counted seed's late association relative to its early one; 'not "
+             "below' is read with a margin of 5% (the smallest drop that matters): two one-sided t-tests at level 0.05 "
+             "FAIL the statement when a drop beyond the margin is shown and HOLD it when a change within the margin "
+             "is shown. Recall (the argmax at t - 1, the statistic before the protocol: a head whose association does "
+             "not depend on t still loses recall late, where more keys compete) is reported as a diagnostic.",
              "History, exploratory: before the protocol this claim was decided by recall, and its rule was changed "
              "after a run had been seen (the same kind of data read HOLDS under the earlier power rule and FAILS under "
              "the t-test that replaced it); no such run decides it now. The confirmatory seeds are 1000-1015, "

@@ -102,6 +102,30 @@ def fewest_pairs_for_power(sd: float, power: float, delta: float, alpha: float, 
     return lo
 
 
+def margin_t_tests(x: Sequence[float], margin: float) -> dict[str, float]:
+    """The two one-sided one-sample t-tests of a mean against ``-margin`` (a non-inferiority margin): ``p_below`` of H1
+    "mean < -margin" (``scipy.stats.ttest_1samp(x, -margin, alternative="less")``) and ``p_within`` of H1 "mean >
+    -margin" (``alternative="greater"``), with the mean and the standard deviation.  Assumes independent, roughly
+    normal values; with zero spread the sign of ``mean + margin`` decides (p 0 or 1).
+
+    Raises:
+        ValueError: fewer than 2 values.
+    """
+    if len(x) < 2:
+        raise ValueError("a t-test needs at least 2 values")
+    mean = sum(x) / len(x)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in x) / (len(x) - 1))
+    if max(x) == min(x):
+        gap = mean + margin
+        return {"mean": mean, "sd": 0.0, "p_below": 0.0 if gap < 0 else 1.0, "p_within": 0.0 if gap > 0 else 1.0}
+    from scipy.stats import ttest_1samp
+
+    below = ttest_1samp(x, -margin, alternative="less")
+    within = ttest_1samp(x, -margin, alternative="greater")
+    return {"mean": mean, "sd": sd, "t": float(below.statistic), "p_below": float(below.pvalue),
+            "p_within": float(within.pvalue)}
+
+
 def line_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     """The least-squares slope of ys on xs (``scipy.stats.linregress``).
 
@@ -155,5 +179,5 @@ def bootstrap_percentile(n_units: int, statistic: Callable[[Sequence[int]], floa
     return {"interval": [lo, hi], "undefined_fraction": undefined}
 
 
-__all__ = ["bootstrap_percentile", "wilson_interval", "spearman", "t_quantile", "paired_t_less", "paired_t_less_power",
+__all__ = ["margin_t_tests", "bootstrap_percentile", "wilson_interval", "spearman", "t_quantile", "paired_t_less", "paired_t_less_power",
            "fewest_pairs_for_power", "line_slope"]

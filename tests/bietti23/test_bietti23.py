@@ -68,92 +68,62 @@ def test_after_trigger_prev_reads_the_attention_after_triggers(monkeypatch):
     assert float(bp.after_trigger_prev({}, tok, cnt)[0]) == 0.0
 
 
-def test_inconclusive_names_the_command_that_decides(monkeypatch):
-    """A probe still rising between half and all the steps leaves the verdict open and names the run that
-    decides it (4x the steps)."""
+def _fake_training(monkeypatch, final, half, acc=0.95):
     class FakeTrained:
         from_cache = True
         losses = [torch.zeros(2)]
-
-    monkeypatch.setattr(bp, "_train", lambda cfg, seeds, cache, progress: FakeTrained())
-
-    def fake(cfg, tr, seeds, n_eval):
-        v = 0.55 if cfg.steps == 400 else 0.40
-        probes = {"prev_token_all_positions": [v], "prev_token_causal": [v],
-                  "prev_token_first_64": [v], "induction_key": [1.0], "output": [1.0]}
-        return probes, {k: x[0] for k, x in probes.items()}, [0.95], [0.8]
-
-    monkeypatch.setattr(bp, "_measure", fake)
-    ev = bp.check_probes(16, 16, 3, 4, 400, 0.2, [0], 4, None, fixed_triggers=True, command="verify bietti23:probes")
-    assert ev.status == "inconclusive" and "verify bietti23:probes --steps 1600" in ev.summary
-
-
-def test_the_authors_own_run_decides_at_the_papers_training_length(monkeypatch):
-    """At the authors' README run (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 steps) a probe below
-    0.9 fails the statement as the paper scopes it, rising or not (the rising is reported as a finding); the same
-    numbers at any other configuration leave it open and name that run.  Faults: a rule that still waits for
-    convergence at the paper's run (INCONCLUSIVE there), or one that fails every configuration."""
-    class FakeTrained:
-        from_cache = True
-        losses = [torch.zeros(1)]
         seconds_per_step = 10.0
 
     monkeypatch.setattr(bp, "_train", lambda cfg, seeds, cache, progress: FakeTrained())
 
     def fake(cfg, tr, seeds, n_eval):
-        v = 0.33 if cfg.steps == 1000 else 0.26
+        v = final if cfg.steps == 1000 else half
         probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "prev_token_first_64": [v],
                   "induction_key": [1.0], "output": [1.0]}
-        return probes, {k: x[0] for k, x in probes.items()}, [0.99], [0.3]
+        return probes, {k: x[0] for k, x in probes.items()}, [acc], [0.8]
 
     monkeypatch.setattr(bp, "_measure", fake)
+
+
+def test_a_probe_still_rising_is_a_finding_and_the_fixed_horizon_decides(monkeypatch, tmp_path):
+    """Under the frozen protocol the horizon is fixed: a probe below 0.9 at it FAILS the statement, rising or not, and
+    the rise from half the steps is reported as a finding (the rule changed after a run before: a convergence
+    condition that waited, then an exception for the authors' configuration).  Fault: waiting for convergence
+    (INCONCLUSIVE) as before."""
+    from verify.numeric import lab
+
+    _fake_training(monkeypatch, 0.40, 0.33)  # with the lab cache the 500-step half is trained first, on the way
+    ev = bp.check_probes(128, 128, 5, 32, 1000, 0.2, [1000], 4, lab.Cache(tmp_path), fixed_triggers=True)
+    assert (ev.status, ev.outcome) == ("consistent", "fails")
+    assert "still moving from 500 to 1000 steps (prev_token_all_positions +0.070)" in ev.summary
+    assert ev.numbers["probe_means_at_half_steps"]["prev_token_all_positions"] == 0.33
+
+
+def test_every_answer_away_from_the_authors_configuration_names_it(monkeypatch):
+    """Away from the authors' README run an answer names that run and its cost here; a model that did not learn the
+    task is INCONCLUSIVE at any configuration."""
+    for v, outcome in ((0.97, "holds"), (0.5, "fails")):
+        _fake_training(monkeypatch, v, v)
+        ev = bp.check_probes(128, 128, 5, 32, 1000, 0.2, [0], 4, None, fixed_triggers=True)
+        assert ev.outcome == outcome and bp.paper_command(1) in ev.summary and "2.9-4.0 h" in ev.summary
+    _fake_training(monkeypatch, 0.97, 0.97, acc=0.1)
     r = bp.PAPER_RUN
-    args = (r["d"], r["T"], r["K"], r["batch"], r["steps"], r["lr"], [0], 4, None)
-    ev = bp.check_probes(*args, optimizer="sgd", fixed_triggers=True, command="verify bietti23:probes")
-    assert (ev.status, ev.outcome) == ("consistent", "fails") and ev.numbers["paper_run"] is True
-    assert "prev_token_all_positions 0.330" in ev.summary and "still moving from 500 to 1000" in ev.summary
-    assert "verify bietti23:probes --steps 4000" in ev.summary
-    assert "outside the authors' README configuration" not in ev.summary
-    # one departure from the authors' configuration (Adam, random triggers, lr 0.2, d = 128, or the 4000 steps the
-    # answer names): the convergence rule, naming the authors' configuration (one seed: the run the cache holds)
-    kws = [{"optimizer": "adam"}, {"fixed_triggers": False}, {"lr": 0.2}, {"d": 128}, {"steps": 4000}]
-    for kw in kws:
-        call = {"d": r["d"], "T": r["T"], "K": r["K"], "batch": r["batch"], "steps": r["steps"], "lr": r["lr"],
-                "seeds": [0, 1], "n_eval": 4, "cache": None, "optimizer": "sgd", "fixed_triggers": True,
-                "command": "verify bietti23:probes"}
-        call.update(kw)
-        ev = bp.check_probes(**call)
-        assert ev.numbers["paper_run"] is False, kw
-        if call["steps"] == 1000:  # the fake's half-steps reading differs by 0.07: still rising
-            assert ev.status == "inconclusive", kw
-        assert bp.paper_command(1) in ev.summary and "2.9-4.0 h" in ev.summary, kw
+    ev = bp.check_probes(r["d"], r["T"], r["K"], r["batch"], r["steps"], r["lr"], [0], 4, None, fixed_triggers=True)
+    assert ev.status == "inconclusive" and "did not learn the in-context task" in ev.summary
+    assert ev.numbers["paper_run"] is True and bp.paper_command(1) not in ev.summary
 
 
-def test_every_answer_away_from_the_authors_configuration_says_so(monkeypatch):
-    """A HOLDS or a converged FAILS at another configuration carries the scope note and the authors' command; a
-    task not learned in the authors' configuration is INCONCLUSIVE without asking for more steps (outside scope)."""
-    class FakeTrained:
-        from_cache = True
-        losses = [torch.zeros(1)]
-
-    monkeypatch.setattr(bp, "_train", lambda cfg, seeds, cache, progress: FakeTrained())
-
-    def measured(v, acc=0.99):
-        def fake(cfg, tr, seeds, n_eval):
-            probes = {"prev_token_all_positions": [v], "prev_token_causal": [v], "prev_token_first_64": [v],
-                      "induction_key": [1.0], "output": [1.0]}
-            return probes, {k: x[0] for k, x in probes.items()}, [acc], [0.3]
-        return fake
-
-    for v, outcome in ((0.95, "holds"), (0.5, "fails")):
-        monkeypatch.setattr(bp, "_measure", measured(v))
-        ev = bp.check_probes(16, 16, 2, 4, 40, 0.2, [0], 4, None, fixed_triggers=True, command="verify bietti23:probes")
-        assert ev.outcome == outcome and bp.paper_command(1) in ev.summary
-    monkeypatch.setattr(bp, "_measure", measured(0.95, acc=0.1))
-    r = bp.PAPER_RUN
-    ev = bp.check_probes(r["d"], r["T"], r["K"], r["batch"], r["steps"], r["lr"], [0], 4, None, fixed_triggers=True,
-                         command="verify bietti23:probes")
-    assert ev.status == "inconclusive" and "--steps" not in ev.summary and "not reproduced" in ev.summary
+def test_a_verdict_that_flips_inside_a_declared_range_is_inconclusive(monkeypatch):
+    """The probe threshold 0.9 is ours (the paper says 'nearly every'), with the declared range 0.8..0.95: a probe
+    at 0.85 holds at 0.8 and fails at 0.9, so the verdict is INCONCLUSIVE with the sensitivity line; at 0.5 it fails
+    at every end.  Fault: a rule read at 0.9 alone (FAILS at 0.85)."""
+    _fake_training(monkeypatch, 0.85, 0.85)
+    ev = bp.check_probes(128, 128, 5, 32, 1000, 0.2, [0], 4, None, fixed_triggers=True)
+    assert ev.status == "inconclusive" and "flips inside a declared threshold range" in ev.summary
+    assert "recalled: holds at 0.8, fails at 0.9, fails at 0.95" in ev.numbers["sensitivity"]
+    _fake_training(monkeypatch, 0.5, 0.5)
+    ev = bp.check_probes(128, 128, 5, 32, 1000, 0.2, [0], 4, None, fixed_triggers=True)
+    assert ev.outcome == "fails" and "recalled: fails at 0.8, fails at 0.9, fails at 0.95" in ev.numbers["sensitivity"]
 
 
 def test_the_named_authors_run_is_a_valid_command():

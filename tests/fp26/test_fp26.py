@@ -134,31 +134,35 @@ def _head(w=0.9, dfrac=0.01, im=0.5, asym=0.1):
 
 
 def test_toy_rule_and_faults():
-    arms = {"absolute/free": {"formation": [550, 575], "heads": [_head(dfrac=0.7, im=None)] * 2},
-            "absolute/sym": {"formation": [1500, 1700], "heads": [_head(im=None)] * 2},
-            "rope/sym": {"formation": [1400, 1600], "heads": [_head()] * 2}}
-    assert fp.toy_verdict(arms)[0] == "holds"
-    slow_free = {**arms, "absolute/free": {**arms["absolute/free"], "formation": [1800, 1900]}}
-    assert fp.toy_verdict(slow_free)[0] == "fails"                        # symmetry did not slow the model
-    no_phase = {**arms, "rope/sym": {**arms["rope/sym"], "heads": [_head(im=0.0, asym=0.0)] * 2}}
-    assert fp.toy_verdict(no_phase)[0] == "fails"                         # fault: RoPE phase dropped
-    leaky = {**arms, "absolute/sym": {**arms["absolute/sym"], "heads": [_head(dfrac=0.3, im=None)] * 2}}
-    assert fp.toy_verdict(leaky)[0] == "fails"                            # the ban did not enforce
-    unformed = {**arms, "rope/sym": {**arms["rope/sym"], "formation": [None, 1600]}}
-    assert fp.toy_verdict(unformed)[0] is None                            # budget too small: no verdict
+    """The protocol's rule at a fixed horizon (5 seeds per arm, as the protocol declares): each part can fail it."""
+    arms = {"absolute/free": {"formation": [550, 575, 600, 525, 500], "heads": [_head(dfrac=0.7, im=None)] * 5},
+            "absolute/sym": {"formation": [1500, 1700, 1800, 1400, 1650], "heads": [_head(im=None)] * 5},
+            "rope/sym": {"formation": [1400, 1600, 1500, 1450, 1550], "heads": [_head()] * 5}}
+    assert fp.toy_verdict(arms, 6000)[0] == "holds"
+    t = fp.slows_test(arms["absolute/free"]["formation"], arms["absolute/sym"]["formation"], 6000, 25)
+    assert t["U"] == 25.0 and abs(t["p_value"] - 1 / 252) < 1e-12          # the exact one-sided p of 5 against 5
+    slow_free = {**arms, "absolute/free": {**arms["absolute/free"], "formation": [1800, 1900, 1300, 1350, 1720]}}
+    assert fp.toy_verdict(slow_free, 6000)[0] == "fails"                    # symmetry did not slow the model
+    no_phase = {**arms, "rope/sym": {**arms["rope/sym"], "heads": [_head(im=0.0, asym=0.0)] * 5}}
+    assert fp.toy_verdict(no_phase, 6000)[0] == "fails"                     # fault: RoPE phase dropped
+    leaky = {**arms, "absolute/sym": {**arms["absolute/sym"], "heads": [_head(dfrac=0.3, im=None)] * 5}}
+    assert fp.toy_verdict(leaky, 6000)[0] == "fails"                        # the ban did not enforce
+    # a seed that has not formed by the fixed horizon fails capability (no extension: the horizon is frozen)
+    unformed = {**arms, "rope/sym": {**arms["rope/sym"], "formation": [None, 1600, 1500, 1450, 1550]}}
+    verdict, why = fp.toy_verdict(unformed, 6000)
+    assert verdict == "fails" and "did not form within the 6000-step horizon" in why[0]
+    # unformed sym seeds count as the slowest: symmetry slows
+    censored = {**arms, "absolute/sym": {**arms["absolute/sym"], "formation": [None, None, 1800, 1400, 1650]}}
+    assert fp.slows_test(censored["absolute/free"]["formation"], censored["absolute/sym"]["formation"], 6000,
+                         25)["sym"][:2] == [6025, 6025]
     # the rule reads the certified lower end of the head's attention on t - 1 when it is measured
     uncertain = {**arms, "rope/sym": {**arms["rope/sym"],
-                                      "heads": [{**_head(), "prev_weight_certified": ["0.45", "0.9"]}] * 2}}
-    assert fp.toy_verdict(uncertain)[0] == "fails"
-    # a weak head in a seed that formed in the run's second half is still forming: alone it leaves the verdict open
-    # (the 21600-step run's rope/sym seed 1: formed about step 14000, 0.49 on t - 1); formed early, it fails
-    late = {**arms, "rope/sym": {"formation": [1400, 1700], "heads": [_head(), _head(w=0.49)]}}
-    verdict, why = fp.toy_verdict(late, steps=3000)
-    assert verdict is None and "rope/sym seed 1" in why[0] and "still forming" in why[0]
-    assert fp.toy_verdict(late, steps=4000)[0] == "fails"             # formed at 1700 of 4000: settled, weak
-    assert fp.toy_verdict(late)[0] == "fails"                         # no run length given: every weak head counts
-    both = {**late, "absolute/sym": {**arms["absolute/sym"], "heads": [_head(dfrac=0.3, im=None)] * 2}}
-    assert fp.toy_verdict(both, steps=3000)[0] == "fails"             # another shortfall still fails the rule
+                                      "heads": [{**_head(), "prev_weight_certified": ["0.45", "0.9"]}] * 5}}
+    assert fp.toy_verdict(uncertain, 6000)[0] == "fails"
+    # a head at 0.45 sits inside the declared range 0.4..0.6 of the head threshold: the verdict flips, INCONCLUSIVE
+    outcome, _, lines = fp.toy_decision(uncertain, 6000, 25)
+    assert outcome is None and any(line.startswith("prev_head: holds at 0.4") for line in lines)
+    assert fp.toy_decision(arms, 6000, 25)[0] == "holds"
 
 
 @pytest.mark.parametrize("pe", ["rope", "absolute"])
@@ -275,23 +279,35 @@ def test_formation_is_the_start_of_the_final_stretch_below_the_threshold():
     assert formation_step([3.4, 2.5], 25, 26, 2.42) is None and formation_step([], 25, 1, 2.42) is None
 
 
-def test_an_answer_waiting_on_a_forming_head_names_the_least_run_that_decides(monkeypatch):
-    """A head still forming (formed at F in the run's second half) is settled in any run of 2F steps or more: the
-    INCONCLUSIVE answer names that least run beside the 3x one (the 21600-step run's case: F = 11875, 23750).
-    Fault: a least run from the run's length (2 x 21600) instead of the forming head's formation step."""
+def test_a_run_longer_than_the_protocols_horizon_is_exploratory_and_never_decides(monkeypatch, tmp_path):
+    """The development runs extended the horizon five times until every seed formed (optional stopping).  Under the
+    frozen protocol an extended horizon is a departure: the run is EXPLORATORY and its evidence inconclusive, however
+    the toy turned out.  Faults: the protocol's horizon taken from the run (any --steps confirmatory), or an
+    exploratory run's outcome kept."""
+    from verify.core.model import run_claim
     from verify.evidence import Context
     from verify.proofs import fp26 as claim
 
-    arms = {"absolute/free": {"formation": [550, 575], "heads": [_head(dfrac=0.7, im=None)] * 2},
-            "absolute/sym": {"formation": [2300, 1825], "heads": [_head(im=None)] * 2},
-            "rope/sym": {"formation": [2200, 11875], "heads": [_head(), _head(w=0.49)]}}
-    verdict, why = fp.toy_verdict(arms, steps=21600)
-    assert verdict is None
-    toy = {"arms": arms, "verdict": verdict, "reasons": why, "formation_threshold": 2.42, "loss_floor": 1.0}
-    monkeypatch.setattr(fp, "check_toy", lambda *a, **k: toy)
-    ev = claim._numeric(claim.FingerprintParams(steps=21600), Context())
-    assert ev.status == "inconclusive" and "--steps 64800" in ev.summary
-    assert "any run of at least 23750 steps decides it" in ev.summary
+    arms = {"absolute/free": {"formation": [550, 575, 600, 525, 500], "heads": [_head(dfrac=0.7, im=None)] * 5},
+            "absolute/sym": {"formation": [1500, 1700, 1800, 1400, 1650], "heads": [_head(im=None)] * 5},
+            "rope/sym": {"formation": [1400, 1600, 1500, 1450, 1550], "heads": [_head()] * 5}}
+    outcome, reasons, lines = fp.toy_decision(arms, 6000, 25)
+    toy = {"arms": arms, "verdict": outcome, "reasons": reasons, "sensitivity": lines, "formation_threshold": 2.42,
+           "loss_floor": 1.0}
+    seen: list = []
+    monkeypatch.setattr(fp, "check_toy", lambda *a, **k: seen.append(a) or toy)
+    monkeypatch.setattr(fp, "gpt2_null", lambda *a, **k: {"mean": 0.608, "lo": 0.6, "hi": 0.62})
+    ctx = Context(profile="full", cache_dir=str(tmp_path))
+    c = claim.FINGERPRINT
+    full = run_claim(c, c.parse_params({}), ctx, layers=("numeric",))
+    assert full.layer("numeric").numbers["protocol"]["run"] == "confirmatory" and full.verdict == "HOLDS"
+    assert seen[-1][7] == list(range(1000, 1005)) and seen[-1][5] == 6000      # the protocol's seeds and horizon
+    given = {"steps": "7000", "seeds": "5", "arms": ",".join(claim.ARMS)}  # the protocol's run, but 1000 steps longer
+    longer = run_claim(c, c.parse_params(given), ctx.replace(profile="quick"), layers=("numeric",))
+    ev = longer.layer("numeric")
+    assert ev.status == "inconclusive" and ev.summary.startswith("EXPLORATORY (--steps 7000 (the protocol: 6000)")
+    assert longer.verdict == "INCONCLUSIVE" and longer.reason.startswith("EXPLORATORY run")
+    assert seen[-1][7] == [0, 1, 2, 3, 4]                                         # exploring: development seeds
 
 
 def test_the_printed_decimal_interval_is_the_shared_one():

@@ -90,9 +90,18 @@ def test_drop_test_holds_only_with_power():
     assert num.drop_power(few["seeds_needed"], few["sd_difference"]) >= 0.8
 
 
+def _measured(early_assoc, late_assoc, early_recall=None, late_recall=None):
+    n = len(early_assoc)
+    return lambda p, cfg, seeds, n_eval, pe: {"gate": [0.7] * n, "early": early_recall or [0.7] * n,
+                                               "late": late_recall or [0.7] * n, "assoc_early": early_assoc,
+                                               "assoc_late": late_assoc}
+
+
 def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
-    """The claim's check end to end with the recalls replaced: a drop FAILS; noisy seeds without a detectable drop
-    are INCONCLUSIVE and name the seeds and the command that give the power."""
+    """The claim's check end to end with the measurements replaced: a drop of the association FAILS; noisy seeds
+    without a detectable drop are INCONCLUSIVE and name the seeds and the command that give the power; a drop of
+    recall alone (the association flat) is a diagnostic, not a failure.  Fault: the statistic read from recall
+    (FAILS on the third)."""
     from verify.numeric import trained_models as tm
 
     class Fake:
@@ -104,14 +113,19 @@ def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
 
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.71, 0.73, 0.70], [0.60, 0.62, 0.61]))
     monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.7, 0.7]] * 3)
+    monkeypatch.setattr(num, "_recalls", _measured([2.0, 2.1, 1.9], [1.6, 1.7, 1.5]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
-    assert (ev.status, ev.outcome) == ("consistent", "fails") and "falls below" in ev.summary
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.7] * 3, [0.70, 0.75, 0.66], [0.62, 0.80, 0.66]))
+    assert (ev.status, ev.outcome) == ("consistent", "fails") and "the association falls late" in ev.summary
+    monkeypatch.setattr(num, "_recalls", _measured([2.0, 2.0, 2.0], [2.0, 2.4, 1.8]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None, command="verify ws24:falsifier")
     need = ev.numbers["test"]["seeds_needed"]
     assert ev.status == "inconclusive" and f"verify ws24:falsifier --seeds {need}" in ev.summary
+    monkeypatch.setattr(num, "_recalls", _measured([2.0, 2.0, 2.0], [2.0, 2.001, 1.999], [0.9, 0.92, 0.91],
+                                                   [0.6, 0.62, 0.61]))
+    ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
+    assert (ev.status, ev.outcome) == ("consistent", "holds")
+    assert ev.numbers["recall_test_diagnostic"]["p_value"] < 0.05          # recall fell: reported, not judged
 
 
 # ------------------------------------------------------------------ ws24 read-score, the training half
@@ -170,20 +184,19 @@ def test_falsifier_gate_is_per_seed(monkeypatch):
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
     early = [0.70, 0.72, 0.25, 0.71, 0.30, 0.69, 0.73, 0.22]
-    late = [0.70, 0.73, 0.05, 0.70, 0.08, 0.69, 0.72, 0.04]
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: (early, early, late))
+    a_early = [2.0, 2.1, 0.5, 1.9, 0.6, 2.0, 2.05, 0.4]
+    a_late = [2.0, 2.101, 0.1, 1.9, 0.1, 2.001, 2.05, 0.05]
+    monkeypatch.setattr(num, "_recalls", _measured(a_early, a_late))
     monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[g, g] for g in early])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.numbers["rpe_formed_seeds"] == [0, 1, 3, 5, 6]
-    assert ev.outcome == "holds", ev.summary          # no drop among the seeds with a head, power from sd 0.008
-    every = num.drop_test(early, late)
+    assert ev.outcome == "holds", ev.summary          # no drop among the seeds with a head
+    every = num.drop_test([1.0] * 8, [b / a for a, b in zip(a_early, a_late)])
     assert every["outcome"] == "fails"                 # the unformed seeds alone would have failed it
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: ([0.1] * 7 + [0.7], early, late))
     monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.1, 0.1]] * 7 + [[0.7, 0.7]])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.status == "inconclusive" and "no previous-token head formed in enough seeds" in ev.summary
-    # the gate reads the certified lower end: a float recall of 0.7 whose enclosure starts at 0.4 does not count
-    monkeypatch.setattr(num, "_recalls", lambda p, cfg, seeds, n, pe: (early, early, late))
-    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.4, g] for g in early])
+    # the gate reads the certified lower end: a float recall of 0.7 whose enclosure starts at 0.3 does not count
+    monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.3, g] for g in early])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.numbers["rpe_formed_seeds"] == [] and ev.status == "inconclusive"
