@@ -13,7 +13,7 @@ Every number in README.md and docs/ (:func:`documents`: the per-paper pages, the
   the value whose key contains ``text``; ``*`` maps the rest of the path over a list's elements
   (``claims.*.alone_s``, for ``min:``/``max:``).
 - FORMAT (optional): a format spec for the value (``.3f``, ``.2g``), after an optional reduction of a
-  list, ``mean:``, ``min:`` or ``max:`` (``mean:.3f``); without it, ``str(value)``.
+  list, ``mean:``, ``min:``, ``max:`` or ``count:`` (``mean:.3f``, ``count:d``); without it, ``str(value)``.
 
 - RUN_ID ``bench:FILE``: a benchmark's JSON committed at FILE (``bench:benchmarks/results/bench_all-2026-12-02.json``):
   the README's costs are read from the file the benchmark wrote (:data:`BENCH_COMMANDS` names the command), never
@@ -92,7 +92,7 @@ def bench_command(run_id: str) -> str:
 
 #: the command that produces the JSON of a heavy claim's numbers (its run is not repeated by --write)
 HEAVY_COMMANDS = {
-    "bietti23:probes": "verify bietti23:probes --full --format json",
+    "bietti23:probes": "verify bietti23:probes --full --confirmatory --format json",
     # the run the --full answer names (a run id of its own: its markers are filled from that run)
     "bietti23:probes[steps=6400]": "verify bietti23:probes --steps 6400 --format json",
     "bietti23:probes[steps=25600]": "verify bietti23:probes --steps 25600 --format json",
@@ -100,9 +100,9 @@ HEAVY_COMMANDS = {
     "bietti23:probes[d=256,T=256,batch=512,steps=1000,lr=0.03,seeds=1]": (
         "verify bietti23:probes --d 256 --T 256 --batch 512 --lr 0.03 --steps 1000 --seeds 1 --format json"),
     "kvshift24:falsifier": "verify kvshift24:falsifier --format json",
-    "ws24:falsifier": "verify ws24:falsifier --format json",
-    "pr26:auc": "verify pr26:auc --full --format json",
-    "pr26:auc[with-content]": "verify pr26:auc --full --scores with-content --format json",
+    "ws24:falsifier": "verify ws24:falsifier --confirmatory --format json",
+    "pr26:auc": "verify pr26:auc --full --confirmatory --format json",
+    "pr26:auc[with-content]": "verify pr26:auc --full --confirmatory --scores with-content --format json",
     "fp26:fingerprint": "verify fp26:fingerprint --full --format json",
     "fp26:fingerprint[steps=7200]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
                                      "absolute/free,absolute/sym,rope/sym --steps 7200 --format json"),
@@ -227,7 +227,7 @@ def render(value: Any, fmt: str) -> str:
     """``value`` written as the marker's FORMAT says (module docstring)."""
     red, _, spec = fmt.rpartition(":") if ":" in fmt else ("", "", fmt)
     if red:
-        fn = {"mean": statistics.fmean, "min": min, "max": max}[red]
+        fn = {"mean": statistics.fmean, "min": min, "max": max, "count": len}[red]
         value = fn(value)
     if not spec:
         return str(value)

@@ -119,13 +119,27 @@ def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
     assert (ev.status, ev.outcome) == ("consistent", "fails") and "the association falls late" in ev.summary
     monkeypatch.setattr(num, "_recalls", _measured([2.0, 2.0, 2.0], [2.0, 2.4, 1.8]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None, command="verify ws24:falsifier")
-    need = ev.numbers["test"]["seeds_needed"]
-    assert ev.status == "inconclusive" and f"verify ws24:falsifier --seeds {need}" in ev.summary
+    assert ev.status == "inconclusive" and "verify ws24:falsifier --seeds 6" in ev.summary
     monkeypatch.setattr(num, "_recalls", _measured([2.0, 2.0, 2.0], [2.0, 2.001, 1.999], [0.9, 0.92, 0.91],
                                                    [0.6, 0.62, 0.61]))
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, [0, 1, 2], 2, None)
     assert (ev.status, ev.outcome) == ("consistent", "holds")
     assert ev.numbers["recall_test_diagnostic"]["p_value"] < 0.05          # recall fell: reported, not judged
+
+
+def test_the_margin_separates_a_drop_that_matters_from_one_that_does_not():
+    """ws24:falsifier v2: a systematic 0.7% drop (a planted RPE head's) is within the 5% margin and HOLDS; a 10% drop
+    FAILS; v1's test against 0 would have failed the first (fault: margin 0).  The p-values are scipy's
+    ttest_1samp against -margin."""
+    from scipy.stats import ttest_1samp
+
+    small = [-0.007, -0.011, -0.003, -0.006, -0.009]
+    t = num.association_test(small)
+    assert t["outcome"] == "holds" and t["p_within"] == pytest.approx(ttest_1samp(small, -0.05, alternative="greater").pvalue)
+    assert num.association_test(small, margin=0.0)["outcome"] == "fails"
+    big = [-0.10, -0.12, -0.09, -0.11, -0.1]
+    assert num.association_test(big)["outcome"] == "fails"
+    assert num.association_test([-0.05, 0.2, -0.3])["outcome"] is None
 
 
 # ------------------------------------------------------------------ ws24 read-score, the training half

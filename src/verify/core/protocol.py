@@ -274,7 +274,8 @@ def sensitivity(decide: Any, thresholds: Sequence[Threshold]) -> tuple[Outcome |
         if t.low is None or t.high is None:
             continue
         lo, hi = decide({**base, t.name: t.low}), decide({**base, t.name: t.high})
-        lines.append(f"{t.name}: {lo} at {t.low:g}, {at} at {t.value:g}, {hi} at {t.high:g}")
+        said = [("inconclusive" if v is None else str(v)) for v in (lo, at, hi)]
+        lines.append(f"{t.name}: {said[0]} at {t.low:g}, {said[1]} at {t.value:g}, {said[2]} at {t.high:g}")
         if len({lo, at, hi}) > 1:
             flips.append(t.name)
     if flips:
