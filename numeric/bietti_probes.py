@@ -226,7 +226,8 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     numbers: dict[str, Any] = {
         "d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "optimizer": optimizer,
         "seeds": list(seeds), "probes": probes, "probe_means": mean, "in_context_accuracy": acc,
-        "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist()}
+        "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist(),
+        "checkpoints": [tr.checkpoint()] if hasattr(tr, "checkpoint") else []}
     paper = is_paper_run(d, T, K, batch, steps, lr, optimizer, fixed_triggers)
     numbers["paper_run"] = paper
     tol = _tolerance(steps)

@@ -404,7 +404,8 @@ def train_arm(spec: dict[str, Any]) -> dict[str, Any]:
     form = [formation_step(losses[:, k].tolist(), every, steps, spec["threshold"]) for k in range(len(spec["seeds"]))]
     return {"formation": form, "heads": head_report(tr.float64(), pe, spec["V"], spec["T"], 7),
             "final_loss": [round(v, 4) for v in losses[-1].tolist()], "from_cache": tr.from_cache,
-            "train_seconds": tr.train_seconds, "seconds_per_step": round(tr.seconds_per_step, 4)}
+            "train_seconds": tr.train_seconds, "seconds_per_step": round(tr.seconds_per_step, 4),
+            "checkpoint": tr.checkpoint()}
 
 
 def check_toy(d: int, H: int, V: int, T: int, batch: int, steps: int, lr: float, seeds: Sequence[int], every: int,

@@ -210,6 +210,12 @@ class Trained:
     resumed_from: int = 0
     steps_trained: int = 0
     recorded_seconds_per_step: float = 0.0
+    name: str = ""
+
+    def checkpoint(self) -> dict[str, str]:
+        """The checkpoint this result is, for a stored result: its file name in the cache and the digest of its
+        parameters (:func:`tensor_digest`); :func:`check_checkpoint` re-checks both without training."""
+        return {"file": f"{self.name}-{self.key}.pt", "digest": tensor_digest(self.params)}
 
     @property
     def seconds_per_step(self) -> float:
@@ -295,6 +301,24 @@ def _stderr(message: str) -> None:
 
 
 # ----------------------------------------------------------------------------- the cache
+
+
+def check_checkpoint(directory: str | Path, record: Mapping[str, str]) -> str | None:
+    """Re-check a stored result's checkpoint (:meth:`Trained.checkpoint`) in the cache ``directory``, without
+    training: None when the file is there, loads (``weights_only``) and its parameters' digest is the recorded one;
+    else why not (one line)."""
+    name = str(record.get("file", ""))
+    if "/" in name or "\\" in name or not name.endswith(".pt"):
+        return f"{name!r}: not a checkpoint file name"
+    path = Path(directory) / name
+    if not path.is_file():
+        return f"{name}: not in the cache {directory} (re-checking would retrain it)"
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+        got = tensor_digest(obj["params"])
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, never trusted
+        return f"{name}: unreadable ({type(exc).__name__})"
+    return None if got == record.get("digest") else f"{name}: its parameters' digest differs from the stored one"
 
 
 def tensor_digest(tensors: Mapping[str, torch.Tensor]) -> str:
@@ -589,7 +613,8 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
             hit = cache.load(recipe, seeds, expected)
             if hit is not None:
                 note(f"{label}: read from the cache")
-                return Trained(hit[0], seeds, key, True, hit[1], 0.0, recorded_seconds_per_step=hit[2])
+                return Trained(hit[0], seeds, key, True, hit[1], 0.0, recorded_seconds_per_step=hit[2],
+                               name=recipe.name)
             resume = cache.load_state(recipe, seeds, start)
             if resume is not None and resume.step > recipe.optim.steps:
                 note(f"{label}: the saved training state is at step {resume.step}, past this run's "
@@ -600,7 +625,8 @@ def train(recipe: Recipe, seeds: Sequence[int], cache: Cache | None = None,
                                    cache if keep_state else None)
         elapsed = time.perf_counter() - t0
     first = resume.step if resume is not None else 0
-    trained = Trained(params, seeds, key, False, losses, round(elapsed, 3), first, recipe.optim.steps - first)
+    trained = Trained(params, seeds, key, False, losses, round(elapsed, 3), first, recipe.optim.steps - first,
+                      name=recipe.name)
     if cache is not None:
         cache.save(recipe, seeds, params, losses, trained.seconds_per_step)
     return trained

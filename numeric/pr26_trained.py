@@ -313,6 +313,7 @@ def run_cell(spec: Mapping[str, Any]) -> dict[str, Any]:
                 "from_cache": trained.from_cache,
                 "train_s": trained.train_seconds, "eval_s": round(time.perf_counter() - t0, 3),
                 "final_loss": [round(float(v), 6) for v in trained.losses[-1]], "content_self_gap": self_gap,
+                "checkpoint": trained.checkpoint(),
                 "rejected": rejected, "rows": rows}
 
 
@@ -572,6 +573,7 @@ def _auc_numbers(r: AucResult) -> dict[str, Any]:
                     "settings": {"L0": L0, "V": VOCAB, "d": DIM, "steps": STEPS, "lr": LR, "weight_decay": WEIGHT_DECAY,
                                  "batch": BATCH, "init_std": INIT_STD, "n_eval": N_EVAL, "optimizer": "Adam",
                                  "train_dtype": "float32", "eval_dtype": "float64", "recipe": RECIPE_VERSION}})
+    numbers["checkpoints"] = [c["checkpoint"] for c in r.cells if "checkpoint" in c]
     if r.ablation is not None:
         numbers["selection_ablation"] = r.ablation
     if r.content:

@@ -290,6 +290,8 @@ def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, l
                    "early_association": [round(x, 6) for x in m["assoc_early"]],
                    "late_association": [round(x, 6) for x in m["assoc_late"]],
                    "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
+        if hasattr(tr, "checkpoint"):  # a lab result (a stored result re-checks it: verify recheck FILE.json)
+            out.setdefault("checkpoints", []).append(tr.checkpoint())
         if pe == "rpe":
             out["rpe_orientation"] = tm.orientation_cosines(p)
             out[pe]["gate_certified_recall"] = _certified_gate(p, cfg, seeds, n_eval, pe)

@@ -175,3 +175,72 @@ def test_the_ledger_marks_an_interrupted_run_incomplete(tmp_path):
     assert s["deciding"]["run"] == a and s["deciding"]["outcome"] == "holds"
     lines = [json.loads(x) for x in (tmp_path / ledger.LEDGER_FILE).read_text().splitlines()[:2]]
     assert [x["event"] for x in lines] == ["start", "end"]
+
+
+def _stored_fp26(monkeypatch, tmp_path):
+    """A confirmatory fp26:fingerprint result stored as `verify ... --format json` writes it, its toy replaced by
+    planted numbers whose checkpoint is a real (tiny) lab checkpoint in ``tmp_path``."""
+    import torch
+
+    from verify.core.model import run_claim
+    from verify.numeric import fingerprint as fp
+    from verify.numeric import lab
+    from verify.proofs import fp26 as claim
+    from verify.reports.text import to_json
+
+    rec = lab.Recipe(name="toy", version="1", config={"n": 2}, init=lambda g: {"W": torch.randn(2, 2, generator=g)},
+                     data=lambda step, gens: torch.zeros(len(gens), 1),
+                     loss=lambda p, b: (p["W"] ** 2).sum((1, 2)), optim=lab.Optim(kind="adam", lr=0.01, steps=3))
+    ckpt = lab.train(rec, [0], cache=lab.Cache(tmp_path)).checkpoint()
+    head = {"prev_weight": 0.9, "dir_frac": 0.01, "rope_imag_share": 0.5, "pair_asymmetry": 0.1}
+    arms = {"absolute/free": {"formation": [550, 575, 600, 525, 500], "heads": [{**head, "dir_frac": 0.7}] * 5},
+            "absolute/sym": {"formation": [1500, 1700, 1800, 1400, 1650], "heads": [head] * 5},
+            "rope/sym": {"formation": [1400, 1600, 1500, 1450, 1550], "heads": [head] * 5, "checkpoint": ckpt}}
+    outcome, reasons, lines = fp.toy_decision(arms, 6000, 25)
+    toy = {"arms": arms, "verdict": outcome, "reasons": reasons, "sensitivity": lines, "formation_threshold": 2.42,
+           "loss_floor": 1.0}
+    monkeypatch.setattr(fp, "check_toy", lambda *a, **k: toy)
+    monkeypatch.setattr(fp, "gpt2_null", lambda *a, **k: {"mean": 0.608, "lo": 0.6, "hi": 0.62})
+    c = claim.FINGERPRINT
+    r = run_claim(c, c.parse_params({}), Context(profile="full", cache_dir=str(tmp_path)), layers=("numeric",))
+    path = tmp_path / "fp26.json"
+    path.write_text(to_json([r], "claim", 0, r.exit_code))
+    return path, ckpt
+
+
+def test_a_stored_confirmatory_result_is_rechecked_without_retraining(monkeypatch, tmp_path):
+    """`verify recheck FILE.json`: the protocol hash is the registry's, each checkpoint's digest is re-checked in the
+    cache, and the claim re-derives the same verdict from them.  Faults: a stored verdict edited (DIFFERENT); a
+    checkpoint file changed in the cache (refused: re-checking would retrain); a stored protocol hash edited
+    (refused)."""
+    from verify.reports import stored
+
+    path, ckpt = _stored_fp26(monkeypatch, tmp_path)
+    (rid, same, msg), = stored.recheck_stored(str(path), str(tmp_path))
+    assert same and "same verdict HOLDS under fp26:fingerprint v1" in msg and "1 checkpoint(s)" in msg
+    doc = json.loads(path.read_text())
+    doc["results"][0]["verdict"] = "FAILS"
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    (_, same, msg), = stored.recheck_stored(str(edited), str(tmp_path))
+    assert not same and "verdict FAILS stored, HOLDS now" in msg
+    doc["results"][0]["protocol"]["sha256"] = "0" * 64
+    edited.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="stored protocol hash 000000000000 differs from the registry"):
+        stored.load_stored(str(edited))
+    import torch
+
+    f = tmp_path / ckpt["file"]
+    obj = torch.load(f, weights_only=True)
+    obj["params"]["W"] = obj["params"]["W"] + 1
+    torch.save(obj, f)
+    with pytest.raises(InputError, match="digest differs from the stored one"):
+        stored.recheck_stored(str(path), str(tmp_path))
+
+
+def test_recheck_refuses_what_is_not_a_stored_confirmatory_result(capsys, tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"schema": "verify/1", "results": []}')
+    assert "no confirmatory result in it" in refused(capsys, ["recheck", str(bad)])
+    bad.write_text("not json")
+    assert "not JSON" in refused(capsys, ["recheck", str(bad)])

@@ -552,8 +552,28 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     raise click.exceptions.Exit(code)
 
 
-@cli.command("recheck", epilog="Exit codes: 0 every certificate is valid; 1 some file is not (named); 2 no such directory.")
+def _recheck_stored(path: str, fmt: str, cache_dir: str | None) -> None:
+    from verify.reports.stored import recheck_stored
+
+    prog = _Progress(False)
+    with prog.running() as progress:
+        rows = recheck_stored(path, cache_dir, progress)
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps({"file": path, "valid": all(ok for _, ok, _ in rows),
+                               "results": [{"run_id": r, "same": ok, "message": m} for r, ok, m in rows]}, indent=2))
+    else:
+        for r, ok, m in rows:
+            click.echo(f"{'same     ' if ok else 'DIFFERENT'} {r}: {m}")
+    raise click.exceptions.Exit(0 if all(ok for _, ok, _ in rows) else 1)
+
+
+@cli.command("recheck", epilog="Exit codes: 0 every certificate is valid (a stored result: re-derived the same); 1 some "
+                               "file is not (named); 2 no such directory, or a stored result that cannot be re-checked.")
 @click.argument("directory")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="the lab cache a stored result's checkpoints are read from (default $XDG_CACHE_HOME/verify/lab)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @click.option("--rebuild", is_flag=True,
               help="also regenerate each claim's encodings (re-running its solver layer) and require every file "
@@ -562,8 +582,10 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
               help="also replay every certificate in Coq: each case becomes a theorem '~ feasible rows' proved by "
                    "farkas_sound (kernel/theories/Farkas.v) on the file's multipliers, so Coq's kernel accepts or "
                    "refuses it (needs coqc)")
-def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
-    """Re-check every certificate file in DIRECTORY with no solver involved (exact rationals).
+def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool, cache_dir: str | None) -> None:
+    """Re-check every certificate file in DIRECTORY with no solver involved (exact rationals); or, given a stored
+    confirmatory result FILE.json (`verify CLAIM --confirmatory --format json`), re-check it on the lab cache without
+    retraining: its protocol hash against the registry, each checkpoint's digest, then the same verdict from them.
 
     \b
     Without --rebuild this shows each file is self-consistent: its multipliers refute its
@@ -574,6 +596,9 @@ def recheck_cmd(directory: str, fmt: str, rebuild: bool, kernel: bool) -> None:
     """
     from verify.reports.certificates import rebuild_check, recheck_dir
 
+    if directory.endswith(".json") and Path(directory).is_file():
+        _recheck_stored(directory, fmt, cache_dir)
+        return
     if kernel and shutil.which("coqc") is None:
         from verify.kernel.driver import INSTALL_HINT
 
