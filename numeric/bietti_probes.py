@@ -233,7 +233,7 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
     tol = _tolerance(steps)
     a_m = sum(acc) / len(acc)
     attn_m = sum(attn_prev) / len(attn_prev)
-    from verify.core.protocol import Threshold, sensitivity
+    from verify.thresholds import Threshold, sensitivity
 
     def decide(th: dict[str, float]) -> Outcome | None:
         return probe_verdict(a_m, mean, attn_m, th["learned"], th["recalled"])

@@ -380,7 +380,7 @@ def toy_verdict(arms: dict[str, dict[str, Any]], steps: int | None = None, every
 def toy_decision(arms: dict[str, dict[str, Any]], steps: int, every: int) -> tuple[Outcome | None, list[str], list[str]]:
     """:func:`toy_verdict` at the declared thresholds and at each end of their ranges (None when it flips): the
     outcome, the reasons at the declared values and the sensitivity lines."""
-    from verify.core.protocol import Threshold, sensitivity
+    from verify.thresholds import Threshold, sensitivity
 
     outcome, lines = sensitivity(lambda th: toy_verdict(arms, steps, every, th["prev_head"], th["level"],
                                                         th["symmetric"], th["phase_used"])[0],

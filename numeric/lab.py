@@ -101,8 +101,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
-from verify.core.ledger import default_cache_dir  # torch-free: the run ledger lives beside the cache
 from verify.faults import seam
+from verify.ledger import default_cache_dir  # torch-free: the run ledger lives beside the cache
 from verify.safeio import atomic_write
 
 #: version of the lab's own training loop (part of every cache key): bump when train() changes

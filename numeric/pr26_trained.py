@@ -725,8 +725,8 @@ def _judged_cells(r: AucResult) -> list[Mapping[str, Any]]:
 def _decide(r: AucResult) -> tuple[Any, list[str]]:
     """The outcome by AUC >= AUC_RULE at accuracy >= r.threshold, recomputed at each end of both declared ranges
     (:func:`verify.core.protocol.sensitivity`); None when it flips."""
-    from verify.core.protocol import Threshold, sensitivity
     from verify.evidence import Outcome
+    from verify.thresholds import Threshold, sensitivity
 
     cells = _judged_cells(r)
 

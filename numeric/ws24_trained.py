@@ -358,7 +358,7 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
         change = [r["late_association"][i] / r["early_association"][i] - 1 for i in formed]
         return association_test(change, th["level"], th["drop"])["outcome"]
 
-    from verify.core.protocol import Threshold, sensitivity
+    from verify.thresholds import Threshold, sensitivity
 
     outcome, lines = sensitivity(decide, (Threshold("level", ALPHA, "ours: the level", *ALPHA_RANGE),
                                           Threshold("gate", FORMED, "ours: the gate", *FORMED_RANGE),

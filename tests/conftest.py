@@ -40,7 +40,7 @@ def _ledger_per_test(monkeypatch, tmp_path_factory):
     """The run ledger a run without --cache-dir appends to is this test's own (never the user's ledger beside the lab
     cache, which records real runs); runs with a cache directory write beside it, as users' do.  CLI subprocesses get
     XDG_CACHE_HOME only where a test sets it."""
-    from verify.core import ledger
+    from verify import ledger
 
     where = tmp_path_factory.mktemp("ledger")
     monkeypatch.setattr(ledger, "default_cache_dir", lambda: where)

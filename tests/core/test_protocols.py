@@ -10,7 +10,8 @@ import json
 import pytest
 
 from tests.cli_support import refused
-from verify.core import ledger, registry
+from verify import ledger
+from verify.core import registry
 from verify.core.model import InputError
 from verify.core.protocol import CONFIRMATORY, EXPLORATORY, Protocol, Threshold, assess, check_frozen, registered, sensitivity
 from verify.evidence import Context, Outcome
@@ -244,3 +245,24 @@ def test_recheck_refuses_what_is_not_a_stored_confirmatory_result(capsys, tmp_pa
     assert "no confirmatory result in it" in refused(capsys, ["recheck", str(bad)])
     bad.write_text("not json")
     assert "not JSON" in refused(capsys, ["recheck", str(bad)])
+
+
+def test_each_recorded_expectation_is_a_stored_confirmatory_result():
+    """The expected verdict of a claim under a protocol is the verdict of its confirmatory run, shipped in
+    results/confirmatory/ with the protocol's hash (checked against the registry); a claim whose confirmatory run has
+    not been made records no expectation.  Fault: an expectation typed by hand with no run behind it."""
+    from pathlib import Path
+
+    from verify.reports.stored import load_stored
+
+    root = Path(__file__).resolve().parents[2] / "results" / "confirmatory"
+    stored = {}
+    for f in sorted(root.glob("*.json")):
+        for r in load_stored(str(f)):
+            stored[(r["claim"], r["variant"])] = r["verdict"]
+    for cid in PROTOCOL_CLAIMS:
+        c = registry.get(cid)
+        for v in c.variants:
+            label = c.variant_label(c.parse_params(dict(v)))
+            want = c.expected_verdict(label)
+            assert want == stored.get((cid, label)), (cid, label, want, stored.get((cid, label)))

@@ -60,10 +60,10 @@ def test_an_option_declares_its_full_value():
 #: the values the checks used before the sizes were declared (claim -> size or option -> (quick, full)),
 #: read off the inline conditionals they replace
 DECLARED = {
-    "bietti23:probes": {"--steps": (400, 1600)},
-    "fp26:fingerprint": {"--steps": (800, 2400)},
+    # the frozen protocols' sizes at --full (ws24:falsifier's protocol is its default run: no --full sizes)
+    "bietti23:probes": {"--steps": (400, 1000), "--seeds": (2, 5)},
+    "fp26:fingerprint": {"--steps": (800, 6000), "--seeds": (2, 5)},
     "kvshift24:falsifier": {"--steps": (300, 1200)},
-    "ws24:falsifier": {"--steps": (300, 1200)},
     "pr26:prop2": {"--trials": (8000, 32000), "lr_band": (False, True)},
     "kvshift24:decode": {"--L": (64, 1024)},
     "kvshift24:theorem2": {"extra_sizes": ((), ((4096, 1024),))},
@@ -115,9 +115,12 @@ def test_no_inline_profile_conditionals_in_the_papers():
 def test_verify_show_lists_both_values(capsys):
     from verify.frontends.cli import main
 
+    assert main(["show", "kvshift24:falsifier"]) == 0
+    out = capsys.readouterr().out
+    assert "--steps  (default 300; full 1200 (4x the value given))" in out
     assert main(["show", "bietti23:probes"]) == 0
     out = capsys.readouterr().out
-    assert "--steps  (default 400; full 1600 (4x the value given))" in out
+    assert "--steps  (default 400; full 1000)" in out
     assert main(["show", "pr26:prop1"]) == 0
     out = capsys.readouterr().out
     assert "samples: quick 500, full 4000" in out and "opt_lengths: quick (64, 256), full (64, 256, 1024)" in out

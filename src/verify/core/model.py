@@ -637,7 +637,8 @@ class Claim:
 
 #: option names every claim command already has (the CLI's common options); a claim may not declare them
 RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "verbose", "junit",
-                                   "plots", "certificates", "full", "cache-dir", "serial", "help", "version"})
+                                   "plots", "certificates", "full", "cache-dir", "serial", "confirmatory", "help",
+                                   "version"})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ test fails when a protocol changes without a new version (:func:`registered`).
 A run is *confirmatory* when every fixed option has the protocol's value under the run's profile and its seeds
 are the protocol's; anything else is EXPLORATORY (:meth:`Protocol.assess`): its evidence is never HOLDS or FAILS
 (inconclusive, with what the run showed), and its report's first line says so.  Each run, exploratory or
-confirmatory, is appended to the run ledger beside the lab cache (:mod:`verify.core.ledger`).
+confirmatory, is appended to the run ledger beside the lab cache (:mod:`verify.ledger`).
 """
 
 from __future__ import annotations
@@ -24,43 +24,13 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from verify.core.model import InputError
-from verify.evidence import Evidence, Outcome, Status
+from verify.evidence import Evidence, Status
+from verify.thresholds import Threshold, sensitivity  # noqa: F401  (re-exported: the protocol's vocabulary)
 
 #: the registry file of a paper package: claim id -> version -> {"sha256", "frozen"}
 REGISTRY_FILE = "protocols.json"
 #: how a run relates to its claim's protocol
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """One number the decision rule compares with.
-
-    Attributes:
-        name: what it bounds, in the statement's terms.
-        value: the declared value.
-        source: ``"paper: <section>"`` when the paper prints it, else ``"ours: <reason>"``.
-        low, high: for a threshold of ours, the range its sensitivity line covers (the verdict is recomputed at
-            both ends; a verdict that flips inside the range is INCONCLUSIVE).
-    """
-
-    name: str
-    value: float
-    source: str
-    low: float | None = None
-    high: float | None = None
-
-    def __post_init__(self) -> None:
-        if not self.source.startswith(("paper:", "ours:")):
-            raise ValueError(f"threshold {self.name!r}: source must start 'paper:' or 'ours:'")
-        if self.source.startswith("ours:") and (self.low is None or self.high is None
-                                                or not self.low <= self.value <= self.high):
-            raise ValueError(f"threshold {self.name!r} is ours: it needs a sensitivity range low <= value <= high")
-
-    @property
-    def ends(self) -> tuple[float, ...]:
-        """The values the sensitivity line decides at: the declared one, then the range's ends (ours only)."""
-        return (self.value,) if self.low is None or self.high is None else (self.value, self.low, self.high)
 
 
 @dataclass(frozen=True)
@@ -173,10 +143,14 @@ def _show(v: Any) -> str:
 
 
 def registry_path(claim_id: str) -> Path:
-    """The ``protocols.json`` of the claim's built-in paper package (``verify/proofs/<paper>/``)."""
-    import verify.proofs
+    """The ``protocols.json`` beside the module that registers the claim's paper (``verify/proofs/<paper>/`` for
+    the built-in papers; a claim pack ships its own)."""
+    import importlib
 
-    return Path(verify.proofs.__file__).parent / claim_id.split(":", 1)[0] / REGISTRY_FILE
+    from verify.core import registry
+
+    module = importlib.import_module(registry.paper_module(claim_id.split(":", 1)[0]))
+    return Path(str(module.__file__)).parent / REGISTRY_FILE
 
 
 def registered(protocol: Protocol) -> dict[str, Any] | None:
@@ -259,31 +233,6 @@ def exploratory_reason(evidence: Sequence[Evidence]) -> str | None:
     return None
 
 
-def sensitivity(decide: Any, thresholds: Sequence[Threshold]) -> tuple[Outcome | None, list[str]]:
-    """The verdict at every declared threshold and at each end of each range of ours (the others at their declared
-    values), and its sensitivity lines; INCONCLUSIVE (None) when it flips inside a range.
-
-    Args:
-        decide: ``{name: value} -> Outcome | None``.
-        thresholds: the protocol's thresholds.
-    """
-    base = {t.name: t.value for t in thresholds}
-    at = decide(base)
-    lines, flips = [], []
-    for t in thresholds:
-        if t.low is None or t.high is None:
-            continue
-        lo, hi = decide({**base, t.name: t.low}), decide({**base, t.name: t.high})
-        said = [("inconclusive" if v is None else str(v)) for v in (lo, at, hi)]
-        lines.append(f"{t.name}: {said[0]} at {t.low:g}, {said[1]} at {t.value:g}, {said[2]} at {t.high:g}")
-        if len({lo, at, hi}) > 1:
-            flips.append(t.name)
-    if flips:
-        lines.append("the verdict flips inside the declared range of " + ", ".join(flips) + ": INCONCLUSIVE")
-        return None, lines
-    return at, lines
-
-
 def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: Any) -> Evidence:
     """Run one layer's ``check(ctx)`` under ``protocol``: refuse an unregistered or edited protocol, assess the run
     (``values``: its effective options), give the check the protocol's seeds (``ctx.seed`` becomes ``first_seed +
@@ -292,7 +241,7 @@ def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: An
     Raises:
         InputError: :func:`check_frozen`.
     """
-    from verify.core import ledger
+    from verify import ledger
 
     check_frozen(protocol)
     a = assess(protocol, values, ctx.seed)

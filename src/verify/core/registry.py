@@ -77,6 +77,19 @@ def paper_keys() -> list[str]:
     return builtin_keys() + sorted(_plugins())
 
 
+def paper_module(key: str) -> str:
+    """The module that registers paper ``key`` (its entry point's module: ``verify.proofs.pr26`` for pr26).
+
+    Raises:
+        InputError: unknown paper key.
+    """
+    builtin, plugins = _registered()[0], _plugins()
+    ep = builtin.get(key) or plugins.get(key)
+    if ep is None:
+        raise InputError(f"unknown paper {key!r}")
+    return str(ep.module)
+
+
 @lru_cache(maxsize=None)
 def paper(key: str) -> Paper:
     """The :class:`Paper` with this key (imports its module on first use).

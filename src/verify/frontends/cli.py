@@ -406,7 +406,7 @@ def _show_protocol(c: Claim) -> None:
     """The claim's frozen protocol: its hash and date, every field, and the runs the local ledger has seen."""
     if c.protocol is None:
         return
-    from verify.core import ledger
+    from verify import ledger
     from verify.core.protocol import registered
 
     p = c.protocol

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from verify import __version__
 from verify.core.model import FAILS, HOLDS, HOLDS_WITH_FIX, INCONCLUSIVE, INCONSISTENT, PROVENANCE_KINDS, ClaimResult, Verdict
 from verify.evidence import LAYERS, Evidence, Layer, Outcome, Status, to_jsonable
-from verify.reports.text import HEAVY_KEYS, is_timing_key, untime
+from verify.reports.text import HEAVY_KEYS, is_timing_key, protocol_record, untime
 
 __all__ = ["audit_markdown", "fmt_value", "one_line_reason", "summary_page", "summary_text"]
 
@@ -516,6 +516,12 @@ def _variant_section(r: ClaimResult, timings: bool, appendix: "_Appendix") -> li
     if r.provenance.why and r.provenance.kind != "repair":
         body += [f"*Why this variant exists:* {r.provenance.why}.", ""]
     body += [f"**Verdict: {r.verdict}**: {_untime(r.reason, timings)}.", ""]
+    rec = protocol_record(r)
+    if rec is not None:
+        body += [f"**Protocol:** {rec['claim']} v{rec['version']}, sha256 `{rec['sha256']}` (frozen {rec['frozen']}); "
+                 + ("this is its confirmatory run" if rec["run"] == "confirmatory" else
+                    "EXPLORATORY run (" + "; ".join(rec["departures"]) + "): not a verdict; the confirmatory run is `"
+                    + r.claim.protocol.command + "`") + ". `verify show " + r.claim.id + "` prints the protocol.", ""]
     if r.parts:
         body += _parts_table(r)
     wit, shown = _witness(r, timings)

@@ -81,9 +81,9 @@ def recheck_stored(path: str, cache_dir: str | None, progress: Callable[[str], N
         InputError: :func:`load_stored`; a checkpoint missing or changed in the cache (re-checking would retrain).
     """
     from verify.core import registry
-    from verify.core.ledger import default_cache_dir
     from verify.core.model import run_claim
     from verify.evidence import Context
+    from verify.ledger import default_cache_dir
     from verify.numeric.lab import check_checkpoint
     from verify.reports.text import result_dict
 
