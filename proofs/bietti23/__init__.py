@@ -102,10 +102,6 @@ PROTOCOL = Protocol(
     cost="about 8 min of one core the first time (5 seeds batched, 1000 steps); seconds cached")
 
 
-def _protocol_values(p: ProbeParams, ctx: Context) -> dict[str, Any]:
-    return {k: p.profiled(k, ctx) for k, _ in PROTOCOL.fixed}
-
-
 #: what the runs measured (kept beside the code that produced it; the README row quotes it, generated from the runs)
 MEASURED = ("Measured in the authors' README configuration (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
             "steps; on the shipped corpus, V = 48; 1 seed; 10.3-14.4 s per step on this 2-core machine with another "
@@ -139,7 +135,6 @@ PROBES = Claim(
     expected={"": "FAILS"},
     validate=_validate,
     protocol=PROTOCOL,
-    protocol_values=_protocol_values,
     caveats=("The authors' previous-token probe (test_wk0) takes the argmax over every position s in [0, T-2], future "
              "positions included (a stricter test than attention needs); the causal reading (s <= t) is reported beside "
              "it. The verdict uses the authors' reading.",

@@ -132,10 +132,6 @@ PROTOCOL = Protocol(
     cost="about 13 min of one core the first time on fresh seeds; about 20 s cached")
 
 
-def _protocol_values(p: FalsifierParams, ctx: Context) -> dict[str, Any]:
-    return {k: p.profiled(k, ctx) for k, _ in PROTOCOL.fixed}
-
-
 def _validate_falsifier(p: Mapping[str, Any]) -> None:
     if p["K"] > p["V"]:
         raise InputError(f"--K {p['K']} exceeds --V {p['V']}: triggers are distinct tokens")
@@ -177,7 +173,6 @@ FALSIFIER = Claim(
     expected={"": "INCONCLUSIVE"},
     validate=_validate_falsifier,
     protocol=PROTOCOL,
-    protocol_values=_protocol_values,
     caveats=(MODEL_SOURCES,
              "Verdict rule: the frozen protocol ws24:falsifier v2 (`verify show ws24:falsifier` prints it with its "
              "hash; a run that changes an option it fixes, or --seed, is EXPLORATORY). A seed's RPE model counts when "

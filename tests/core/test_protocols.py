@@ -64,7 +64,7 @@ def test_the_confirmatory_command_is_confirmatory_and_any_departure_is_explorato
     c = registry.get(cid)
     p = c.protocol
     ctx = Context(profile=p.profile)
-    values = c.protocol_values(c.parse_params({}), ctx)
+    values = c.protocol_run_values(c.parse_params({}), ctx)
     a = assess(p, values, 0)
     assert a.kind == CONFIRMATORY and a.seeds == p.seeds and a.departures == ()
     for change in ({"seeds": p.seed_count + 1}, {"steps": 10 ** 6} if "steps" in values else {"threshold": 0.5}):

@@ -488,8 +488,9 @@ class Claim:
             when a run spreads layers over workers (they share an expensive import or construction, e.g. the
             impl claims' transformers, imported once instead of once per worker); results do not depend on it.
         protocol: the frozen :class:`verify.core.protocol.Protocol` that decides the claim's training, sampling or
-            statistical layer (None: the claim is exact); ``protocol_values(params, ctx)`` gives a run's effective
-            values of the options it fixes.  A run that departs from it is EXPLORATORY (never HOLDS or FAILS).
+            statistical layer (None: the claim is exact); ``protocol_values(params, ctx)``, when the effective values
+            of the options it fixes are not simply their values under the run's profile (:meth:`protocol_run_values`).
+            A run that departs from it is EXPLORATORY (never HOLDS or FAILS).
     """
 
     id: str
@@ -525,8 +526,6 @@ class Claim:
         for label in self.provenance:
             if label != "*":
                 self._check_label(label, f"provenance[{label!r}]")
-        if (self.protocol is None) != (self.protocol_values is None):
-            raise ValueError(f"{self.id}: a protocol needs protocol_values (the run's effective options), and back")
         if self.layers_check_parts and not self.parts:
             raise ValueError(f"{self.id}: layers_check_parts needs parts that say which layer judges what")
 
@@ -561,6 +560,13 @@ class Claim:
             return declared
         fix = self.fix(params)
         return Provenance("repair", fix) if fix else Provenance("paper")
+
+    def protocol_run_values(self, params: Any, ctx: Context) -> dict[str, Any]:
+        """A run's effective values of the options the claim's protocol fixes: ``protocol_values(params, ctx)``
+        when the claim gives it, else each fixed option's value under the run's profile."""
+        if self.protocol_values is not None:
+            return self.protocol_values(params, ctx)
+        return {k: params.profiled(k, ctx) for k, _ in self.protocol.fixed}
 
     def missing_requirements(self) -> list[str]:
         """The install hints of the optional packages this claim needs and this environment lacks."""
@@ -862,10 +868,10 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
     # VERIFY_FLOAT_PERTURBATION: another CPU's rounding, for the test that no recorded output depends on it
     with _fixed_threads(layer), using(ctx), floatnoise.from_environment():
-        if claim.protocol is not None and layer == claim.protocol.layer and claim.protocol_values is not None:
+        if claim.protocol is not None and layer == claim.protocol.layer:
             from verify.core.protocol import run_under
 
-            values = claim.protocol_values(params, ctx)
+            values = claim.protocol_run_values(params, ctx)
             return timed(layer, lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c)))
         return _second_way_required(timed(layer, lambda: check(params, ctx)))
 

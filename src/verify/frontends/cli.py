@@ -307,7 +307,7 @@ def _protocol_preflight(claim: Any, p: Any, ctx: Any, confirmatory: bool) -> Non
     from verify.core import protocol as proto
 
     if confirmatory:
-        values = claim.protocol_values(p, ctx) if claim.protocol is not None else {}
+        values = claim.protocol_run_values(p, ctx) if claim.protocol is not None else {}
         proto.refuse_unless_confirmatory(claim.protocol, claim.id, values, ctx.seed)
     elif claim.protocol is not None:
         proto.check_frozen(claim.protocol)
