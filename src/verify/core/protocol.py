@@ -9,7 +9,7 @@ JSON) is hashed; the hash and the date it was frozen are committed in the paper 
 test fails when a protocol changes without a new version (:func:`registered`).
 
 A run is *confirmatory* when every fixed option has the protocol's value under the run's profile and its seeds
-are the protocol's; anything else is EXPLORATORY (:meth:`Protocol.assess`): its evidence is never HOLDS or FAILS
+are the protocol's; anything else is EXPLORATORY (:func:`assess`): its evidence is never HOLDS or FAILS
 (inconclusive, with what the run showed), and its report's first line says so.  Each run, exploratory or
 confirmatory, is appended to the run ledger beside the lab cache (:mod:`verify.ledger`).
 """
@@ -124,11 +124,6 @@ class Protocol:
                        f"{self.first_seed}..{self.first_seed + self.seed_count - 1}, with --seed 0)")
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        """The protocol for reports and ``verify show``: its fields, the hash and the registry entry."""
-        entry = registered(self)
-        return {**json.loads(self.canonical()), "sha256": self.sha256, "frozen": entry.get("frozen") if entry else None}
-
 
 def _norm(v: Any) -> Any:
     if isinstance(v, (list, tuple)):
@@ -182,7 +177,7 @@ def check_frozen(protocol: Protocol) -> None:
 
 @dataclass(frozen=True)
 class Assessment:
-    """How one run relates to its claim's protocol (:meth:`Protocol.assess`)."""
+    """How one run relates to its claim's protocol (:func:`assess`)."""
 
     protocol: Protocol
     kind: str
@@ -235,8 +230,9 @@ def exploratory_reason(evidence: Sequence[Evidence]) -> str | None:
 
 def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: Any) -> Evidence:
     """Run one layer's ``check(ctx)`` under ``protocol``: refuse an unregistered or edited protocol, assess the run
-    (``values``: its effective options), give the check the protocol's seeds (``ctx.seed`` becomes ``first_seed +
-    --seed``), record the run in the ledger and mark its evidence (:meth:`Assessment.apply`).
+    (``values``: its effective options), give the check the run's seeds (``ctx.seed`` becomes the first of them:
+    the protocol's block when confirmatory), record the run in the ledger and mark its evidence
+    (:meth:`Assessment.apply`).
 
     Raises:
         InputError: :func:`check_frozen`.
