@@ -104,6 +104,9 @@ HEAVY_COMMANDS = {
     "pr26:auc": "verify pr26:auc --full --confirmatory --format json",
     "pr26:auc[with-content]": "verify pr26:auc --full --confirmatory --scores with-content --format json",
     "fp26:fingerprint": "verify fp26:fingerprint --full --format json",
+    # the confirmatory run of protocol v1 (its arms on 2 Dask workers)
+    "fp26:fingerprint[scheduler=local]": (
+        "verify fp26:fingerprint --full --confirmatory --scheduler local --jobs 2 --format json"),
     "fp26:fingerprint[steps=7200]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "
                                      "absolute/free,absolute/sym,rope/sym --steps 7200 --format json"),
     "fp26:fingerprint[steps=21600]": ("verify fp26:fingerprint --d 64 --H 4 --V 32 --T 64 --batch 32 --seeds 2 --arms "

@@ -279,9 +279,9 @@ FINGERPRINT = Claim(
            "rotational channel necessary?' (Table 'Constrained-training formation delays')",
     statement=("Judged scope (the abstract's algebraic and causal, toy-scale parts): a symmetric static M = W_q^T W_k "
                "gives pair-symmetric scores under absolute positions but can route directionally under RoPE through "
-               "the phase Im(M_t) (exact); and in constrained two-layer training, every spectral ban trained (by "
-               "default the symmetry ban under both schemes; --arms adds the phase ban) is rerouted with capability "
-               "intact, imposing symmetry slows learned-absolute models, and a RoPE head with a "
+               "the phase Im(M_t) (exact); and in constrained two-layer training, every spectral ban (the confirmatory "
+               "run, --full, trains each the statement names: symmetry under both schemes and the phase ban) is "
+               "rerouted with capability intact, imposing symmetry slows learned-absolute models, and a RoPE head with a "
                "fully symmetric static M still attends directionally. With --checkpoint, also the static profile on the "
                "given local models (RoPE: the strongest previous-token heads rotational; learned absolute, ALiBi: "
                "content-like). Not judged here: the paper's seven pretrained models and the dynamic claim over "
@@ -289,7 +289,7 @@ FINGERPRINT = Claim(
     options=(),
     params_type=FingerprintParams,
     checks={"symbolic": _symbolic, "numeric": _numeric},
-    expected={},  # no confirmatory run of protocol v1 has finished (results/confirmatory/): no expectation
+    expected={"": "FAILS"},  # the confirmatory run of protocol v1 (results/confirmatory/fp26-fingerprint.json)
     parts=PARTS,
     layers_check_parts=True,
     validate=_validate,
