@@ -102,8 +102,10 @@ PROTOCOL = Protocol(
     cost="about 8 min of one core the first time (5 seeds batched, 1000 steps); seconds cached")
 
 
-#: what the runs measured (kept beside the code that produced it; the README row quotes it, generated from the runs)
-MEASURED = ("Measured in the authors' README configuration (d = T = 256, k = 5 fixed triggers, batch 512, SGD lr 0.03, 1000 "
+#: what the development runs measured (exploratory; kept beside the code that produced it)
+MEASURED = ("Exploratory history, before protocol v1 (development seeds 0 and 1; rules changed after these runs, so "
+            "none of them decides the claim). Measured in the authors' README configuration (d = T = 256, k = 5 fixed "
+            "triggers, batch 512, SGD lr 0.03, 1000 "
             "steps; on the shipped corpus, V = 48; 1 seed; 10.3-14.4 s per step on this 2-core machine with another "
             "training beside it, trained across two sessions from its saved state, the 500-step checkpoint "
             "bit-identical to one trained in a single run): in-context accuracy 0.987, induction key and output 1.000, W^1_K's "
