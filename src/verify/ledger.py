@@ -63,8 +63,8 @@ def end(cache_dir: str | None, run: str, outcome: str | None, status: str) -> No
 
 
 def summary(cache_dir: str | None, claim: str) -> dict[str, Any]:
-    """The claim's runs in the ledger: how many, how many confirmatory, incomplete (started, never ended), and the
-    last finished confirmatory run (the one that decides)."""
+    """The claim's runs in the ledger: how many, how many confirmatory, incomplete (started, never ended), and per
+    variant label the last finished confirmatory run (the one that decides it)."""
     runs: dict[str, dict[str, Any]] = {}
     unreadable = 0
     try:
@@ -83,8 +83,10 @@ def summary(cache_dir: str | None, claim: str) -> dict[str, Any]:
         elif rec.get("event") == "end" and key in runs:
             runs[key].update(ended=rec.get("time"), outcome=rec.get("outcome"), status=rec.get("status"))
     done = [r for r in runs.values() if "ended" in r]
-    deciding = [r for r in done if r.get("kind") == "confirmatory"]
+    deciding: dict[str, dict[str, Any]] = {}
+    for r in done:  # the last finished confirmatory run of each variant decides it
+        if r.get("kind") == "confirmatory":
+            deciding[str(r.get("variant", ""))] = r
     return {"runs": len(runs), "confirmatory": sum(r.get("kind") == "confirmatory" for r in runs.values()),
             "exploratory": sum(r.get("kind") == "exploratory" for r in runs.values()),
-            "incomplete": len(runs) - len(done), "unreadable_lines": unreadable,
-            "deciding": deciding[-1] if deciding else None}
+            "incomplete": len(runs) - len(done), "unreadable_lines": unreadable, "deciding": deciding}

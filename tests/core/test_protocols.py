@@ -165,15 +165,15 @@ def test_the_ledger_marks_an_interrupted_run_incomplete(tmp_path):
     """A run that started and never ended (Ctrl-C, a killed machine) is counted incomplete, never as deciding; a
     foreign line is counted unreadable."""
     d = str(tmp_path)
-    a = ledger.start(d, {"claim": "x:y", "kind": "confirmatory"})
+    a = ledger.start(d, {"claim": "x:y", "variant": "v", "kind": "confirmatory"})
     ledger.end(d, a, "holds", "consistent")
-    ledger.start(d, {"claim": "x:y", "kind": "confirmatory"})
+    ledger.start(d, {"claim": "x:y", "variant": "v", "kind": "confirmatory"})
     ledger.start(d, {"claim": "x:y", "kind": "exploratory"})
     with open(tmp_path / ledger.LEDGER_FILE, "a") as f:
         f.write("{not json\n")
     s = ledger.summary(d, "x:y")
     assert (s["runs"], s["confirmatory"], s["exploratory"], s["incomplete"], s["unreadable_lines"]) == (3, 2, 1, 2, 1)
-    assert s["deciding"]["run"] == a and s["deciding"]["outcome"] == "holds"
+    assert s["deciding"]["v"]["run"] == a and s["deciding"]["v"]["outcome"] == "holds"   # the unfinished one never decides
     lines = [json.loads(x) for x in (tmp_path / ledger.LEDGER_FILE).read_text().splitlines()[:2]]
     assert [x["event"] for x in lines] == ["start", "end"]
 

@@ -872,7 +872,8 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
             from verify.core.protocol import run_under
 
             values = claim.protocol_run_values(params, ctx)
-            return timed(layer, lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c)))
+            return timed(layer, lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c),
+                                                  claim.variant_label(params)))
         return _second_way_required(timed(layer, lambda: check(params, ctx)))
 
 

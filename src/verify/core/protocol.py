@@ -228,7 +228,7 @@ def exploratory_reason(evidence: Sequence[Evidence]) -> str | None:
     return None
 
 
-def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: Any) -> Evidence:
+def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: Any, variant: str = "") -> Evidence:
     """Run one layer's ``check(ctx)`` under ``protocol``: refuse an unregistered or edited protocol, assess the run
     (``values``: its effective options), give the check the run's seeds (``ctx.seed`` becomes the first of them:
     the protocol's block when confirmatory), record the run in the ledger and mark its evidence
@@ -241,7 +241,8 @@ def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: An
 
     check_frozen(protocol)
     a = assess(protocol, values, ctx.seed)
-    run = ledger.start(ctx.cache_dir, {"claim": protocol.claim, "version": protocol.version, "sha256": protocol.sha256,
+    run = ledger.start(ctx.cache_dir, {"claim": protocol.claim, "variant": variant, "version": protocol.version,
+                                       "sha256": protocol.sha256,
                                        "kind": a.kind, "departures": list(a.departures), "seeds": list(a.seeds),
                                        "options": {k: values[k] for k in sorted(values)}})
     ev = check(ctx.replace(seed=a.seeds[0] if a.seeds else ctx.seed))

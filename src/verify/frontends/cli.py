@@ -428,9 +428,9 @@ def _show_protocol(c: Claim) -> None:
     click.echo(f"    arms:      {p.arms}")
     click.echo(f"    cost:      {p.cost}")
     led = ledger.summary(None, p.claim)
-    deciding = led["deciding"]
-    decided = (f"; the deciding run: {deciding['run']} of {deciding['time']} ({deciding.get('outcome') or deciding.get('status')})"
-               if deciding else "; no confirmatory run has finished here")
+    decided = "; ".join(f"{label or 'the claim'}: run {d['run']} of {d['time']} ({d.get('outcome') or d.get('status')})"
+                        for label, d in sorted(led["deciding"].items()))
+    decided = f"; deciding: {decided}" if decided else "; no confirmatory run has finished here"
     click.echo(f"    ledger ({ledger.ledger_path(None)}): {led['runs']} run(s), {led['confirmatory']} confirmatory, "
                f"{led['exploratory']} exploratory, {led['incomplete']} incomplete{decided}")
 
