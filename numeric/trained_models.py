@@ -323,8 +323,12 @@ def prev_token_recall(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe: str,
                       lo: int, hi: int) -> torch.Tensor:
     """Per-seed fraction (S,) of positions with paper index t in [lo, hi] (1-indexed, t >= 2) whose
     causal layer-1 argmax is t - 1 (an exact tie counts as a failure)."""
-    sc = layer1_scores(p, tok, pe)
-    T = tok.shape[-1]
+    return recall_of_scores(layer1_scores(p, tok, pe), lo, hi)
+
+
+def recall_of_scores(sc: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
+    """:func:`prev_token_recall` from layer-1 scores already computed (``[S, B, T, T]``, :func:`layer1_scores`)."""
+    T = sc.shape[-1]
     idx = torch.arange(T)
     top2 = sc.topk(2, dim=-1)
     arg = top2.indices[..., 0]
@@ -339,8 +343,12 @@ def prev_token_association(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe:
     """Per-seed mean (S,) over positions with paper index t in [lo, hi] (t >= 2) of the previous-token association:
     the layer-1 score of key t - 1 minus the mean score of the other visible keys (s <= t, s != t - 1), in the
     units of :func:`layer1_scores`."""
-    sc = layer1_scores(p, tok, pe)
-    T = tok.shape[-1]
+    return association_of_scores(layer1_scores(p, tok, pe), lo, hi)
+
+
+def association_of_scores(sc: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
+    """:func:`prev_token_association` from layer-1 scores already computed (``[S, B, T, T]``)."""
+    T = sc.shape[-1]
     cols = [t - 1 for t in range(max(lo, 2), min(hi, T) + 1)]
     out = []
     for r in cols:  # row r (0-indexed) sees keys 0..r; its previous token is r - 1

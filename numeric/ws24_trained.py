@@ -246,26 +246,30 @@ def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Seque
     EVAL_CHUNK (equal chunks: the mean of chunk means is the mean).  Keys: gate, early, late, assoc_early,
     assoc_late."""
     T = cfg.T
+    late = (LATE_FROM, T)
 
-    def recall(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, lo: int, hi: int) -> float:
-        parts = [float(tm.prev_token_recall(ps, toks[c:c + EVAL_CHUNK][None], pe, lo, hi)[0])
-                 * toks[c:c + EVAL_CHUNK].shape[0] for c in range(0, toks.shape[0], EVAL_CHUNK)]
-        return sum(parts) / toks.shape[0]
-
-    def association(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, lo: int, hi: int) -> float:
-        parts = [float(tm.prev_token_association(ps, toks[c:c + EVAL_CHUNK][None], pe, lo, hi)[0])
-                 * toks[c:c + EVAL_CHUNK].shape[0] for c in range(0, toks.shape[0], EVAL_CHUNK)]
-        return sum(parts) / toks.shape[0]
+    def means(ps: Mapping[str, torch.Tensor], toks: torch.Tensor, measures: Sequence[Any]) -> list[float]:
+        """Each ``measure(scores) -> [1]`` averaged over ``toks``, the layer-1 scores computed once per chunk."""
+        parts: list[list[float]] = [[] for _ in measures]
+        for c in range(0, toks.shape[0], EVAL_CHUNK):
+            chunk = toks[c:c + EVAL_CHUNK]
+            sc = tm.layer1_scores(ps, chunk[None], pe)
+            for j, measure in enumerate(measures):
+                parts[j].append(float(measure(sc)[0]) * chunk.shape[0])
+        return [sum(x) / toks.shape[0] for x in parts]
 
     out: dict[str, list[float]] = {"gate": [], "early": [], "late": [], "assoc_early": [], "assoc_late": []}
     for i, s in enumerate(seeds):
         ps = {k: v[i:i + 1] for k, v in p.items()}
         toks = tm.eval_batch(cfg, s, 2 * n_eval)[0][:, :T]
-        out["gate"].append(recall(ps, toks[:n_eval], *EARLY))
-        out["early"].append(recall(ps, toks[n_eval:], *EARLY))
-        out["late"].append(recall(ps, toks[n_eval:], LATE_FROM, T))
-        out["assoc_early"].append(association(ps, toks[n_eval:], *EARLY))
-        out["assoc_late"].append(association(ps, toks[n_eval:], LATE_FROM, T))
+        (gate,) = means(ps, toks[:n_eval], [lambda sc: tm.recall_of_scores(sc, *EARLY)])
+        values = means(ps, toks[n_eval:], [lambda sc: tm.recall_of_scores(sc, *EARLY),
+                                           lambda sc: tm.recall_of_scores(sc, *late),
+                                           lambda sc: tm.association_of_scores(sc, *EARLY),
+                                           lambda sc: tm.association_of_scores(sc, *late)])
+        out["gate"].append(gate)
+        for key, v in zip(("early", "late", "assoc_early", "assoc_late"), values):
+            out[key].append(v)
     return out
 
 
