@@ -194,7 +194,7 @@ def _train_both(cfg: Any, half: Any, seeds: Sequence[int], cache: lab.Cache | No
 
 def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seeds: Sequence[int], n_eval: int,
                  cache: lab.Cache | None, progress: Any = None, optimizer: str = "sgd",
-                 fixed_triggers: bool = False, command: str = "", scheduler: str = "in-process", jobs: int = 2
+                 fixed_triggers: bool = False, scheduler: str = "in-process", jobs: int = 2
                  ) -> Evidence:
     """Train, then probe.
 
@@ -227,7 +227,7 @@ def check_probes(d: int, T: int, K: int, batch: int, steps: int, lr: float, seed
         "d": d, "T": T, "K": K, "V": V, "batch": batch, "steps": steps, "lr": lr, "optimizer": optimizer,
         "seeds": list(seeds), "probes": probes, "probe_means": mean, "in_context_accuracy": acc,
         "attention_prev_token_recall": attn_prev, "from_cache": tr.from_cache, "final_loss": tr.losses[-1].tolist(),
-        "checkpoints": [tr.checkpoint()] if hasattr(tr, "checkpoint") else []}
+        "checkpoints": [tr.checkpoint()]}
     paper = is_paper_run(d, T, K, batch, steps, lr, optimizer, fixed_triggers)
     numbers["paper_run"] = paper
     tol = _tolerance(steps)

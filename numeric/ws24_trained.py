@@ -294,8 +294,7 @@ def _falsifier_recalls(d: int, V: int, T: int, K: int, batch: int, steps: int, l
                    "early_association": [round(x, 6) for x in m["assoc_early"]],
                    "late_association": [round(x, 6) for x in m["assoc_late"]],
                    "final_loss": [round(x, 6) for x in tr.losses[-1].tolist()], "train_s": tr.train_seconds}
-        if hasattr(tr, "checkpoint"):  # a lab result (a stored result re-checks it: verify recheck FILE.json)
-            out.setdefault("checkpoints", []).append(tr.checkpoint())
+        out.setdefault("checkpoints", []).append(tr.checkpoint())  # a stored result re-checks it (verify recheck)
         if pe == "rpe":
             out["rpe_orientation"] = tm.orientation_cosines(p)
             out[pe]["gate_certified_recall"] = _certified_gate(p, cfg, seeds, n_eval, pe)
@@ -346,7 +345,17 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
     r, a = numbers["rpe"], numbers["ape"]
     S = len(seeds)
     gate = [c[0] for c in r["gate_certified_recall"]]
-    numbers["rpe_formed_seeds"] = [seeds[i] for i in range(S) if gate[i] >= FORMED]
+
+    def formed_at(g: float) -> list[int]:
+        """The seeds (indices) whose certified gate recall reaches ``g``."""
+        return [i for i in range(S) if gate[i] >= g]
+
+    def change(idx: Sequence[int]) -> list[float]:
+        """Each seed's association late relative to early, late / early - 1."""
+        return [r["late_association"][i] / r["early_association"][i] - 1 for i in idx]
+
+    formed = formed_at(FORMED)
+    numbers["rpe_formed_seeds"] = [seeds[i] for i in formed]
     tol = (f"previous-token association = layer-1 score of key t - 1 minus the mean score of the other visible keys, "
            f"averaged over {n_eval} fresh sequences per seed ({EARLY[1] - EARLY[0] + 1} early and {T - LATE_FROM + 1} "
            f"late positions each); per seed the relative change late / early - 1; gate per seed: RPE early recall >= "
@@ -356,11 +365,8 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
            f"the level {list(ALPHA_RANGE)}, the gate {list(FORMED_RANGE)} and the margin {list(DELTA_RANGE)}")
 
     def decide(th: Mapping[str, float]) -> Any:
-        formed = [i for i in range(S) if gate[i] >= th["gate"]]
-        if len(formed) < 2:
-            return None
-        change = [r["late_association"][i] / r["early_association"][i] - 1 for i in formed]
-        return association_test(change, th["level"], th["drop"])["outcome"]
+        idx = formed_at(th["gate"])
+        return association_test(change(idx), th["level"], th["drop"])["outcome"] if len(idx) >= 2 else None
 
     from verify.thresholds import Threshold, sensitivity
 
@@ -368,7 +374,6 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
                                           Threshold("gate", FORMED, "ours: the gate", *FORMED_RANGE),
                                           Threshold("drop", DELTA, "ours: the drop", *DELTA_RANGE)))
     numbers["sensitivity"] = lines
-    formed = [i for i in range(S) if gate[i] >= FORMED]
     k = len(formed)
 
     def mean(key: str, idx: Sequence[int]) -> float:
@@ -386,8 +391,7 @@ def check_falsifier(d: int, V: int, T: int, K: int, batch: int, steps: int, lr: 
         numbers["test"] = None
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=f"no previous-token head formed in enough seeds for a "
                         f"paired test (need 2): {summary}; more seeds or training: {command} --seeds {2 * S}", **base)
-    change = [r["late_association"][i] / r["early_association"][i] - 1 for i in formed]
-    test = association_test(change)
+    test = association_test(change(formed))
     numbers["test"] = {k_: (float(f"{v:.6g}") if isinstance(v, float) and math.isfinite(v) else v)
                        for k_, v in test.items()}
     rec = drop_test([r["early_recall"][i] for i in formed], [r["late_recall"][i] for i in formed])

@@ -63,14 +63,13 @@ def _numeric(p: ProbeParams, ctx: Context) -> Evidence:
     from verify.proofs.ws24.trained import lab_cache
 
     steps = p.profiled("steps", ctx)
-    command = num.probes_command(p["d"], p["T"], p["K"], p["batch"], p["lr"], p["optimizer"], p["triggers"], p["seeds"])
     from verify.numeric.grid import SchedulerUnreachable
 
     try:
         return num.check_probes(p["d"], p["T"], p["K"], p["batch"], steps, p["lr"],
                                 list(range(ctx.seed, ctx.seed + p.profiled("seeds", ctx))), 8, lab_cache(ctx),
                                 ctx.progress,
-                                optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed", command=command,
+                                optimizer=p["optimizer"], fixed_triggers=p["triggers"] == "fixed",
                                 scheduler=p["scheduler"].strip(), jobs=p["jobs"])
     except SchedulerUnreachable as exc:
         return Evidence("numeric", "inconclusive", summary=str(exc), engines=engine_versions("torch"))

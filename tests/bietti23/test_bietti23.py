@@ -74,6 +74,9 @@ def _fake_training(monkeypatch, final, half, acc=0.95):
         losses = [torch.zeros(2)]
         seconds_per_step = 10.0
 
+        def checkpoint(self):
+            return {"file": "fake.pt", "digest": "0"}
+
     monkeypatch.setattr(bp, "_train", lambda cfg, seeds, cache, progress: FakeTrained())
 
     def fake(cfg, tr, seeds, n_eval):

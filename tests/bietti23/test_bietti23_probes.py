@@ -61,6 +61,9 @@ def test_on_a_scheduler_the_half_steps_run_trains_beside_the_full_one(monkeypatc
             self.steps, self.from_cache = steps, True
             self.losses = [torch.zeros(1)]
 
+        def checkpoint(self):
+            return {"file": f"fake-{self.steps}.pt", "digest": "0"}
+
     def fake_grid(fn, specs, scheduler, n_workers, progress, name):
         assert fn is bp.train_task and scheduler == "local" and n_workers == 3 and name == "bietti23"
         seen.append([s["cfg"].steps for s in specs])

@@ -111,6 +111,9 @@ def test_falsifier_reports_underpowered_and_synthetic_drop(monkeypatch):
         def float64(self):
             return {}
 
+        def checkpoint(self):
+            return {"file": "fake.pt", "digest": "0"}
+
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
     monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.7, 0.7]] * 3)
@@ -194,6 +197,9 @@ def test_falsifier_gate_is_per_seed(monkeypatch):
 
         def float64(self):
             return {}
+
+        def checkpoint(self):
+            return {"file": "fake.pt", "digest": "0"}
 
     monkeypatch.setattr(tm, "train_two_layer", lambda cfg, seeds, cache, progress=None: Fake())
     monkeypatch.setattr(tm, "orientation_cosines", lambda p: {})
