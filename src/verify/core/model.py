@@ -868,13 +868,14 @@ def run_layer(claim: Claim, params: Mapping[str, Any], ctx: Context, layer: str,
     ctx.note(f"{claim.display_id(params)}: {layer} layer")
     # VERIFY_FLOAT_PERTURBATION: another CPU's rounding, for the test that no recorded output depends on it
     with _fixed_threads(layer), using(ctx), floatnoise.from_environment():
-        if claim.protocol is not None and layer == claim.protocol.layer:
+        run: Callable[[], Evidence] = lambda: check(params, ctx)  # noqa: E731
+        if claim.protocol is not None and layer == claim.protocol.layer:  # decided under its frozen protocol
             from verify.core.protocol import run_under
 
             values = claim.protocol_run_values(params, ctx)
-            return timed(layer, lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c),
-                                                  claim.variant_label(params)))
-        return _second_way_required(timed(layer, lambda: check(params, ctx)))
+            run = lambda: run_under(claim.protocol, values, ctx, lambda c: check(params, c),  # noqa: E731
+                                    claim.variant_label(params))
+        return _second_way_required(timed(layer, run))
 
 
 def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evidence]) -> ClaimResult:

@@ -219,13 +219,19 @@ def assess(protocol: Protocol, values: Mapping[str, Any], seed: int) -> Assessme
     return Assessment(protocol, EXPLORATORY if dep else CONFIRMATORY, tuple(dep), tuple(range(first, first + n)))
 
 
-def exploratory_reason(evidence: Sequence[Evidence]) -> str | None:
-    """The departures of an exploratory run, from its evidence (None: confirmatory, or no protocol)."""
+def record_of(evidence: Sequence[Evidence]) -> dict[str, Any] | None:
+    """The protocol record a layer's evidence carries (:meth:`Assessment.record`), or None (no protocol)."""
     for ev in evidence:
         rec = ev.numbers.get("protocol") if isinstance(ev.numbers, dict) else None
-        if isinstance(rec, dict) and rec.get("run") == EXPLORATORY:
-            return "; ".join(rec.get("departures", []))
+        if isinstance(rec, dict):
+            return rec
     return None
+
+
+def exploratory_reason(evidence: Sequence[Evidence]) -> str | None:
+    """The departures of an exploratory run, from its evidence (None: confirmatory, or no protocol)."""
+    rec = record_of(evidence)
+    return "; ".join(rec.get("departures", [])) if rec is not None and rec.get("run") == EXPLORATORY else None
 
 
 def run_under(protocol: Protocol, values: Mapping[str, Any], ctx: Any, check: Any, variant: str = "") -> Evidence:

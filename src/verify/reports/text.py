@@ -183,12 +183,10 @@ def _exploratory_banner(r: ClaimResult) -> list[str]:
 
 
 def protocol_record(r: ClaimResult) -> dict[str, Any] | None:
-    """The protocol record a layer's evidence carries (:meth:`verify.core.protocol.Assessment.record`), or None."""
-    for ev in r.evidence:
-        rec = ev.numbers.get("protocol") if isinstance(ev.numbers, dict) else None
-        if isinstance(rec, dict):
-            return rec
-    return None
+    """The protocol record of a result's evidence (:func:`verify.core.protocol.record_of`), or None."""
+    from verify.core.protocol import record_of
+
+    return record_of(r.evidence)
 
 
 def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> str:
