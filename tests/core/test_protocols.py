@@ -94,6 +94,8 @@ def test_sensitivity_flips_are_inconclusive():
     assert sensitivity(lambda t: Outcome.HOLDS if 0.85 >= t["x"] else Outcome.FAILS, ts)[0] is None
     out, lines = sensitivity(lambda t: Outcome.FAILS, ts)
     assert out == Outcome.FAILS and lines == ["x: fails at 0.8, fails at 0.9, fails at 0.95"]
+    # a verdict at the declared value that differs from both ends (which agree) is a flip too
+    assert sensitivity(lambda t: Outcome.FAILS if t["x"] == 0.9 else Outcome.HOLDS, ts)[0] is None
 
 
 def test_the_numeric_ranges_are_the_protocols():

@@ -302,6 +302,11 @@ def test_a_run_longer_than_the_protocols_horizon_is_exploratory_and_never_decide
     full = run_claim(c, c.parse_params({}), ctx, layers=("numeric",))
     assert full.layer("numeric").numbers["protocol"]["run"] == "confirmatory" and full.verdict == "HOLDS"
     assert seen[-1][7] == list(range(1000, 1005)) and seen[-1][5] == 6000      # the protocol's seeds and horizon
+    assert full.expected == c.expected_verdict("") is not None
+    # an option the protocol does not fix (where the arms train) keeps the run confirmatory, and its expectation
+    local = run_claim(c, c.parse_params({"scheduler": "local"}), ctx, layers=("numeric",))
+    assert local.layer("numeric").numbers["protocol"]["run"] == "confirmatory"
+    assert local.expected == c.expected_verdict("") is not None
     given = {"steps": "7000", "seeds": "5", "arms": ",".join(claim.ARMS)}  # the protocol's run, but 1000 steps longer
     longer = run_claim(c, c.parse_params(given), ctx.replace(profile="quick"), layers=("numeric",))
     ev = longer.layer("numeric")
