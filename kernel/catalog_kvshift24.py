@@ -29,6 +29,15 @@ _DEC_REFUTE = ("m", "sigma", "sequence", "prefill", "embeddings", "Lmax", "L", "
 
 _IH = "IH(x) = sum_{s=2}^{L-1} softmax_s(x_L . x_{s-1} / sigma - m(L - s)) x_s (Definition 1)"
 
+_EXISTS_READING = (
+    "Theorem 2 read as the existence statement it is (Sec. 3.1, Eq. 9: 'There exists a one-layer single-head KV "
+    "shifting attention KVSA, with D = d, such that IH = KVSA'): for every width D >= 1, every alpha1, alpha2, beta1, "
+    "beta2, every D x D matrix W_Q, W_K, W_V, W_O, every score scale and every additive bias of the last row (ALiBi "
+    "at any slope, or none), and every m and sigma of IH, the layer's output at the last position differs from IH on "
+    "one of the inputs (e_0, 0, 0), (0, e_0, 0), (0, 0, e_0); only the positivity of the softmax weights is used.")
+#: the existence theorem covers every option but RoPE (a rotation is not in Eqs. 4-6)
+_EXISTS_COVERS = ("m", "sigma", "L", "d", "Lmax", "sequence", "embeddings", "alibi")
+
 STATEMENTS = (
     S(claim="kvshift24:theorem2", variant="mask+scale", theory="Kvshift24", theorem="theorem2_mask_scale",
       role="proves", covers=_T2_ALL,
@@ -99,4 +108,10 @@ STATEMENTS = (
                "coefficient is 1 / (sigma (e^{-m} + 1)) decoded against e^{-m} / (sigma (e^{-m} + 1)): different "
                "for every m > 0 and sigma > 0 (m = 0 switches ALiBi off; with s = t masked, --fix mask or "
                "mask+scale, the shift is uniform and harmless, not covered here).")),
+    S(claim="kvshift24:theorem2", variant="none", theory="Kvshift24Exists", theorem="theorem2_no_eq46_layer_equals_ih",
+      role="refutes", covers=_EXISTS_COVERS, part="existence", reading=_EXISTS_READING),
+    S(claim="kvshift24:theorem2", variant="mask", theory="Kvshift24Exists", theorem="theorem2_no_eq46_layer_equals_ih",
+      role="refutes", covers=_EXISTS_COVERS, part="existence", reading=_EXISTS_READING),
+    S(claim="kvshift24:theorem2", variant="mask+scale", theory="Kvshift24Exists", theorem="theorem2_no_eq46_layer_equals_ih",
+      role="refutes", covers=_EXISTS_COVERS, part="existence", reading=_EXISTS_READING),
 )

@@ -32,8 +32,30 @@ def uncovered_options(statements: Sequence[KernelStatement], changed: Sequence[s
     return [o for o in changed if any(o not in s.covers for s in statements)]
 
 
-def evidence_from_build(build: Build, statements: Sequence[KernelStatement]) -> Evidence:
-    """The kernel Evidence for one variant's theorems from a build (no Coq is run here)."""
+def evidence_from_build(build: Build, statements: Sequence[KernelStatement],
+                        changed_options: Sequence[str] = ()) -> Evidence:
+    """The kernel Evidence for one variant's theorems from a build (no Coq is run here).  The theorems that answer a
+    part of the claim (:attr:`KernelStatement.part`) go to ``numbers["parts"]`` (``{part: {"status", "theorem",
+    "reading"}}``, or ``"skipped"`` when the run changes an option the theorem does not cover); the others set the
+    layer's status."""
+    parted = [s for s in statements if s.part]
+    main = [s for s in statements if not s.part]
+    ev = _main_evidence(build, main) if main else Evidence(layer=Layer.KERNEL, status=Status.SKIPPED,
+                                                           summary="no kernel statement for this variant")
+    if parted:
+        parts: dict[str, dict[str, str]] = {}
+        for s in parted:
+            one = _main_evidence(build, [s])
+            uncovered = uncovered_options([s], changed_options)
+            status = str(Status.SKIPPED if uncovered else one.status)
+            parts[s.part] = {"status": status, "theorem": s.qualified,
+                             "reading": (f"the theorem does not quantify over {', '.join('--' + o for o in uncovered)}"
+                                         if uncovered else one.summary)}
+        ev.numbers = {**ev.numbers, "parts": parts}
+    return ev
+
+
+def _main_evidence(build: Build, statements: Sequence[KernelStatement]) -> Evidence:
     problems: list[str] = []
     rows = []
     for s in statements:
@@ -79,7 +101,7 @@ def check(claim_id: str, variant: str, changed_options: Sequence[str], ctx: Cont
     statements = statements_for(claim_id, variant)
     if not statements:
         return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED, summary="no kernel statement for this variant")
-    uncovered = uncovered_options(statements, changed_options)
+    uncovered = uncovered_options([s for s in statements if not s.part], changed_options)
     if uncovered:
         return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED,
                         summary=f"the kernel theorems do not quantify over {', '.join('--' + o for o in uncovered)}; "
@@ -88,7 +110,7 @@ def check(claim_id: str, variant: str, changed_options: Sequence[str], ctx: Cont
         build = cached_build(catalog.statements(), cache_dir=cache_dir, progress=ctx.progress)
     except KernelUnavailable:
         return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED, summary=INSTALL_HINT)
-    return evidence_from_build(build, statements)
+    return evidence_from_build(build, statements, changed_options)
 
 
 def kernel_statements(claim_id: str) -> Mapping[str, list[KernelStatement]]:

@@ -23,6 +23,9 @@ class KernelStatement:
         covers: the claim's options the theorem quantifies over (``("L", "m", "sigma")``): a run that
             changes only these from their defaults is still answered by the theorem; a run that changes
             another option gets no kernel answer (skipped, with the reason).
+        part: ``""`` when the theorem answers the variant's statement (it sets the kernel layer's status); else
+            the key of the claim's part it answers (:attr:`verify.core.model.Part.key`), reported under
+            ``numbers["parts"]`` for that part's judge and leaving the layer's status to the others.
     """
 
     claim: str
@@ -32,6 +35,7 @@ class KernelStatement:
     role: str
     reading: str
     covers: tuple[str, ...] = ()
+    part: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ("proves", "refutes"):

@@ -586,3 +586,78 @@ def check_sequence(x: Sequence[str], var: Variant, m: Fraction, sigma: Fraction,
     ev.details.insert(0, f"the given input ({', '.join(x)}) is not separated by the rational enclosures "
                          f"(gap {float(gap):.3g}); the layer ran its default check")
     return ev
+
+
+# ------------------------------------------------------------ Theorem 2, part (b): existence within Eqs. 4-6
+
+#: the widths the solver decides the existence question at (the symbolic and kernel layers: every width)
+EXISTENCE_WIDTHS = (1, 2, 3)
+#: the widths cvc5 re-solves (at D = 2 and 3 it answers unknown after its 3 s budget, measured; z3 takes 0.02 s)
+SECOND_OPINION_WIDTHS = (1,)
+
+
+def _existence_obligation(D: int, timeout_ms: int) -> ObligationResult:
+    """At width D: is there a layer of Eqs. 4-6 (every entry of W_V, W_O, beta1, beta2 an unknown real) and, per
+    probe, positive softmax weights summing to 1 (any scores at all: W_Q, W_K, alpha, the scale and the bias
+    enter only through them) whose outputs on the three probes equal IH's, 0, e_1, 0?  UNSAT: no such layer."""
+    from verify.constructions.kvshift24 import EXISTENCE_PROBES, Arith, Eq46Layer, existence_probe, kvsa_last
+
+    def build(ctx: z3.Context):
+        def mat(name: str) -> list[list[Any]]:
+            return [[z3.Real(f"{name}_{i}{j}", ctx) for j in range(D)] for i in range(D)]
+
+        zero = [z3.RealVal(0, ctx)] * D
+        u = [z3.RealVal(int(i == 0), ctx) for i in range(D)]
+        cons: list[Any] = []
+        weights_made = [0]
+
+        def softmax(scores: Sequence[Any]) -> list[Any]:
+            weights_made[0] += 1
+            w = [z3.Real(f"w{weights_made[0]}_{s + 1}", ctx) for s in range(len(scores))]
+            cons.extend(x > 0 for x in w)
+            cons.append(z3.Sum(w) == 1)
+            return w
+
+        def vm(x: Sequence[Any], M: Sequence[Sequence[Any]]) -> list[Any]:
+            return [z3.simplify(z3.Sum([x[j] * M[j][i] for j in range(D)])) for i in range(D)]
+
+        ar = Arith(vm=vm, dot=lambda x, y: z3.Sum([a * b for a, b in zip(x, y)]),
+                   lin=lambda a, x, b, y: [a * p + b * q for p, q in zip(x, y)], zero=zero, softmax=softmax,
+                   mix=lambda w, vs: [z3.Sum([wi * v[i] for wi, v in zip(w, vs)]) for i in range(D)])
+        b1, b2 = z3.Real("beta1", ctx), z3.Real("beta2", ctx)
+        free = z3.RealVal(0, ctx)  # scores never constrain the weights beyond positivity: Q, K, alpha unused
+        zeros = [[free] * D for _ in range(D)]
+        layer = Eq46Layer(free, free, b1, b2, zeros, zeros, mat("WV"), mat("WO"), z3.RealVal(1, ctx), [free] * 3)
+        for slot in EXISTENCE_PROBES:
+            out = kvsa_last(existence_probe(slot, u, zero), layer, ar)
+            target = u if slot == 2 else zero  # IH(x_1, x_2, x_3) = x_2
+            cons.extend(o == t for o, t in zip(out, target))
+        return cons
+
+    return check(f"D = {D}: some layer of Eqs. 4-6 equals IH on (u, 0, 0), (0, u, 0), (0, 0, u) (W_V, W_O, beta "
+                 f"free; softmax weights any positive reals summing to 1)", build, timeout_ms,
+                 second_opinion=D in SECOND_OPINION_WIDTHS)
+
+
+def decide_existence(timeout_ms: int) -> dict[str, Any]:
+    """The solver's second opinion on Theorem 2's existence statement, for each width in
+    :data:`EXISTENCE_WIDTHS` (nonlinear real arithmetic; cvc5 re-solves the widths in :data:`SECOND_OPINION_WIDTHS`).
+
+    Returns:
+        ``{"status": "refuted" | "inconclusive" | "inconsistent" | "error", "widths": {D: answer}, "obligations":
+        [...]}``: refuted when every width is UNSAT (no layer there), inconsistent when cvc5 contradicts z3, an
+        error on a SAT answer (a layer the other layers say cannot exist), inconclusive on unknown.
+    """
+    results = [_existence_obligation(D, timeout_ms) for D in EXISTENCE_WIDTHS]
+    answers = {str(D): str(r.answer) for D, r in zip(EXISTENCE_WIDTHS, results)}
+    if any(r.disagreement for r in results):
+        status = "inconsistent"  # z3 and cvc5 contradict each other: never read as a refutation
+    elif any(r.answer == SolverAnswer.SAT for r in results):
+        status = "error"
+    elif all(r.answer == SolverAnswer.UNSAT for r in results):
+        status = "refuted"
+    else:
+        status = "inconclusive"
+    return {"status": status, "widths": answers, "bound": f"D = {span(list(EXISTENCE_WIDTHS))}, L = 3",
+            "second_opinion": {str(D): str(r.second_answer) for D, r in zip(EXISTENCE_WIDTHS, results)},
+            "obligations": [r.summary() for r in results], "seconds": round(sum(r.seconds for r in results), 3)}

@@ -63,6 +63,7 @@ from verify.constructions.kvshift24 import (
 )
 from verify.constructions.kvshift24 import t1_masks as t1_masks_named
 from verify.evidence import Evidence, Layer, Status, engine_versions
+from verify.runcache import memoize
 
 M = sp.Symbol("m", nonnegative=True)
 SIGMA = sp.Symbol("sigma", positive=True)
@@ -866,3 +867,84 @@ def _t1_limit_evidence(masks: T1Masks, m: Fraction, sigma: Fraction, base: dict[
     details.append("p -> infinity witness: " + text)
     return Evidence(status=Status.REFUTED, witness=witness, bound="smallest token input in (L, vocabulary) order, L <= 5",
                     summary=f"[{masks.name}] {text}: the sup error stays bounded away from 0 for every p", **base)
+
+
+# ------------------------------------------------------------ Theorem 2, part (b): existence within Eqs. 4-6
+
+@memoize(maxsize=1)
+def decide_existence() -> dict[str, Any]:
+    """Whether ANY layer of Eqs. 4-6 equals IH (Theorem 2 read as the existence statement it is), for a symbolic
+    width D: every parameter (alpha1, alpha2, beta1, beta2, W_Q, W_K, W_V, W_O as D x D matrix symbols, the scale,
+    the bias b_1..b_3 of the last row) is a sympy symbol, the construction
+    (:func:`verify.constructions.kvshift24.kvsa_last`) is evaluated on the three probes of
+    :data:`~verify.constructions.kvshift24.EXISTENCE_PROBES`, and IH from its own term table at L = 3 in symbols
+    m, sigma.
+
+    Returns:
+        ``{"status": "refuted" | "error", "coefficients": {probe: c}, "ih": {probe: t}, "beta_solutions": ...,
+        "argument": ...}``: refuted when each output is ``c (u W_V W_O)``, IH is ``t u``, and the linear
+        system c = 0 on the probes where t = 0 has beta1 = beta2 = 0 as its only solution (a nonzero determinant
+        that is a product of exponentials), which makes c = 0 on the probe where t = 1.
+    """
+    from verify.constructions.kvshift24 import (
+        EXISTENCE_ARGUMENT,
+        EXISTENCE_PROBES,
+        Arith,
+        Eq46Layer,
+        existence_probe,
+        kvsa_last,
+    )
+
+    D = sp.Symbol("D", integer=True, positive=True)
+    W = {n: sp.MatrixSymbol(n, D, D) for n in ("W_Q", "W_K", "W_V", "W_O")}
+    a1, a2, b1, b2, scale = sp.symbols("alpha1 alpha2 beta1 beta2 s", real=True)
+    bias = sp.symbols("b_1:4", real=True)
+    u, zero = sp.MatrixSymbol("u", 1, D), sp.ZeroMatrix(1, D)
+    layer = Eq46Layer(a1, a2, b1, b2, W["W_Q"], W["W_K"], W["W_V"], W["W_O"], scale, bias)
+
+    def softmax(scores: Sequence[Any]) -> list[Any]:
+        e = [sp.exp(sc) for sc in scores]
+        return [x / sum(e) for x in e]
+
+    ar = Arith(vm=lambda x, M: x * M, dot=lambda x, y: (x * y.T)[0, 0], lin=lambda a, x, b, y: a * x + b * y,
+               zero=zero, softmax=softmax, mix=lambda w, vs: sum((wi * v for wi, v in zip(w, vs)), zero))
+    direction = u * W["W_V"] * W["W_O"]
+    m, sigma = sp.symbols("m sigma", positive=True)
+    ih_table = ih_terms(3)
+    coefficients, targets, problems = {}, {}, []
+    for slot in EXISTENCE_PROBES:
+        out = sp.simplify(kvsa_last(existence_probe(slot, u, zero), layer, ar).doit())
+        c, rest = out.as_coeff_mmul() if isinstance(out, sp.MatMul) else (sp.Integer(0), out)
+        if not isinstance(out, sp.MatMul) and out != sp.ZeroMatrix(1, D):
+            problems.append(f"probe {slot}: the output {out} is not a multiple of u W_V W_O")
+        elif isinstance(out, sp.MatMul) and sp.MatMul(*rest.args) != direction:
+            problems.append(f"probe {slot}: the output {out} is not a multiple of u W_V W_O")
+        coefficients[slot] = sp.simplify(c)
+        # IH's coefficient on u: its single term at L = 3 has value x_2 and weight exp(l)/exp(l) = 1
+        weights = [sp.exp(sp.Symbol(f"l_{t.s}", real=True)) for t in ih_table]
+        coef = evaluate_weighted(ih_table, weights, 0)
+        targets[slot] = sp.simplify(sum(v for i, v in coef.items() if i == slot))
+    zeros = [s for s in EXISTENCE_PROBES if targets[s] == 0]
+    ones = [s for s in EXISTENCE_PROBES if targets[s] == 1]
+    if problems or len(zeros) != 2 or len(ones) != 1:
+        return {"status": "error", "problems": problems or [f"IH on the probes is {targets}, not 0, u, 0"]}
+    numer = [sp.numer(sp.together(coefficients[s])) for s in zeros]
+    matrix = sp.Matrix([[sp.diff(n, b) for b in (b1, b2)] for n in numer])
+    det = sp.simplify(matrix.det())
+    # a product of a nonzero number and exponentials: exp has no zero, for any (even complex) argument
+    det_nonzero = det != 0 and all(isinstance(f, sp.exp) or (f.is_number and f != 0) for f in sp.Mul.make_args(det))
+    linear = all(sp.simplify(n - sum(sp.diff(n, b) * b for b in (b1, b2))) == 0 for n in numer)
+    forced = sp.simplify(coefficients[ones[0]].subs({b1: 0, b2: 0}))
+    ok = det_nonzero and linear and forced == 0
+    return {
+        "status": "refuted" if ok else "error",
+        "width": "every D >= 1 (symbolic D, matrix symbols)",
+        "coefficients": {f"probe {s}": str(coefficients[s]) for s in EXISTENCE_PROBES},
+        "ih": {f"probe {s}": str(targets[s]) for s in EXISTENCE_PROBES},
+        "determinant": str(det),
+        "beta_solutions": "beta1 = beta2 = 0 only" if det_nonzero and linear else "not unique",
+        "forced_coefficient": str(forced),
+        "argument": EXISTENCE_ARGUMENT,
+        **({} if ok else {"problems": [f"determinant {det} not shown nonzero, or the system not linear in beta, or "
+                                       f"the forced coefficient {forced} is not 0"]}),
+    }

@@ -130,6 +130,8 @@ PROBES = Claim(
                "previous-position association (argmax_s p_t^T W^1_K p_s = t - 1), W^2_K the induction key "
                "(argmax_k' w_E(k)^T W^2_K W^1_O W^1_V w_E(k') = k) and W^2_O the output (argmax_j (W_U W^2_O W^2_V "
                "w_E(k))_j = k), for nearly every position and token."),
+    quantifiers=("for the trained model (an empirical claim): the three probes recall their association",
+                 "numeric: 5 fresh seeds under the frozen protocol, thresholds fixed before the run"),
     options=(),
     params_type=ProbeParams,
     checks={"numeric": _numeric},

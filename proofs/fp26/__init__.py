@@ -286,6 +286,9 @@ FINGERPRINT = Claim(
                "given local models (RoPE: the strongest previous-token heads rotational; learned absolute, ALiBi: "
                "content-like). Not judged here: the paper's seven pretrained models and the dynamic claim over "
                "Pythia checkpoints."),
+    quantifiers=("for every symmetric M (exact) and for trained toy models (empirical)",
+                 "symbolic: every M in symbols (exact algebra); numeric: 5 fresh seeds x 5 arms under the frozen "
+                 "protocol"),
     options=(),
     params_type=FingerprintParams,
     checks={"symbolic": _symbolic, "numeric": _numeric},

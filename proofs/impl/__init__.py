@@ -171,6 +171,8 @@ DECODE = Claim(
     statement=("For every prefill split of a prompt, a prefill call then one call per token through the library's "
                "cache gives at every position the logits of the full forward pass without a cache: float64 to "
                "rounding; float16/bfloat16/float32 within a tolerance calibrated on the full pass's own rounding."),
+    quantifiers=("for every prefill split of every prompt: cached logits equal the full pass",
+                 "numeric: every split of one prompt of length 8 per model, float64 to rounding"),
     options=(),
     params_type=DecodeParams,
     checks={"numeric": _dec_numeric},
@@ -235,6 +237,8 @@ WINDOW = Claim(
     source="transformers masking_utils (sliding_window_overlay); transformers #39408, mlx-lm #390",
     statement=("Under a sliding window w, query t attends to keys t - w + 1..t (w keys) and no other; without a window "
                "to keys 0..t; the same with the cache, for prefills on both sides of the window boundary."),
+    quantifiers=("for every query t and window w: exactly keys t - w + 1..t",
+                 "numeric: L = 9, w = 4, prefills w - 1, w, w + 1"),
     options=(),
     params_type=WindowParams,
     checks={"numeric": _win_numeric},
@@ -304,6 +308,8 @@ ALIBI = Claim(
                "of n' heads followed by the odd-indexed slopes of 2n' heads; the bias is -m (t - j) (distance "
                "penalised, linear in the distance, so its origin cancels in the softmax), the same for a decoded "
                "query through the cache."),
+    quantifiers=("for every head count n: Press et al.'s slopes; for every distance: -m (t - j)",
+                 "symbolic: the schedule exactly at the head count asked; numeric: the bias the model applies there"),
     options=(),
     params_type=AlibiParams,
     checks={"symbolic": _al_symbolic, "numeric": _al_numeric},
@@ -360,6 +366,8 @@ ROPE = Claim(
     statement=("Through the model's own rotary module and rotation, score(q at i, k at j) depends on i - j only, for "
                "the configured scaling rule (default, linear, dynamic, YaRN, Llama-3); and cached decoding continues "
                "the positions: every split's decode equals the full pass."),
+    quantifiers=("for every pair of positions (i, j): the score depends on i - j only",
+                 "numeric: all pairs up to the model's test length, every split's decode"),
     options=(),
     params_type=RopeParams,
     checks={"numeric": _rope_numeric},
@@ -412,6 +420,8 @@ PADDING = Claim(
     statement=("A batch of sequences of lengths 6, 4, 2, left-padded to 6 with an attention mask, prefilled through the "
                "cache and then decoded one token per call, gives each sequence's logits at its real positions as the "
                "sequence run alone without padding."),
+    quantifiers=("for every sequence of the batch: padded cached logits equal the sequence alone",
+                 "numeric: lengths 6, 4, 2 left-padded to 6"),
     options=(),
     params_type=PaddingParams,
     checks={"numeric": _pad_numeric},

@@ -93,9 +93,10 @@ def _t2_fix(p: Mapping[str, Any]) -> str | None:
     if p.get("rope", "none") != "none":
         tail += f" (with RoPE {p['rope']})"
     if p.get("fix") == "mask":
-        return "mask the boundary terms s = 1 and s = L out of KVSA's softmax (b1 = 1/sigma kept)" + tail
+        return ("a different layer, outside Eqs. 4-6: mask the boundary terms s = 1 and s = L out of KVSA's softmax "
+                "(b1 = 1/sigma kept)" + tail)
     if p.get("fix") == "mask+scale":
-        return "mask s = 1 and s = L out of KVSA's softmax and set b1 = 1" + tail
+        return "a different layer, outside Eqs. 4-6: mask s = 1 and s = L out of KVSA's softmax and set b1 = 1" + tail
     return None
 
 
@@ -122,7 +123,20 @@ def _input(p: Mapping[str, Any]):
     return read_input(p["sequence"], p.get("embeddings", "")) if p.get("sequence") else (None, None)
 
 
+def _with_existence(ev: Evidence, record: Mapping[str, Any]) -> Evidence:
+    """The layer's evidence with its answer to part (b), whether any layer of Eqs. 4-6 equals IH (it does not
+    depend on the run's options: it quantifies over every parameter and size)."""
+    ev.numbers = {**ev.numbers, "existence": dict(record)}
+    return ev
+
+
 def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.symbolic import kvshift24 as sym
+
+    return _with_existence(_t2_symbolic_construction(p, ctx), sym.decide_existence())
+
+
+def _t2_symbolic_construction(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.symbolic import kvshift24 as sym
 
     if _user_path(p):
@@ -144,6 +158,13 @@ def _t2_symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
 
 
 def _t2_solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.solver import kvshift24 as sol
+
+    ev = _t2_solver_construction(p, ctx)
+    return ev if ev.status == Status.SKIPPED else _with_existence(ev, sol.decide_existence(ctx.timeout_ms))
+
+
+def _t2_solver_construction(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.solver import kvshift24 as sol
 
     if _user_path(p):
@@ -263,22 +284,93 @@ def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
     return out
 
 
+def _t2_construction(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str], dict]:
+    """Part (a): the layer this run builds (Appendix B's construction as printed, or a masked layer outside
+    Eqs. 4-6) equals IH; judged by every layer's check of it (the kernel's main theorem included)."""
+    ran = [e for e in evs if e.status.finished and e.outcome is not None]
+    by_layer = {str(e.layer): f"{e.status}: {e.summary[:160]}" for e in ran}
+    outcomes = {e.outcome for e in ran}
+    if not ran or len(outcomes) != 1:
+        return None, ("no layer finished" if not ran else "the layers disagree"), [e.layer for e in ran], by_layer
+    what = "Appendix B's construction" if p.get("fix") == "none" else "the masked layer (outside Eqs. 4-6)"
+    verb = "equals IH" if outcomes == {Outcome.HOLDS} else "differs from IH"
+    return outcomes.pop(), f"{what} {verb}: " + ", ".join(str(e.layer) for e in ran), [e.layer for e in ran], by_layer
+
+
+def _t2_existence(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str], dict]:
+    """Part (b): some layer of Eqs. 4-6 (any parameters, any width) equals IH. The symbolic layer decides it for a
+    symbolic width, the solver at D = 1..3 (second opinion), the kernel for every width."""
+    said: dict[str, str] = {}
+    statuses: dict[str, str] = {}
+    for e in evs:
+        rec = e.numbers.get("existence") if e.layer != Layer.KERNEL else e.numbers.get("parts", {}).get("existence")
+        if not rec:
+            continue
+        statuses[str(e.layer)] = rec["status"]
+        if e.layer == Layer.SYMBOLIC:
+            said["symbolic"] = f"{rec['status']} for {rec.get('width', '?')}: {rec.get('beta_solutions', '')}"
+        elif e.layer == Layer.SOLVER:
+            said["solver"] = (f"{rec['status']}: z3 {', '.join(f'D = {d}: {a}' for d, a in rec['widths'].items())}; "
+                              f"cvc5 {', '.join(f'D = {d}: {a}' for d, a in rec['second_opinion'].items() if a)}")
+        else:
+            said["kernel"] = f"{rec['status']}: {rec['theorem']}"
+    decided = {k: v for k, v in statuses.items() if v in (Status.REFUTED, Status.PROVED)}
+    unfinished = {k: v for k, v in statuses.items() if k not in decided and v != Status.SKIPPED}
+    if not decided or unfinished or len(set(decided.values())) > 1:  # a layer that did not finish is never dropped
+        why = ("no layer decided it" if not decided else
+               f"not every layer decided it ({', '.join(f'{k} {v}' for k, v in unfinished.items())})" if unfinished
+               else "the layers disagree")
+        return None, why, list(statuses), said
+    if set(decided.values()) == {Status.REFUTED}:
+        return (Outcome.FAILS, "no layer of Eqs. 4-6, at any width and with any parameters, equals IH: it differs on "
+                "one of (u, 0, 0), (0, u, 0), (0, 0, u) (" + ", ".join(decided) + ")", list(decided), said)
+    return Outcome.HOLDS, "a layer of Eqs. 4-6 equals IH (" + ", ".join(decided) + ")", list(decided), said
+
+
+#: Theorem 2 says "there exists a KVSA ... IH = KVSA" (Eq. 9); Appendix B's construction is its proof
+T2_PARTS = (
+    Part("construction (the variant's layer)", "detail",
+         "the layer this run builds equals IH on every input: Appendix B's construction as printed (--fix none, the "
+         "paper's proof), or a masked layer outside Eqs. 4-6 (--fix mask, mask+scale: a finding about a different "
+         "layer, not a repair of Theorem 2)", _t2_construction, repairable=False,
+         quantifiers="statement: for every L >= 3 and every input x_1..x_L, this one layer's output equals IH; check: "
+                     "symbolic for symbolic L and s, solver for L <= Lmax, kernel for every L and width, numeric on "
+                     "sampled inputs"),
+    Part("existence (Eqs. 4-6)", "main",
+         "there exists a one-layer single-head KVSA of Eqs. 4-6 with D = d (any alpha1, alpha2, beta1, beta2, W_Q, W_K, "
+         "W_V, W_O, scale and additive position bias, ALiBi's included) equal to IH on every input (Theorem 2, Eq. 9)",
+         _t2_existence, repairable=False,
+         quantifiers="statement: there exist parameters such that for every L and input KVSA = IH; check: for every "
+                     "width D and every parameter choice, an input of length 3 where they differ (symbolic: symbolic "
+                     "D; kernel: every D; solver: D = 1..3, the second opinion)"),
+)
+
+
 THEOREM2 = Claim(
     id="kvshift24:theorem2",
     title="one layer of KV-shift attention equals the induction-head machine (IH = KVSA)",
     source="arXiv 2411.19574 v2, Theorem 2 (proof in Appendix B), Definition 1, Eqs. 4-6",
-    statement=("With a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections and ALiBi slope m, one layer of KV-shift "
-               "attention at the last position equals IH(x) = sum_{s=2}^{L-1} softmax_s(x_L x_{s-1}^T / sigma - m|L - s|) x_s "
-               "for every input x_1..x_L."),
+    statement=("There exists a one-layer single-head KV shifting attention KVSA, with D = d, such that IH = KVSA "
+               "(Eq. 9), IH(x) = sum_{s=2}^{L-1} softmax_s(x_L x_{s-1}^T / sigma - m|L - s|) x_s (Eq. 7); the proof "
+               "(Appendix B) takes a1 = 0, a2 = 1, b1 = 1/sigma, b2 = 0, identity projections and ALiBi slope m."),
+    quantifiers=("there exists a layer of Eqs. 4-6 (D = d) such that for every L and every input KVSA = IH",
+                 "part existence: for every width and every parameter choice, a length-3 input where they differ "
+                 "(symbolic D, kernel every D, solver D <= 3); part construction: for every L and input, the one layer"
+                 " the variant builds (symbolic L, solver L <= Lmax, kernel every L, numeric sampled)"),
     options=(),
     params_type=Theorem2Params,
     checks={"symbolic": _t2_symbolic, "solver": _t2_solver, "numeric": _t2_numeric},
     variants=({"fix": "none"}, {"fix": "mask"}, {"fix": "mask+scale"}),
-    expected={"none": "FAILS", "mask": "FAILS", "mask+scale": "HOLDS WITH FIX"},
+    expected={"none": "FAILS", "mask": "FAILS", "mask+scale": "FAILS"},
+    parts=T2_PARTS,
+    provenance={"mask": Provenance("outside", "drops s = 1 and s = L from the causal softmax: not a layer of Eqs. 4-6"),
+                "mask+scale": Provenance("outside", "drops s = 1 and s = L from the causal softmax and sets b1 = 1: "
+                                         "not a layer of Eqs. 4-6")},
     fix=_t2_fix,
     validate=_t2_validate,
-    repair=("Restrict KVSA's softmax at position L to s = 2..L-1 (mask the s = 1 term, key 0 and value x_1, and the "
-            "s = L term, key x_{L-1} and value x_L) and set b1 = 1; then every summand equals IH's."),
+    repair=("None within Eqs. 4-6: no layer of that form equals IH (part existence). Outside it, a different layer "
+            "does: restrict the softmax at position L to s = 2..L-1 (mask the s = 1 term, key 0 and value x_1, and the "
+            "s = L term, key x_{L-1} and value x_L) and set b1 = 1 (--fix mask+scale); every summand then equals IH's."),
     caveats=(SOURCE_NOTE,
              "Symbolic: exact sympy (exp kept symbolic); general L by four pieces (boundary terms, normaliser, value "
              "scale) written in partial sums, checked against the construction's term tables for L = 3..8, and the "
@@ -445,6 +537,9 @@ THEOREM3 = Claim(
                "length T + 1 (every token once, the last repeated), the last-token loss tends as d -> infinity to Eq. 10 "
                "in (a1, a2, b1, b2); with alpha2 = 1 - alpha1, beta2 = 1 - beta1 the induction head is (alpha1, beta1) "
                "= (0, 1)."),
+    quantifiers=("for every (alpha1, alpha2, beta1, beta2), as d -> infinity: the loss tends to Eq. 10",
+                 "numeric: the exact orthonormal limit on an 11 x 11 grid and d = 256, 1024; kernel: the formula for "
+                 "every T >= 4 on orthonormal embeddings"),
     options=(),
     params_type=Theorem3Params,
     checks={"numeric": _t3_numeric},
@@ -551,6 +646,9 @@ THEOREM1 = Claim(
     statement=("A two-layer single-head ALiBi transformer without FFNs, D = 2d, W_K^(1) = W_Q^(1) = 0, second-layer "
                "slope m (layer 1 with residual, layer 2 without, W^2_O = (I, 0)) approximates IH with sup error "
                "O(e^{-p}), p the first-layer ALiBi slope, uniformly in L."),
+    quantifiers=("there exists a two-layer transformer, for every L (sup over L): error O(e^{-p})",
+                 "symbolic: the construction's error for symbolic p; numeric: p in 1..12, L in 8, 64, 256; kernel: "
+                 "every L (the construction as displayed and with causal ranges)"),
     options=(),
     params_type=Theorem1Params,
     checks={"symbolic": _t1_symbolic, "numeric": _t1_numeric},
@@ -717,6 +815,9 @@ DECODE = Claim(
                "--rope-offset zero and --alibi-distance off-by-one are implementation hazards a decoder must avoid, "
                "not claims of the paper (Appendix F's inference code calls no RoPE and the paper prints no ALiBi "
                "decoding)."),
+    quantifiers=("for every length, prefill and decoded position: the cached output equals the full pass",
+                 "symbolic: L <= 8 as slot lists; solver: 8 prefills; numeric: L = 64, d = 32; kernel: every length, "
+                 "prefill and position (raw-key), one counterexample per failing policy"),
     options=(),
     params_type=DecodeParams,
     checks={"symbolic": _dec_symbolic, "solver": _dec_solver, "numeric": _dec_numeric},

@@ -229,6 +229,10 @@ THEOREM2 = Claim(
     source="arXiv 2412.11459 v2, Theorem 2 (appendix Theorem 3), Eq. 13",
     statement=("W^1_K = sum_{k in Q} chi(k) w_E(k) r_{-1}^T + (W^1_K)' (Eq. 13), and the previous-token association "
                "r_{-1}^T W^1_K w_E(v) is nonzero (= chi(v)), equal for every v in Q, and independent of the position t."),
+    quantifiers=("for every token v in Q and every position t: chi(v) != 0, the same for every v, independent of t "
+                 "(W^1_K after the paper's gradient step, near-orthogonal embeddings, Assumption 1)",
+                 "symbolic: an exactly orthonormal family, every V; solver: |<x, y>| <= eps for every V <= 8; numeric:"
+                 " sampled N(0, I/d) embeddings at d = 1024, V = 64; kernel: the orthonormal idealisation, every V"),
     options=(),
     params_type=Theorem2Params,
     checks=_orientation_checks(PrevTokenConstruction, lambda *a: _symbolic().check_theorem2(*a),
@@ -273,6 +277,9 @@ EQ14 = Claim(
     source="arXiv 2412.11459 v2, Eq. 14 (proof of Theorem 2)",
     statement=("W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T (Eq. 14), and the proof's score (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) "
                "equals psi(z_T) [z_s = z_T]."),
+    quantifiers=("for every trigger pair (z_s, z_T): the score equals psi(z_T) [z_s = z_T]",
+                 "symbolic: orthonormal, V <= 6; solver: |<x, y>| <= eps for every V <= 6; numeric: sampled "
+                 "embeddings; kernel: the orthonormal idealisation, every V"),
     options=(),
     params_type=Eq14Params,
     checks=_orientation_checks(InductionKeyConstruction, lambda *a: _symbolic().check_eq14(*a),
@@ -319,6 +326,8 @@ PROP4 = Claim(
     source="arXiv 2412.11459 v2, Proposition 4",
     statement=("With layer-1 score 1 on the previous token and 0 elsewhere over t visible keys, the attention weight "
                "on the previous token is e/(t + e - 1)."),
+    quantifiers=("for every number t of visible keys: weight e/(t + e - 1)",
+                 "symbolic: symbolic t; numeric: t <= T = 64 on sampled embeddings; kernel: every t"),
     options=(),
     params_type=Prop4Params,
     checks={"symbolic": _p4_symbolic, "numeric": _p4_numeric},

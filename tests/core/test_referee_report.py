@@ -56,7 +56,7 @@ def _t3(**kw: Any) -> ClaimResult:
 
 def test_kvshift24_labels_follow_the_claims_provenance() -> None:
     """theorem1[causal] is our standard-mask reading; every decode variant is ours and four are implementation
-    hazards; the rest are the paper's statement or our repair of it."""
+    hazards; theorem2's masked layers are outside Eqs. 4-6; the rest are the paper's statement or our repair of it."""
     got = {}
     for c in registry.paper_claims("kvshift24"):
         for v in c.variants:
@@ -65,7 +65,8 @@ def test_kvshift24_labels_follow_the_claims_provenance() -> None:
     assert got["kvshift24:theorem1[causal]"] == "reading"
     assert got["kvshift24:theorem1[as-displayed]"] == "paper"
     assert got["kvshift24:theorem3[as-printed]"] == "paper" and got["kvshift24:theorem3[appendix-c]"] == "repair"
-    assert got["kvshift24:theorem2[none]"] == "paper" and got["kvshift24:theorem2[mask+scale]"] == "repair"
+    # the masked layers are outside Eqs. 4-6: a finding about a different layer, never a repair of Theorem 2
+    assert got["kvshift24:theorem2[none]"] == "paper" and got["kvshift24:theorem2[mask+scale]"] == "outside"
     decode = {k: v for k, v in got.items() if k.startswith("kvshift24:decode[")}
     assert len(decode) == 5 and "paper" not in decode.values()
     assert sorted(decode.values()).count("hazard") == 4

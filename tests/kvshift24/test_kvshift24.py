@@ -30,15 +30,21 @@ def _t2():
     ("none", "1", "FAILS"),
     ("none", "2", "FAILS"),
     ("mask", "2", "FAILS"),
-    ("mask", "1", "HOLDS WITH FIX"),
-    ("mask+scale", "2", "HOLDS WITH FIX"),
-    ("mask+scale", "1/3", "HOLDS WITH FIX"),
+    ("mask", "1", "HOLDS"),
+    ("mask+scale", "2", "HOLDS"),
+    ("mask+scale", "1/3", "HOLDS"),
 ])
 def test_theorem2_known_verdicts(fix, sigma, verdict):
+    """``verdict`` is the construction part's (the layer the variant builds); the claim FAILS in every variant: no
+    layer of Eqs. 4-6 equals IH (the existence part), and a masked layer is outside Eqs. 4-6, never a fix."""
     c = _t2()
     p = c.parse_params({"fix": fix, "sigma": sigma, **SMALL})
     r = run_claim(c, p, CTX)
-    assert r.verdict == verdict, [(e.layer, e.status, e.summary) for e in r.evidence]
+    parts = {x.name.split(" (")[0]: x for x in r.parts}
+    assert r.verdict == "FAILS", [(e.layer, e.status, e.summary) for e in r.evidence]
+    assert parts["construction"].verdict == verdict, [(e.layer, e.status, e.summary) for e in r.evidence]
+    assert parts["existence"].verdict == "FAILS" and parts["existence"].role == "main"
+    assert "holds with fix" not in r.reason
     statuses = {e.layer: e.status for e in r.evidence}
     if verdict == "FAILS":
         assert statuses["symbolic"] == "refuted" and statuses["solver"] == "refuted"
@@ -50,7 +56,7 @@ def test_theorem2_known_verdicts(fix, sigma, verdict):
 def test_expectations_recorded_for_every_variant():
     c = _t2()
     assert [c.variant_label(v) for v in c.variants] == ["none", "mask", "mask+scale"]
-    assert c.expected == {"none": "FAILS", "mask": "FAILS", "mask+scale": "HOLDS WITH FIX"}
+    assert c.expected == {"none": "FAILS", "mask": "FAILS", "mask+scale": "FAILS"}  # no Eqs. 4-6 layer equals IH
     assert c.fix({"fix": "none"}) is None and "b1 = 1" in c.fix({"fix": "mask+scale"})
 
 
@@ -249,9 +255,16 @@ def test_cli_witness_exit_1(capsys):
     assert "FAILS" in out
 
 
-def test_cli_mask_scale_exit_0(capsys):
-    assert main(["kvshift24:theorem2", "--fix", "mask+scale", "--L", "32", "--d", "16", "--quiet"]) == 0
-    assert "HOLDS WITH FIX" in capsys.readouterr().out
+def test_cli_mask_scale_exit_1_and_its_construction_part_exit_0(capsys):
+    """The masked layer equals IH (its part, exit 0), but it is outside Eqs. 4-6: Theorem 2 FAILS (exit 1)."""
+    args = ["kvshift24:theorem2", "--fix", "mask+scale", "--L", "32", "--d", "16", "--quiet"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "HOLDS WITH FIX" not in out and "existence (Eqs. 4-6) FAILS" in out
+    assert main([*args, "--part", "construction"]) == 0
+    assert "kvshift24:theorem2[mask+scale,L=32,d=16]: HOLDS\n" in capsys.readouterr().out
+    assert main([*args, "--part", "nope"]) == 2
+    assert "its parts: construction, existence" in capsys.readouterr().err
 
 
 def test_cli_mask_sigma2_names_value_scale(capsys):
@@ -387,7 +400,7 @@ def test_theorem2_alibi_option():
     assert r.verdict == "FAILS" and r.layer("symbolic").status == "refuted"
     assert "no ALiBi bias" in r.layer("symbolic").summary
     r0 = run_claim(c, c.parse_params({"fix": "mask+scale", "alibi": "no", "m": "0", **SMALL}), CTX)
-    assert r0.verdict == "HOLDS WITH FIX"
+    assert r0.verdict == "FAILS" and r0.parts[0].verdict == "HOLDS"  # the masked layer; no Eqs. 4-6 layer exists
 
 
 def test_theorem2_regime_by_input_class():

@@ -267,14 +267,16 @@ def test_normalising_over_the_numerator_flags_is_seen_by_every_layer(monkeypatch
 
 def test_shared_fault_turns_the_repaired_verdict_inconclusive(monkeypatch):
     """The ALiBi sign flipped in the shared logits (and in the numeric evaluator), end to end with the kernel layer:
-HOLDS WITH FIX becomes INCONCLUSIVE (exit code 3).  Layer by layer it is a row of tests/cases.py."""
+the repaired layer's HOLDS (its construction part) becomes INCONCLUSIVE (exit code 3).  Layer by layer it is a row
+of tests/cases.py."""
     from verify.core import registry
     from verify.core.model import EXIT_INCONCLUSIVE, run_claim
     from verify.evidence import Context
 
     c = registry.get("kvshift24:theorem2")
     p = c.parse_params({"fix": "mask+scale", "L": 32, "d": 16, "Lmax": 5})
-    assert run_claim(c, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
+    clean = run_claim(c, p, Context(seed=0))
+    assert clean.verdict == "FAILS" and [x.verdict for x in clean.parts] == ["HOLDS", "FAILS"]
     orig = kc.logits
     _patch_everywhere(monkeypatch, "logits", lambda terms, dq, sigma, m, zero=0: orig(terms, dq, sigma, -m, zero))
     import verify.numeric.kvshift24 as N
@@ -546,7 +548,8 @@ def test_solver_disagreement_makes_the_claim_inconsistent(monkeypatch):
     from verify.proofs.kvshift24 import THEOREM2
 
     p = THEOREM2.parse_params({"fix": "mask+scale", "Lmax": "4"})
-    assert run_claim(THEOREM2, p, Context(seed=0), layers=("solver",)).verdict == "HOLDS WITH FIX"
+    clean = run_claim(THEOREM2, p, Context(seed=0), layers=("solver",))
+    assert clean.verdict == "FAILS" and [x.verdict for x in clean.parts] == ["HOLDS", "FAILS"]
     _cvc5_says(monkeypatch, "sat")
     r = run_claim(THEOREM2, p, Context(seed=0), layers=("solver",))
     assert r.verdict == "INCONSISTENT" and r.layer("solver").solver.disagreements, r.reason

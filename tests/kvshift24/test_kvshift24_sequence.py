@@ -48,7 +48,8 @@ def test_claim_user_path_layers_and_verdict():
     assert r.layer("solver").status == "refuted" and "given input" in r.layer("solver").summary
     assert any("Layers run on the given input" in n for n in r.notes)
     r = check_claim("kvshift24:theorem2", fix="mask+scale", sequence="A B C A", layers=("solver",))
-    assert r.verdict == "HOLDS WITH FIX"  # the given input does not separate: the default proof ran
+    # the given input does not separate: the default proof ran (the masked layer's part holds; Theorem 2 FAILS)
+    assert r.verdict == "FAILS" and r.parts[0].verdict == "HOLDS"
 
 
 def test_embeddings_file_exact_and_numeric(tmp_path):

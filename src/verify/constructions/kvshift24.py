@@ -732,3 +732,80 @@ T1_DEPARTURES = (
     "s = 1 (key y_1 = 0 or x_1) and s = L (key y_L, about x_{L-1}, value x_L), the boundary terms of Theorem 2, "
     "whose weights do not depend on p.",
 )
+
+
+# ------------------------------------------------------------ Theorem 2 as an existence statement (part b)
+
+#: Theorem 2's words (Sec. 3.1, Eq. 9): an existence statement over every layer of Eqs. 4-6
+THEOREM2_WORDS = ("There exists a one-layer single-head KV shifting attention KVSA, with D = d, such that IH = KVSA. "
+                  "(Sec. 3.1, Eq. 9)")
+
+
+@dataclass(frozen=True)
+class Eq46Layer:
+    """One layer of KV shifting attention with free parameters (Sec. 2.2, Eqs. 4-6), read at its last position.
+
+    Q, K, V = X W_Q, X W_K, X W_V (Eq. 4); K^ = alpha1 K + alpha2 Shift(K), V^ = beta1 V + beta2 Shift(V) (Eq. 5,
+    Shift pads a zero row x_0 in front); the last row of Softmax(Q K^T . M / sigma) V^ W_O (Eq. 6, causal mask M),
+    with an additive bias ``bias[s - 1]`` on key s (ALiBi: -p(L - s), Appendix B's choice; Eq. 6 as printed: 0).
+    The entries are in whatever arithmetic :class:`Arith` evaluates (sympy symbols, z3 reals, floats).
+    """
+
+    alpha1: Any
+    alpha2: Any
+    beta1: Any
+    beta2: Any
+    W_Q: Any  # [D, D]
+    W_K: Any
+    W_V: Any
+    W_O: Any
+    sigma: Any
+    bias: Sequence[Any]  # [L]: the bias of key s = 1..L in the last row
+
+
+@dataclass(frozen=True)
+class Arith:
+    """The vector operations :func:`kvsa_last` needs, in one arithmetic.
+
+    vm: row vector times matrix, ``[D] x [D, D] -> [D]``; dot: ``[D] x [D] -> scalar``; lin: ``a x + b y``;
+    zero: the zero row x_0; softmax: scores -> weights (an arithmetic without exp returns positive unknowns);
+    mix: ``sum_s w_s v_s``.
+    """
+
+    vm: Callable[[Any, Any], Any]
+    dot: Callable[[Any, Any], Any]
+    lin: Callable[[Any, Any, Any, Any], Any]
+    zero: Any
+    softmax: Callable[[Sequence[Any]], Sequence[Any]]
+    mix: Callable[[Sequence[Any], Sequence[Any]], Any]
+
+
+def kvsa_last(X: Sequence[Any], layer: Eq46Layer, ar: Arith) -> Any:
+    """The output of one Eqs. 4-6 layer at the last position L = len(X) of ``X = (x_1, .., x_L)``, ``[D]``."""
+    rows = [ar.zero, *X]  # x_0 = 0: the zero row Shift pads in front
+    K = [ar.vm(x, layer.W_K) for x in rows]
+    V = [ar.vm(x, layer.W_V) for x in rows]
+    q = ar.vm(X[-1], layer.W_Q)
+    L = len(X)
+    keys = [ar.lin(layer.alpha1, K[s], layer.alpha2, K[s - 1]) for s in range(1, L + 1)]
+    values = [ar.lin(layer.beta1, V[s], layer.beta2, V[s - 1]) for s in range(1, L + 1)]
+    w = ar.softmax([ar.dot(q, k) / layer.sigma + b for k, b in zip(keys, layer.bias)])
+    return ar.vm(ar.mix(w, values), layer.W_O)
+
+
+#: the inputs of the impossibility argument: u alone in slot 1, 2 or 3 of a length-3 input (1-indexed);
+#: IH(x_1, x_2, x_3) = x_2 (Definition 1 at L = 3: the softmax runs over s = 2 alone), so IH is 0, u, 0
+EXISTENCE_PROBES = (1, 2, 3)
+
+
+def existence_probe(slot: int, u: Any, zero: Any) -> list[Any]:
+    """The length-3 input with u in ``slot`` (1-indexed) and the zero row elsewhere."""
+    return [u if s == slot else zero for s in EXISTENCE_PROBES]
+
+
+#: the argument, as each layer reports it
+EXISTENCE_ARGUMENT = (
+    "IH(x_1, x_2, x_3) = x_2 (Definition 1 at L = 3), so IH is 0, u, 0 on the inputs (u, 0, 0), (0, u, 0), (0, 0, u); "
+    "any Eqs. 4-6 layer gives c * (u W_V W_O) on them with c = (e_1 beta1 + e_2 beta2)/Z, (e_2 beta1 + e_3 beta2)/Z "
+    "and e_3 beta1/Z (e_s > 0 the softmax numerators); the middle one must be u, so u W_V W_O != 0, then the other "
+    "two force beta1 = beta2 = 0 and the middle one is 0 != u.")

@@ -349,6 +349,7 @@ PROVENANCE_KINDS: dict[str, str] = {
     "reading": "our reading of the paper's statement",
     "hazard": "an implementation hazard (ours, not the paper's)",
     "repair": "our repair of the paper's statement",
+    "outside": "a different construction, outside the form the paper quantifies over (a finding, not a repair)",
     "contract": "an implementation's contract (what the library promises; no paper states it)",
 }
 
@@ -383,8 +384,8 @@ class Provenance:
 
 
 #: a part's judge: ``(params, evidence) -> (outcome, or None when undecided; the evidence in one sentence;
-#: the layers it read)``
-PartJudge = Callable[[Any, Sequence[Evidence]], "tuple[Outcome | None, str, Sequence[str]]"]
+#: the layers it read[; each layer's result in one line])``
+PartJudge = Callable[[Any, Sequence[Evidence]], "tuple[Any, ...]"]
 
 
 @dataclass(frozen=True)
@@ -397,16 +398,29 @@ class Part:
         role: ``main`` when the paper's conclusion rests on it (a failure is load-bearing), ``detail`` otherwise.
         statement: what the part says, in the paper's terms.
         judge: reads the layers' evidence (:data:`PartJudge`).
+        repairable: a variant's repair applies to this part (a holding part is then HOLDS WITH FIX); False for a part
+            whose statement does not change with the variant (an existence statement over every layer of the paper's
+            form), or that names the changed construction itself: a holding part is HOLDS.
+        quantifiers: what the part's statement quantifies ("there exists a layer of Eqs. 4-6 ... for every input")
+            and what the check decides it over, printed by ``verify show``.
     """
 
     name: str
     role: str
     statement: str
     judge: PartJudge
+    repairable: bool = True
+    quantifiers: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in PART_ROLES:
             raise ValueError(f"part {self.name!r}: role must be one of {', '.join(PART_ROLES)}, got {self.role!r}")
+
+    @property
+    def key(self) -> str:
+        """The part's name as ``--part`` takes it: its words before a parenthesis, spaces as hyphens
+        (``minimiser (0, 1)`` -> ``minimiser``)."""
+        return self.name.split(" (", 1)[0].strip().replace(" ", "-")
 
 
 @dataclass
@@ -419,6 +433,7 @@ class PartResult:
     verdict: Verdict
     evidence: str
     layers: list[str]
+    by_layer: dict[str, str] = field(default_factory=dict)
 
     @property
     def severity(self) -> str:
@@ -427,7 +442,8 @@ class PartResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"part": self.name, "role": self.role, "severity": self.severity, "statement": self.statement,
-                "verdict": self.verdict.value, "evidence": self.evidence, "layers": list(self.layers)}
+                "verdict": self.verdict.value, "evidence": self.evidence, "layers": list(self.layers),
+                "by_layer": dict(self.by_layer)}
 
 
 def missing_packages(requires: Sequence[tuple[str, str]]) -> list[str]:
@@ -491,6 +507,8 @@ class Claim:
             statistical layer (None: the claim is exact); ``protocol_values(params, ctx)``, when the effective values
             of the options it fixes are not simply their values under the run's profile (:meth:`protocol_run_values`).
             A run that departs from it is EXPLORATORY (never HOLDS or FAILS).
+        quantifiers: ``(statement, check)``: what the paper's statement quantifies (for all / there exists / at
+            which sizes) and what the check decides it over, so a reader sees where they differ (``verify show``).
     """
 
     id: str
@@ -516,6 +534,7 @@ class Claim:
     worker_group: str = ""
     protocol: Any = None
     protocol_values: Callable[[Any, Context], dict[str, Any]] | None = None
+    quantifiers: tuple[str, str] = ("", "")
 
     def __post_init__(self) -> None:
         generated = self.params_type.options()
@@ -643,7 +662,7 @@ class Claim:
 
 #: option names every claim command already has (the CLI's common options); a claim may not declare them
 RESERVED_OPTION_NAMES = frozenset({"format", "seed", "timeout", "layers", "quiet", "no-timings", "brief", "verbose", "junit",
-                                   "plots", "certificates", "full", "cache-dir", "serial", "confirmatory", "help",
+                                   "plots", "certificates", "full", "cache-dir", "serial", "confirmatory", "part", "help",
                                    "version"})
 
 
@@ -911,14 +930,17 @@ def judge_parts(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evid
     run)."""
     out = []
     for part in claim.parts:
-        outcome, said, layers = part.judge(params, evidence)
+        judged = part.judge(params, evidence)
+        outcome, said, layers = judged[:3]
+        by_layer = judged[3] if len(judged) > 3 else {}
         if outcome is None:
             verdict = INCONCLUSIVE
         elif outcome == Outcome.FAILS:
             verdict = FAILS
         else:
-            verdict = HOLDS_WITH_FIX if fix else HOLDS
-        out.append(PartResult(part.name, part.role, part.statement, verdict, said, [str(x) for x in layers]))
+            verdict = HOLDS_WITH_FIX if fix and part.repairable else HOLDS
+        out.append(PartResult(part.name, part.role, part.statement, verdict, said, [str(x) for x in layers],
+                              {str(k): v for k, v in by_layer.items()}))
     return out
 
 
@@ -929,6 +951,7 @@ def _with_parts(verdict: Verdict, reason: str, parts: Sequence[PartResult]) -> t
     failing = [p for p in parts if p.verdict == FAILS]
     if not failing:
         return verdict, reason
+    layers_hold = verdict in (HOLDS, HOLDS_WITH_FIX)  # the layers' checks hold; a part they do not decide fails
     verdict = max(verdict, FAILS)
     mains = [p for p in parts if p.role == "main"]
     if any(p.verdict == FAILS for p in mains):
@@ -938,7 +961,33 @@ def _with_parts(verdict: Verdict, reason: str, parts: Sequence[PartResult]) -> t
     else:
         stands = "the paper's main conclusion is undecided"
     named = "; ".join(f"{p.name}, {p.severity}" for p in failing)
+    if layers_hold:  # never "holds with fix" in front of a failing part: name the parts, the failing ones first
+        said = "; ".join(f"{p.name}: {p.verdict} ({p.evidence})" for p in sorted(parts, key=lambda p: p.verdict != FAILS))
+        return verdict, f"part failing: {named}; {stands}; {said}"
     return verdict, f"{reason}; part failing: {named}; {stands}"
+
+
+def part_named(claim: Claim, key: str) -> Part:
+    """The claim's part ``key`` (:attr:`Part.key`), for ``--part``.
+
+    Raises:
+        InputError: the claim has no parts, or none of that key (the message lists the parts).
+    """
+    keys = [p.key for p in claim.parts]
+    if key not in keys:
+        listed = f"its parts: {', '.join(keys)}" if keys else "it has no parts"
+        raise InputError(f"--part {key!r}: {claim.id} has no such part; {listed}")
+    return claim.parts[keys.index(key)]
+
+
+def only_part(result: ClaimResult, key: str) -> ClaimResult:
+    """The result judged on one part (``--part``): that part's verdict (a layer that did not finish, or
+    layers that disagree, still win), its evidence as the reason, no expectation (one is recorded per variant)."""
+    part = next(p for p in result.parts if p.name == part_named(result.claim, key).name)
+    layers_said = aggregate(result.evidence, result.fix, result.claim.layers_check_parts)[0]
+    verdict = layers_said if layers_said in (INCONCLUSIVE, INCONSISTENT) else part.verdict
+    reason = f"part {part.name} ({part.severity}): {part.evidence}"
+    return dataclasses.replace(result, verdict=verdict, reason=reason, expected=None, parts=[part])
 
 
 def run_claim(

@@ -48,6 +48,7 @@ from verify.core.model import (
     EXIT_INCONCLUSIVE,
     EXIT_OK,
     EXIT_USAGE,
+    PART_ROLES,
     VERDICT_EXIT,
     Claim,
     ClaimResult,
@@ -57,6 +58,8 @@ from verify.core.model import (
     Times,
     VerifyError,
     figures_tally,
+    only_part,
+    part_named,
 )
 from verify.evidence import DEFAULT_TIMEOUT_S, LAYERS
 from verify.pipeline import run
@@ -271,6 +274,9 @@ def _claim_command(name: str) -> click.Command:
                                help="refuse (exit 2, before any work) unless this is the claim's confirmatory run: "
                                     "every option its frozen protocol fixes at the protocol's value, its seeds "
                                     "(see 'verify show CLAIM')"))
+    params.append(click.Option(["--part", "__part"], default=None,
+                               help="judge one part of a claim whose statement says several things (the verdict is "
+                                    "that part's; 'verify show CLAIM' lists the parts)"))
 
     @_common
     def callback(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
@@ -278,8 +284,11 @@ def _claim_command(name: str) -> click.Command:
                  full: bool, cache_dir: str | None, **raw: Any) -> None:
         serial = bool(raw.pop("__serial", False))
         confirmatory = bool(raw.pop("__confirmatory", False))
+        part = raw.pop("__part", None)
         raw = {dest.get(k, k): v for k, v in raw.items()}
         claim, p = resolve_variant(name, raw)
+        if part is not None:
+            part_named(claim, part)  # an unknown part: the list of parts, exit 2, before any work
         lay = parse_layers(layers)
         _preflight(seed, timeout, junit, plots, certificates)
         require_checks(claim, lay)
@@ -288,6 +297,8 @@ def _claim_command(name: str) -> click.Command:
             ctx = context(seed, timeout, progress, full, cache_dir)
             _protocol_preflight(claim, p, ctx, confirmatory)
             result = run_one(claim, p, ctx, lay, 1 if serial else jobs(ctx.claim_jobs))
+        if part is not None:
+            result = only_part(result, part)
         code = result.exit_code
         _write_certificates([result], certificates, prog)
         _emit([result], "claim", fmt, seed, code, [], not no_timings, verbose and not brief)
@@ -375,6 +386,13 @@ def show_cmd(claim: str) -> None:
     click.echo(f"{c.id}: {c.title}")
     click.echo(f"  source:    {c.source}")
     click.echo(f"  statement: {c.statement}")
+    if c.quantifiers[0]:
+        click.echo(f"  quantifiers of the statement: {c.quantifiers[0]}")
+        click.echo(f"  quantifiers of the check:     {c.quantifiers[1]}")
+    for part in c.parts:
+        click.echo(f"  part {part.key} ({part.role}, {PART_ROLES[part.role]}): {part.statement}")
+        if part.quantifiers:
+            click.echo(f"    quantifiers: {part.quantifiers}")
     click.echo("  options:")
     for o in c.options:
         allowed = f" {{{'|'.join(o.choices)}}}" if o.choices else ""

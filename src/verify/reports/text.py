@@ -22,7 +22,7 @@ JSON schema ``verify/1`` (stable; fields are only ever added):
           "parts": [{"part": str, "role": "main" | "detail",                 # a claim's parts, each judged
                      "severity": "load-bearing" | "not load-bearing",       # on its own (additive; [] when
                      "statement": str, "verdict": str, "evidence": str,     # the claim has none)
-                     "layers": [str]}],
+                     "layers": [str], "by_layer": {layer: str}}],      # by_layer: each layer's result (additive)
           "caveats": [str], "findings": [str],
           "figures": [{"figure": str, "paper": value, "ours": value,   # published numbers against ours
                        "reproduced": bool, "note": str, "layer": str,     # (additive; [] when none)
@@ -373,7 +373,8 @@ _PART = {
     "required": ["part", "role", "severity", "statement", "verdict", "evidence", "layers"],
     "properties": {"part": _STR, "role": {"enum": list(PART_ROLES)}, "severity": {"enum": list(PART_ROLES.values())},
                    "statement": _STR, "verdict": {"enum": _VERDICT_NAMES}, "evidence": _STR,
-                   "layers": {"type": "array", "items": {"enum": _LAYER_NAMES}}},
+                   "layers": {"type": "array", "items": {"enum": _LAYER_NAMES}},
+                   "by_layer": {"type": "object", "additionalProperties": _STR}},
 }
 _RESULT = {
     "type": "object",

@@ -133,6 +133,8 @@ PREV_WEIGHT = Claim(
     source="verify example pack (a worked example for claim authors)",
     statement="With score g on the previous token and 0 on the other t - 1 keys, w = e^g/(e^g + t - 1), and w > 1/2 "
               "exactly when g > the threshold (--threshold: log(t-1), the true one, or log(t), a sloppy write-up's).",
+    quantifiers=("for every t >= 2 and every score g: w > 1/2 exactly when g > the threshold",
+                 "symbolic: symbolic t and g; solver: t = 3..--tmax; numeric: sampled g"),
     options=(),
     params_type=PrevWeightParams,
     checks={"symbolic": _symbolic, "solver": _solver, "numeric": _numeric},
