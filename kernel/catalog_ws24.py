@@ -12,7 +12,7 @@ from verify.kernel.spec import KernelStatement as S
 
 #: every V and d, every position t; N only sizes the numeric layer's one-step estimate (the matrix is taken as
 #: given).  Not eps: the theorems are the exact orthonormal idealisation (eps = 0), not the eps-near one.
-_COVERS = ("Vmax", "d", "V", "T", "N")
+_COVERS = ("Vmax", "d", "V", "T", "N", "convention")  # the convention: ws24's kernel wrapper says which applies
 
 _FAMILY13 = ("for every vocabulary size V, every dimension d, every set of trigger tokens Q, every chi and every "
              "family w_E(1..V), r_{-1} orthonormal in R^d (such families exist for every V), with Eq. 13's remainder "

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec
+from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec, reading_text
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
 from verify.numeric.bietti_model import (
@@ -134,10 +134,12 @@ def _profile_of_scores(S: torch.Tensor) -> list[float]:
 
 @seam("numeric.ws24._dense")
 def _dense(con: Any, g: TorchGram) -> torch.Tensor:
-    """The construction's matrix sum_k c(k) a_k b_k^T on the sampled vectors (float64)."""
-    L = torch.stack([g.vec(a) for _, a, _ in con.W.terms])
-    R = torch.stack([g.vec(b) for _, _, b in con.W.terms])
-    c = torch.tensor([float(x) for x, _, _ in con.W.terms], dtype=torch.float64)
+    """The matrix the built model scores query^T M key with, sum_k c(k) a_k b_k^T on the sampled vectors (float64):
+    the construction's W under the query-key convention, W^T under key-query (``con.W_model``)."""
+    W = con.W_model
+    L = torch.stack([g.vec(a) for _, a, _ in W.terms])
+    R = torch.stack([g.vec(b) for _, _, b in W.terms])
+    c = torch.tensor([float(x) for x, _, _ in W.terms], dtype=torch.float64)
     return (L.T * c) @ R
 
 
@@ -293,7 +295,7 @@ def _theorem2_probe(con: PrevTokenConstruction, fr: FrozenParts, g: TorchGram, t
     ``PROBE_SEQUENCES`` sequences).  A coefficient, vector or token read at the wrong row
     drives a regression coefficient beta far from 1; the uniform chi of the data would hide it.
     """
-    probe = PrevTokenConstruction.index_probe(con.V, con.orientation, pattern="legendre")
+    probe = PrevTokenConstruction.index_probe(con.V, con.orientation, pattern="legendre", convention=con.convention)
     chi = torch.tensor([float(c) for c in probe.chi], dtype=torch.float64)
     reading = torch.tensor([probe.displayed_score(v, g) for v in range(1, con.V + 1)], dtype=torch.float64)
     tok = tokens[:PROBE_SEQUENCES]
@@ -313,7 +315,7 @@ def _eq14_probe(con: InductionKeyConstruction, g: TorchGram, tokens: torch.Tenso
     diagonal z_s = z_T against psi(z_T), and the built model's score of the induction target
     against psi of the trigger z_T (first ``PROBE_SEQUENCES`` sequences), each by its
     regression coefficient beta (1 when every row carries its own psi)."""
-    probe = InductionKeyConstruction.index_probe(con.V, con.orientation, pattern="legendre")
+    probe = InductionKeyConstruction.index_probe(con.V, con.orientation, pattern="legendre", convention=con.convention)
     psi = torch.tensor([float(p) for p in probe.psi], dtype=torch.float64)
     diag = torch.tensor([probe.displayed_score(v, v, g) for v in range(1, con.V + 1)], dtype=torch.float64)
     tok, first = tokens[:PROBE_SEQUENCES], s0[:PROBE_SEQUENCES]
@@ -387,7 +389,7 @@ class Theorem2Result:
 
     @property
     def reading(self) -> str:
-        return "w_E(v)^T W^1_K r_{-1}" if self.con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)"
+        return reading_text(self.con.orientation, self.con.convention)
 
 
 def check_theorem2(con: PrevTokenConstruction, d: int, T: int, N: int, seed: int, full: bool = False,
@@ -593,7 +595,8 @@ def check_eq14(con: InductionKeyConstruction, d: int, T: int, N: int, seed: int,
     R = torch.stack([g.vec(b) for _, _, b in con.W.terms])
     M = (g.E @ L.T) * psi @ (R @ g.F.T)  # M[T, s] = w_E(T)^T W Phi_1 w_E(s)
     Sd = (g.F @ L.T) * psi @ (R @ g.E.T)  # Sd[s, T] = (Phi_1 w_E(s))^T W w_E(T)
-    S = M.T if con.orientation == "read-score" else Sd  # S[s, T]: the variant's reading
+    # S[s, T]: the variant's reading (read-score: the model's own score, M.T under query-key, Sd under key-query)
+    S = M.T if con.orientation == "read-score" and con.convention == "query-key" else Sd
     spot = con.displayed_score(1, min(2, V), g)
     if abs(spot - float(S[0, min(2, V) - 1])) > 1e-8 * (1 + abs(spot)):
         raise RuntimeError("vectorised Eq. 14 score disagrees with the construction")

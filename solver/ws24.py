@@ -380,25 +380,28 @@ def _probe_allowance(target: Fraction, coeffs: Sequence[Fraction]) -> sp.Expr:
     return half * (abs(_sym(target)) if target != 0 else min(abs(_sym(c)) for c in coeffs))
 
 
-def _theorem2_probe(orientation: str, eps: Fraction, timeout_ms: int) -> tuple[list[ObligationResult], dict | None, dict]:
+def _theorem2_probe(orientation: str, eps: Fraction, timeout_ms: int,
+                    convention: str = "query-key") -> tuple[list[ObligationResult], dict | None, dict]:
     """Theorem 2's per-token obligations for :meth:`PrevTokenConstruction.index_probe` at V = PROBE_V."""
-    probe = PrevTokenConstruction.index_probe(PROBE_V, orientation)
+    probe = PrevTokenConstruction.index_probe(PROBE_V, orientation, convention=convention)
     rows = []
     for v in range(1, probe.V + 1):
         t = probe.target(v)
         A = _probe_allowance(t, probe.chi)
         left, right = ((wE(v), R_PREV) if orientation == "read-score" else (R_PREV, wE(v)))
         rows.append((f"index probe chi = {_tuple_txt(probe.chi)}, v = {v}, reading",
-                     lambda g, v=v: probe.displayed_score(v, g), t, triangle_bound(left, probe.W, right), A))
+                     lambda g, v=v: probe.displayed_score(v, g), t,
+                     triangle_bound(left, probe.W_model if orientation == "read-score" else probe.W, right), A))
         if orientation != "read-score":
             rows.append((f"index probe chi = {_tuple_txt(probe.chi)}, v = {v}, model score",
-                         lambda g, v=v: probe.model_score(v, g), t, triangle_bound(wE(v), probe.W, R_PREV), A))
+                         lambda g, v=v: probe.model_score(v, g), t, triangle_bound(wE(v), probe.W_model, R_PREV), A))
     return _probe(rows, probe.family(), eps, timeout_ms, probe.chi)
 
 
-def _eq14_probe(orientation: str, eps: Fraction, timeout_ms: int) -> tuple[list[ObligationResult], dict | None, dict]:
+def _eq14_probe(orientation: str, eps: Fraction, timeout_ms: int,
+                convention: str = "query-key") -> tuple[list[ObligationResult], dict | None, dict]:
     """Eq. 14's per-pair obligations for :meth:`InductionKeyConstruction.index_probe` at V = PROBE_V."""
-    probe = InductionKeyConstruction.index_probe(PROBE_V, orientation)
+    probe = InductionKeyConstruction.index_probe(PROBE_V, orientation, convention=convention)
     rows = []
     for T in range(1, probe.V + 1):
         for s_ in range(1, probe.V + 1):
@@ -407,11 +410,11 @@ def _eq14_probe(orientation: str, eps: Fraction, timeout_ms: int) -> tuple[list[
             left, right = ((wE(T), phi_wE(s_)) if orientation == "read-score" else (phi_wE(s_), wE(T)))
             rows.append((f"index probe psi = {_tuple_txt(probe.psi)}, z_s = {s_}, z_T = {T}, reading",
                          lambda g, s_=s_, T=T: probe.displayed_score(s_, T, g), t,
-                         triangle_bound(left, probe.W, right), A))
+                         triangle_bound(left, probe.W_model if orientation == "read-score" else probe.W, right), A))
             if orientation != "read-score":
                 rows.append((f"index probe psi = {_tuple_txt(probe.psi)}, z_s = {s_}, z_T = {T}, model score",
                              lambda g, s_=s_, T=T: probe.model_score(s_, T, g), t,
-                             triangle_bound(wE(T), probe.W, phi_wE(s_)), A))
+                             triangle_bound(wE(T), probe.W_model, phi_wE(s_)), A))
     return _probe(rows, probe.family(), eps, timeout_ms, probe.psi)
 
 
@@ -454,8 +457,9 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
         (witness family re-checked exactly and PSD), ``inconclusive`` (some unknown, or an
         UNSAT from z3 alone) or ``error``.
     """
-    aw = PrevTokenConstruction(con.V, con.chi, "as-written")
-    tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score")
+    aw = PrevTokenConstruction(con.V, con.chi, "as-written", con.convention)
+    tr = PrevTokenConstruction(con.V, con.chi, "transposed" if con.orientation == "transposed" else "read-score",
+                               con.convention)
     exact = _theorem2_chi_refutation(con)
     if exact is not None:
         return exact
@@ -465,11 +469,12 @@ def check_theorem2(con: PrevTokenConstruction, eps: Fraction, timeout_ms: int = 
     results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
     probe_info = None
     if index_probe:
-        p_results, p_witness, probe_info = _theorem2_probe(con.orientation, eps, timeout_ms)
+        p_results, p_witness, probe_info = _theorem2_probe(con.orientation, eps, timeout_ms, con.convention)
         results += p_results
         witness = witness or p_witness
     B_aw = triangle_bound(("r", -1), aw.W, ("w_E", 1))
-    B_tr = triangle_bound(*((("w_E", 1), tr.W, ("r", -1)) if tr.orientation == "read-score" else (("r", -1), tr.W, ("w_E", 1))))
+    B_tr = triangle_bound(*((("w_E", 1), tr.W_model, ("r", -1)) if tr.orientation == "read-score"
+                            else (("r", -1), tr.W, ("w_E", 1))))
     thr, sep, sep_info = _separation(lambda g: aw.displayed_score(1, g), lambda g: tr.displayed_score(1, g), B_aw, B_tr,
                                      eps, timeout_ms, _proved_reading_bound(results, "v = 1, reading", con.orientation))
     extra = {"bound_as_written": f"|r^T W w_E(v)| <= {B_aw}",
@@ -526,10 +531,11 @@ def _theorem2_rows(con: PrevTokenConstruction, A: Any) -> list[tuple]:
         lv = ("w_E", v) if left[0] == "w_E" else left
         rv = ("w_E", v) if right[0] == "w_E" else right
         rows.append((f"v = {v}, reading", lambda g, v=v: con.displayed_score(v, g), con.target(v),
-                     triangle_bound(lv, con.W, rv), A, "displayed_score"))
+                     triangle_bound(lv, con.W_model if con.orientation == "read-score" else con.W, rv), A,
+                     "displayed_score"))
         if con.orientation != "read-score":  # for read-score the reading is the model's score itself
             rows.append((f"v = {v}, model score", lambda g, v=v: con.model_score(v, g), con.target(v),
-                         triangle_bound(("w_E", v), con.W, ("r", -1)), A, "model_score"))
+                         triangle_bound(("w_E", v), con.W_model, ("r", -1)), A, "model_score"))
     return rows
 
 
@@ -606,8 +612,9 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
         index_probe: also run the per-pair obligations of the index probe psi = (1, -2, 3)
             (every pair; see :func:`_probe`).
     """
-    aw = InductionKeyConstruction(con.V, con.psi, "as-written")
-    tr = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "transposed" else "read-score")
+    aw = InductionKeyConstruction(con.V, con.psi, "as-written", con.convention)
+    tr = InductionKeyConstruction(con.V, con.psi, "transposed" if con.orientation == "transposed" else "read-score",
+                                  con.convention)
     if pairs is None:
         pairs = representative_pairs(con)
     scale = _sym(max(abs(p) for p in con.psi)) or sp.Integer(1)
@@ -615,22 +622,23 @@ def check_eq14(con: InductionKeyConstruction, eps: Fraction, timeout_ms: int = 2
     rows = []
     for s_, T in pairs:
         if con.orientation == "read-score":
-            Bd = triangle_bound(("w_E", T), con.W, ("Phi_1 w_E", s_))
+            Bd = triangle_bound(("w_E", T), con.W_model, ("Phi_1 w_E", s_))
         else:
             Bd = triangle_bound(("Phi_1 w_E", s_), con.W, ("w_E", T))
         rows.append((f"z_s = {s_}, z_T = {T}, reading", lambda g, s_=s_, T=T: con.displayed_score(s_, T, g),
                      con.target(s_, T), Bd, A, "displayed_score"))
         if con.orientation != "read-score":  # for read-score the reading is the model's score itself
             rows.append((f"z_s = {s_}, z_T = {T}, model score", lambda g, s_=s_, T=T: con.model_score(s_, T, g),
-                         con.target(s_, T), triangle_bound(("w_E", T), con.W, ("Phi_1 w_E", s_)), A, "model_score"))
+                         con.target(s_, T), triangle_bound(("w_E", T), con.W_model, ("Phi_1 w_E", s_)), A,
+                         "model_score"))
     results, witness, problems, vacuous = _check_rows([r[:5] for r in rows], con.family(), eps, timeout_ms)
     probe_info = None
     if index_probe:
-        p_results, p_witness, probe_info = _eq14_probe(con.orientation, eps, timeout_ms)
+        p_results, p_witness, probe_info = _eq14_probe(con.orientation, eps, timeout_ms, con.convention)
         results += p_results
         witness = witness or p_witness
     B_aw = triangle_bound(("Phi_1 w_E", 1), aw.W, ("w_E", 1))
-    B_tr = (triangle_bound(("w_E", 1), tr.W, ("Phi_1 w_E", 1)) if tr.orientation == "read-score"
+    B_tr = (triangle_bound(("w_E", 1), tr.W_model, ("Phi_1 w_E", 1)) if tr.orientation == "read-score"
             else triangle_bound(("Phi_1 w_E", 1), tr.W, ("w_E", 1)))
     thr, sep, sep_info = _separation(lambda g: aw.displayed_score(1, 1, g), lambda g: tr.displayed_score(1, 1, g), B_aw, B_tr,
                                      eps, timeout_ms, _proved_reading_bound(results, "z_s = 1, z_T = 1, reading", con.orientation))

@@ -34,6 +34,8 @@ from verify.constructions.bilinear import (
     PrevTokenConstruction,
     Vec,
     bilinear,
+    model_score_text,
+    reading_text,
     show,
 )
 from verify.evidence import Evidence, Layer, Status, engine_versions
@@ -77,8 +79,9 @@ def _sum_over_vocab(summand: Callable[[sp.Symbol], sp.Expr], upper: sp.Expr) -> 
     return sp.simplify(sp.Sum(summand(k), (k, 1, upper)).doit())
 
 
-def theorem2_closed_forms() -> dict[str, dict[str, sp.Expr]]:
-    """Closed forms of the displayed and model scores of Eq. 13, for symbolic V.
+def theorem2_closed_forms(convention: str = "query-key") -> dict[str, dict[str, sp.Expr]]:
+    """Closed forms of the displayed and model scores of Eq. 13, for symbolic V, under a score convention
+    (``query-key``: the model scores w_E(v)^T W r_{-1}; ``key-query``: r_{-1}^T W w_E(v)).
 
     Returns:
         ``{orientation: {"displayed": expr, "model": expr}}`` for every orientation of
@@ -96,15 +99,17 @@ def theorem2_closed_forms() -> dict[str, dict[str, sp.Expr]]:
         def W_k(k: sp.Symbol, orientation: str = orientation) -> OuterSum:
             return OuterSum((PrevTokenConstruction.term(k, chi(k), orientation),), "W^1_K")
 
-        disp_left, disp_right = ((("w_E", v), ("r", -1)) if orientation == "read-score" else (("r", -1), ("w_E", v)))
+        model_lr = (("w_E", v), ("r", -1)) if convention == "query-key" else (("r", -1), ("w_E", v))
+        disp_left, disp_right = model_lr if orientation == "read-score" else (("r", -1), ("w_E", v))
         displayed = _sum_over_vocab(lambda k: bilinear(disp_left, W_k(k), disp_right, gram), v + m)
-        model = _sum_over_vocab(lambda k: bilinear(("w_E", v), W_k(k), ("r", -1), gram), v + m)
+        model = _sum_over_vocab(lambda k: bilinear(model_lr[0], W_k(k), model_lr[1], gram), v + m)
         out[orientation] = {"displayed": displayed, "model": model}
     return out
 
 
-def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
-    """Closed forms of the Eq. 14 scores for symbolic V, by the three cases of (s, T).
+def eq14_closed_forms(convention: str = "query-key") -> dict[str, dict[str, sp.Expr]]:
+    """Closed forms of the Eq. 14 scores for symbolic V, by the three cases of (s, T), under a score convention
+    (the model's score w_E(z_T)^T W Phi_1 w_E(z_s) under ``query-key``, its transpose under ``key-query``).
 
     Returns:
         ``{orientation: {"displayed": {case: expr}, "model": {case: expr}}}`` with
@@ -124,11 +129,11 @@ def eq14_closed_forms() -> dict[str, dict[str, sp.Expr]]:
 
         disp, mod = {}, {}
         for case, (s, T, V) in cases.items():
-            if orientation == "read-score":
-                disp[case] = _sum_over_vocab(lambda k: bilinear(("w_E", T), W_k(k), ("Phi_1 w_E", s), gram), V)
-            else:
-                disp[case] = _sum_over_vocab(lambda k: bilinear(("Phi_1 w_E", s), W_k(k), ("w_E", T), gram), V)
-            mod[case] = _sum_over_vocab(lambda k: bilinear(("w_E", T), W_k(k), ("Phi_1 w_E", s), gram), V)
+            qk, kq = (("w_E", T), ("Phi_1 w_E", s)), (("Phi_1 w_E", s), ("w_E", T))
+            lr = qk if convention == "query-key" else kq
+            dl, dr = lr if orientation == "read-score" else kq
+            disp[case] = _sum_over_vocab(lambda k: bilinear(dl, W_k(k), dr, gram), V)
+            mod[case] = _sum_over_vocab(lambda k: bilinear(lr[0], W_k(k), lr[1], gram), V)
         out[orientation] = {"displayed": disp, "model": mod}
     return out
 
@@ -229,12 +234,12 @@ def theorem2_facts(con: PrevTokenConstruction, family_gram: Callable[[Vec, Vec],
     gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
     u = 2 if con.V >= 2 else 1
     return Theorem2Facts(
-        con, theorem2_closed_forms()[con.orientation], gram,
+        con, theorem2_closed_forms(con.convention)[con.orientation], gram,
         FractionOrthonormalGram() if family_gram is None else family_gram,
         scores=[sp.sympify(con.displayed_score(v, gram)) for v in range(1, con.V + 1)],
         model=[sp.sympify(con.model_score(v, gram)) for v in range(1, con.V + 1)],
         u=u, profile=position_profile(con, 1, u, gram), t=sp.Symbol("t", integer=True),
-        reading="w_E(v)^T W^1_K r_{-1}" if con.orientation == "read-score" else "r_{-1}^T W^1_K w_E(v)")
+        reading=reading_text(con.orientation, con.convention))
 
 
 _CHI_V = sp.Function("chi")(sp.Symbol("v", integer=True, positive=True))
@@ -276,9 +281,10 @@ def _theorem2_model(f: Theorem2Facts, base: dict, details: list[str]) -> Evidenc
         return None
     v, got, want, exact = bad
     return Evidence(status=Status.REFUTED, summary=(
-        f"the variant's reading gives chi(v), but the model's own score w_E(v)^T W^1_K r_{{-1}} = {f.forms['model']} "
+        f"the variant's reading gives chi(v), but the model's own score {model_score_text(f.con.convention)} = "
+        f"{f.forms['model']} "
         f"in closed form: at v = {v} it is {got} where the previous-token head needs chi({v}) = {want}"),
-        witness={"clause": "the model's score w_E(v)^T W^1_K r_{-1} equals chi(v)", "v": v,
+        witness={"clause": f"the model's score {model_score_text(f.con.convention)} equals chi(v)", "v": v,
                  "model_score": str(exact), "chi(v)": str(want), "rechecked_in": "fractions.Fraction"},
         details=details, **base)
 
@@ -312,7 +318,7 @@ def _theorem2_probe(con: PrevTokenConstruction, gram, frac_gram, base: dict, det
     vector looked up at the wrong row changes the compared value.  The layer-1 score at
     (t, t-1) is built for every query token v with a different key token z_(t-1) = v + 1
     (cyclically), so a query/key token swap is seen too.  Returns the refutation, or None."""
-    probe = PrevTokenConstruction.index_probe(_probe_size(con.V), con.orientation)
+    probe = PrevTokenConstruction.index_probe(_probe_size(con.V), con.orientation, convention=con.convention)
     t = sp.Symbol("t", integer=True)
     chi_txt = "chi(k) = (-1)^(k+1) k"
     base["numbers"]["index_probe"] = {"chi": [str(c) for c in probe.chi], "V": probe.V}
@@ -359,7 +365,7 @@ def check_eq14(con: InductionKeyConstruction, family_gram: Callable[[Vec, Vec], 
         ``proved`` or ``refuted`` (witness pair re-checked in fractions.Fraction); numbers
         carry ``displayed_score`` and ``model_score`` closed forms by case.
     """
-    forms = eq14_closed_forms()[con.orientation]
+    forms = eq14_closed_forms(con.convention)[con.orientation]
     gram = OrthonormalGram() if family_gram is None else _SympyOf(family_gram)
     frac_gram = FractionOrthonormalGram() if family_gram is None else family_gram
     rows, mrows = [], []
@@ -423,7 +429,7 @@ def _eq14_probe(con: InductionKeyConstruction, gram: Any, frac_gram: Any, base: 
                 details: list[str]) -> Evidence | None:
     """Eq. 14 pair by pair with the index probe psi(k) = (-1)^(k+1) k (distinct coefficients, so that a wrong
     row changes a number): refuted at the first failing pair, else None.  Adds the probe to ``base``."""
-    probe = InductionKeyConstruction.index_probe(_probe_size(con.V), con.orientation)
+    probe = InductionKeyConstruction.index_probe(_probe_size(con.V), con.orientation, convention=con.convention)
     base["numbers"]["index_probe"] = {"psi": [str(p) for p in probe.psi], "V": probe.V}
     base["details"] = details + [f"index probe (psi(k) = (-1)^(k+1) k, V = {probe.V}): the reading and the model's score "
                                  "compared with psi(z_T)[z_s = z_T] for every pair"]

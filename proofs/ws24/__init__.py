@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from verify.constructions.bilinear import ORIENTATIONS, InductionKeyConstruction, PrevTokenConstruction
+from verify.constructions.bilinear import CONVENTIONS, ORIENTATIONS, InductionKeyConstruction, PrevTokenConstruction
 from verify.core.model import Claim, InputError, Paper, Params, param
-from verify.evidence import Context, Evidence, Sized
+from verify.evidence import Context, Evidence, Layer, Sized, Status
 from verify.proofs import with_kernel_layer
 from verify.proofs.ws24 import plots
 
@@ -42,6 +42,15 @@ LEARNING_SCOPE = ("Scope of the verdict: the three layers check the association 
 EQ14_SCOPE = ("Scope of the verdict: the matrix of Eq. 14 is taken as given; the layers check the proof's score and the "
               "model's own induction score for it. Whether training produces Eq. 14 is not checked here.")
 MAX_BYTES = 8 * 2**30
+#: ``--convention``: each convention alone, or both (the default)
+CONVENTION_CHOICES = ("both", *CONVENTIONS)
+CONVENTION_NOTE = ("Score convention: the base model's code (bietti23, ihead_basic_model.py) scores query^T W_K key; "
+                   "ws24's displays r_{-1}^T W^1_K w_E(v) and (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) write key^T W_K query; "
+                   "the ws24 text we can read (its introduction) defines neither. --convention both (the default) "
+                   "checks the two: a variant that holds under one and fails under the other is INCONCLUSIVE, 'depends "
+                   "on the score convention', with both verdicts on the first line. The Coq theorems state the "
+                   "query-key model score; under key-query the kernel answers only as-written, whose display is 0 "
+                   "under either convention.")
 
 def _vmax(default: int, note: str = "") -> Any:
     return param(default, "vocabulary size bound of the symbolic concrete check and the solver layer (every V <= Vmax"
@@ -62,7 +71,12 @@ class Theorem2Params(Params):
     """ws24:theorem2: the orientation variant, the solver's vocabulary bound, the numeric sizes, eps."""
 
     orientation: str = param("as-written", "Eq. 13/14 as written; the matrix transposed (display kept); or read-score "
-                             "(matrix kept, the score read as query^T W_K key)", choices=ORIENTATIONS, variant=True)
+                             "(matrix kept, the display read the model's way)", choices=ORIENTATIONS, variant=True)
+    convention: str = param("both", "what the model's score w^T W_K v means: query-key (query^T W_K key, the base "
+                            "model's code), key-query (key^T W_K query, the order ws24's displays write), or both "
+                            "(the default: the text we can read fixes neither, so both are checked and a verdict "
+                            "that differs between them is INCONCLUSIVE, 'depends on the score convention')",
+                            choices=CONVENTION_CHOICES)
     Vmax: int = _vmax(8)
     d: int = param(1024, "embedding width of the numeric layer", kind="int", minimum=1)
     V: int = param(64, "vocabulary size of the numeric layer", kind="int", minimum=2)
@@ -127,20 +141,56 @@ def _orientation_checks(cls: Any, symbolic_check: Callable[..., Evidence], solve
     ``--d``, ``--T``, ``--N`` and the claim's ``sizes`` (an entry of :data:`SIZES`) under the run's
     profile.  The layer functions are named by reference (imported lazily by the thin wrappers
     below), never looked up by string."""
-    def make(p: Mapping[str, Any], V: int) -> Any:
-        return cls.uniform(V, p["orientation"])
+    def make(p: Mapping[str, Any], V: int, convention: str) -> Any:
+        return cls.uniform(V, p["orientation"], convention=convention)
 
-    def symbolic(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        return symbolic_check(make(p, p["Vmax"]))
+    def symbolic(p: Mapping[str, Any], ctx: Context, c: str) -> Evidence:
+        return symbolic_check(make(p, p["Vmax"], c))
 
-    def solver(p: Mapping[str, Any], ctx: Context) -> Evidence:
-        return solver_upto(lambda V: make(p, V), p["Vmax"], p["eps"], ctx.timeout_ms)
+    def solver(p: Mapping[str, Any], ctx: Context, c: str) -> Evidence:
+        return solver_upto(lambda V: make(p, V, c), p["Vmax"], p["eps"], ctx.timeout_ms)
 
-    def numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    def numeric(p: Mapping[str, Any], ctx: Context, c: str) -> Evidence:
         at = {name: ctx.size(s) for name, s in sizes.items()}
-        return numeric_check(make(p, p["V"]), p["d"], p["T"], p["N"], ctx.seed, full=at.pop("protocol"), **at)
+        return numeric_check(make(p, p["V"], c), p["d"], p["T"], p["N"], ctx.seed, full=at.pop("protocol"), **at)
 
-    return {"symbolic": symbolic, "solver": solver, "numeric": numeric}
+    return {"symbolic": by_convention(symbolic), "solver": by_convention(solver), "numeric": by_convention(numeric)}
+
+
+def by_convention(check: Callable[[Mapping[str, Any], Context, str], Evidence]) -> Callable[..., Evidence]:
+    """A layer check run under ``--convention``: one convention, or both (:func:`combined`)."""
+    def run(p: Mapping[str, Any], ctx: Context) -> Evidence:
+        if p["convention"] != "both":
+            return check(p, ctx, p["convention"])
+        return combined({c: check(p, ctx, c) for c in CONVENTIONS})
+
+    run.__qualname__ = getattr(check, "__qualname__", "check") + " by convention"
+    return run
+
+
+def combined(evs: Mapping[str, Evidence]) -> Evidence:
+    """One layer's evidence under both score conventions: the same answer under both is that answer (the
+    query-key evidence, with both recorded under ``by_convention``); a layer that did not finish under one is that
+    evidence; two finished answers that differ are ``inconclusive``, 'depends on the score convention', with
+    ``numbers["depends_on"]`` naming the option and each value's outcome (read by the verdict's reason), and the
+    query-key measurements beside them (:func:`_convention_line` says so in the findings)."""
+    record = {c: {"status": str(e.status), "outcome": e.outcome.value if e.outcome else None, "summary": e.summary}
+              for c, e in evs.items()}
+    qk, kq = evs["query-key"], evs["key-query"]
+    unfinished = next((e for e in (qk, kq) if not e.status.finished), None)
+    if unfinished is not None or (qk.status, qk.outcome) == (kq.status, kq.outcome):
+        out = unfinished or qk
+        out.numbers = {**out.numbers, "by_convention": record}
+        if unfinished is None:
+            out.summary = f"under either score convention: {out.summary}"
+        return out
+    values = {c: e.outcome.value if e.outcome else str(e.status) for c, e in evs.items()}
+    return Evidence(layer=qk.layer, status=Status.INCONCLUSIVE, engines={**kq.engines, **qk.engines},
+                    summary=("depends on the score convention: " + "; ".join(
+                        f"{c} {values[c]} ({e.summary[:140]})" for c, e in evs.items())),
+                    numbers={**qk.numbers, "by_convention": record,
+                             "depends_on": {"option": "convention", "label": "score convention", "values": values}},
+                    details=[f"{c}: {e.status}: {e.summary}" for c, e in evs.items()])
 
 
 def _symbolic() -> Any:
@@ -185,8 +235,19 @@ def _probe_lines(evs: Sequence[Evidence], coef: str) -> list[str]:
             f"symbolic: exact, token by token): " + "; ".join(parts) + "."]
 
 
+def _convention_line(evs: Sequence[Evidence]) -> list[str]:
+    """The findings' first line when a layer's answer depends on the score convention: both answers, and that the
+    numbers that follow are the query-key ones."""
+    dep = next((e.numbers["depends_on"] for e in evs if "depends_on" in e.numbers), None)
+    if dep is None:
+        return []
+    layers = ", ".join(str(e.layer) for e in evs if "depends_on" in e.numbers)
+    return [f"Depends on the score convention ({layers}): " + ", ".join(f"{c} {o}" for c, o in dep["values"].items())
+            + "; the measurements below are the query-key ones (--convention key-query for the other)."]
+
+
 def _t2_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    out = []
+    out = _convention_line(evs)
     sym = next((e for e in evs if e.layer == "symbolic" and e.numbers), None)
     if sym is not None:
         out.append(f"Exact (orthonormal), variant {p['orientation']}: the association as read = {sym.numbers['displayed_score']}; "
@@ -232,20 +293,23 @@ THEOREM2 = Claim(
     quantifiers=("for every token v in Q and every position t: chi(v) != 0, the same for every v, independent of t "
                  "(W^1_K after the paper's gradient step, near-orthogonal embeddings, Assumption 1)",
                  "symbolic: an exactly orthonormal family, every V; solver: |<x, y>| <= eps for every V <= 8; numeric:"
-                 " sampled N(0, I/d) embeddings at d = 1024, V = 64; kernel: the orthonormal idealisation, every V"),
+                 " sampled N(0, I/d) embeddings at d = 1024, V = 64; kernel: the orthonormal idealisation, every V (query-key);"
+                 " every layer under both score conventions (--convention both)"),
     options=(),
     params_type=Theorem2Params,
     checks=_orientation_checks(PrevTokenConstruction, lambda *a: _symbolic().check_theorem2(*a),
                                lambda *a: _solver().check_theorem2_upto(*a),
                                lambda *a, **k: _numeric().check_theorem2(*a, **k), SIZES["theorem2"]),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
-    expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
+    # --convention both (the default): the repairs depend on the score convention, so they are INCONCLUSIVE
+    expected={"as-written": "FAILS", "transposed": "INCONCLUSIVE", "read-score": "INCONCLUSIVE"},
     fix=_fix,
     validate=_validate,
-    repair=("Keep Eq. 13 and read the score as w_E(v)^T W^1_K r_{-1}, the model's own query^T W_K key (the base model's "
-            "convention): display and previous-token head both give chi(v). Transposing the matrix fixes the display "
-            "but leaves the model's previous-token score ~0, so it is not a repair."),
-    caveats=(LEARNING_SCOPE, RECONSTRUCTED, IDEALIZED),
+    repair=("Which repair makes the whole statement true depends on the score convention, which the text we can read "
+            "does not fix. Under query-key (the base model's code): keep Eq. 13 and read the score as w_E(v)^T W^1_K "
+            "r_{-1}; display and previous-token head both give chi(v), while transposing the matrix leaves the model's "
+            "score ~0. Under key-query (the order of the display): transpose Eq. 13; keeping it leaves the head at 0."),
+    caveats=(LEARNING_SCOPE, RECONSTRUCTED, IDEALIZED, CONVENTION_NOTE),
     explain=_t2_explain,
     cost=("symbolic < 1 s; solver ~1.5-2 s (every V <= 8, plus 3-6 index-probe obligations); numeric ~1 s at d = 1024, "
           "V = 64, T = 32, N = 1024 (index probe included) plus the split one-step estimate (12 runs x 128 sequences "
@@ -257,7 +321,7 @@ THEOREM2 = Claim(
 # ------------------------------------------------------------------ eq14
 
 def _e14_explain(p: Mapping[str, Any], evs: Sequence[Evidence]) -> list[str]:
-    out = []
+    out = _convention_line(evs)
     num = next((e for e in evs if e.layer == "numeric" and e.numbers), None)
     if num is not None:
         n = num.numbers
@@ -279,19 +343,21 @@ EQ14 = Claim(
                "equals psi(z_T) [z_s = z_T]."),
     quantifiers=("for every trigger pair (z_s, z_T): the score equals psi(z_T) [z_s = z_T]",
                  "symbolic: orthonormal, V <= 6; solver: |<x, y>| <= eps for every V <= 6; numeric: sampled "
-                 "embeddings; kernel: the orthonormal idealisation, every V"),
+                 "embeddings; kernel: the orthonormal idealisation, every V (query-key);"
+                 " every layer under both score conventions (--convention both)"),
     options=(),
     params_type=Eq14Params,
     checks=_orientation_checks(InductionKeyConstruction, lambda *a: _symbolic().check_eq14(*a),
                                lambda *a: _solver().check_eq14_upto(*a),
                                lambda *a, **k: _numeric().check_eq14(*a, **k), SIZES["eq14"]),
     variants=({"orientation": "as-written"}, {"orientation": "transposed"}, {"orientation": "read-score"}),
-    expected={"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS WITH FIX"},
+    expected={"as-written": "FAILS", "transposed": "INCONCLUSIVE", "read-score": "INCONCLUSIVE"},
     fix=_fix,
     validate=_validate,
-    repair=("Keep Eq. 14 and evaluate w_E(z_T)^T W^2_K Phi_1 w_E(z_s), the model's query^T W_K key: display and "
-            "induction head both give psi(z_T)[z_s = z_T]. Transposing W^2_K fixes the display only."),
-    caveats=(EQ14_SCOPE, RECONSTRUCTED, IDEALIZED),
+    repair=("Depends on the score convention. Under query-key: keep Eq. 14 and evaluate w_E(z_T)^T W^2_K Phi_1 "
+            "w_E(z_s); display and induction head both give psi(z_T)[z_s = z_T], transposing W^2_K fixes the display "
+            "only. Under key-query: transpose Eq. 14 (keeping it leaves the induction score at 0)."),
+    caveats=(EQ14_SCOPE, RECONSTRUCTED, IDEALIZED, CONVENTION_NOTE),
     explain=_e14_explain,
     cost=("symbolic < 1 s (V <= 6 concrete, index probe included); solver ~2-4 s (every V <= 6, plus 9-18 index-probe "
           "obligations; the separation below eps* follows from the triangle bounds exactly, not from a separate solve); "
@@ -345,7 +411,37 @@ from verify.proofs.ws24.trained import CLAIMS as TRAINED_CLAIMS  # noqa: E402  (
 
 CLAIMS += TRAINED_CLAIMS
 
+
+
+def _kernel_by_convention(claim: Claim) -> Claim:
+    """The kernel check of an orientation claim under ``--convention``: the Coq theorems state the query-key model
+    score, so they answer query-key runs; as-written's theorem (its display is 0) answers every convention; under
+    ``both`` the other variants' answer is labelled as the query-key one, under ``key-query`` there is none."""
+    kernel = claim.checks.get("kernel")
+    if kernel is None or not any(o.name == "convention" for o in claim.options):
+        return claim
+
+    def run(p: Mapping[str, Any], ctx: Context) -> Evidence:
+        if p["convention"] == "query-key" or p["orientation"] == "as-written":
+            return kernel(p, ctx)
+        if p["convention"] == "key-query":
+            return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED,
+                            summary="the Coq theorems state the model's score as query^T W_K key (--convention "
+                                    "query-key); none is stated for key-query")
+        ev = kernel(p, ctx)
+        ev.summary = f"query-key convention only (the Coq theorems' model score): {ev.summary}"
+        ev.numbers = {**ev.numbers, "convention": "query-key"}
+        return ev
+
+    run.__qualname__ = f"kernel check of {claim.id} by convention"
+    import dataclasses
+
+    return dataclasses.replace(claim, checks={**claim.checks, "kernel": run})
+
+
 #: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
-PAPER = with_kernel_layer(Paper(
+_WIRED = with_kernel_layer(Paper(
     key="ws24", title="Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)",
     claims=tuple(CLAIMS), plotters={"ws24:theorem2": plots.theorem2_score_vs_t}))
+PAPER = Paper(key=_WIRED.key, title=_WIRED.title, claims=tuple(_kernel_by_convention(c) for c in _WIRED.claims),
+              plotters=_WIRED.plotters)

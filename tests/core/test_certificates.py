@@ -144,7 +144,7 @@ class TestWs24Obligations:
 
 class TestFiles:
     def test_write_and_recheck_then_tamper(self, tmp_path):
-        p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+        p = paper.THEOREM2.parse_params({"orientation": "transposed", "convention": "query-key", "Vmax": "3"})
         r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
         paths = _write(r, tmp_path)
         assert paths, "no certificate written"
@@ -195,7 +195,7 @@ def test_forged_self_consistent_file_is_caught_by_rebuild(tmp_path):
     from verify.reports.certificates import rebuild_check
     from verify.solver.recheck import encoding_hash
 
-    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "convention": "query-key", "Vmax": "3"})
     r = run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",))
     paths = _write(r, tmp_path)
     assert rebuild_check(tmp_path) == ([], [])
@@ -218,7 +218,7 @@ def test_unsat_without_a_second_way_is_not_proved(monkeypatch):
     import verify.solver.certify as certify
 
     monkeypatch.setattr(certify, "cvc5_opinion", lambda smt2, t, seed=0: ("unknown", "forced"))
-    p = paper.THEOREM2.parse_params({"orientation": "read-score", "Vmax": "3"})
+    p = paper.THEOREM2.parse_params({"orientation": "read-score", "convention": "query-key", "Vmax": "3"})
     r = run_claim(paper.THEOREM2, p, Context(seed=0, certify=False), layers=("solver",))
     ev = r.layer("solver")
     assert ev.status == "inconclusive" and "z3 only" in ev.summary and r.verdict == "INCONCLUSIVE"
@@ -415,7 +415,7 @@ def test_all_zero_multipliers_refused_with_resealed_manifest_and_under_rebuild(t
     from verify.frontends.cli import main
     from verify.reports.certificates import rebuild_check
 
-    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "convention": "query-key", "Vmax": "3"})
     paths = _write(run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",)), tmp_path)
     victim = paths[-1]
     _zeroed(victim)
@@ -438,7 +438,7 @@ def test_each_field_of_a_row_is_tied_to_the_encoding(tmp_path):
     from verify.reports.certificates import rebuild_check
     from verify.solver.recheck import encoding_hash
 
-    p = paper.THEOREM2.parse_params({"orientation": "transposed", "Vmax": "3"})
+    p = paper.THEOREM2.parse_params({"orientation": "transposed", "convention": "query-key", "Vmax": "3"})
     base = tmp_path / "base"
     paths = _write(run_claim(paper.THEOREM2, p, Context(seed=0), layers=("solver",)), base)
     victim = paths[-1].name

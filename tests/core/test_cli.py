@@ -25,7 +25,9 @@ def run(capsys, *args):
 @pytest.mark.parametrize("orientation,code,verdict", [
     ("read-score", 0, "HOLDS WITH FIX"), ("transposed", 1, "FAILS"), ("as-written", 1, "FAILS")])
 def test_theorem2_exit_codes_and_json(capsys, orientation, code, verdict):
-    rc, out, err = run(capsys, "theorem2", "--orientation", orientation, "--format", "json", *SMALL)
+    """Under the query-key score convention (the base model's code); the default, both, is tested in tests/ws24."""
+    rc, out, err = run(capsys, "theorem2", "--orientation", orientation, "--convention", "query-key", "--format", "json",
+                       *SMALL)
     assert rc == code
     doc = json.loads(out)
     assert doc["schema"] == "verify/1" and doc["exit_code"] == code
@@ -113,7 +115,8 @@ def test_same_inputs_same_json(capsys):
 
 
 def test_layers_option_skips(capsys):
-    rc, out, _ = run(capsys, "theorem2", "--orientation", "read-score", "--layers", "symbolic", "--format", "json")
+    rc, out, _ = run(capsys, "theorem2", "--orientation", "read-score", "--convention", "query-key", "--layers",
+                     "symbolic", "--format", "json")
     doc = json.loads(out)
     layers = doc["results"][0]["layers"]
     assert layers["symbolic"]["status"] == "proved" and layers["numeric"]["status"] == "skipped"
@@ -166,28 +169,31 @@ def _expect_all(capsys, monkeypatch, tmp_path, text: str, recorded: dict | None 
 
 
 def test_expect_overrides_the_recorded_expectation_that_agrees(capsys, monkeypatch, tmp_path):
-    """The recorded expectation (HOLDS WITH FIX) equals the verdict; the user's file says FAILS: exit 1."""
+    """The recorded expectation (INCONCLUSIVE: it depends on the score convention) equals the verdict; the user's
+    file says FAILS: exit 1."""
     code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[read-score]: FAILS\n")
-    assert res["ws24:theorem2[read-score]"] == ("HOLDS WITH FIX", "FAILS")
-    assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX"]
+    assert res["ws24:theorem2[read-score]"] == ("INCONCLUSIVE", "FAILS")
+    assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> INCONCLUSIVE"]
     # the variants the file does not name keep their recorded expectation
-    assert res["ws24:theorem2[as-written]"] == ("FAILS", "FAILS") and res["ws24:theorem2[transposed]"] == ("FAILS", "FAILS")
+    assert res["ws24:theorem2[as-written]"] == ("FAILS", "FAILS")
+    assert res["ws24:theorem2[transposed]"] == ("INCONCLUSIVE", "INCONCLUSIVE")
 
 
 def test_expect_overrides_the_recorded_expectation_that_disagrees(capsys, monkeypatch, tmp_path):
     """A stale recorded expectation (HOLDS) that the user's file corrects to the verdict: exit 0, nothing changed;
     without the file the same run exits 1."""
-    stale = {"as-written": "FAILS", "transposed": "FAILS", "read-score": "HOLDS"}
-    code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[read-score]: HOLDS WITH FIX\n", stale)
-    assert (code, changes, res["ws24:theorem2[read-score]"]) == (0, [], ("HOLDS WITH FIX", "HOLDS WITH FIX"))
+    stale = {"as-written": "FAILS", "transposed": "INCONCLUSIVE", "read-score": "HOLDS"}
+    code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[read-score]: INCONCLUSIVE\n", stale)
+    assert (code, changes, res["ws24:theorem2[read-score]"]) == (0, [], ("INCONCLUSIVE", "INCONCLUSIVE"))
     code, changes, _ = _expect_all(capsys, monkeypatch, tmp_path, "# nothing\n", stale)
-    assert code == 1 and changes == ["ws24:theorem2[read-score]: HOLDS -> HOLDS WITH FIX"]
+    assert code == 1 and changes == ["ws24:theorem2[read-score]: HOLDS -> INCONCLUSIVE"]
 
 
 def test_expect_star_applies_to_every_variant(capsys, monkeypatch, tmp_path):
     code, changes, res = _expect_all(capsys, monkeypatch, tmp_path, "ws24:theorem2[*]: FAILS\n")
     assert {k: e for k, (_, e) in res.items()} == {f"ws24:theorem2[{v}]": "FAILS" for v in ("as-written", "transposed", "read-score")}
-    assert code == 1 and changes == ["ws24:theorem2[read-score]: FAILS -> HOLDS WITH FIX"]
+    assert code == 1 and changes == ["ws24:theorem2[transposed]: FAILS -> INCONCLUSIVE",
+                                     "ws24:theorem2[read-score]: FAILS -> INCONCLUSIVE"]
 
 
 def test_progress_reaches_a_log_as_plain_lines(capsys, monkeypatch, tmp_path):

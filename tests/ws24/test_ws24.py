@@ -124,6 +124,55 @@ class TestNumeric:
         assert a == b
 
 
+class TestScoreConvention:
+    """--convention: each variant under query-key and key-query alone, and the default (both)."""
+
+    #: (orientation, convention) -> the verdict; the repairs swap between the conventions, as-written fails under both
+    EXPECTED = {("as-written", "query-key"): "FAILS", ("as-written", "key-query"): "FAILS",
+                ("transposed", "query-key"): "FAILS", ("transposed", "key-query"): "HOLDS WITH FIX",
+                ("read-score", "query-key"): "HOLDS WITH FIX", ("read-score", "key-query"): "FAILS"}
+
+    @pytest.mark.parametrize("claim", [paper.THEOREM2, paper.EQ14], ids=["theorem2", "eq14"])
+    @pytest.mark.parametrize("orientation,convention", sorted(EXPECTED))
+    def test_each_convention_alone(self, claim, orientation, convention):
+        from verify.core import registry
+
+        claim = registry.get(claim.id)
+        p = claim.parse_params({"orientation": orientation, "convention": convention, **SMALL})
+        r = run_claim(claim, p, Context(seed=0), layers=("symbolic", "solver", "kernel"))
+        assert r.verdict == self.EXPECTED[(orientation, convention)], r.reason
+        kernel = r.layer("kernel")
+        if convention == "key-query" and orientation != "as-written":  # the Coq theorems state the query-key score
+            assert kernel.status == "skipped" and "query-key" in kernel.summary
+
+    def test_both_prints_both_verdicts_on_the_first_line(self, capsys):
+        from verify.frontends.cli import main
+
+        code = main(["ws24:theorem2", "--orientation", "transposed", "--layers", "symbolic,solver", "--Vmax", "3",
+                     "--quiet"])
+        first = capsys.readouterr().out.splitlines()[0]
+        assert code == 3 and first == ("ws24:theorem2[transposed,Vmax=3]: INCONCLUSIVE (depends on the score "
+                                       "convention: query-key FAILS, key-query HOLDS WITH FIX)"), first
+
+    def test_combined_keeps_an_unfinished_answer_and_agreeing_answers(self):
+        from verify.evidence import Evidence, Outcome, Status
+        from verify.proofs.ws24 import combined
+
+        ok = Evidence(layer="solver", status=Status.REFUTED, outcome=Outcome.FAILS, summary="x")
+        late = Evidence(layer="solver", status=Status.INCONCLUSIVE, summary="timeout")
+        assert combined({"query-key": ok, "key-query": late}).status == "inconclusive"
+        assert "depends_on" not in combined({"query-key": ok, "key-query": late}).numbers  # a timeout is no answer
+        same = combined({"query-key": Evidence(layer="solver", status=Status.REFUTED, outcome=Outcome.FAILS),
+                         "key-query": Evidence(layer="solver", status=Status.REFUTED, outcome=Outcome.FAILS)})
+        assert same.status == "refuted" and set(same.numbers["by_convention"]) == {"query-key", "key-query"}
+
+    def test_bad_convention_is_refused(self, capsys):
+        from verify.frontends.cli import main
+
+        assert main(["ws24:theorem2", "--convention", "kq"]) == 2
+        assert main(["ws24:prop4", "--convention", "query-key"]) == 2
+
+
 class TestClaimVerdicts:
     @pytest.mark.parametrize("claim", [paper.THEOREM2, paper.EQ14], ids=["theorem2", "eq14"])
     @pytest.mark.parametrize("orientation", ["as-written", "transposed", "read-score"])
@@ -135,7 +184,11 @@ class TestClaimVerdicts:
         r = run_claim(claim, p, Context(seed=0))
         assert r.verdict == claim.expected[orientation]
         assert {e.layer: e.status for e in r.evidence}.keys() == {"symbolic", "solver", "numeric", "kernel"}
-        assert all(e.status in ("proved", "refuted", "consistent") for e in r.evidence)
+        if orientation != "as-written":  # the repairs depend on the score convention: both answers recorded
+            assert r.reason.startswith("depends on the score convention (--convention): "), r.reason
+            assert all(e.status in ("proved", "refuted", "consistent", "inconclusive") for e in r.evidence)
+        else:
+            assert all(e.status in ("proved", "refuted", "consistent") for e in r.evidence)
         for e in r.evidence:
             if e.layer == "kernel":  # a theorem for every size: it names its theorems, not measured scores
                 assert e.numbers["theorems"].startswith("Verify.Ws24.")
@@ -148,7 +201,7 @@ class TestFaultInjection:
 
     def test_orientation_flipped(self, monkeypatch):
         # a bug that builds the transposed matrix whatever the option: read-score loses its head
-        p = paper.THEOREM2.parse_params({"orientation": "read-score", **SMALL})
+        p = paper.THEOREM2.parse_params({"orientation": "read-score", "convention": "query-key", **SMALL})
         assert run_claim(paper.THEOREM2, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
         monkeypatch.setattr(PrevTokenConstruction, "term",
                             staticmethod(lambda k, coef, orientation: (coef, ("r", -1), ("w_E", k))))

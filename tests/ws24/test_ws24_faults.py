@@ -35,10 +35,10 @@ def test_symbolic_t_independence_can_fail(monkeypatch):
 
 
 def test_symbolic_model_score_clause_can_fail(monkeypatch):
-    """read-score proved; a model whose own previous-token score is lost (the display still
-    reading chi(v)) must be refuted on the model's-score clause, and the transposed variant
-    (display fixed, head broken) is refuted on the same clause."""
-    con = PrevTokenConstruction.uniform(3, "read-score")
+    """transposed under key-query proved (there the display is the model's score); a model whose own
+    previous-token score is lost (the display still reading chi(v)) must be refuted on the model's-score clause,
+    and the transposed variant under query-key (display fixed, head broken) is refuted on the same clause."""
+    con = PrevTokenConstruction.uniform(3, "transposed", convention="key-query")
     assert sym.check_theorem2(con).status == "proved"
     ev = sym.check_theorem2(PrevTokenConstruction.uniform(3, "transposed"))
     assert ev.status == "refuted" and "model's score" in ev.witness["clause"] and ev.witness["model_score"] == "0"
@@ -251,7 +251,8 @@ def test_claim_verdict_changes_on_a_coefficient_row_fault(monkeypatch):
     from verify.evidence import Context
     from verify.proofs import ws24 as paper
 
-    small = {"orientation": "read-score", "d": "256", "V": "16", "T": "8", "N": "64", "Vmax": "3"}
+    small = {"orientation": "read-score", "convention": "query-key", "d": "256", "V": "16", "T": "8", "N": "64",
+             "Vmax": "3"}
     p = paper.THEOREM2.parse_params(small)
     assert run_claim(paper.THEOREM2, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
     monkeypatch.setattr(PrevTokenConstruction, "W", _cyclic_coefficients(PrevTokenConstruction, "chi"))
@@ -368,7 +369,8 @@ def test_r_minus1_looked_up_as_the_wrong_row_changes_the_verdict(monkeypatch):
     from verify.evidence import Context
     from verify.proofs import ws24 as paper
 
-    p = paper.THEOREM2.parse_params({"orientation": "read-score", "d": "256", "V": "16", "T": "8", "N": "64", "Vmax": "3"})
+    p = paper.THEOREM2.parse_params({"orientation": "read-score", "convention": "query-key", "d": "256", "V": "16",
+                                     "T": "8", "N": "64", "Vmax": "3"})
     assert run_claim(paper.THEOREM2, p, Context(seed=0)).verdict == "HOLDS WITH FIX"
     monkeypatch.setattr(bilinear, "R_PREV", ("r", -2))
     r = run_claim(paper.THEOREM2, p, Context(seed=0))

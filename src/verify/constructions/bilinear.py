@@ -43,6 +43,34 @@ ORIENTATIONS = ("as-written", "transposed", "read-score")
 """
 
 
+CONVENTIONS = ("query-key", "key-query")
+"""What the score w^T W_K v of a key matrix means (``--convention``): ``query-key``, the model scores key s for
+query t as query^T W_K key (the base model's public code, bietti23 ihead_basic_model.py, Attention.forward:
+x_t . (W_K x_s)); ``key-query``, as key^T W_K query, the order ws24's displays r_{-1}^T W^1_K w_E(v) and
+(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) write.  The model's own score under ``key-query`` is the ``query-key`` score of
+W_K^T (:attr:`PrevTokenConstruction.W_model`)."""
+
+
+def model_score_text(convention: str, layer: int = 1) -> str:
+    """The model's own score in the paper's notation under a convention (layer 1: Eq. 13; layer 2: Eq. 14)."""
+    if layer == 1:
+        return "w_E(v)^T W^1_K r_{-1}" if convention == "query-key" else "r_{-1}^T W^1_K w_E(v)"
+    return ("w_E(z_T)^T W^2_K Phi_1 w_E(z_s)" if convention == "query-key"
+            else "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T)")
+
+
+def reading_text(orientation: str, convention: str, layer: int = 1) -> str:
+    """The variant's reading of the association: the display as printed, or (``read-score``) the model's score."""
+    if orientation == "read-score":
+        return model_score_text(convention, layer)
+    return "r_{-1}^T W^1_K w_E(v)" if layer == 1 else "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T)"
+
+
+def check_convention(convention: str) -> None:
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+
+
 def matrix_orientation(orientation: str) -> str:
     """The orientation of the matrix itself: ``read-score`` keeps the printed matrix."""
     return "transposed" if orientation == "transposed" else "as-written"
@@ -187,6 +215,7 @@ class PrevTokenConstruction:
     V: int
     chi: tuple[Fraction, ...]
     orientation: str = "as-written"
+    convention: str = "query-key"
 
     def __post_init__(self) -> None:
         if self.V < 1:
@@ -195,14 +224,17 @@ class PrevTokenConstruction:
             raise ValueError(f"chi must have V = {self.V} entries, got {len(self.chi)}")
         if self.orientation not in ORIENTATIONS:
             raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {self.orientation!r}")
+        check_convention(self.convention)
 
     @classmethod
-    def uniform(cls, V: int, orientation: str = "as-written", chi: Fraction = Fraction(1)) -> "PrevTokenConstruction":
+    def uniform(cls, V: int, orientation: str = "as-written", chi: Fraction = Fraction(1),
+                convention: str = "query-key") -> "PrevTokenConstruction":
         """chi(k) = chi for every k (the symmetric Appendix C.2 data)."""
-        return cls(V=V, chi=tuple(Fraction(chi) for _ in range(V)), orientation=orientation)
+        return cls(V=V, chi=tuple(Fraction(chi) for _ in range(V)), orientation=orientation, convention=convention)
 
     @classmethod
-    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating") -> "PrevTokenConstruction":
+    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating",
+                    convention: str = "query-key") -> "PrevTokenConstruction":
         """Eq. 13 with distinct coefficients: chi(k) = (-1)^(k+1) k (:func:`alternating_ramp`,
         the exact layers) or, with ``pattern="legendre"``, :func:`legendre_ramp` (sampled layers).
 
@@ -210,7 +242,7 @@ class PrevTokenConstruction:
         the layers use it to check the per-token identity 'association = chi(v)', which Eq. 13
         gives for any chi, in a configuration where a wrong row changes the number compared.
         """
-        return cls(V=V, chi=_ramp(V, pattern), orientation=orientation)
+        return cls(V=V, chi=_ramp(V, pattern), orientation=orientation, convention=convention)
 
     @staticmethod
     @seam("ws24.PrevTokenConstruction.term")
@@ -229,6 +261,12 @@ class PrevTokenConstruction:
             "W^1_K",
         )
 
+    @property
+    def W_model(self) -> OuterSum:
+        """The matrix M with which the model scores query^T M key: W under ``query-key``, W^T under
+        ``key-query`` (key^T W query = query^T W^T key)."""
+        return self.W if self.convention == "query-key" else self.W.transposed()
+
     def family(self) -> list[Vec]:
         """The near-orthonormal family the construction lives in."""
         return [wE(k) for k in range(1, self.V + 1)] + [R_PREV]
@@ -237,17 +275,18 @@ class PrevTokenConstruction:
         """The variant's reading of the previous-token association.
 
         ``as-written`` and ``transposed``: r_{-1}^T W^1_K w_E(v), the score Theorem 2
-        displays; ``read-score``: w_E(v)^T W^1_K r_{-1} (the display read as query^T W_K key).
+        displays; ``read-score``: the display read the model's way, the model's own score (w_E(v)^T W^1_K r_{-1}
+        under ``query-key``; under ``key-query`` that is the display itself).
         """
         if self.orientation == "read-score":
-            return bilinear(wE(v), self.W, R_PREV, gram)
+            return self.model_score(v, gram)
         return bilinear(R_PREV, self.W, wE(v), gram)
 
     @seam("ws24.PrevTokenConstruction.model_score")
     def model_score(self, v: int, gram: Callable[[Vec, Vec], Any]) -> Any:
-        """w_E(v)^T W^1_K r_{-1}: the model's own score query^T W_K key at s = t-1
-        (the key-side part r_{s-t} of w_E(z_s) + r_{s-t}), whatever the variant."""
-        return bilinear(wE(v), self.W, R_PREV, gram)
+        """The model's own score at s = t-1 (the key-side part r_{s-t} of w_E(z_s) + r_{s-t}), whatever the
+        variant: w_E(v)^T W^1_K r_{-1} under ``query-key``, r_{-1}^T W^1_K w_E(v) under ``key-query``."""
+        return bilinear(wE(v), self.W_model, R_PREV, gram)
 
     @staticmethod
     @seam("ws24.PrevTokenConstruction.rel_offset")
@@ -262,8 +301,8 @@ class PrevTokenConstruction:
         ``t``, ``s`` may be sympy expressions (the symbolic layer passes a symbolic t and
         s = t - 1, so the score is built as a function of the position).
         """
-        return (bilinear(wE(z_t), self.W, wE(z_s), gram)
-                + bilinear(wE(z_t), self.W, ("r", self.rel_offset(t, s)), gram))
+        return (bilinear(wE(z_t), self.W_model, wE(z_s), gram)
+                + bilinear(wE(z_t), self.W_model, ("r", self.rel_offset(t, s)), gram))
 
     def target(self, v: int) -> Fraction:
         """What the statement says the displayed score equals: chi(v)."""
@@ -293,6 +332,7 @@ class InductionKeyConstruction:
     V: int
     psi: tuple[Fraction, ...]
     orientation: str = "as-written"
+    convention: str = "query-key"
 
     def __post_init__(self) -> None:
         if self.V < 1:
@@ -301,19 +341,22 @@ class InductionKeyConstruction:
             raise ValueError(f"psi must have V = {self.V} entries, got {len(self.psi)}")
         if self.orientation not in ORIENTATIONS:
             raise ValueError(f"orientation must be one of {ORIENTATIONS}, got {self.orientation!r}")
+        check_convention(self.convention)
 
     @classmethod
-    def uniform(cls, V: int, orientation: str = "as-written", psi: Fraction = Fraction(1)) -> "InductionKeyConstruction":
+    def uniform(cls, V: int, orientation: str = "as-written", psi: Fraction = Fraction(1),
+                convention: str = "query-key") -> "InductionKeyConstruction":
         """psi(k) = psi for every k (the symmetric Appendix C.2 data)."""
-        return cls(V=V, psi=tuple(Fraction(psi) for _ in range(V)), orientation=orientation)
+        return cls(V=V, psi=tuple(Fraction(psi) for _ in range(V)), orientation=orientation, convention=convention)
 
     @classmethod
-    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating") -> "InductionKeyConstruction":
+    def index_probe(cls, V: int, orientation: str = "as-written", pattern: str = "alternating",
+                    convention: str = "query-key") -> "InductionKeyConstruction":
         """Eq. 14 with distinct coefficients psi(k) = (-1)^(k+1) k (:func:`alternating_ramp`;
         ``pattern="legendre"``: :func:`legendre_ramp`),
         so that a wrong row (a coefficient, a target or a vector looked up at the wrong index)
         changes a compared number."""
-        return cls(V=V, psi=_ramp(V, pattern), orientation=orientation)
+        return cls(V=V, psi=_ramp(V, pattern), orientation=orientation, convention=convention)
 
     @staticmethod
     def term(k: Any, coef: Any, orientation: str) -> tuple[Any, Vec, Vec]:
@@ -328,19 +371,25 @@ class InductionKeyConstruction:
             "W^2_K",
         )
 
+    @property
+    def W_model(self) -> OuterSum:
+        """W under ``query-key``, W^T under ``key-query`` (see :attr:`PrevTokenConstruction.W_model`)."""
+        return self.W if self.convention == "query-key" else self.W.transposed()
+
     def family(self) -> list[Vec]:
         return [wE(k) for k in range(1, self.V + 1)] + [phi_wE(k) for k in range(1, self.V + 1)]
 
     def displayed_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
         """The variant's reading: (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) (as written, transposed) or
-        w_E(z_T)^T W^2_K Phi_1 w_E(z_s) (``read-score``), with z_s = s_tok, z_T = T_tok."""
+        the model's own score (``read-score``: the display read the model's way), with z_s = s_tok, z_T = T_tok."""
         if self.orientation == "read-score":
-            return bilinear(wE(T_tok), self.W, phi_wE(s_tok), gram)
+            return self.model_score(s_tok, T_tok, gram)
         return bilinear(phi_wE(s_tok), self.W, wE(T_tok), gram)
 
     def model_score(self, s_tok: int, T_tok: int, gram: Callable[[Vec, Vec], Any]) -> Any:
-        """w_E(z_T)^T W^2_K Phi_1 w_E(z_s): the model's query^T W_K key."""
-        return bilinear(wE(T_tok), self.W, phi_wE(s_tok), gram)
+        """The model's own score of key Phi_1 w_E(z_s) for query w_E(z_T): w_E(z_T)^T W^2_K Phi_1 w_E(z_s) under
+        ``query-key``, (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) under ``key-query``."""
+        return bilinear(wE(T_tok), self.W_model, phi_wE(s_tok), gram)
 
     @seam("ws24.InductionKeyConstruction.target")
     def target(self, s_tok: int, T_tok: int) -> Fraction:

@@ -837,6 +837,9 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
             return verdict, "solvers disagree (z3 vs cvc5) on " + "; ".join(split)
         return verdict, f"layers disagree: {', '.join(holds)} say holds, {', '.join(fails)} say fails"
     if verdict == INCONCLUSIVE:
+        depends = _depends_on(ran, fix)
+        if depends:
+            return verdict, depends
         unfinished = [f"{e.layer} {e.status}" for e in ran if not e.status.finished]
         return verdict, ("not every layer finished: " + ", ".join(unfinished)) if unfinished else "no layer ran"
     kernel = [e for e in ran if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)]
@@ -849,6 +852,21 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
     if verdict == HOLDS_WITH_FIX:
         return verdict, f"holds with fix: {fix}" + checked
     return verdict, "every layer that ran supports the statement: " + ", ".join(holds) + checked
+
+
+def _depends_on(ran: Sequence[Evidence], fix: str | None) -> str:
+    """The reason of an INCONCLUSIVE verdict whose every unfinished layer answered both ways of one option (ws24's
+    score convention): ``depends on the score convention (--convention): query-key FAILS, key-query HOLDS WITH
+    FIX``; '' when some unfinished layer did not (a timeout, an error: the usual reason)."""
+    unfinished = [e for e in ran if not e.status.finished]
+    deps: list[dict[str, Any]] = [e.numbers.get("depends_on") or {} for e in unfinished]
+    if not deps or not all(deps) or len({(d["option"], tuple(sorted(d["values"].items()))) for d in deps}) != 1:
+        return ""
+    option, values, label = deps[0]["option"], deps[0]["values"], deps[0].get("label", deps[0]["option"])
+    said = {Outcome.HOLDS.value: (HOLDS_WITH_FIX if fix else HOLDS).value, Outcome.FAILS.value: FAILS.value}
+    return (f"depends on the {label} (--{option}): "
+            + ", ".join(f"{k} {said.get(v, v)}" for k, v in values.items())
+            + f" ({', '.join(str(e.layer) for e in unfinished)}); the text does not fix one")
 
 
 @contextmanager

@@ -274,8 +274,10 @@ def short_text(r: ClaimResult, timings: bool = True) -> str:
     from verify.core.specs import run_id
 
     rid = run_id(r.claim, r.params)
-    lines = _exploratory_banner(r) + [f"{rid}: {r.verdict}", f"  statement: {r.claim.statement}",
-                                      f"  source:    {r.claim.source}"]
+    head = f"{rid}: {r.verdict}"
+    if r.reason.startswith("depends on "):  # both answers on the first line (ws24's score convention)
+        head += " (" + r.reason.split(" (", 2)[0] + ": " + r.reason.split(": ", 1)[1].split(" (", 1)[0] + ")"
+    lines = _exploratory_banner(r) + [head, f"  statement: {r.claim.statement}", f"  source:    {r.claim.source}"]
     for ev in r.evidence:
         if ev.status == Status.SKIPPED:
             continue
