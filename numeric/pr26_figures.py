@@ -247,7 +247,11 @@ def check_prop2(Ls: Sequence[int] = (30, 60), L0: int = 20, trials: int = 8000, 
     sensitivity band of the L = 30 rates (``sens_trials`` trials each; empty = none).
 
     Outcome holds when 1/(k-1) lies in the Wilson interval of the conditional hit rate at every
-    L, at level 97.5% each (Bonferroni over the two lengths: family-wise 95%); 95% intervals are
+    L, at level 97.5% each (Bonferroni over the two lengths: family-wise 95%), and the negative control, the
+    competing rate 1/(k-2) (an off-by-one in k), lies outside the interval at the first length; fails when 1/(k-1)
+    is outside at some L; inconclusive when neither: the check could not have told 1/(k-1) from 1/(k-2).  Power
+    statement per length (:data:`PROP2_POWER`): the conditional events at which the interval excludes 1/(k-2) with
+    that probability when the rate is 1/(k-1), and the exact probability at this run's events.  95% intervals are
     reported.  The published L = 30 rates are Figures (``figures``), not part of the verdict.
     """
     # trials at the first length; later lengths get trials * Ls[0] / L (at least fits): a trial at L
@@ -268,6 +272,8 @@ def check_prop2(Ls: Sequence[int] = (30, 60), L0: int = 20, trials: int = 8000, 
         inside = [name for name, v in alts.items() if v is not None and lo <= v <= hi]
         if inside:
             unresolved.append(f"L = {r['L']}: the interval also admits {', '.join(inside)}")
+    control = [prop2_control(r) for r in res]
+    separated = control[0]["rejected"]
     figures = [f for r in res for f in prop2_figures(r)]
     if L0 == 20:
         figures.append(not_computed("Prop. 2: a rescuing W exists (Monte Carlo)", PROP2_RESCUE, PROP2_RESCUE_WHY))
@@ -288,21 +294,58 @@ def check_prop2(Ls: Sequence[int] = (30, 60), L0: int = 20, trials: int = 8000, 
     if unresolved:
         details.append("resolution: " + "; ".join(unresolved) + " (more trials, e.g. --full, narrow the interval; "
                        "the check cannot tell these formulas apart at this sample size)")
+    details += [control_line(c) for c in control]
     if sens:
         details.append(f"learning-rate band at L = 30 ({sens_trials} trials each): " + "; ".join(
             f"lr {x['lr']}: conditional {x['conditional']}, unconditional {x['unconditional']}, winner new "
             f"{x['winner_new']}" for x in sens))
     settings = eng.fit(get_family("learned-absolute"), get_task("prev"), L0, seed, **(fit_kw or {})).settings
-    return _ev(status=Status.CONSISTENT, outcome=Outcome.FAILS if bad else Outcome.HOLDS, seed=seed, figures=figures,
-               numbers={"runs": res, "problems": bad, "fit_settings": settings, "lr_sensitivity": sens},
+    status, outcome = ((Status.CONSISTENT, Outcome.FAILS) if bad else (Status.CONSISTENT, Outcome.HOLDS) if separated
+                       else (Status.INCONCLUSIVE, None))
+    cannot = ("" if bad or separated else "; the check cannot separate 1/(k-1) from the negative control 1/(k-2) at "
+              f"L = {res[0]['L']} with {res[0]['winner_other_new']} events (exact power "
+              f"{control[0]['power_at_this_run']:.2f}; {control[0]['events_for_power']} events give "
+              f"{PROP2_POWER:.0%}): " + control_line(control[0]))
+    return _ev(status=status, outcome=outcome, seed=seed, figures=figures,
+               numbers={"runs": res, "problems": bad, "fit_settings": settings, "lr_sensitivity": sens,
+                        "negative_control": control},
                tolerance=("1/(k-1) must lie in the 97.5% Wilson interval of the conditional hit rate at each L "
                           "(Bonferroni over the lengths: family-wise 95%); 95% intervals reported"),
                summary=("; ".join(f"L = {r['L']}: conditional hit rate {r['conditional_hit_rate_nonself']:.4f} vs "
                                   f"1/(k-1) = {r['chance_1_over_k_minus_1']:.4f} (k = {r['k']}, "
                                   f"{r['winner_other_new']} events), unconditional {r['unconditional_hit_rate']:.4f}, "
                                   f"winner new {100 * r['winner_new_fraction']:.1f}%" for r in res)
-                        + ("" if not bad else "; problems: " + "; ".join(bad))),
+                        + ("" if not bad else "; problems: " + "; ".join(bad))
+                        + ("; negative control 1/(k-2) rejected at L = " + str(res[0]["L"]) if separated else "")
+                        + cannot),
                details=details)
+
+
+#: the power a Prop. 2 run is sized for: the probability that the interval excludes the negative control 1/(k-2)
+#: when the rate is 1/(k-1) (the --trials default, 24000 at L = 30, gives it at the event rate 0.29 of the 8000-trial
+#: runs: events_for_power(1/9, 1/8, 0.975, 0.9) = 6599 events, i.e. 22 800 trials, rounded up)
+PROP2_POWER = 0.9
+
+
+def prop2_control(r: dict) -> dict:
+    """The negative control of one length's run: the competing rate 1/(k-2) against the same 97.5% interval, with
+    the power statement (:data:`PROP2_POWER`): the events needed, the trials they take at this run's event rate, and
+    the exact probability of rejecting 1/(k-2) at this run's events."""
+    k, n = r["k"], r["winner_other_new"]
+    p1, p2 = 1 / (k - 1), 1 / (k - 2)
+    lo, hi = r["conditional_hit_rate_nonself_ci_decision"]
+    need = stats.events_for_power(p1, p2, 0.975, PROP2_POWER)
+    rate = n / r["trials"] if r["trials"] else 0.0
+    return {"L": r["L"], "k": k, "rate": p2, "inside": lo <= p2 <= hi, "rejected": not lo <= p2 <= hi, "events": n,
+            "events_for_power": need, "trials_for_power": math.ceil(need / rate) if rate else None,
+            "power_at_this_run": round(stats.wilson_exclusion_power(n, p1, p2, 0.975), 4)}
+
+
+def control_line(c: dict) -> str:
+    return (f"negative control at L = {c['L']} (k = {c['k']}): 1/(k-2) = {c['rate']:.4f} "
+            f"{'rejected (outside' if c['rejected'] else 'NOT rejected (inside'} the 97.5% interval); power "
+            f"{c['power_at_this_run']:.2f} at {c['events']} events, {PROP2_POWER:.0%} needs {c['events_for_power']} "
+            f"events (~{c['trials_for_power']} trials at this event rate)")
 
 
 # ----------------------------------------------------------------------------- Prop. 3

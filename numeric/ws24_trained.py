@@ -490,10 +490,11 @@ def model_global_coefficient(m: Mapping[str, torch.Tensor], z: Sequence[int], pi
     return c, float((g - c * lp).abs().max())
 
 
-def formula_logits(z: Sequence[int], pi: torch.Tensor, tau1: float, tau2: float, tau3: float) -> torch.Tensor:
+def formula_logits(z: Sequence[int], pi: torch.Tensor, tau1: float, tau2: float, tau3: float,
+                   coefficient: float | None = None) -> torch.Tensor:
     """Proposition 3's form: xi_v = C log pi(v | q) + tau3 (c(v) + [v = q][z_1 = q]) / (n + [z_1 = q]),
-    C = :func:`stated_global_coefficient` (tau1, tau2), q = z_T, c(v) = # of s >= 2 with
-    (z_{s-1}, z_s) = (q, v), n = sum_v c(v)."""
+    C = :func:`stated_global_coefficient` (tau1, tau2) (``coefficient``: another C, the negative control's), q = z_T,
+    c(v) = # of s >= 2 with (z_{s-1}, z_s) = (q, v), n = sum_v c(v)."""
     q = z[-1]
     V = pi.shape[0]
     c = torch.zeros(V, dtype=torch.float64)
@@ -503,7 +504,8 @@ def formula_logits(z: Sequence[int], pi: torch.Tensor, tau1: float, tau2: float,
     first = 1.0 if z[0] == q else 0.0
     if first:
         c[q] += 1
-    return stated_global_coefficient(tau1, tau2) * torch.log(pi[q]) + tau3 * c / c.sum()
+    C = stated_global_coefficient(tau1, tau2) if coefficient is None else coefficient
+    return C * torch.log(pi[q]) + tau3 * c / c.sum()
 
 
 def prop3_prompts(V: int, T: int, n: int, n_patterns: int, seed: int) -> list[tuple[list[int], list[int]]]:
@@ -555,6 +557,44 @@ def _prop3_reading(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float
     return {"ff_weight": ff_weight(reading, tau1, tau2), "max_formula_error": worst_f, "max_move_change": worst_m,
             "model_coefficient_min": min(coefs), "model_coefficient_max": max(coefs), "coefficient_fit_residual": fit_res,
             "witness_formula": wit_f, "witness_moved": wit_m}
+
+
+def wrong_global_coefficient(tau1: float, tau2: float) -> float:
+    """The negative control's deliberately wrong global coefficient: tau1 + tau2 (2 tau1 tau2 where the two agree)."""
+    right = stated_global_coefficient(tau1, tau2)
+    return tau1 + tau2 if abs(tau1 + tau2 - right) > 1e-9 * max(1.0, abs(right)) else 2 * right
+
+
+def _formula_error(m: Any, prompts: Sequence[tuple[list[int], list[int]]], pi: torch.Tensor, tau1: float, tau2: float,
+                   tau3: float, coefficient: float) -> float:
+    """The largest |model logits - formula| over the prompts, the formula with global coefficient ``coefficient``."""
+    return max(float((assoc_logits(m, a) - formula_logits(a, pi, tau1, tau2, tau3, coefficient)).abs().max())
+               for a, _ in prompts)
+
+
+def prop3_controls(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, seed: int, pi: torch.Tensor,
+                   lim: float, outcome: str, rule: Any) -> dict[str, Any]:
+    """Prop. 3's negative controls, in the same run and at the same sizes as the check:
+
+    * global coefficient: the whole check (both readings of the feed-forward weight, the "weighted" one built
+      with the coefficient under test) repeated for a deliberately wrong coefficient C' (:func:`wrong_global_coefficient`);
+      the check separates the stated coefficient from C' only when C' gets another outcome;
+    * in-context coefficient: the formula with 2 tau3 against the model built with tau3 (weighted reading) must miss
+      it by more than the tolerance.
+    """
+    prompts = prop3_prompts(V, T, n, 3, seed)
+    wrong = wrong_global_coefficient(tau1, tau2)
+    err = {r: _formula_error(build_assoc_model(V, T, pi, tau1, tau2, tau3, wrong if r == "weighted" else
+                                               ff_weight(r, tau1, tau2)), prompts, pi, tau1, tau2, tau3, wrong)
+           for r in FF_READINGS}
+    control_outcome = rule(err["weighted"], err["unit"])
+    m = build_assoc_model(V, T, pi, tau1, tau2, tau3, ff_weight("weighted", tau1, tau2))
+    tau3_err = max(float((assoc_logits(m, a) - formula_logits(a, pi, tau1, tau2, 2 * tau3)).abs().max())
+                   for a, _ in prompts)
+    return {"global": {"coefficient": wrong, "outcome": control_outcome, "stated_outcome": outcome,
+                       "separated": control_outcome != outcome,
+                       "max_formula_error": {r: _sig(e) for r, e in err.items()}},
+            "in_context": {"tau3_in_formula": 2 * tau3, "max_formula_error": _sig(tau3_err), "rejected": tau3_err > lim}}
 
 
 def _sig(x: float) -> float:
@@ -610,6 +650,22 @@ def check_prop3(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, s
             f"coefficient {w['model_coefficient_min']:.6g} with the feed-forward memory weighted by tau1 tau2, "
             f"{u['model_coefficient_min']:.6g} at unit weight; ")
     moved = max(w["max_move_change"], u["max_move_change"])
+
+    def rule(w_err: float, u_err: float) -> str:  # the coefficient's part of the verdict rule above
+        return "fails" if w_err > lim else "holds" if u_err <= lim else "inconclusive"
+
+    controls = prop3_controls(V, T, n, tau1, tau2, tau3, seed, pi, lim,
+                              rule(w["max_formula_error"], u["max_formula_error"]), rule)
+    numbers["negative_controls"] = controls
+    g_c, ic = controls["global"], controls["in_context"]
+    control_text = (f"negative controls: a wrong global coefficient C' = {g_c['coefficient']:g} gets '{g_c['outcome']}' "
+                    f"({'separated from' if g_c['separated'] else 'the same answer as'} the stated one's "
+                    f"'{g_c['stated_outcome']}'), 2 tau3 in the formula is "
+                    f"{'rejected' if ic['rejected'] else 'NOT rejected'} (error {ic['max_formula_error']:.3g})")
+    if not ic["rejected"] and moved <= lim:  # the check cannot see the in-context term: it cannot hold or fail
+        return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, numbers=numbers, tolerance=tol_text, seed=seed,
+                        engines=engine_versions("torch"),
+                        summary=head + "the check cannot see the in-context term at these sizes: " + control_text)
     if moved > lim or w["max_formula_error"] > lim:
         why = ("moving one pattern changes the logits by " f"{moved:.3g}" if moved > lim else
                f"the logits miss the formula with the stated coefficient by {w['max_formula_error']:.3g} even with "
@@ -618,23 +674,28 @@ def check_prop3(V: int, T: int, n: int, tau1: float, tau2: float, tau3: float, s
                    "prompt_moved": (w if w["max_move_change"] >= u["max_move_change"] else u)["witness_moved"]
                    if moved > lim else None,
                    "stated_coefficient": stated, "model_coefficient": round(w["model_coefficient_min"], 6)}
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head + why + f" ({n} prompts, T = {T})",
-                        numbers=numbers, witness=witness, tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head + why + f" ({n} prompts, T = {T}); "
+                        + control_text, numbers=numbers, witness=witness, tolerance=tol_text, seed=seed,
+                        engines=engine_versions("torch"))
     base = (f"in-context part and z_1 = q term match (max error {w['max_formula_error']:.1e} with the weighted memory); "
             f"moving one pattern changes the logits by at most {moved:.1e} ({n} prompts, T = {T})")
+    if u["max_formula_error"] <= lim and g_c["separated"]:
+        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=head + base + "; " + control_text,
+                        numbers=numbers, tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
     if u["max_formula_error"] <= lim:
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, summary=head + base, numbers=numbers, tolerance=tol_text,
-                        seed=seed, engines=engine_versions("torch"))
-    reason = (f"the coefficient tau1 tau2 = {stated:g} is met only when it is written into the feed-forward weights; "
-              f"with Definition 2's memory of log pi_b at unit weight the logits miss the formula by "
-              f"{u['max_formula_error']:.3g}. Which one Definition 3 builds is in text not reachable here "
-              "(arXiv 2412.11459 v2, Definitions 2-3); that text settles it")
-    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=head + base + "; " + reason, numbers=numbers,
-                    tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
+        reason = "the formula matches, but the check cannot separate the stated coefficient from a wrong one"
+    else:
+        reason = (f"the coefficient tau1 tau2 = {stated:g} is met only when it is written into the feed-forward weights; "
+                  f"with Definition 2's memory of log pi_b at unit weight the logits miss the formula by "
+                  f"{u['max_formula_error']:.3g}. Which one Definition 3 builds is in text not reachable here "
+                  "(arXiv 2412.11459 v2, Definitions 2-3); that text settles it")
+    return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=head + base + "; " + reason + "; " + control_text,
+                    numbers=numbers, tolerance=tol_text, seed=seed, engines=engine_versions("torch"))
 
 
 __all__ = ["check_theorem1_ape", "check_falsifier", "check_prop3", "build_assoc_model", "assoc_logits",
            "formula_logits", "prop3_prompts", "stated_global_coefficient", "ff_weight", "FF_READINGS",
+           "wrong_global_coefficient", "prop3_controls",
            "model_global_coefficient", "w1k_gradient", "prev_profile", "slope_interval", "loglog_slope",
            "upper_memories", "drop_test", "drop_power", "seeds_for_power",
            "APE_BAND", "RPE_BAND", "FORMED", "ALPHA", "DELTA", "POWER", "Figure"]

@@ -28,6 +28,51 @@ def wilson_interval(hits: int, n: int, conf: float = 0.95) -> tuple[float, float
     return (max(0.0, float(ci.low)), min(1.0, float(ci.high)))
 
 
+def wilson_exclusion_power(n: int, p_true: float, p_alt: float, conf: float) -> float:
+    """The probability that the Wilson interval (:func:`wilson_interval`, level ``conf``) of ``Binomial(n, p_true)``
+    hits excludes ``p_alt``: exact, the binomial tails (``scipy.stats.binom.cdf`` / ``sf``) beyond the hit counts whose
+    interval ends on the far side of ``p_alt`` (found by bisection: the interval's ends increase with the hits)."""
+    from scipy.stats import binom
+
+    if n <= 0:
+        return 0.0
+
+    def first(pred: Callable[[int], bool]) -> int:  # the smallest h in 0..n+1 with pred(h), pred monotone
+        lo, hi = 0, n + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if pred(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    below = first(lambda h: h > n or wilson_interval(h, n, conf)[1] >= p_alt) - 1  # largest h with high < p_alt
+    above = first(lambda h: h > n or wilson_interval(h, n, conf)[0] > p_alt)      # smallest h with low > p_alt
+    power = float(binom.cdf(below, n, p_true)) if below >= 0 else 0.0
+    return power + (float(binom.sf(above - 1, n, p_true)) if above <= n else 0.0)
+
+
+def events_for_power(p_true: float, p_alt: float, conf: float, power: float) -> int:
+    """The events n at which a two-sided level-``conf`` interval of a binomial proportion excludes ``p_alt`` with
+    probability ``power`` when the rate is ``p_true``: the one-sample binomial sample size of the normal approximation,
+    ``((z_{(1+conf)/2} sqrt(p0 q0) + z_power sqrt(p1 q1)) / |p1 - p0|)^2`` (``scipy.stats.norm.ppf``), rounded up;
+    :func:`wilson_exclusion_power` gives the exact power at any n.
+
+    Raises:
+        ValueError: p_true == p_alt (no n separates them), or a probability outside (0, 1).
+    """
+    from scipy.stats import norm
+
+    if not (0 < p_true < 1 and 0 < p_alt < 1 and 0 < conf < 1 and 0 < power < 1):
+        raise ValueError(f"probabilities must be in (0, 1): {p_true}, {p_alt}, {conf}, {power}")
+    if p_true == p_alt:
+        raise ValueError("p_true == p_alt: no number of events separates them")
+    za, zb = float(norm.ppf((1 + conf) / 2)), float(norm.ppf(power))
+    n = ((za * math.sqrt(p_true * (1 - p_true)) + zb * math.sqrt(p_alt * (1 - p_alt))) / abs(p_alt - p_true)) ** 2
+    return math.ceil(n)
+
+
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Spearman's rank correlation of paired samples, ties at their average rank (``scipy.stats.spearmanr``);
     None when there are fewer than 3 pairs or either side is constant (no correlation is defined).
@@ -179,5 +224,6 @@ def bootstrap_percentile(n_units: int, statistic: Callable[[Sequence[int]], floa
     return {"interval": [lo, hi], "undefined_fraction": undefined}
 
 
-__all__ = ["margin_t_tests", "bootstrap_percentile", "wilson_interval", "spearman", "t_quantile", "paired_t_less", "paired_t_less_power",
+__all__ = ["margin_t_tests", "events_for_power", "wilson_exclusion_power", "bootstrap_percentile", "wilson_interval",
+           "spearman", "t_quantile", "paired_t_less", "paired_t_less_power",
            "fewest_pairs_for_power", "line_slope"]

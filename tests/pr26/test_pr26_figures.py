@@ -169,8 +169,9 @@ def test_claims_registered_and_hold(capsys):
 
 def test_prop2_claim_json_published(capsys):
     rc, doc = _cli_json(capsys, "pr26:prop2", "--trials", "3000")
-    assert rc == 0
     res = doc["results"][0]
+    # 3000 trials cannot reject the negative control 1/(k-2): INCONCLUSIVE (exit 3), the figures still reported
+    assert rc == 3 and res["verdict"] == "INCONCLUSIVE" and "1/(k-2)" in res["layers"]["numeric"]["summary"]
     pub = _published(res)
     paper = {r["figure"]: r["paper"] for r in pub}
     assert paper["Prop. 2 (L = 30): conditional hit rate, winner a new key"] == 0.115
@@ -278,3 +279,41 @@ def test_prop4_claim_counts_8_of_11(capsys):
     assert rc == 0 and res["verdict"] == "HOLDS"
     assert res["figures_reproduced"] == "8/11"
     assert all(f["rule"] in FIGURE_RULES for f in res["figures"])
+
+
+# ------------------------------------------------------------------ pr26:prop2, the negative control 1/(k-2)
+
+
+def test_prop2_negative_control_separates_at_the_default_trials():
+    """At the sized default (24000 trials at L = 30) the competing rate 1/(k-2) is outside the interval: HOLDS;
+    at 3000 trials the same check cannot separate them: INCONCLUSIVE, with the power statement."""
+    ev = fig.check_prop2((30, 60), 20, 24000, 0, 5)
+    c30, c60 = ev.numbers["negative_control"]
+    assert (ev.status, ev.outcome) == ("consistent", "holds") and c30["rejected"] and c30["power_at_this_run"] >= 0.88
+    assert not c60["rejected"] and c60["events_for_power"] > 50 * c60["events"]  # reported, not required
+    small = fig.check_prop2((30, 60), 20, 3000, 0, 5)
+    assert small.status == "inconclusive" and small.outcome is None
+    assert "cannot separate 1/(k-1) from the negative control 1/(k-2)" in small.summary
+
+
+def test_prop2_control_can_fail(monkeypatch):
+    """Fault: an interval that admits everything (0, 1): the check can no longer reject 1/(k-2), so it must not HOLD."""
+    from verify import stats
+
+    monkeypatch.setattr(stats, "wilson_interval", lambda h, n, conf=0.95: (0.0, 1.0))
+    ev = fig.check_prop2((30, 60), 20, 3000, 0, 5)
+    assert ev.status == "inconclusive" and not ev.numbers["negative_control"][0]["rejected"]
+
+
+def test_power_statement_against_the_exact_binomial():
+    """events_for_power (normal approximation) lands within 0.02 of the exact power it is asked for; the exact power
+    grows with the events; equal rates are refused."""
+    from verify import stats
+
+    n = stats.events_for_power(1 / 9, 1 / 8, 0.975, 0.9)
+    assert n == 6599
+    assert abs(stats.wilson_exclusion_power(n, 1 / 9, 1 / 8, 0.975) - 0.9) < 0.02
+    assert stats.wilson_exclusion_power(n // 4, 1 / 9, 1 / 8, 0.975) < 0.5 < stats.wilson_exclusion_power(2 * n, 1 / 9,
+                                                                                                          1 / 8, 0.975)
+    with pytest.raises(ValueError):
+        stats.events_for_power(0.1, 0.1, 0.975, 0.9)

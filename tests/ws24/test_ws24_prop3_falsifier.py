@@ -220,3 +220,38 @@ def test_falsifier_gate_is_per_seed(monkeypatch):
     monkeypatch.setattr(num, "_certified_gate", lambda p, cfg, seeds, n, pe: [[0.3, g] for g in early])
     ev = num.check_falsifier(8, 8, 130, 2, 2, 1, 0.01, list(range(8)), 2, None)
     assert ev.numbers["rpe_formed_seeds"] == [] and ev.status == "inconclusive"
+
+
+# ------------------------------------------------------------------ ws24:prop3, negative controls in the same run
+
+
+def test_prop3_negative_controls_at_the_defaults():
+    """A wrong global coefficient (tau1 + tau2) gets the same answer as the stated one: the check cannot separate
+    them, and says so; 2 tau3 in the formula is rejected: the in-context term is seen."""
+    ev = num.check_prop3(16, 64, 40, 30.0, 30.0, 5.0, 0)
+    c = ev.numbers["negative_controls"]
+    assert c["global"]["coefficient"] == 60.0 and not c["global"]["separated"]
+    assert c["global"]["outcome"] == c["global"]["stated_outcome"] == "inconclusive"
+    assert c["in_context"]["rejected"] and c["in_context"]["max_formula_error"] > ev.numbers["tolerance"]
+    assert ev.status == "inconclusive" and "the same answer as the stated one's" in ev.summary
+
+
+def test_prop3_in_context_control_can_fail(monkeypatch):
+    """Fault: a formula that ignores its tau3 (the in-context coefficient fixed at 5): the 2 tau3 control is no longer
+    rejected, so the check cannot see the in-context term and must not HOLD or FAIL on it."""
+    orig = num.formula_logits
+    monkeypatch.setattr(num, "formula_logits", lambda z, pi, t1, t2, t3, coefficient=None: orig(z, pi, t1, t2, 5.0,
+                                                                                                coefficient))
+    monkeypatch.setattr(num, "ff_weight", lambda r, t1, t2: t1 * t2)  # the branch that would otherwise HOLD
+    ev = num.check_prop3(8, 24, 6, 30.0, 20.0, 5.0, 0)
+    assert not ev.numbers["negative_controls"]["in_context"]["rejected"]
+    assert ev.status == "inconclusive" and "cannot see the in-context term" in ev.summary
+
+
+def test_prop3_wrong_coefficient_is_separated_where_the_readings_agree(monkeypatch):
+    """Where both readings build the same model (the text settled), the wrong coefficient gets another answer:
+    the control is separated and the stated coefficient HOLDS."""
+    monkeypatch.setattr(num, "ff_weight", lambda r, t1, t2: t1 * t2)
+    ev = num.check_prop3(8, 24, 6, 30.0, 20.0, 5.0, 0)
+    g = ev.numbers["negative_controls"]["global"]
+    assert g["separated"] and g["outcome"] != g["stated_outcome"] == "holds" and ev.outcome == "holds"
