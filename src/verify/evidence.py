@@ -137,6 +137,10 @@ class Figure:
         rule: the kind of comparison, one of :data:`FIGURE_RULES` (``""``: not stated by the
             layer that made the figure).  Only a number the source prints goes under ``paper``;
             a value we compute from a printed formula is ours, never the paper's.
+        column: which column of a figure table the row stands in (:data:`FIGURE_COLUMNS`): ``paper`` (a number the
+            source prints, set against ours), ``derived`` (the 'paper' side is our derivation from its equations: shown,
+            never counted as reproduced), ``in-sample`` / ``held-out`` (a printed number our fitted parameter was, or
+            was not, chosen on: both counted, each tallied apart).
     """
 
     figure: str
@@ -145,17 +149,35 @@ class Figure:
     reproduced: bool
     note: str = ""
     rule: str = ""
+    column: str = "paper"
 
     def __post_init__(self) -> None:
         if self.rule and self.rule not in FIGURE_RULES:
             raise ValueError(f"unknown figure rule {self.rule!r}; valid: {', '.join(FIGURE_RULES)}")
+        if self.column not in FIGURE_COLUMNS:
+            raise ValueError(f"unknown figure column {self.column!r}; valid: {', '.join(FIGURE_COLUMNS)}")
+
+    @property
+    def counted(self) -> bool:
+        """Whether the row counts in 'published figures reproduced': every column but ``derived``."""
+        return self.column != "derived"
 
     def to_dict(self) -> dict[str, Any]:
         return {"figure": self.figure, "paper": to_jsonable(self.paper), "ours": at_resolution(to_jsonable(self.ours, digits=FLOAT_DIGITS)),
-                "reproduced": bool(self.reproduced), "note": self.note, "rule": self.rule}
+                "reproduced": bool(self.reproduced), "note": self.note, "rule": self.rule, "column": self.column}
 
 
-#: the comparison rules a :class:`Figure` states (``Figure.rule``)
+#: the columns of a figure table (``Figure.column``)
+FIGURE_COLUMNS = {
+    "paper": "a number the paper prints, with its location, set against ours",
+    "derived": "a value we derive from the paper's equations (no number printed): shown, never counted as reproduced",
+    "in-sample": "a printed number a parameter we fitted was chosen on (counted, tallied apart: it cannot fail alone)",
+    "held-out": "a printed number the fitted parameter was not chosen on (counted, tallied apart)",
+}
+
+#: the comparison rules a :class:`Figure` states (``Figure.rule``); one rounding rule for every printed decimal: a
+#: printed 0.12 is reproduced when ours lies in the interval its digits round from, [0.115, 0.125] (or within a
+#: stated tolerance where the rule says so); confidence intervals (Wilson) only for proportions
 FIGURE_RULES = {
     "exact": "exact equality (a rational, an integer or a point the source asserts exactly)",
     "rounding": "ours inside the rounding interval of the printed digits (the printed value +- half a unit of its "

@@ -179,8 +179,8 @@ def test_published_table_and_numbers(t2_results: list[ClaimResult]) -> None:
     r = _synthetic(t2_results)
     md = audit_markdown("ws24", [r])
     assert "**Paper against ours** (published figures reproduced 1/2;" in md
-    assert "| Fig. 3, t = 16 | 1 | 0.9489 | **no** | one-step gradient | numeric |" in md
-    assert "| Fig. 3, t = 32 | 0.5 | 0.5 | yes | exact | numeric |" in md
+    assert "| Fig. 3, t = 16 | 1 |  |  | 0.9489 | **no** | one-step gradient | numeric |" in md
+    assert "| Fig. 3, t = 32 | 0.5 |  |  | 0.5 | yes | exact | numeric |" in md
     assert "Tolerance: 0.128 (4 standard errors)" in md
     assert r.figures_reproduced == "1/2"
 
@@ -201,7 +201,7 @@ def test_figures_in_json_text_and_reason(t2_results: list[ClaimResult]) -> None:
     assert [f["reproduced"] for f in res["figures"]] == [False, True]
     assert res["figures"][0]["layer"] == "numeric" and "figures" not in res["layers"]["numeric"]
     text = result_text(r)
-    assert "published figures (reproduced 1/2):" in text and "NO  Fig. 3, t = 16" in text
+    assert "published figures (reproduced 1/2):" in text and "NO      Fig. 3, t = 16" in text
     # through run_claim: the reason separates the statement from its figures
     num = [e for e in r.evidence if e.layer == "numeric"][0]
     claim = dataclasses.replace(r.claim, checks={"numeric": lambda p, c: num}, explain=None)

@@ -64,7 +64,7 @@ DECLARED = {
     "bietti23:probes": {"--steps": (400, 1000), "--seeds": (2, 5)},
     "fp26:fingerprint": {"--steps": (800, 6000), "--seeds": (2, 5)},
     "kvshift24:falsifier": {"--steps": (300, 1200)},
-    "pr26:prop2": {"--trials": (8000, 32000), "lr_band": (False, True)},
+    "pr26:prop2": {"--trials": (24000, 96000), "lr_band": (False, True)},
     "kvshift24:decode": {"--L": (64, 1024)},
     "kvshift24:theorem2": {"extra_sizes": ((), ((4096, 1024),))},
     "kvshift24:theorem3": {"widths": ((256, 1024), (256, 1024, 4096))},

@@ -133,7 +133,7 @@ def test_prop2_non_exchangeable_features_fault(monkeypatch):
         v = base.feature(n, L0, ar)
         return [3 * x for x in v] if n >= L0 and n % 2 == 0 else v
 
-    ok = fig.check_prop2((30,), 20, 3000, 0, 5)
+    ok = fig.check_prop2((30,), 20, 24000, 0, 5)  # the sized default: the negative control 1/(k-2) rejected
     assert ok.outcome == "holds"
     monkeypatch.setitem(pe.FAMILIES, "learned-absolute", dataclasses.replace(base, feature=skewed))
     bad = fig.check_prop2((30,), 20, 3000, 0, 5)
@@ -155,11 +155,13 @@ def test_figure_rules_can_fail():
     assert fig.figure_error(Figure("x", 0.2, 0.25, False)) == pytest.approx(0.25)
 
 
-def test_lr_rule_uses_every_figure(monkeypatch):
-    # with all fourteen printed figures 0.07 and 0.1 tie at 10/14 and the summed error picks 0.07 ...
+def test_lr_rule_uses_the_in_sample_figures(monkeypatch):
+    # on the ten in-sample figures (L <= 60) 0.07 reproduces 9, 0.1 reproduces 7; the four held out are scored apart
     res = fig.lr_selection_table(grid=(0.07, 0.1))
-    assert [r["reproduced"] for r in res["rows"]] == [10, 10] and res["chosen"] == 0.07
-    # ... fault: drop the Prop. 2 figures from the rule, and the choice moves to 0.1 (7 of 8 against 4 of 8)
+    assert [r["reproduced"] for r in res["rows"]] == [9, 7] and [r["n"] for r in res["rows"]] == [10, 10]
+    assert res["chosen"] == 0.07 and res["held_out_at_chosen"] == "1/4"
+    assert [r["held_out_reproduced"] for r in res["rows"]] == [1, 3]  # never part of the choice
+    # ... fault: drop the Prop. 2 figures from the rule, and the choice moves to 0.1 (4 of 4 against 3 of 4)
     monkeypatch.setattr(fig, "prop2_figures", lambda r: [])
     res = fig.lr_selection_table(grid=(0.07, 0.1))
     assert res["chosen"] == 0.1

@@ -30,8 +30,9 @@ def test_prop3_formula_fault_detected(monkeypatch):
     """Dropping the z_1 = q term from the formula must be caught (half the prompts start with q)."""
     orig = num.formula_logits
 
-    def no_first(z, pi, tau1, tau2, tau3):
-        return orig([(z[0] + 1) % pi.shape[0]] + list(z[1:]) if z[0] == z[-1] else z, pi, tau1, tau2, tau3)
+    def no_first(z, pi, tau1, tau2, tau3, coefficient=None):
+        return orig([(z[0] + 1) % pi.shape[0]] + list(z[1:]) if z[0] == z[-1] else z, pi, tau1, tau2, tau3,
+                    coefficient)
 
     monkeypatch.setattr(num, "formula_logits", no_first)
     assert num.check_prop3(8, 24, 6, 30.0, 30.0, 5.0, 0).outcome == "fails"

@@ -769,10 +769,18 @@ def figure_rows(evidence: Sequence[Evidence]) -> list[tuple[Layer, Figure]]:
     return [(ev.layer, f) for ev in evidence for f in ev.figures]
 
 
-def figures_tally(evidence: Sequence[Evidence]) -> tuple[int, int]:
-    """``(reproduced, total)`` over the published figures of one claim variant."""
-    rows = figure_rows(evidence)
-    return sum(1 for _, f in rows if f.reproduced), len(rows)
+def figures_tally(evidence: Sequence[Evidence], column: str | None = None) -> tuple[int, int]:
+    """``(reproduced, total)`` over the published figures of one claim variant: the rows that count (every column
+    but ``derived``: our derivations are shown, never counted), or those of one ``column``."""
+    rows = [f for _, f in figure_rows(evidence) if (f.counted if column is None else f.column == column)]
+    return sum(1 for f in rows if f.reproduced), len(rows)
+
+
+def _split_tally(evidence: Sequence[Evidence]) -> str:
+    """`` (held-out k/n, in-sample k/n)`` when some figures were the ones a fitted parameter was chosen on."""
+    hk, hn = figures_tally(evidence, "held-out")
+    ik, i_n = figures_tally(evidence, "in-sample")
+    return f" (held-out {hk}/{hn}, in-sample {ik}/{i_n})" if i_n else ""
 
 
 def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
@@ -781,7 +789,7 @@ def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
     # ours as the JSON writes it (measured digits only, rounding-level values as a bound)
     return [f"Published figure not reproduced: {f.figure}: paper {f.paper}, ours {f.to_dict()['ours']}"
             + (f" ({f.note})" if f.note else "") + " (the verdict is about the statement, not this figure)."
-            for _, f in figure_rows(evidence) if not f.reproduced]
+            for _, f in figure_rows(evidence) if not f.reproduced and f.counted]
 
 
 def _second_way_required(ev: Evidence) -> Evidence:
@@ -925,8 +933,8 @@ def finish_claim(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evi
     verdict, reason = _with_parts(verdict, reason, parts)
     k, n = figures_tally(evidence)
     if n:
-        # the verdict is about the statement; its published numbers are counted apart
-        reason = f"statement: {reason}; published figures reproduced {k}/{n}"
+        # the verdict is about the statement; its published numbers are counted apart (held-out apart from in-sample)
+        reason = f"statement: {reason}; published figures reproduced {k}/{n}" + _split_tally(evidence)
     expected = None
     from verify.core.protocol import exploratory_reason
 

@@ -360,10 +360,15 @@ def _certificate_line(cert: Any) -> str:
 
 
 def _figures_table(r: ClaimResult) -> list[str]:
-    lines = ["| figure | paper | ours | reproduced | note | layer |", "|---|---|---|---|---|---|"]
+    """Paper against ours: a printed number under 'paper', our derivation from its equations under 'derived' (never
+    counted), and for a printed number a fitted parameter was chosen on (or not) 'in-sample' ('held-out')."""
+    lines = ["| figure | paper | derived | fit | ours | reproduced | note | layer |", "|---|---|---|---|---|---|---|---|"]
     for layer, f in r.figures:
-        lines.append(f"| {_cell(f.figure)} | {_cell(fmt_value(f.paper))} | {_cell(fmt_value(f.ours))} | "
-                     f"{'yes' if f.reproduced else '**no**'} | {_cell(f.note)} | {layer} |")
+        printed, derived = ("", fmt_value(f.paper)) if f.column == "derived" else (fmt_value(f.paper), "")
+        fit = f.column if f.column in ("in-sample", "held-out") else ""
+        said = "not counted" if not f.counted else "yes" if f.reproduced else "**no**"
+        lines.append(f"| {_cell(f.figure)} | {_cell(printed)} | {_cell(derived)} | {fit} | {_cell(fmt_value(f.ours))} | "
+                     f"{said} | {_cell(f.note)} | {layer} |")
     return lines
 
 
@@ -530,8 +535,10 @@ def _variant_section(r: ClaimResult, timings: bool, appendix: "_Appendix") -> li
     if findings:
         body += ["**Findings:**", ""] + [f"- {n}" for n in findings] + [""]
     if r.figures:
-        body += [f"**Paper against ours** (published figures reproduced {r.figures_reproduced}; the verdict "
-                 "is about the statement, the printed numbers are counted here):", ""] + _figures_table(r) + [""]
+        tally = (f"published figures reproduced {r.figures_reproduced}" if r.figures_reproduced else
+                 "no printed number: our derivations from the paper's equations, not counted")
+        body += [f"**Paper against ours** ({tally}; the verdict is about the statement, the printed numbers are "
+                 "counted here):", ""] + _figures_table(r) + [""]
     body += [f"#### Evidence: {_layers_line(r)}", "",
              f"Run id `{run_id(r.claim, r.params)}`; parameters: {_param_list(r)}.", ""]
     for ev in r.evidence:

@@ -65,7 +65,7 @@ from typing import Any, Sequence
 
 from verify import __version__
 from verify.core.model import PART_ROLES, PROVENANCE_KINDS, ClaimResult, Verdict
-from verify.evidence import FIGURE_RULES, Evidence, Layer, Outcome, Status, to_jsonable
+from verify.evidence import FIGURE_COLUMNS, FIGURE_RULES, Evidence, Layer, Outcome, Status, to_jsonable
 
 SCHEMA = "verify/1"
 
@@ -226,9 +226,10 @@ def result_text(r: ClaimResult, verbose: bool = True, timings: bool = True) -> s
         lines.append("  findings:")
         lines += [f"    - {n}" for n in r.notes]
     if r.figures:
-        lines.append(f"  published figures (reproduced {r.figures_reproduced}):")
-        lines += [f"    {'yes' if f.reproduced else 'NO ':<4}{f.figure}: paper {_fmt(f.paper)}, ours {_fmt(f.ours)}"
-                  + (f" ({f.note})" if verbose and f.note else "") for _, f in r.figures]
+        lines.append(f"  published figures (reproduced {r.figures_reproduced}):" if r.figures_reproduced else
+                     "  figures (no printed number: our derivations from the paper's equations, not counted):")
+        lines += [f"    {_figure_mark(f):<8}{f.figure}: {'derived' if f.column == 'derived' else 'paper'} {_fmt(f.paper)}, "
+                  f"ours {_fmt(f.ours)}" + (f" ({f.note})" if verbose and f.note else "") for _, f in r.figures]
     if _shows_repair(r):
         lines.append(f"  repair:    {r.claim.repair}")
     if verbose and r.claim.caveats:
@@ -267,6 +268,15 @@ def _shows_repair(r: ClaimResult) -> bool:
     return bool(r.claim.repair) and (r.verdict == Verdict.HOLDS_WITH_FIX or (r.verdict == Verdict.FAILS and not r.fix))
 
 
+def _figure_mark(f: Any) -> str:
+    """A figure row's mark: yes/NO for a counted row (with its column when it is in-sample or held-out), 'derived'
+    (agrees / differs) for our derivation, which is never counted as reproduced."""
+    if f.column == "derived":
+        return "(ours)"
+    mark = "yes" if f.reproduced else "NO"
+    return mark + (" [in]" if f.column == "in-sample" else " [out]" if f.column == "held-out" else "")
+
+
 def short_text(r: ClaimResult, timings: bool = True) -> str:
     """The default view of one claim variant, at most :data:`SHORT_LINES` lines: the verdict, the statement, one line
     per layer, the witness, the main finding, the parts and figures in one line each, the repair, and where to look
@@ -291,7 +301,9 @@ def short_text(r: ClaimResult, timings: bool = True) -> str:
     if r.parts:
         lines.append("  parts:     " + "; ".join(f"{p.name} {p.verdict}" for p in r.parts))
     if r.figures:
-        lines.append(f"  figures:   published figures reproduced {r.figures_reproduced} (each listed with -v)")
+        lines.append(f"  figures:   published figures reproduced {r.figures_reproduced} (each listed with -v)"
+                     if r.figures_reproduced else
+                     f"  figures:   no printed number; {len(r.figures)} derived row(s), not counted (-v lists them)")
     if _shows_repair(r):
         lines.append(f"  repair:    {r.claim.repair}")
     lines.append(f"  verdict:   {r.verdict} ({r.reason})")  # the last two lines: kept by the cut below
@@ -363,7 +375,8 @@ _FIGURE = {
     "type": "object",
     "required": ["figure", "paper", "ours", "reproduced", "note", "layer"],
     "properties": {"figure": _STR, "reproduced": {"type": "boolean"}, "note": _STR,
-                   "layer": {"enum": _LAYER_NAMES}, "rule": {"enum": ["", *FIGURE_RULES]}},
+                   "layer": {"enum": _LAYER_NAMES}, "rule": {"enum": ["", *FIGURE_RULES]},
+                   "column": {"enum": list(FIGURE_COLUMNS)}},
 }
 _PROVENANCE = {
     "type": "object",
