@@ -875,7 +875,8 @@ def _t1_limit_evidence(masks: T1Masks, m: Fraction, sigma: Fraction, base: dict[
 def decide_existence() -> dict[str, Any]:
     """Whether ANY layer of Eqs. 4-6 equals IH (Theorem 2 read as the existence statement it is), for a symbolic
     width D: every parameter (alpha1, alpha2, beta1, beta2, W_Q, W_K, W_V, W_O as D x D matrix symbols, the scale,
-    the bias b_1..b_3 of the last row) is a sympy symbol, the construction
+    the bias b_1..b_3 of the last row) is a sympy symbol, each query-key product q . k_s an unknown real (so the
+    argument covers every score function, the dot product of Eq. 6 included), the construction
     (:func:`verify.constructions.kvshift24.kvsa_last`) is evaluated on the three probes of
     :data:`~verify.constructions.kvshift24.EXISTENCE_PROBES`, and IH from its own term table at L = 3 in symbols
     m, sigma.
@@ -906,7 +907,8 @@ def decide_existence() -> dict[str, Any]:
         e = [sp.exp(sc) for sc in scores]
         return [x / sum(e) for x in e]
 
-    ar = Arith(vm=lambda x, M: x * M, dot=lambda x, y: (x * y.T)[0, 0], lin=lambda a, x, b, y: a * x + b * y,
+    scores = iter(sp.symbols("q_k1:100", real=True))  # q.k of each key: any real (only exp(.) > 0 is used)
+    ar = Arith(vm=lambda x, M: x * M, dot=lambda x, y: next(scores), lin=lambda a, x, b, y: a * x + b * y,
                zero=zero, softmax=softmax, mix=lambda w, vs: sum((wi * v for wi, v in zip(w, vs)), zero))
     direction = u * W["W_V"] * W["W_O"]
     m, sigma = sp.symbols("m sigma", positive=True)

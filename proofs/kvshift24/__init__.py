@@ -648,7 +648,9 @@ THEOREM1 = Claim(
                "O(e^{-p}), p the first-layer ALiBi slope, uniformly in L."),
     quantifiers=("there exists a two-layer transformer, for every L (sup over L): error O(e^{-p})",
                  "symbolic: the construction's error for symbolic p; numeric: p in 1..12, L in 8, 64, 256; kernel: "
-                 "every L (the construction as displayed and with causal ranges)"),
+                 "every L (the construction as displayed and with causal ranges). as-displayed HOLDS by exhibiting "
+                 "the construction (existence shown); causal FAILS for Appendix A's construction built from standard "
+                 "causal layers only: it does not decide whether some other causal two-layer transformer exists"),
     options=(),
     params_type=Theorem1Params,
     checks={"symbolic": _t1_symbolic, "numeric": _t1_numeric},

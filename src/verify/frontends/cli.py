@@ -472,7 +472,8 @@ def _show_kernel(c: Claim) -> None:
     for variant, statements in by_variant.items():
         for s in statements:
             role = "proves" if s.role == "proves" else "refutes (a counterexample)"
-            click.echo(f"    [{variant or 'default'}] {s.qualified} {role}: {s.reading}")
+            part = f" (part {s.part})" if s.part else ""
+            click.echo(f"    [{variant or 'default'}]{part} {s.qualified} {role}: {s.reading}")
             source = (THEORIES / f"{s.theory}.v")
             text = statement_text(source.read_text(), s.theorem) if source.exists() else ""
             click.echo(f"      Coq: {text or '(not found in the theory source)'}")
