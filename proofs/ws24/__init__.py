@@ -311,7 +311,9 @@ THEOREM2 = Claim(
             "score ~0. Under key-query (the order of the display): transpose Eq. 13; keeping it leaves the head at 0."),
     caveats=(LEARNING_SCOPE, RECONSTRUCTED, IDEALIZED, CONVENTION_NOTE),
     explain=_t2_explain,
-    cost=("symbolic < 1 s; solver ~1.5-2 s (every V <= 8, plus 3-6 index-probe obligations); numeric ~1 s at d = 1024, "
+    cost=("each layer runs both score conventions by default (--convention one of them: about half); measured in one "
+          "`verify all` on the 2-core machine: solver 0.3-1.5 s, numeric 0.6-2 s per variant. "
+          "symbolic < 1 s; solver ~1.5-2 s (every V <= 8, plus 3-6 index-probe obligations); numeric ~1 s at d = 1024, "
           "V = 64, T = 32, N = 1024 (index probe included) plus the split one-step estimate (12 runs x 128 sequences "
           "per step, ~1.5-5 s) and the exact one-step coefficients at five small sizes (< 1 s); --full: 16 runs x 512 "
           "(~30 s) and the Gaussian APE/RPE protocols"),
@@ -359,7 +361,8 @@ EQ14 = Claim(
             "only. Under key-query: transpose Eq. 14 (keeping it leaves the induction score at 0)."),
     caveats=(EQ14_SCOPE, RECONSTRUCTED, IDEALIZED, CONVENTION_NOTE),
     explain=_e14_explain,
-    cost=("symbolic < 1 s (V <= 6 concrete, index probe included); solver ~2-4 s (every V <= 6, plus 9-18 index-probe "
+    cost=("both score conventions by default (measured in one `verify all`: solver 1.2-3.3 s per variant); "
+          "symbolic < 1 s (V <= 6 concrete, index probe included); solver ~2-4 s (every V <= 6, plus 9-18 index-probe "
           "obligations; the separation below eps* follows from the triangle bounds exactly, not from a separate solve); "
           "numeric < 1 s (--full adds the Gaussian one-step protocol)"),
 )
