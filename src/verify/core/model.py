@@ -778,9 +778,8 @@ def figures_tally(evidence: Sequence[Evidence], column: str | None = None) -> tu
 
 def _split_tally(evidence: Sequence[Evidence]) -> str:
     """`` (held-out k/n, in-sample k/n)`` when some figures were the ones a fitted parameter was chosen on."""
-    hk, hn = figures_tally(evidence, "held-out")
-    ik, i_n = figures_tally(evidence, "in-sample")
-    return f" (held-out {hk}/{hn}, in-sample {ik}/{i_n})" if i_n else ""
+    said = [f"{col} {k}/{n}" for col in ("held-out", "in-sample") for k, n in [figures_tally(evidence, col)] if n]
+    return f" ({', '.join(said)})" if said else ""
 
 
 def _unreproduced(evidence: Sequence[Evidence]) -> list[str]:
