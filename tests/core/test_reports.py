@@ -134,9 +134,10 @@ def test_junit_claim_failure_carries_witness(t2_results: list[ClaimResult]) -> N
 
 
 def test_audit_report_markdown(only_theorem2, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rep = tmp_path / "r.md"
-    assert main(["audit", "ws24", "--report", str(rep), *FAST]) == 0
-    md = rep.read_text()
+    rep, letter = tmp_path / "r.md", tmp_path / "letter.md"
+    assert main(["audit", "ws24", "--report", str(letter), "--appendix", str(rep), *FAST]) == 0
+    md = rep.read_text()  # the appendix: the full evidence
+    assert "(r.md#ws24-theorem2)" in letter.read_text()
     c = only_theorem2
     assert md.startswith("# Referee audit: Wang & Sato")
     assert "Summary" in md and "| **FAILS** | [theorem2[as-written]](#ws24-theorem2-as-written) | paper |" in md
@@ -148,9 +149,12 @@ def test_audit_report_markdown(only_theorem2, tmp_path: Path, capsys: pytest.Cap
     assert all(cav in md for cav in c.caveats)
     assert "wall time" not in md.lower()  # deterministic without --timings
     assert "ws24:theorem2[as-written]" in capsys.readouterr().out  # summary table on stdout
-    # without --report: the Markdown on stdout, and it is reproducible
+    # without --report: the letter on stdout (its evidence link the JSON), and it is reproducible
     assert main(["audit", "ws24", *FAST]) == 0
-    assert capsys.readouterr().out == md
+    first = capsys.readouterr().out
+    assert first.startswith("# Audit of Wang & Sato") and "Evidence: the JSON of this run" in first
+    assert main(["audit", "ws24", *FAST]) == 0
+    assert capsys.readouterr().out == first
 
 
 def test_audit_errors_are_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

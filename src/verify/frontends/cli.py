@@ -177,13 +177,16 @@ def _write_certificates(results: Sequence[ClaimResult], directory: str | None, p
 
 
 def _preflight(seed: int, timeout: float, junit: str | None, plots: str | None, certificates: str | None,
-               report: str | None = None) -> None:
+               report: str | None = None, appendix: str | None = None) -> None:
     """Every option and output path checked before any work starts (one line, exit 2)."""
     check_seed(seed)
     check_timeout(timeout)
-    check_distinct_outputs(report=report, junit=junit, plots=plots, certificates=certificates)
+    check_distinct_outputs(report=report, junit=junit, plots=plots, certificates=certificates, appendix=appendix)
     probe_output_file(junit, "--junit")
     probe_output_file(report, "--report")
+    probe_output_file(appendix, "--appendix")
+    if appendix == "-":
+        raise InputError("--appendix -: the appendix goes to a file; stdout carries the letter")
     probe_output_dir(certificates, "--certificates")
     if junit == "-":
         raise InputError("--junit -: JUnit goes to a file; stdout carries the report")
@@ -511,7 +514,12 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
 @click.argument("paper")
 @_common
 @click.option("--report", type=click.Path(dir_okay=False), default=None,
-              help="write the Markdown audit here (default: print it on stdout)")
+              help="write the referee's letter here (Markdown, <= 300 lines; default: print it on stdout)")
+@click.option("--appendix", type=click.Path(dir_okay=False), default=None,
+              help="write the full evidence here (Markdown; every layer of every variant), linked from the letter")
+@click.option("--stored", type=click.Path(file_okay=False), default="results/confirmatory", show_default=True,
+              help="a folder of stored confirmatory results (verify CLAIM --confirmatory --format json) the letter "
+                   "reports for the claims that rest on training")
 @click.option("--expect", "expect_file", type=click.Path(dir_okay=False), default=None, help=EXPECT_HELP)
 @click.option("--timings", is_flag=True, help="include wall times in the Markdown report")
 @click.option("--summary", is_flag=True, help="print the report's first page on the terminal (one line per claim "
@@ -519,21 +527,25 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
 @click.option("--jobs", "jobs_opt", type=int, default=None, help=JOBS_HELP)
 def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_timings: bool,
               brief: bool, verbose: bool, junit: str | None, plots: str | None, certificates: str | None,
-              full: bool, cache_dir: str | None, report: str | None, expect_file: str | None, timings: bool,
-              summary: bool, jobs_opt: int | None) -> None:
-    """Referee-style audit of one PAPER (a key from 'verify list', e.g. ws24): every claim
-    variant, with statement, evidence per layer, verdict, repair and caveats, in Markdown.
+              full: bool, cache_dir: str | None, report: str | None, appendix: str | None, stored: str,
+              expect_file: str | None, timings: bool, summary: bool, jobs_opt: int | None) -> None:
+    """Referee's audit of one PAPER (a key from 'verify list', e.g. ws24): a letter (page one: every claim with its
+    verdict and one sentence; per claim the paper's words, the verdict, a witness, the layers; hazards apart) and,
+    with --appendix, the full evidence of every variant.
 
     \b
-    Without --report the Markdown goes to stdout (or JSON with --format json);
-    with --report, stdout gets the summary table; --summary prints the report's
-    first page instead (one line per claim variant with its reason).
+    Without --report the letter goes to stdout (or JSON with --format json);
+    with --report, stdout gets the summary table; --summary prints one line per
+    claim variant with its reason.
     """
     key = paper.strip().lower()
     claims = [c for c in registry.paper_claims(key) if full or not c.heavy]
     lay = parse_layers(layers)
     expectations = [e for e in load_expect(expect_file) if e[0].paper == key]
-    _preflight(seed, timeout, junit, plots, certificates, report)
+    _preflight(seed, timeout, junit, plots, certificates, report, appendix)
+    from verify.reports.letter import letter_markdown, read_stored
+
+    heavy_stored = read_stored(stored, key)  # a malformed stored result is refused before any work
     n_jobs = run.jobs(jobs_opt)
     prog = _Progress(quiet)
     with prog.running() as progress:
@@ -547,8 +559,13 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
 
     rel_to = Path(report).resolve().parent if report else Path.cwd()
     figs = [os.path.relpath(f.resolve(), rel_to) for f in figures]
-    md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs,
-                        not_checked=ran.not_checked)
+    full_md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs,
+                             not_checked=ran.not_checked)
+    link = os.path.relpath(Path(appendix).resolve(), rel_to) if appendix else ""
+    md = letter_markdown(key, results, heavy_stored, appendix=link, not_checked=ran.not_checked)
+    if appendix is not None:
+        atomic_write_text(appendix, full_md, "--appendix")
+        prog.note(f"appendix written to {appendix}")
     if report is not None and report != "-":
         atomic_write_text(report, md, "--report")
         if summary and fmt != "json":
