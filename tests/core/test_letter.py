@@ -88,3 +88,15 @@ def test_bad_letter_outputs_are_refused_before_any_work(tmp_path: Path, capsys: 
     assert main(["audit", "ws24", "--stored", str(bad), "--report", str(tmp_path / "l.md")]) == 2
     assert "is not a stored verify result" in capsys.readouterr().err
     assert not (tmp_path / "l.md").exists()
+
+
+def test_by_hand_lines_name_real_claims_and_stay_short() -> None:
+    """The arithmetic a reader can redo by hand: at most three lines per claim, each for a registered claim."""
+    from verify.core import registry
+    from verify.reports.letter import BY_HAND_LINES, by_hand
+
+    for paper in ("kvshift24", "ws24", "pr26"):
+        hand = by_hand(paper)
+        ids = {c.id for c in registry.paper_claims(paper)}
+        assert hand and set(hand) <= ids, set(hand) - ids
+        assert all(1 <= len(lines) <= BY_HAND_LINES for lines in hand.values())

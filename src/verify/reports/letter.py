@@ -30,18 +30,31 @@ PAGE_ONE_LINES = 60
 CLAIM_LINES = 25
 LETTER_LINES = 300
 QUOTES_FILE = "quotes.json"
+#: per claim, at most three lines of arithmetic a reader can redo by hand (ours, written once beside the claims)
+BY_HAND_FILE = "by_hand.json"
+BY_HAND_LINES = 3
 
 
-def stored_quotes(paper: str) -> dict[str, list[dict[str, str]]]:
-    """``{claim id: [{"text", "where", "source", "ref"}]}`` from the paper package's ``quotes.json`` ({} when it
-    has none): short verbatim excerpts of the paper with their location and the copy they were read from."""
+def _paper_data(paper: str, name: str) -> dict[str, Any]:
+    """A JSON file beside the module that registers ``paper`` ({} when there is none)."""
     import importlib
 
     from verify.core import registry
 
     module = importlib.import_module(registry.paper_module(paper))
-    path = Path(module.__file__ or "").with_name(QUOTES_FILE)
+    path = Path(module.__file__ or "").with_name(name)
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def stored_quotes(paper: str) -> dict[str, list[dict[str, str]]]:
+    """``{claim id: [{"text", "where", "source", "ref"}]}`` from the paper package's ``quotes.json`` ({} when it
+    has none): short verbatim excerpts of the paper with their location and the copy they were read from."""
+    return _paper_data(paper, QUOTES_FILE)
+
+
+def by_hand(paper: str) -> dict[str, list[str]]:
+    """``{claim id: [line, ...]}``: the arithmetic a reader can redo by hand (``by_hand.json``, ours)."""
+    return _paper_data(paper, BY_HAND_FILE)
 
 
 def read_stored(folder: str | Path, paper: str) -> list[dict[str, Any]]:
@@ -111,6 +124,7 @@ def letter_markdown(paper: str, results: Sequence[ClaimResult], stored: Sequence
     from verify.core import registry
 
     quotes = stored_quotes(paper)
+    hand = by_hand(paper)
     claims = registry.paper_claims(paper)
     by_claim: dict[str, list[ClaimResult]] = {}
     for r in results:
@@ -119,7 +133,8 @@ def letter_markdown(paper: str, results: Sequence[ClaimResult], stored: Sequence
     lines = _page_one(paper, claims, by_claim, stored, not_checked)
     for c in claims:
         lines += _claim_section(c, [r for r in by_claim.get(c.id, []) if r.provenance.kind != "hazard"],
-                                _heavy_rows(stored, c.id), quotes.get(c.id, []), appendix)
+                                _heavy_rows(stored, c.id), quotes.get(c.id, []), appendix,
+                                hand.get(c.id, [])[:BY_HAND_LINES])
     if hazards:
         lines += ["## Hazards for implementers (not claims of the paper)", "",
                   "Implementation mistakes a decoder or a port can make; the paper does not claim them, so their "
@@ -209,13 +224,13 @@ def _trusted(engines: Mapping[str, str], numeric_only: Sequence[str]) -> str:
 
 
 def _claim_section(c: Any, rs: Sequence[ClaimResult], heavy: Sequence[Mapping[str, Any]],
-                   quotes: Sequence[Mapping[str, str]], appendix: str) -> list[str]:
+                   quotes: Sequence[Mapping[str, str]], appendix: str, hand: Sequence[str] = ()) -> list[str]:
     out = [f"## {c.id}", f"<a id=\"{_slug(c.id)}\"></a>", ""]
     paper_words = [q for q in quotes if q.get("source") == "paper" and "context only" not in q.get("where", "")]
     for q in quotes:
         out.append(f"> \"{q['text']}\"")
         out.append(f"> ({q['where']}; {q['source']}: {q['ref']})")
-        out.append("")
+        out.append(">" if q is not quotes[-1] else "")
     if not paper_words:
         out += ["*The paper's words for this claim are not reachable here; our reading (ours, not a quote):* "
                 + _clip(c.statement, 400), ""]
@@ -235,9 +250,11 @@ def _claim_section(c: Any, rs: Sequence[ClaimResult], heavy: Sequence[Mapping[st
         cost = c.protocol.cost if c.protocol is not None else c.cost
         command = c.protocol.command if c.protocol is not None else f"verify {c.id}"
         out.append(f"- not run here: {_clip(cost, 160)}; run it with `{command}`")
+    if hand:
+        out += ["", "By hand (ours):"] + [f"    {line}" for line in hand]
     failing = [r for r in rs if r.verdict == FAILS] or list(rs)
     if failing:
-        out += ["", f"Witness ({failing[0].display_id}): {_witness_line(failing[0])}", "",
+        out += ["", f"Witness ({failing[0].display_id}): {_witness_line(failing[0])}",
                 "Layers: " + "; ".join(f"`{r.variant or 'default'}` {_layers_word(r)}" for r in rs)]
     link = f"{appendix}#{_slug(c.id)}" if appendix and rs else ""
     if heavy and not rs:
@@ -250,8 +267,8 @@ def _claim_section(c: Any, rs: Sequence[ClaimResult], heavy: Sequence[Mapping[st
 
 
 def _cap(lines: list[str], n: int) -> list[str]:
-    """At most ``n`` lines, the last kept (the link to the evidence)."""
-    return lines if len(lines) <= n else lines[: n - 2] + ["(more in the appendix)", lines[-2]]
+    """At most ``n`` lines, the last two kept (the link to the evidence and the blank line after it)."""
+    return lines if len(lines) <= n else lines[: n - 3] + ["(more in the appendix)", lines[-2], lines[-1]]
 
 
-__all__ = ["letter_markdown", "stored_quotes", "read_stored", "PAGE_ONE_LINES", "CLAIM_LINES", "LETTER_LINES"]
+__all__ = ["letter_markdown", "stored_quotes", "read_stored", "by_hand", "PAGE_ONE_LINES", "CLAIM_LINES", "LETTER_LINES"]
