@@ -253,11 +253,11 @@ def _protocol_values(p: FingerprintParams, ctx: Context) -> dict[str, Any]:
 
 def _layer_judge(layer: str, what: str) -> Any:
     """A part judged by one layer alone: its outcome, or undecided (None) when that layer did not run or finish."""
-    def judge(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+    def judge(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str], dict]:
         ev = next((e for e in evs if e.layer == layer and e.status != "skipped"), None)
         if ev is None or not ev.status.finished or ev.outcome is None:
-            return None, f"{what}: not decided ({layer} {ev.status if ev is not None else 'not run'})", [layer]
-        return ev.outcome, f"{what}: {ev.outcome} ({layer})", [layer]
+            return None, f"{what}: not decided ({layer} {ev.status if ev is not None else 'not run'})", [layer], {}
+        return ev.outcome, f"{what}: {ev.outcome} ({layer})", [layer], {}
     return judge
 
 

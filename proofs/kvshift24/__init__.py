@@ -476,7 +476,7 @@ def _t3_numbers(evs: Sequence[Evidence]) -> dict[str, Any] | None:
     return None if num is None else num.numbers
 
 
-def _t3_formula(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+def _t3_formula(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str], dict]:
     """Theorem 3's formula part: the exact d -> infinity limit (numeric, 1e-9 on the grid), the empirical loss at
     the largest width (numeric) and the Coq theorem about the formula (kernel) must all agree with Eq. 10."""
     said, layers, fails, holds = [], [], False, False
@@ -506,19 +506,19 @@ def _t3_formula(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome 
             holds = True
             said.append("Coq's kernel checks that the loss equals it for every T >= 4")
     outcome = Outcome.FAILS if fails else Outcome.HOLDS if holds else None
-    return outcome, "; ".join(said) or "no layer that judges the formula finished", layers
+    return outcome, "; ".join(said) or "no layer that judges the formula finished", layers, {}
 
 
-def _t3_minimiser(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str]]:
+def _t3_minimiser(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome | None, str, list[str], dict]:
     """Theorem 3's minimiser part: the empirical loss at the largest width (numeric) is smallest at the induction
     head (alpha1, beta1) = (0, 1) on the grid."""
     n = _t3_numbers(evs)
     if n is None:
-        return None, "the numeric layer, the only one that locates the minimiser, did not finish", []
+        return None, "the numeric layer, the only one that locates the minimiser, did not finish", [], {}
     top = n["per_d"][max(n["per_d"], key=int)]
     said = (f"the empirical minimiser at d = {n['empirical_check']['d']} is {tuple(top['argmin_alpha1_beta1'])} and "
             f"the exact limit's {tuple(n['exact_limit']['argmin'])}, on the {n['grid']} x {n['grid']} grid")
-    return (Outcome.HOLDS if n["argmin_ok"] else Outcome.FAILS), said, [Layer.NUMERIC.value]
+    return (Outcome.HOLDS if n["argmin_ok"] else Outcome.FAILS), said, [Layer.NUMERIC.value], {}
 
 
 #: Theorem 3 says two things: the limit is Eq. 10 (a detail the figure is drawn from) and the induction head

@@ -7,6 +7,7 @@ code settles an element, and is reconstructed otherwise; every output lists whic
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
@@ -437,8 +438,6 @@ def _kernel_by_convention(claim: Claim) -> Claim:
         return ev
 
     run.__qualname__ = f"kernel check of {claim.id} by convention"
-    import dataclasses
-
     return dataclasses.replace(claim, checks={**claim.checks, "kernel": run})
 
 
@@ -446,5 +445,4 @@ def _kernel_by_convention(claim: Claim) -> Claim:
 _WIRED = with_kernel_layer(Paper(
     key="ws24", title="Wang & Sato, Rethinking Associative Memory Mechanism in Induction Head, arXiv 2412.11459 v2 (COLM 2025)",
     claims=tuple(CLAIMS), plotters={"ws24:theorem2": plots.theorem2_score_vs_t}))
-PAPER = Paper(key=_WIRED.key, title=_WIRED.title, claims=tuple(_kernel_by_convention(c) for c in _WIRED.claims),
-              plotters=_WIRED.plotters)
+PAPER = dataclasses.replace(_WIRED, claims=tuple(_kernel_by_convention(c) for c in _WIRED.claims))

@@ -384,8 +384,8 @@ class Provenance:
 
 
 #: a part's judge: ``(params, evidence) -> (outcome, or None when undecided; the evidence in one sentence;
-#: the layers it read[; each layer's result in one line])``
-PartJudge = Callable[[Any, Sequence[Evidence]], "tuple[Any, ...]"]
+#: the layers it read; each layer's result in one line, by layer)``
+PartJudge = Callable[[Any, Sequence[Evidence]], "tuple[Outcome | None, str, Sequence[str], Mapping[str, str]]"]
 
 
 @dataclass(frozen=True)
@@ -861,19 +861,27 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
     return verdict, "every layer that ran supports the statement: " + ", ".join(holds) + checked
 
 
-def _depends_on(ran: Sequence[Evidence], fix: str | None) -> str:
-    """The reason of an INCONCLUSIVE verdict whose every unfinished layer answered both ways of one option (ws24's
-    score convention): ``depends on the score convention (--convention): query-key FAILS, key-query HOLDS WITH
-    FIX``; '' when some unfinished layer did not (a timeout, an error: the usual reason)."""
-    unfinished = [e for e in ran if not e.status.finished]
+def depends_on(evidence: Sequence[Evidence], fix: str | None) -> tuple[str, str, str] | None:
+    """``(label, option, answers)`` when every layer that did not finish answered both ways of one option (ws24's
+    score convention): ``("score convention", "convention", "query-key FAILS, key-query HOLDS WITH FIX")``; None
+    when some unfinished layer did not (a timeout, an error: the usual reason) or every layer finished."""
+    unfinished = [e for e in evidence if e.status != Status.SKIPPED and not e.status.finished]
     deps: list[dict[str, Any]] = [e.numbers.get("depends_on") or {} for e in unfinished]
     if not deps or not all(deps) or len({(d["option"], tuple(sorted(d["values"].items()))) for d in deps}) != 1:
-        return ""
-    option, values, label = deps[0]["option"], deps[0]["values"], deps[0].get("label", deps[0]["option"])
+        return None
     said = {Outcome.HOLDS.value: (HOLDS_WITH_FIX if fix else HOLDS).value, Outcome.FAILS.value: FAILS.value}
-    return (f"depends on the {label} (--{option}): "
-            + ", ".join(f"{k} {said.get(v, v)}" for k, v in values.items())
-            + f" ({', '.join(str(e.layer) for e in unfinished)}); the text does not fix one")
+    answers = ", ".join(f"{k} {said.get(v, v)}" for k, v in deps[0]["values"].items())
+    return deps[0].get("label", deps[0]["option"]), deps[0]["option"], answers
+
+
+def _depends_on(ran: Sequence[Evidence], fix: str | None) -> str:
+    """The reason of an INCONCLUSIVE verdict that :func:`depends_on` an option: ``depends on the score convention
+    (--convention): query-key FAILS, key-query HOLDS WITH FIX (symbolic, solver); the text does not fix one``."""
+    dep = depends_on(ran, fix)
+    if dep is None:
+        return ""
+    unfinished = [str(e.layer) for e in ran if not e.status.finished]
+    return f"depends on the {dep[0]} (--{dep[1]}): {dep[2]} ({', '.join(unfinished)}); the text does not fix one"
 
 
 @contextmanager
@@ -955,9 +963,7 @@ def judge_parts(claim: Claim, params: Mapping[str, Any], evidence: Sequence[Evid
     run)."""
     out = []
     for part in claim.parts:
-        judged = part.judge(params, evidence)
-        outcome, said, layers = judged[:3]
-        by_layer = judged[3] if len(judged) > 3 else {}
+        outcome, said, layers, by_layer = part.judge(params, evidence)
         if outcome is None:
             verdict = INCONCLUSIVE
         elif outcome == Outcome.FAILS:

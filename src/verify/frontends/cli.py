@@ -559,12 +559,11 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
 
     rel_to = Path(report).resolve().parent if report else Path.cwd()
     figs = [os.path.relpath(f.resolve(), rel_to) for f in figures]
-    full_md = audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs,
-                             not_checked=ran.not_checked)
     link = os.path.relpath(Path(appendix).resolve(), rel_to) if appendix else ""
     md = letter_markdown(key, results, heavy_stored, appendix=link, not_checked=ran.not_checked)
-    if appendix is not None:
-        atomic_write_text(appendix, full_md, "--appendix")
+    if appendix is not None:  # the full evidence, built only when it is written
+        atomic_write_text(appendix, audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings,
+                                                   plots=figs, not_checked=ran.not_checked), "--appendix")
         prog.note(f"appendix written to {appendix}")
     if report is not None and report != "-":
         atomic_write_text(report, md, "--report")

@@ -25,6 +25,8 @@ from typing import Any, Mapping, Sequence
 
 from verify.core.model import FAILS, ClaimResult
 from verify.evidence import Layer, Status
+from verify.reports.audit import _cell as _audit_cell
+from verify.reports.audit import _slug  # the appendix's anchors: the letter links to them
 
 PAGE_ONE_LINES = 60
 CLAIM_LINES = 25
@@ -83,19 +85,9 @@ def read_stored(folder: str | Path, paper: str) -> list[dict[str, Any]]:
     return out
 
 
-def _slug(text: str) -> str:
-    import re
-
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
 def _clip(text: str, n: int = 160) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 3].rstrip() + "..."
-
-
-def _cell(text: Any) -> str:
-    return _clip(str(text), 200).replace("|", "\\|")
 
 
 def _layers_word(r: ClaimResult) -> str:
@@ -178,7 +170,7 @@ def _page_one(paper: str, claims: Sequence[Any], by_claim: Mapping[str, list[Cla
                 c.protocol.cost if c.protocol is not None else c.cost, 110)
         else:
             verdicts, reason = "not checked", "no check in the layers this run asked for (--layers)"
-        out.append(f"| [{c.id}](#{_slug(c.id)}) | {verdicts} | {_cell(reason)} |")
+        out.append(f"| [{c.id}](#{_slug(c.id)}) | {verdicts} | {_audit_cell(_clip(reason, 200))} |")
     out += ["", "**Trusted base.** " + _trusted(engines, numeric_only), ""]
     return out
 

@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify import __version__
-from verify.core.model import PART_ROLES, PROVENANCE_KINDS, ClaimResult, Verdict
+from verify.core.model import PART_ROLES, PROVENANCE_KINDS, ClaimResult, Verdict, depends_on
 from verify.evidence import FIGURE_COLUMNS, FIGURE_RULES, Evidence, Layer, Outcome, Status, to_jsonable
 
 SCHEMA = "verify/1"
@@ -269,8 +269,8 @@ def _shows_repair(r: ClaimResult) -> bool:
 
 
 def _figure_mark(f: Any) -> str:
-    """A figure row's mark: yes/NO for a counted row (with its column when it is in-sample or held-out), 'derived'
-    (agrees / differs) for our derivation, which is never counted as reproduced."""
+    """A figure row's mark: yes/NO for a counted row ([in] / [out] when it is in-sample or held-out), '(ours)' for
+    our derivation, which is never counted as reproduced."""
     if f.column == "derived":
         return "(ours)"
     mark = "yes" if f.reproduced else "NO"
@@ -285,8 +285,9 @@ def short_text(r: ClaimResult, timings: bool = True) -> str:
 
     rid = run_id(r.claim, r.params)
     head = f"{rid}: {r.verdict}"
-    if r.reason.startswith("depends on "):  # both answers on the first line (ws24's score convention)
-        head += " (" + r.reason.split(" (", 2)[0] + ": " + r.reason.split(": ", 1)[1].split(" (", 1)[0] + ")"
+    dep = depends_on(r.evidence, r.fix) if r.verdict == Verdict.INCONCLUSIVE else None
+    if dep is not None:  # both answers on the first line (ws24's score convention)
+        head += f" (depends on the {dep[0]}: {dep[2]})"
     lines = _exploratory_banner(r) + [head, f"  statement: {r.claim.statement}", f"  source:    {r.claim.source}"]
     for ev in r.evidence:
         if ev.status == Status.SKIPPED:
