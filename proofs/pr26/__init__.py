@@ -440,7 +440,9 @@ PROP2 = Claim(
              "else the check could not have told the two apart and the verdict is INCONCLUSIVE. The --trials default "
              "(24000) was sized before the run for 90% power to reject 1/(k-2) at the event rate 0.29 of the earlier "
              "8000-trial runs (stats.events_for_power: 6599 events); the exact power at the run's events is printed. "
-             "At L = 60 (k = 40) 1/(k-1) and 1/(k-2) need ~690 000 events: reported, not required.",
+             "At L = 60 (k = 40) 1/(k-1) and 1/(k-2) need ~690 000 events: reported, not required. Not a "
+             "confirmatory decision: the control and the 24000-trial default were added on 2026-12-06 and decided at "
+             "seed 0, whose first trials the 8000-trial runs had shown; no protocol is frozen for this claim.",
              FIGURE_RULES_TEXT + " 'A rescuing W exists with probability roughly 20-35%' is listed as not computed: the "
              "summary does not say what a rescue may change or must achieve (its reason is in the figure's note)."),
     explain=_p2_explain,
