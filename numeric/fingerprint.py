@@ -498,17 +498,18 @@ def static_profile(path: str, seed: int = 0, n_seq: int = 8, T: int = 64, top: i
 
     Raises:
         ImportError: the ``transformers`` package is not installed (what the static part needs).
+        verify.hfcompat.UnsupportedRelease: its release is outside the supported range.
         ValueError: an unsupported model type.
     """
-    import transformers  # optional: only the static part needs it
+    from verify import hfcompat
+
+    transformers = hfcompat.load()  # optional: only the static part needs it
 
     cfg = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
     mt = cfg.model_type
     if mt not in SCHEMES:
         raise ValueError(f"model_type {mt!r} is not supported (supported: {', '.join(sorted(SCHEMES))})")
-    model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32,
-                                                              attn_implementation="eager")
-    model.eval()
+    model = hfcompat.model_from_pretrained(path, torch.float32, "eager").eval()
     H = cfg.num_attention_heads
     g = torch.Generator().manual_seed(seed)
     tok = torch.randint(0, cfg.vocab_size, (n_seq, T), generator=g)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from verify import hfcompat
 from verify.numeric import rope
 from verify.numeric.head_bounds import MLP, TARGETS, HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
@@ -133,8 +134,13 @@ def _llama_program(model: Any, layer: int, head: int) -> tuple[HeadProgram, Call
     n_kv = int(getattr(cfg, "num_key_value_heads", None) or H)
     dh = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // H)
     kvh = head // (H // n_kv)
-    rope = model.model.rotary_emb
+    try:
+        rope = hfcompat.rotary_module(model, layer)
+    except hfcompat.UnsupportedRelease as e:
+        raise HeadInputError(str(e)) from None
     rtype = str(getattr(rope, "rope_type", "default"))
+    if "Dynamic" in type(rope).__name__:  # a 4.x release names the rule by the module's class
+        rtype = "dynamic"
     if "dynamic" in rtype:
         raise HeadInputError(f"RoPE scaling {rtype!r}: its frequencies depend on the sequence length; verify head "
                              "takes static frequencies (default, linear, yarn, llama3)")
@@ -158,7 +164,7 @@ def _llama_program(model: Any, layer: int, head: int) -> tuple[HeadProgram, Call
                        b_K=None if kb is None else kb.detach().double()[k_rows].tolist(), norm="rmsnorm",
                        norm_weight=blk.input_layernorm.weight.detach().double().tolist(),
                        norm_eps=float(blk.input_layernorm.variance_epsilon), scale_inv_sqrt=dh,
-                       rope_inv_freq=inv.tolist(), rope_attention_scaling=float(rope.attention_scaling), window=window)
+                       rope_inv_freq=inv.tolist(), rope_attention_scaling=float(getattr(rope, "attention_scaling", 1.0)), window=window)
     emb = model.model.embed_tokens.weight.detach()
 
     def embed(toks: list[int]) -> list:
@@ -270,8 +276,8 @@ def extract_hf(spec: str, layer: int, head: int, pattern: str, prompts: list[lis
     for toks in toks_list:
         ids = torch.tensor([toks])
         with torch.no_grad():
-            o = model(input_ids=ids, use_cache=False, output_attentions=True,
-                      output_hidden_states=layer > 0 and prefix is None)
+            o = hfcompat.forward(model, input_ids=ids, use_cache=False, output_attentions=True,
+                                 output_hidden_states=layer > 0 and prefix is None)
         comps = embed(toks) if (layer == 0 or prefix is not None) else [_floats(o.hidden_states[layer][0])]
         r, t = _rows(pattern, toks, rows)
         if prog.window is not None:  # a target outside the sliding window is not a key the query can see

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from verify import hfcompat
 from verify.evidence import (
     FLOAT32_LEVEL,
     Evidence,
@@ -91,6 +92,18 @@ def _engines() -> dict[str, str]:
     return out
 
 
+def _lib() -> str:
+    """The library release, as every impl result's first line names it (a bug can belong to one release)."""
+    return f"transformers {_engines()['transformers']}"
+
+
+def _released(ev: Evidence) -> Evidence:
+    """``ev`` with the library release in its witness, when it has one."""
+    if isinstance(ev.witness, dict):
+        ev.witness["transformers"] = _engines()["transformers"]
+    return ev
+
+
 def _rel(a: torch.Tensor, b: torch.Tensor, scale: float) -> float:
     return float((a - b).abs().max()) / scale
 
@@ -128,8 +141,9 @@ def check_decode(spec: str, attn: str, dtype: str, seed: int, L: int, splits: Se
     b64 = im.build(spec, attn=attn, seed=seed, window=window, rope=rope, max_positions=max_positions)
     ids = im.tokens(L, b64.vocab, seed)
     b = b64 if dtype == "float64" else im.cast(b64, dtype)
-    return decode_evidence(lambda x: im.full(b64, x), lambda x: im.full(b, x), lambda x, k: im.decode(b, x, k), ids,
-                           dtype, splits, f"{spec} ({b.attn}, {dtype})", "tokens", b.describe(), _engines(), seed)
+    return _released(decode_evidence(lambda x: im.full(b64, x), lambda x: im.full(b, x),
+                                     lambda x, k: im.decode(b, x, k), ids, dtype, splits,
+                                     f"{spec} ({b.attn}, {dtype}; {_lib()})", "tokens", b.describe(), _engines(), seed))
 
 
 def decode_evidence(full64: Callable[[torch.Tensor], torch.Tensor], full_at: Callable[[torch.Tensor], torch.Tensor],
@@ -199,7 +213,7 @@ def layer0_outputs(b: im.Built, ids: torch.Tensor, split: int | None) -> torch.T
         if split is None:
             im.call(b, ids)
         else:
-            cache = im.new_cache(b)
+            cache = im.new_cache(b, ids.shape[1])
             im.call(b, ids[:, :split], cache)
             for t in range(split, ids.shape[1]):
                 im.call(b, ids[:, t:t + 1], cache)
@@ -228,8 +242,9 @@ def check_window(spec: str, attn: str, seed: int, L: int, window: int | None, sp
     b = im.build(spec, attn=attn, seed=seed, window=window)
     w = getattr(b.config, "sliding_window", None) if window is not None else None
     ids = im.tokens(L, b.vocab, seed)
-    return window_evidence(lambda k: visibility(b, ids, k), L, w, splits, f"{spec} ({b.attn})", "tokens",
-                           "changing its token moves layer 0's attention output", b.describe(), _engines(), seed)
+    return _released(window_evidence(lambda k: visibility(b, ids, k), L, w, splits, f"{spec} ({b.attn}; {_lib()})",
+                                     "tokens", "changing its token moves layer 0's attention output", b.describe(),
+                                     _engines(), seed))
 
 
 def window_evidence(vis_at: Callable[[int | None], list[list[float]]], L: int, w: int | None, splits: Sequence[int],
@@ -300,7 +315,7 @@ def measured_slopes(b: im.Built, L: int) -> dict[str, Any]:
     (one pass of L tokens) and with it (a prefill of L // 2, then one token per call)."""
     ids = im.tokens(L, b.vocab, 0)
     P = _probs(im.call(b, ids, output_attentions=True))[0]  # (H, L, L)
-    cache = im.new_cache(b)
+    cache = im.new_cache(b, L)
     k = L // 2
     im.call(b, ids[:, :k], cache, output_attentions=True)
     rows = []
@@ -346,14 +361,15 @@ def check_alibi(spec: str, attn: str, seed: int, heads: int, L: int, schedule: S
                        else "slope differs from the schedule")
                 witness = {"run": "no cache" if name == "full" else f"cache, prefill {m['k']}", "head": h + 1,
                            "heads": heads, "schedule": float(want[h, 0]), "measured": g,
-                           "abs_difference": float(rel[h]), "reason": why, "prompt_length": L}
+                           "abs_difference": float(rel[h]), "reason": why, "prompt_length": L,
+                           "transformers": _engines()["transformers"]}
         if float(rel.max()) > SLOPE_TOL:
             problems.append(name)
     numbers = {**b.describe(), "L": L, "convention": convention, "slopes": per_head,
                "max_abs_difference": {n: float((m[n] - want).abs().max()) for n in ("full", "cache")}}
     tol = (f"each measured slope (every query/key pair, without and with the cache) within {SLOPE_TOL:g} of "
            "the schedule (the slopes are float32 in the library; the schedule exact)")
-    head = (f"{spec} ({b.attn}), {heads} heads, L = {L}: slopes read from layer 0's attention with zero projections, "
+    head = (f"{spec} ({b.attn}; {_lib()}), {heads} heads, L = {L}: slopes read from layer 0's attention with zero projections, "
             f"max |measured - schedule| {_noise(numbers['max_abs_difference']['full'], SLOPE_TOL)} (no "
             f"cache), {_noise(numbers['max_abs_difference']['cache'], SLOPE_TOL)} (cache)")
     # float32 slopes: the digits below 1e-5 follow the CPU (the schedule is exact and keeps every digit)
@@ -375,18 +391,13 @@ def check_alibi(spec: str, attn: str, seed: int, heads: int, L: int, schedule: S
 def offset_dependence(b: im.Built, P: int, seed: int) -> float:
     """Through the model's own rotary module and rotation: one query vector and one key vector placed at every
     position 0..P-1; max over offsets of the spread of score(i, j) along i - j, relative to max |score|."""
-    inner = getattr(b.model, "model", b.model)
-    rot = inner.rotary_emb
     hd = im.HEAD_DIM
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(hd, generator=g, dtype=torch.float64)
     k = torch.randn(hd, generator=g, dtype=torch.float64)
-    pos = torch.arange(P)[None]
-    x = torch.zeros(1, P, hd, dtype=torch.float64)
-    cos, sin = rot(x, pos)
     Q = q.expand(1, 1, P, hd).clone()
     K = k.expand(1, 1, P, hd).clone()
-    qr, kr = im.modeling_module(b.model).apply_rotary_pos_emb(Q, K, cos.to(torch.float64), sin.to(torch.float64))
+    qr, kr = hfcompat.rotate(b.model, Q, K)
     S = (qr[0, 0] @ kr[0, 0].T)
     scale = float(S.abs().max()) or 1.0
     worst = 0.0
@@ -410,13 +421,14 @@ def check_rope(spec: str, attn: str, seed: int, rope: dict[str, Any], L: int, ma
     tol = (f"offset: spread of the score along each offset <= {ROPE_FACTOR} x P x 2^-24 = {otol:.2g} relative (the "
            f"library's cos and sin are float32; P = {2 * L} positions); > {FAIL_FACTOR} x that fails; cache: "
            f"{dec.tolerance}")
-    head = (f"{spec} ({b.attn}), rope {rope.get('rope_type')}: score spread along offsets {_noise(spread, otol)} over positions "
+    head = (f"{spec} ({b.attn}; {_lib()}), rope {rope.get('rope_type')}: score spread along offsets {_noise(spread, otol)} over positions "
             f"0..{2 * L - 1} (max_position_embeddings {max_positions}); cached decode vs full pass "
             f"{_shown64(dec.numbers['max_deviation'], dec.numbers['tolerance'])}")
     if spread > FAIL_FACTOR * otol or dec.outcome == Outcome.FAILS:
-        w = {"offset_spread": spread} if spread > FAIL_FACTOR * otol else {}
+        w: dict[str, Any] = {"offset_spread": spread} if spread > FAIL_FACTOR * otol else {}
         if dec.outcome == Outcome.FAILS:
             w.update(dec.witness or {})
+        w["transformers"] = _engines()["transformers"]
         return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head, numbers=numbers, witness=w,
                         tolerance=tol, engines=_engines(), seed=seed)
     if spread > otol or dec.status != Status.CONSISTENT:
@@ -441,7 +453,7 @@ def check_padding(spec: str, attn: str, seed: int, lengths: Sequence[int], steps
     for i, n in enumerate(lengths):
         ids[i, T - n:] = toks[i, :n]
         mask[i, T - n:] = 1
-    cache = im.new_cache(b)
+    cache = im.new_cache(b, T + steps)
 
     def kw(msk: torch.Tensor, last: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {"attention_mask": msk}
@@ -456,8 +468,8 @@ def check_padding(spec: str, attn: str, seed: int, lengths: Sequence[int], steps
         mask = torch.cat([mask, torch.ones(B, 1, dtype=torch.long)], 1)
         logits.append(im.call(b, nxt, cache, **kw(mask, 1)).logits.to(torch.float64))
     got = torch.cat(logits, 1)
-    return padding_evidence(got, lambda i, n: im.full(b, toks[i:i + 1, :n + steps]), lengths, steps, positions,
-                            f"{spec} ({b.attn})", b.describe(), _engines(), seed)
+    return _released(padding_evidence(got, lambda i, n: im.full(b, toks[i:i + 1, :n + steps]), lengths, steps,
+                                      positions, f"{spec} ({b.attn}; {_lib()})", b.describe(), _engines(), seed))
 
 
 def padding_evidence(got: torch.Tensor, alone_at: Callable[[int, int], torch.Tensor], lengths: Sequence[int],

@@ -1,6 +1,7 @@
 """Tiny random Hugging Face transformers models built locally from a configuration (never a download), and the
 calls the impl claims make on them: a full forward pass and cached incremental decoding through the library's
-own cache (``DynamicCache``).
+own cache (the one the model makes, as ``generate()`` does).  Every release-dependent call goes through
+:mod:`verify.hfcompat` (transformers 4.40 to 5.x).
 
 Every model is drawn under a fixed seed inside :func:`torch.random.fork_rng` (the global generator is left as it
 was), in float64 unless a dtype is asked for, and with its query and key projections scaled by :data:`SHARPEN` so
@@ -9,13 +10,12 @@ attention is far from uniform: a mask, offset or cache bug then moves the output
 
 from __future__ import annotations
 
-import inspect
-import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from verify import hfcompat
 
 #: the model families ``--model hf:NAME`` builds (kept equal to verify.proofs.impl.HF_MODELS; a test checks it)
 HF_MODELS = ("llama", "mistral", "gpt2", "bloom", "falcon", "mpt", "qwen2", "gemma2")
@@ -28,15 +28,9 @@ LAYERS = 2
 
 
 def transformers_module() -> Any:
-    """The transformers package, imported with every download switched off (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE)
-    and its logging at errors only."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()  # "Loading weights" bars would break one-line errors
-    return transformers
+    """The transformers package, offline and quiet (:func:`verify.hfcompat.load`; refuses a release outside the
+    supported range)."""
+    return hfcompat.load()
 
 
 @dataclass(frozen=True)
@@ -69,9 +63,8 @@ def tiny_config(name: str, *, heads: int = 4, window: int | None = None, rope: d
     if name in ("llama", "mistral", "qwen2", "gemma2"):
         kw: dict[str, Any] = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=LAYERS,
                                   num_attention_heads=heads, num_key_value_heads=heads,
-                                  max_position_embeddings=max_positions, **common)
-        if rope is not None:
-            kw["rope_parameters"] = rope
+                                  **common)
+        kw.update(hfcompat.rope_config(rope, max_positions))
         if name == "mistral":
             kw["sliding_window"] = window
         if name == "qwen2" and window is not None:
@@ -79,8 +72,8 @@ def tiny_config(name: str, *, heads: int = 4, window: int | None = None, rope: d
                       layer_types=["sliding_attention"] * LAYERS)
         if name == "gemma2":
             kw.update(head_dim=HEAD_DIM, sliding_window=window or 4096)
-        cls = {"llama": tf.LlamaConfig, "mistral": tf.MistralConfig, "qwen2": tf.Qwen2Config,
-               "gemma2": tf.Gemma2Config}[name]
+        cls = getattr(tf, {"llama": "LlamaConfig", "mistral": "MistralConfig", "qwen2": "Qwen2Config",
+                           "gemma2": "Gemma2Config"}[name])  # by name: a release may lack one (hfcompat.FAMILY_SINCE)
         return cls(**kw)
     if name == "gpt2":
         return tf.GPT2Config(n_embd=hidden, n_layer=LAYERS, n_head=heads, n_positions=max_positions, **common)
@@ -107,17 +100,15 @@ def build(spec: str, *, attn: str = "eager", dtype: str = "float64", seed: int =
           window: int | None = None, rope: dict[str, Any] | None = None, max_positions: int = 256) -> Built:
     """The model ``spec`` names: ``hf:NAME`` (a tiny random model of family NAME drawn under ``seed``) or
     ``hf-dir:PATH`` (a local checkpoint directory, loaded with ``local_files_only``)."""
-    tf = transformers_module()
     kind, _, rest = spec.partition(":")
     if kind == "hf-dir":
-        model = tf.AutoModelForCausalLM.from_pretrained(rest, local_files_only=True, dtype=DTYPES[dtype],
-                                                        attn_implementation=attn).eval()
+        model = hfcompat.model_from_pretrained(rest, DTYPES[dtype], attn).eval()
         n = int(getattr(model.config, "num_attention_heads", 0) or getattr(model.config, "n_head", 0))
         return Built(model, model.config, spec, attn, dtype, n)
     cfg = tiny_config(rest, heads=heads, window=window, rope=rope, max_positions=max_positions)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = tf.AutoModelForCausalLM.from_config(cfg, dtype=torch.float64, attn_implementation=attn)
+        model = hfcompat.model_from_config(cfg, torch.float64, attn)
     _sharpen(model)
     model = model.to(DTYPES[dtype]).eval()
     return Built(model, model.config, spec, attn, dtype, heads)
@@ -136,42 +127,36 @@ def tokens(L: int, vocab: int, seed: int, batch: int = 1) -> torch.Tensor:
     return torch.randint(3, vocab, (batch, L), generator=g)
 
 
-def _cache_kw(model: Any) -> str:
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
-def new_cache(b: Built) -> Any:
-    return transformers_module().DynamicCache(config=b.config)
+def new_cache(b: Built, max_len: int) -> hfcompat.CacheState:
+    """An empty cache for one decoding run of at most ``max_len`` positions: the model makes its own on the first
+    call, as ``generate()`` does (:class:`verify.hfcompat.CacheState`)."""
+    return hfcompat.CacheState(max_len)
 
 
 def full(b: Built, ids: torch.Tensor, **kw: Any) -> torch.Tensor:
     """Logits of one forward pass without a cache, float64."""
     with torch.no_grad():
-        return b.model(input_ids=ids, use_cache=False, **kw).logits.to(torch.float64)
+        return hfcompat.forward(b.model, input_ids=ids, use_cache=False, **kw).logits.to(torch.float64)
 
 
 def decode(b: Built, ids: torch.Tensor, split: int) -> torch.Tensor:
     """Logits at every position: a prefill call on ``ids[:, :split]``, then one call per token, all through one
     library cache; float64."""
-    cache = new_cache(b)
-    key = _cache_kw(b.model)
+    cache = new_cache(b, ids.shape[1])
     outs = []
     with torch.no_grad():
-        o = b.model(input_ids=ids[:, :split], use_cache=True, **{key: cache})
-        outs.append(o.logits)
+        outs.append(cache.call(b.model, input_ids=ids[:, :split]).logits)
         for t in range(split, ids.shape[1]):
-            o = b.model(input_ids=ids[:, t:t + 1], use_cache=True, **{key: cache})
-            outs.append(o.logits)
+            outs.append(cache.call(b.model, input_ids=ids[:, t:t + 1]).logits)
     return torch.cat(outs, 1).to(torch.float64)
 
 
-def call(b: Built, ids: torch.Tensor, cache: Any = None, **kw: Any) -> Any:
-    """One forward call (with ``cache`` when given); returns the library's output object."""
+def call(b: Built, ids: torch.Tensor, cache: hfcompat.CacheState | None = None, **kw: Any) -> Any:
+    """One forward call (through ``cache`` when given); returns the library's output object."""
     with torch.no_grad():
         if cache is None:
-            return b.model(input_ids=ids, use_cache=False, **kw)
-        return b.model(input_ids=ids, use_cache=True, **{_cache_kw(b.model): cache}, **kw)
+            return hfcompat.forward(b.model, input_ids=ids, use_cache=False, **kw)
+        return cache.call(b.model, input_ids=ids, **kw)
 
 
 def first_attention(model: torch.nn.Module) -> torch.nn.Module:
@@ -181,7 +166,3 @@ def first_attention(model: torch.nn.Module) -> torch.nn.Module:
         if n.endswith("Attention") and "Flash" not in n:
             return mod
     raise ValueError(f"no attention module found in {type(model).__name__}")
-
-
-def modeling_module(model: Any) -> Any:
-    return sys.modules[type(model).__module__]

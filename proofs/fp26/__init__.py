@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from verify import hfcompat
 from verify.core.model import Claim, InputError, Paper, Params, Part, param
 from verify.core.protocol import Protocol, Threshold
 from verify.evidence import Context, Evidence, Figure, Outcome, engine_versions
@@ -73,6 +74,8 @@ def _validate(p: Mapping[str, Any]) -> None:
         if not os.path.isfile(os.path.join(path, "config.json")):
             raise InputError(f"--checkpoint {path!r}: not a local checkpoint directory (no config.json); nothing is "
                              "downloaded")
+    if _checkpoints(p["checkpoint"]) and hfcompat.refusal() is not None:
+        raise InputError(f"--checkpoint: {hfcompat.refusal()}")
     from verify.numeric.grid import parse_scheduler  # torch-free
 
     try:
@@ -165,6 +168,8 @@ def _numeric(p: FingerprintParams, ctx: Context) -> Evidence:
         except ImportError:
             numbers["not_run"]["static"] = ("--checkpoint given but the transformers package is not installed: "
                                             "pip install transformers")
+        except hfcompat.UnsupportedRelease as e:
+            numbers["not_run"]["static"] = f"--checkpoint given but {e}"
         else:
             sv = num.static_verdict(profiles)
             numbers["static"] = {"profiles": profiles, **sv}

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from verify import hfcompat
 from verify.core.model import Claim, InputError, Paper, Params, Provenance, missing_packages, param
 from verify.evidence import Context, Evidence
 
@@ -50,7 +51,8 @@ CONTRACT = {"*": Provenance("contract", "an attention implementation must comput
 
 
 def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
-    """The configuration's ``rope_parameters`` for a scaling rule (transformers 5 field names)."""
+    """The configuration's ``rope_parameters`` for a scaling rule, in transformers 5's field names
+    (:func:`verify.hfcompat.rope_config` gives a 4.x release its ``rope_theta`` and ``rope_scaling``)."""
     base: dict[str, Any] = {"rope_type": rule, "rope_theta": 10000.0}
     if rule != "default":
         base["factor"] = factor
@@ -84,7 +86,13 @@ def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoi
         return "module", p["model"]
     if missing_packages(REQUIRES):
         raise InputError(INSTALL)
+    why = hfcompat.refusal()
+    if why is not None:
+        raise InputError(why)
     kind, name = _model(p["model"], allowed)
+    why = (hfcompat.family_refusal(name) if kind == "hf" else None) or hfcompat.probe(name if kind == "hf" else None)
+    if why is not None:
+        raise InputError(why)
     if kind == "hf-dir" and not checkpoint:
         raise InputError(f"--model {p['model']}: this claim builds its tiny model with the rule asked; a checkpoint "
                          "directory goes to impl:decode, impl:window or impl:padding")
@@ -106,6 +114,25 @@ def _module(spec: str, takes_module: bool, claim: str, needs_mask: bool) -> None
         impl_module.validate(spec, claim, needs_mask)
     except FeatureError as e:
         raise InputError(str(e)) from None
+
+
+def _release_explain(claim: str) -> Any:
+    """The explain hook of ``claim``: :func:`_module_explain`, and for a tiny model the line of
+    :func:`verify.proofs.impl.releases.known_on` when the installed release was measured other than HOLDS on the
+    same claim, family (and RoPE rule)."""
+    def explain(p: Mapping[str, Any], evidence: Any) -> list[str]:
+        from verify.proofs.impl import releases
+
+        lines = _module_explain(p, evidence)
+        version = hfcompat.installed()
+        if p["model"].startswith("hf:") and version is not None:
+            options = {"model": p["model"], **({"rope-scaling": p["rope-scaling"]} if "rope-scaling" in p else {})}
+            line = releases.known_on(version, claim, options)
+            if line is not None:
+                lines.append(line + " (measured at the claim's defaults)")
+        return lines
+
+    return explain
 
 
 def _module_explain(p: Mapping[str, Any], evidence: Any) -> list[str]:
@@ -178,7 +205,7 @@ DECODE = Claim(
     checks={"numeric": _dec_numeric},
     expected={"": "HOLDS"},
     validate=_dec_validate,
-    explain=_module_explain,
+    explain=_release_explain("impl:decode"),
     caveats=("Tiny random models (2 layers, head size 16, vocabulary 128, 4 heads) drawn under --seed with the query "
              "and key projections scaled by 4 so attention is far from uniform; a checkpoint directory is run as "
              "stored.",
@@ -244,7 +271,7 @@ WINDOW = Claim(
     checks={"numeric": _win_numeric},
     expected={"": "HOLDS"},
     validate=_win_validate,
-    explain=_module_explain,
+    explain=_release_explain("impl:window"),
     caveats=("Measured, not read from the mask: each token of the prompt is changed in turn (one batch) and a key "
              "counts as seen by query t when layer 0's attention output at t moves (> 1e-9 relative); layer 0's input "
              "at t depends on token t alone, so this is the attention pattern of that layer, in the path --attn picks.",
@@ -315,6 +342,7 @@ ALIBI = Claim(
     checks={"symbolic": _al_symbolic, "numeric": _al_numeric},
     expected={"": "HOLDS"},
     validate=_al_validate,
+    explain=_release_explain("impl:alibi"),
     caveats=("Conventions: BLOOM's and Falcon's code follow Press et al.'s interleaving; MPT's rounds n up to a power "
              "of two and keeps odd-indexed then even-indexed slopes, which with its alibi_bias_max = 8 gives the same "
              "schedule (exact, for the head count asked). The symbolic layer checks the convention the family's code follows, exactly; the "
@@ -344,6 +372,9 @@ class RopeParams(Params):
 
 def _rope_validate(p: Mapping[str, Any]) -> None:
     _common(p, ROPE_MODELS, checkpoint=False, claim="impl:rope")
+    why = hfcompat.rope_refusal(p["rope-scaling"])
+    if why is not None:
+        raise InputError(why)
 
 
 def _rope_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -374,6 +405,7 @@ ROPE = Claim(
     variants=({"rope-scaling": "default"},),
     expected={"default": "HOLDS", "linear": "HOLDS", "dynamic": "FAILS", "yarn": "HOLDS", "llama3": "HOLDS"},
     validate=_rope_validate,
+    explain=_release_explain("impl:rope"),
     caveats=(f"max_position_embeddings = {ROPE_MAX_POSITIONS} so the prompt runs past it, where the length-dependent "
              "rules act. Dynamic NTK scaling recomputes the frequencies from the longest position of each call, so "
              "keys cached before the prompt passed the original length keep the old rotation: the cached decode "
@@ -428,7 +460,7 @@ PADDING = Claim(
     variants=({"positions": "from-mask"},),
     expected={"from-mask": "HOLDS", "implicit": "FAILS"},
     validate=_pad_validate,
-    explain=_module_explain,
+    explain=_release_explain("impl:padding"),
     caveats=("With --positions implicit the library numbers every slot, padding included, so a left-padded sequence's "
              "absolute positions shift: GPT-2 (learned absolute positions) fails; RoPE models hold, the shift being "
              "common to query and keys.",),

@@ -30,7 +30,8 @@ FOLDERS = {"verify.symbolic": ROOT / "symbolic", "verify.solver": ROOT / "solver
            "verify.frontends": SRC / "frontends"}
 LAYERS = ("verify.symbolic", "verify.solver", "verify.numeric", "verify.kernel")
 MACHINERY = ("verify.core", "verify.pipeline", "verify.reports", "verify.frontends", "verify.api")
-SHARED = (SRC / "evidence.py", SRC / "safeio.py", SRC / "interrupts.py", SRC / "faults.py", SRC / "runcache.py")
+SHARED = (SRC / "evidence.py", SRC / "safeio.py", SRC / "interrupts.py", SRC / "faults.py", SRC / "runcache.py",
+          SRC / "hfcompat.py")
 
 
 def imported_modules(path: Path) -> set[str]:

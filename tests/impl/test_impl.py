@@ -66,17 +66,44 @@ def test_decode_fails_with_a_cache_storing_wrong_positions(monkeypatch: pytest.M
     assert ev.witness["tolerance"] == "<= 1e-06"  # the calibrated tolerance, recorded by its bound
 
 
+def _widen_window(monkeypatch: pytest.MonkeyPatch, w: int) -> None:
+    """Inject the off-by-one of transformers #39408: the sliding-window mask admits w + 1 keys.  5.x builds the
+    mask in masking_utils; a 4.x release (no masking_utils) passes Mistral's eager attention an additive mask,
+    opened here at distance w."""
+    import transformers
+
+    if hasattr(transformers, "masking_utils") or transformers.__version__.startswith("5."):
+        from transformers import masking_utils
+
+        def wide(sliding_window: int):
+            def inner(batch_idx, head_idx, q_idx, kv_idx):  # admits w + 1 keys
+                return kv_idx > q_idx - sliding_window - 1
+            return inner
+
+        monkeypatch.setattr(masking_utils, "sliding_window_overlay", wide)
+        return
+    from transformers.models.mistral import modeling_mistral
+
+    orig = modeling_mistral.eager_attention_forward
+
+    def opened(module, query, key, value, attention_mask, *a, **k):
+        if attention_mask is not None:
+            n = key.shape[-2]  # the mask may hold more columns than keys (4.51 slices it to the keys)
+            attention_mask = attention_mask[..., :n].clone()
+            q = attention_mask.shape[-2]
+            for i in range(q):
+                j = i + (n - q) - w
+                if j >= 0:
+                    attention_mask[..., i, j] = 0
+        return orig(module, query, key, value, attention_mask, *a, **k)
+
+    monkeypatch.setattr(modeling_mistral, "eager_attention_forward", opened)
+
+
 def test_window_holds_and_fails_off_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
     ok = num.check_window("hf:mistral", "eager", 0, 9, 4, [3, 4, 5])
     assert ok.outcome == "holds", ok.summary
-    from transformers import masking_utils
-
-    def wide(sliding_window: int):
-        def inner(batch_idx, head_idx, q_idx, kv_idx):  # admits w + 1 keys
-            return kv_idx > q_idx - sliding_window - 1
-        return inner
-
-    monkeypatch.setattr(masking_utils, "sliding_window_overlay", wide)
+    _widen_window(monkeypatch, 4)
     ev = num.check_window("hf:mistral", "eager", 0, 9, 4, [3, 4, 5])
     assert ev.outcome == "fails", ev.summary
     assert ev.witness["extra_distances"] == [4] and ev.witness["run"] == "no cache"
@@ -88,8 +115,12 @@ def test_alibi_holds_and_fails_with_flipped_sign(monkeypatch: pytest.MonkeyPatch
     assert ok.outcome == "holds", ok.summary
     from transformers.models.bloom import modeling_bloom
 
-    orig = modeling_bloom._get_alibi_slopes
-    monkeypatch.setattr(modeling_bloom, "_get_alibi_slopes", lambda n, device: -orig(n, device))
+    if hasattr(modeling_bloom, "_get_alibi_slopes"):  # 5.x
+        orig = modeling_bloom._get_alibi_slopes
+        monkeypatch.setattr(modeling_bloom, "_get_alibi_slopes", lambda n, device: -orig(n, device))
+    else:  # 4.x: the bias tensor itself
+        orig_t = modeling_bloom.build_alibi_tensor
+        monkeypatch.setattr(modeling_bloom, "build_alibi_tensor", lambda *a, **k: -orig_t(*a, **k))
     ev = num.check_alibi("hf:bloom", "eager", 0, 4, 8, sched, "press")
     assert ev.outcome == "fails" and ev.witness["reason"].startswith("sign flipped"), ev.summary
 

@@ -11,14 +11,15 @@ import pytest
 from cli_support import json_report as _json
 from cli_support import refused as _refused
 
-from verify import faults
+from verify import faults, hfcompat
 from verify.constructions import pe
 from verify.constructions import rope_scaling as RS
 from verify.frontends.cli import main
 from verify.proofs.pr26 import alpha as A
 
-HAS_TF = RS.library_version() is not None
-needs_tf = pytest.mark.skipif(not HAS_TF, reason="transformers (the impl extra) is not installed")
+#: the library's ROPE_INIT_FUNCTIONS to compare with (transformers 4.43 and later; hfcompat.ROPE_RULES_SINCE)
+HAS_TF = RS.library_version() is not None and hfcompat.release() >= hfcompat.ROPE_RULES_SINCE
+needs_tf = pytest.mark.skipif(not HAS_TF, reason="transformers >= 4.43 (the impl extra) is not installed")
 
 
 

@@ -288,13 +288,9 @@ def scaled_rope_family(sc: RopeScaling, base: Fraction | int = 10000, frequencie
 
 def library_version() -> str | None:
     """transformers' version, or None when it is not installed (the cross-check is then skipped)."""
-    import importlib.util
+    from verify import hfcompat
 
-    if importlib.util.find_spec("transformers") is None:
-        return None
-    from importlib.metadata import version
-
-    return version("transformers")
+    return hfcompat.installed()
 
 
 def library_inv_freq(sc: RopeScaling, base: float, dim: int, seq_len: int) -> tuple[list[float], float]:
@@ -302,11 +298,16 @@ def library_inv_freq(sc: RopeScaling, base: float, dim: int, seq_len: int) -> tu
 
     ``max_position_embeddings`` is L_orig for dynamic (the length its rule scales from) and
     ceil(factor L_orig) for yarn/llama3 (which read ``original_max_position_embeddings``).
-    """
-    import transformers as tf
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-    from transformers.utils import logging as tf_logging
 
+    Raises:
+        verify.hfcompat.UnsupportedRelease: the installed release has no such rule (before 4.43), or is outside
+            the supported range.
+    """
+    from verify import hfcompat
+
+    if hfcompat.release() < hfcompat.ROPE_RULES_SINCE:  # no ROPE_INIT_FUNCTIONS to compare with
+        raise hfcompat.UnsupportedRelease(f"transformers {hfcompat.installed()} has no ROPE_INIT_FUNCTIONS (from "
+                                          f"{'.'.join(map(str, hfcompat.ROPE_RULES_SINCE))})")
     rp: dict[str, Any] = {"rope_type": sc.rule, "rope_theta": float(base), "factor": float(sc.factor)}
     max_pos = sc.original_max
     if sc.rule in ("yarn", "llama3"):
@@ -316,15 +317,11 @@ def library_inv_freq(sc: RopeScaling, base: float, dim: int, seq_len: int) -> tu
         rp.update(beta_fast=float(sc.beta_fast), beta_slow=float(sc.beta_slow))
     if sc.rule == "llama3":
         rp.update(low_freq_factor=float(sc.low_freq_factor), high_freq_factor=float(sc.high_freq_factor))
-    level = tf_logging.get_verbosity()
-    tf_logging.set_verbosity_error()  # configuration warnings are not part of this report
-    try:
-        cfg = tf.LlamaConfig(hidden_size=dim, num_attention_heads=1, num_key_value_heads=1, head_dim=dim,
-                             max_position_embeddings=max_pos, rope_parameters=rp)
-        inv, att = ROPE_INIT_FUNCTIONS[sc.rule](cfg, None, seq_len=seq_len)
-    finally:
-        tf_logging.set_verbosity(level)
-    return [float(v) for v in inv.tolist()], float(att)
+    tf = hfcompat.load()  # configuration warnings are not part of this report: its logging stays at errors
+    cfg = tf.LlamaConfig(hidden_size=dim, num_attention_heads=1, num_key_value_heads=1, head_dim=dim,
+                         **hfcompat.rope_config(rp, max_pos))
+    inv, att = hfcompat.rope_init(sc.rule, cfg, seq_len)
+    return [float(v) for v in inv.tolist()], att
 
 
 def compare(sc: RopeScaling, ours: list[float], ours_att: float, lib: list[float], lib_att: float) -> dict:
@@ -353,8 +350,13 @@ def cross_check(sc: RopeScaling, base: float, dim: int, seq_len: int) -> dict:
     if ver is None:
         return {"library": None, "checked": False, "note": "not cross-checked: transformers is not installed "
                 "(pip install 'verify-attention[impl]')"}
+    from verify import hfcompat
+
     ours, att = inv_freq(sc, base, dim, seq_len), attention_factor(sc)
-    lib, lib_att = library_inv_freq(sc, base, dim, seq_len)
+    try:
+        lib, lib_att = library_inv_freq(sc, base, dim, seq_len)
+    except hfcompat.UnsupportedRelease as e:
+        return {"library": f"transformers {ver}", "checked": False, "note": f"not cross-checked: {e}"}
     return {"library": f"transformers {ver}", "checked": True, "function": f"ROPE_INIT_FUNCTIONS[{sc.rule!r}]",
             "seq_len": seq_len, **compare(sc, ours, att, lib, lib_att)}
 

@@ -105,10 +105,14 @@ def _prompts(path: str | None) -> list[list[int]] | None:
 
 def _preflight(kind: str, certificates: str | None) -> None:
     if kind in ("hf", "hf-dir"):
+        from verify import hfcompat
         from verify.core.model import missing_packages
 
         if missing_packages((("transformers", ""),)):
             raise InputError("--model hf:...: needs the transformers package: pip install 'verify-attention[impl]'")
+        why = hfcompat.refusal() or hfcompat.probe()
+        if why is not None:
+            raise InputError(f"--model: {why}")
     if certificates is not None:
         if not certificates.strip():
             raise InputError("--certificates: an empty path; name a directory")
