@@ -23,6 +23,16 @@ def _unmatched(letter: str, paper: str) -> list[str]:
     return [q for q in _quotes_in(letter) if q not in stored]
 
 
+def _stale(letter: str, paper: str) -> list[str]:
+    """What the stored data holds and a generated letter lacks: every stored quote and every by-hand line must
+    appear in it (a letter written before they changed is stale)."""
+    from verify.reports.letter import by_hand
+
+    want = [q["text"] for qs in stored_quotes(paper).values() for q in qs]
+    want += [line for lines in by_hand(paper).values() for line in lines]
+    return [w for w in want if w not in letter]
+
+
 def _sections(letter: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     name = "page one"
@@ -62,6 +72,17 @@ def test_letter_is_short_complete_and_quotes_only_stored_excerpts(kv: tuple[str,
     assert "- not checked: no check in the layers this run asked for" in "\n".join(sections["kvshift24:theorem3"])
 
 
+def test_a_stale_example_letter_is_caught() -> None:
+    """Injected fault: a by-hand line changed after the letter was generated (the letter keeps the old one)."""
+    root = Path(__file__).resolve().parents[2] / "docs" / "letters"
+    letter = (root / "kvshift24.md").read_text()
+    from verify.reports.letter import by_hand
+
+    line = by_hand("kvshift24")["kvshift24:theorem2"][0]
+    assert _stale(letter, "kvshift24") == []
+    assert _stale(letter.replace(line, line.replace("IH(x) = x_2", "IH(x) = x_3")), "kvshift24") == [line]
+
+
 def test_an_altered_quote_is_caught(kv: tuple[str, str]) -> None:
     letter, _ = kv
     bad = letter.replace("such that\"", "such that IH = KVSA\"", 1)
@@ -95,10 +116,10 @@ def test_by_hand_lines_name_real_claims_and_stay_short() -> None:
     from verify.core import registry
     from verify.reports.letter import BY_HAND_LINES, by_hand
 
-    for paper in ("kvshift24", "ws24", "pr26"):
+    for paper in ("kvshift24", "ws24", "pr26", "bietti23", "fp26"):
         hand = by_hand(paper)
         ids = {c.id for c in registry.paper_claims(paper)}
-        assert hand and set(hand) <= ids, set(hand) - ids
+        assert set(hand) == ids, ids ^ set(hand)  # every claim of the paper has its arithmetic
         assert all(1 <= len(lines) <= BY_HAND_LINES for lines in hand.values())
 
 
@@ -117,4 +138,5 @@ def test_the_example_letters_in_docs_keep_the_limits(paper: str) -> None:
     assert all(len(v) <= CLAIM_LINES for k, v in sections.items() if k.startswith(f"{paper}:"))
     assert _unmatched(letter, paper) == []
     assert (root / f"{paper}-appendix.md").exists()
+    assert _stale(letter, paper) == [], "regenerate: verify audit PAPER --report docs/letters/PAPER.md --appendix ..."
     assert "not run here" not in "\n".join(sections["page one"]) or paper in ("ws24", "kvshift24")  # heavy, no store
