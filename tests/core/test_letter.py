@@ -140,3 +140,18 @@ def test_the_example_letters_in_docs_keep_the_limits(paper: str) -> None:
     assert (root / f"{paper}-appendix.md").exists()
     assert _stale(letter, paper) == [], "regenerate: verify audit PAPER --report docs/letters/PAPER.md --appendix ..."
     assert "not run here" not in "\n".join(sections["page one"]) or paper in ("ws24", "kvshift24")  # heavy, no store
+
+
+def test_a_letter_named_html_is_written_as_html(tmp_path: Path) -> None:
+    """--report x.html --appendix y.html: one HTML page each (CommonMark with tables, by markdown-it-py); the table of
+    page one is a table, the quotes are block quotes, and the letter links the HTML appendix's anchors.  Injected
+    fault: the same letter named .md stays Markdown (no tag in it)."""
+    letter, appendix = tmp_path / "kv.html", tmp_path / "kv-appendix.html"
+    assert main(["audit", "kvshift24", "--report", str(letter), "--appendix", str(appendix), *FAST]) == 0
+    page, app = letter.read_text(), appendix.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<table>" in page and "<blockquote>" in page
+    assert 'href="kv-appendix.html#kvshift24-theorem2"' in page and 'id="kvshift24-theorem2"' in app
+    assert app.startswith("<!DOCTYPE html>")
+    md = tmp_path / "kv.md"
+    assert main(["audit", "kvshift24", "--report", str(md), *FAST]) == 0
+    assert "<table>" not in md.read_text() and "| claim | verdicts |" in md.read_text()

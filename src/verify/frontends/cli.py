@@ -514,9 +514,11 @@ def all_cmd(fmt: str, seed: int, timeout: float, layers: str, quiet: bool, no_ti
 @click.argument("paper")
 @_common
 @click.option("--report", type=click.Path(dir_okay=False), default=None,
-              help="write the referee's letter here (Markdown, <= 300 lines; default: print it on stdout)")
+              help="write the referee's letter here (Markdown, <= 300 lines; HTML when FILE ends in .html; default: "
+                   "print it on stdout)")
 @click.option("--appendix", type=click.Path(dir_okay=False), default=None,
-              help="write the full evidence here (Markdown; every layer of every variant), linked from the letter")
+              help="write the full evidence here (Markdown, or HTML when FILE ends in .html; every layer of every "
+                   "variant), linked from the letter")
 @click.option("--stored", type=click.Path(file_okay=False), default="results/confirmatory", show_default=True,
               help="a folder of stored confirmatory results (verify CLAIM --confirmatory --format json) the letter "
                    "reports for the claims that rest on training")
@@ -543,7 +545,7 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     lay = parse_layers(layers)
     expectations = [e for e in load_expect(expect_file) if e[0].paper == key]
     _preflight(seed, timeout, junit, plots, certificates, report, appendix)
-    from verify.reports.letter import letter_markdown, read_stored
+    from verify.reports.letter import letter_markdown, read_stored, written_as
 
     heavy_stored = read_stored(stored, key)  # a malformed stored result is refused before any work
     n_jobs = run.jobs(jobs_opt)
@@ -562,11 +564,12 @@ def audit_cmd(paper: str, fmt: str, seed: int, timeout: float, layers: str, quie
     link = os.path.relpath(Path(appendix).resolve(), rel_to) if appendix else ""
     md = letter_markdown(key, results, heavy_stored, appendix=link, not_checked=ran.not_checked)
     if appendix is not None:  # the full evidence, built only when it is written
-        atomic_write_text(appendix, audit_markdown(key, results, changes, seed=seed, layers=lay, timings=timings,
-                                                   plots=figs, not_checked=ran.not_checked), "--appendix")
+        atomic_write_text(appendix, written_as(appendix, audit_markdown(
+            key, results, changes, seed=seed, layers=lay, timings=timings, plots=figs, not_checked=ran.not_checked),
+            f"verify audit {key}: appendix"), "--appendix")
         prog.note(f"appendix written to {appendix}")
     if report is not None and report != "-":
-        atomic_write_text(report, md, "--report")
+        atomic_write_text(report, written_as(report, md, f"verify audit {key}"), "--report")
         if summary and fmt != "json":
             from verify.reports.audit import summary_text
 

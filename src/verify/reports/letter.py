@@ -263,4 +263,31 @@ def _cap(lines: list[str], n: int) -> list[str]:
     return lines if len(lines) <= n else lines[: n - 3] + ["(more in the appendix)", lines[-2], lines[-1]]
 
 
-__all__ = ["letter_markdown", "stored_quotes", "read_stored", "by_hand", "PAGE_ONE_LINES", "CLAIM_LINES", "LETTER_LINES"]
+#: the suffixes of an output file that is written as HTML instead of Markdown
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def as_html(markdown: str, title: str) -> str:
+    """``markdown`` (a letter or an appendix) as one HTML page: CommonMark with tables, rendered by markdown-it-py
+    (the renderer rich already installs); the anchors and links stay as written, so a letter written as .html
+    links an appendix written as .html."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(markdown)
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{html.escape(title)}</title>\n<style>body{{max-width:60rem;margin:2rem auto;font-family:sans-serif;"
+            "line-height:1.4}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem;"
+            "vertical-align:top}blockquote{color:#333;border-left:3px solid #999;margin-left:0;padding-left:1rem}"
+            "</style>\n</head>\n<body>\n" + body + "</body>\n</html>\n")
+
+
+def written_as(path: str, markdown: str, title: str) -> str:
+    """What goes into ``path``: HTML (:func:`as_html`) when its suffix is one of :data:`HTML_SUFFIXES`, else the
+    Markdown as it is."""
+    return as_html(markdown, title) if Path(path).suffix.lower() in HTML_SUFFIXES else markdown
+
+
+__all__ = ["letter_markdown", "stored_quotes", "read_stored", "by_hand", "as_html", "written_as", "HTML_SUFFIXES",
+           "PAGE_ONE_LINES", "CLAIM_LINES", "LETTER_LINES"]
