@@ -6,6 +6,8 @@ From this folder::
     verify impl:decode --model module:good_attention:make             # HOLDS
     verify impl:window --model module:good_attention:make_windowed    # HOLDS: each query sees w = 4 keys
     verify impl:padding --model module:good_attention:make            # HOLDS
+    verify impl:reference --model module:good_attention:make          # HOLDS: the attention its spec defines
+    verify impl:reference --model module:good_attention:make_gqa      # HOLDS: 4 query heads, 2 key/value heads
 """
 
 from __future__ import annotations
@@ -25,23 +27,42 @@ class Attention(nn.Module):
     that a later query can reach."""
 
     def __init__(self, seed: int, dtype: torch.dtype, d_model: int = 32, n_heads: int = 4,
-                 window: int | None = None) -> None:
+                 window: int | None = None, n_kv_heads: int | None = None, rope_base: float = 10000.0,
+                 computes: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.d_model, self.n_heads, self.window = d_model, n_heads, window
+        self.n_kv_heads = n_kv_heads or n_heads
         self.head_dim = d_model // n_heads
+        #: what the layer declares (impl:reference computes the attention this defines)
+        self.attention_spec = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": self.n_kv_heads,
+                               "head_dim": self.head_dim, "window": window, "positional": "rope",
+                               "rope_base": rope_base, "rope_layout": "half"}
+        #: what forward computes: the declaration, unless an example plants a bug in one choice
+        self.computes = {"scale": "1/sqrt(head_dim)", "grouping": "consecutive", "rope_layout": "half",
+                         "rope_base": rope_base, **(computes or {})}
         g = torch.Generator().manual_seed(seed)  # float64 draws, rounded to dtype: one seed, one set of weights
-        self.qkv = nn.Parameter((torch.randn(3 * d_model, d_model, generator=g, dtype=torch.float64)
+        rows = (n_heads + 2 * self.n_kv_heads) * self.head_dim  # W_q, W_k, W_v stacked
+        self.qkv = nn.Parameter((torch.randn(rows, d_model, generator=g, dtype=torch.float64)
                                  / math.sqrt(d_model)).to(dtype))
         self.proj = nn.Parameter((torch.randn(d_model, d_model, generator=g, dtype=torch.float64)
                                   / math.sqrt(d_model)).to(dtype))
 
+    def projections(self) -> dict[str, torch.Tensor]:
+        """W_q, W_k, W_v, W_o (``y = x W^T``), for impl:reference."""
+        H, KV, hd = self.n_heads, self.n_kv_heads, self.head_dim
+        w = self.qkv.detach()
+        return {"W_q": w[:H * hd], "W_k": w[H * hd:(H + KV) * hd], "W_v": w[(H + KV) * hd:], "W_o": self.proj.detach()}
+
     def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """RoPE on ``x: [batch, heads, pos, head_dim]`` at ``positions: [batch, pos]``."""
         half = self.head_dim // 2
-        freq = 10000.0 ** (-torch.arange(half, dtype=torch.float64) / half)
+        freq = self.computes["rope_base"] ** (-torch.arange(half, dtype=torch.float64) / half)
         angle = positions[:, None, :, None].to(torch.float64) * freq
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-        a, b = x[..., :half], x[..., half:]
+        if self.computes["rope_layout"] == "interleaved":  # pairs (2i, 2i + 1)
+            a, b = x[..., 0::2], x[..., 1::2]
+            return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
+        a, b = x[..., :half], x[..., half:]  # pairs (i, i + half): rotate-half
         return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
 
     def admitted(self, q_slots: torch.Tensor, k_slots: torch.Tensor) -> torch.Tensor:
@@ -63,7 +84,11 @@ class Attention(nn.Module):
         slots = torch.arange(start, start + T)
         if positions is None:
             positions = slots.expand(B, T)
-        q, k, v = (x @ self.qkv.T).view(B, T, 3, H, hd).permute(2, 0, 3, 1, 4)
+        KV = self.n_kv_heads
+        qkv = x @ self.qkv.T
+        q = qkv[..., :H * hd].view(B, T, H, hd).transpose(1, 2)
+        k = qkv[..., H * hd:(H + KV) * hd].view(B, T, KV, hd).transpose(1, 2)
+        v = qkv[..., (H + KV) * hd:].view(B, T, KV, hd).transpose(1, 2)
         q, k = self.rotate(q, positions), self.rotate(k, positions)
         k_slots = slots
         if cache is not None:
@@ -73,9 +98,15 @@ class Attention(nn.Module):
         ok = self.admitted(slots, k_slots)[None, None]  # [1, 1, T, keys]
         if mask is not None:  # mask: [batch, every slot so far]; padding is never attended
             ok = ok & mask[:, k_slots][:, None, None, :]
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(hd)
+        if KV != H:  # query head h reads key/value head h // (H / KV) (consecutive), or h % KV (strided)
+            idx = torch.arange(H) // (H // KV) if self.computes["grouping"] == "consecutive" else torch.arange(H) % KV
+            k_all, v_all = k[:, idx], v[:, idx]
+        else:
+            k_all, v_all = k, v
+        scale = 1 / hd if self.computes["scale"] == "1/head_dim" else 1 / math.sqrt(hd)
+        scores = (q @ k_all.transpose(-1, -2)) * scale
         weights = torch.softmax(scores.masked_fill(~ok, float("-inf")), -1).nan_to_num(0.0)  # a pad query: zeros
-        out = (weights @ v).transpose(1, 2).reshape(B, T, self.d_model) @ self.proj.T
+        out = (weights @ v_all).transpose(1, 2).reshape(B, T, self.d_model) @ self.proj.T
         keep = self.cache_keep()
         n = k.shape[2] if keep is None else min(keep, k.shape[2])
         new = {"k": k[:, :, k.shape[2] - n:], "v": v[:, :, k.shape[2] - n:], "slots": k_slots[k_slots.numel() - n:],
@@ -91,3 +122,8 @@ def make(seed: int, dtype: torch.dtype) -> Attention:
 def make_windowed(seed: int, dtype: torch.dtype) -> Attention:
     """Sliding-window attention, w = 4 keys (the query's own included)."""
     return Attention(seed, dtype, window=4)
+
+
+def make_gqa(seed: int, dtype: torch.dtype) -> Attention:
+    """Grouped-query attention: 4 query heads over 2 key/value heads (heads 0, 1 read kv head 0; 2, 3 kv head 1)."""
+    return Attention(seed, dtype, n_kv_heads=2)

@@ -470,7 +470,80 @@ PADDING = Claim(
 #: impl:padding's sequence lengths, left-padded to the longest
 PAD_LENGTHS = (6, 4, 2)
 
-CLAIMS: list[Claim] = [DECODE, WINDOW, ALIBI, ROPE, PADDING]
+
+# ------------------------------------------------------------------ reference
+
+#: the families whose attention impl:reference reads from the model (the Llama layout: q/k/v/o projections)
+REFERENCE_MODELS = ("llama", "mistral", "qwen2")
+
+
+@dataclass(frozen=True)
+class ReferenceParams(Params):
+    model: str = _model_param("hf:llama")
+    attn: str = _attn_param()
+    dtype: str = param("float64", "dtype of the implementation (the reference is also computed in it, for the "
+                       "tolerance)", choices=DTYPE_CHOICES)
+    L: int = param(8, "positions of the cache-free pass (a batch of 2)", kind="int", minimum=2, maximum=64)
+    window: int = param(4, "sliding window of the tiny model (mistral, qwen2); 0: none", kind="int", minimum=0,
+                        maximum=64)
+
+
+def _ref_validate(p: Mapping[str, Any]) -> None:
+    if p["model"].startswith("module:"):
+        from verify.constructions.features import FeatureError
+        from verify.numeric import impl_reference
+
+        try:
+            impl_reference.validate(p["model"])
+        except FeatureError as e:
+            raise InputError(str(e)) from None
+        return
+    _common(p, REFERENCE_MODELS, checkpoint=False, claim="impl:reference")
+
+
+def _ref_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
+    from verify.numeric import impl_reference
+
+    if p["model"].startswith("module:"):
+        return impl_reference.check_module(p["model"], p["dtype"], ctx.seed, p["L"])
+    name = _model(p["model"])[1]
+    return impl_reference.check_hf(p["model"], p["attn"], p["dtype"], ctx.seed, p["L"], _window_of(p, name))
+
+
+REFERENCE = Claim(
+    requires=REQUIRES,
+    worker_group="transformers",
+    provenance=CONTRACT,
+    id="impl:reference",
+    title="the attention an implementation computes equals the attention its declared specification defines",
+    source="Vaswani et al. 2017 Eq. 1; Ainslie et al. 2023 (GQA) Sec. 2.2; Su et al., RoFormer Eq. 34; Press et al., "
+           "ALiBi Sec. 3; the tolerance rule of flash-attention's and PyTorch's SDPA tests",
+    statement=("On every batch entry and position of a cache-free pass, the implementation's attention output equals "
+               "softmax(q k^T * scale + bias + mask) v with the heads, key/value grouping, head size, scale, causal "
+               "mask, window and positional scheme (RoPE base, pair layout, scaling; ALiBi slopes) its specification "
+               "declares: float64 to a bound from the unit roundoff, another dtype within 4 x the same-dtype "
+               "reference's own error."),
+    quantifiers=("for every input, batch entry, position and head: the output equals the specification's attention",
+                 "numeric: a batch of 2 inputs of L = 8 positions (a module: standard normal vectors; a model: tokens "
+                 "through its embedding), one cache-free pass"),
+    options=(),
+    params_type=ReferenceParams,
+    checks={"numeric": _ref_numeric},
+    expected={"": "HOLDS"},
+    validate=_ref_validate,
+    explain=_module_explain,
+    caveats=("The specification of a tiny Hugging Face model is read from its configuration (heads, key/value heads, "
+             "head size, RoPE base, sliding window) and from what the family's modeling file declares in code: "
+             "rotate-half RoPE pairs with float32 angles, and in the eager path a float32 softmax; those float32 "
+             "steps set the float64 tolerance to float32's unit roundoff. A module declares its specification as "
+             "the attention_spec mapping and its weights through projections() (docs/impl-module.md).",
+             "A failure names the batch entry and position of the largest deviation and, when the implementation "
+             "matches the specification with one field changed (scale, grouping, RoPE layout, base or factor, "
+             "window, causal mask, softmax precision), that field: the cause, not only the symptom."),
+    cost="~0.1 s per model at L = 8 after the import of transformers; a module: milliseconds",
+)
+
+CLAIMS: list[Claim] = [DECODE, WINDOW, ALIBI, ROPE, PADDING, REFERENCE]
 
 #: this paper as a plugin (the registry reads it; see :class:`verify.core.model.Paper`)
 PAPER = Paper(key="impl", title="Claims about shipped attention implementations (Hugging Face transformers)",

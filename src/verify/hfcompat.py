@@ -189,6 +189,14 @@ def rope_config(rope: dict[str, Any] | None, max_positions: int) -> dict[str, An
     return out
 
 
+def rope_theta(config: Any) -> float:
+    """The configured RoPE base: ``rope_parameters["rope_theta"]`` in 5.x, ``rope_theta`` in 4.x."""
+    params = getattr(config, "rope_parameters", None)
+    if isinstance(params, dict) and "rope_theta" in params:
+        return float(params["rope_theta"])
+    return float(getattr(config, "rope_theta", 10000.0))
+
+
 def rope_init(rule: str, config: Any, seq_len: int) -> tuple[Any, float]:
     """``ROPE_INIT_FUNCTIONS[rule](config, None, seq_len=seq_len)``: (inverse frequencies, attention factor).
 
@@ -310,4 +318,5 @@ class CacheState:
 
 __all__ = ["SUPPORTED", "FAMILY_SINCE", "ROPE_RULES_SINCE", "EARLY_ROPE_RULES", "UnsupportedRelease", "installed",
            "release", "refusal", "probe", "family_refusal", "rope_refusal", "load", "model_from_config",
-           "model_from_pretrained", "rope_config", "rope_init", "rotary_module", "rotate", "cache_keyword", "forward", "CacheState"]
+           "model_from_pretrained", "rope_config", "rope_theta", "rope_init", "rotary_module", "rotate",
+           "cache_keyword", "forward", "CacheState"]

@@ -154,3 +154,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     # report them like any collected items (the "collected N items" count, -v listings)
     config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, list[Any](new)))
     items.extend(new)
+
+
+@pytest.fixture
+def attention_conforms() -> Any:
+    """``verify.testing.assert_attention_conforms``, as a fixture: ``attention_conforms(layer, spec=..., dtype=...)``
+    raises AssertionError with the witness when the layer's attention is not the one its specification defines."""
+    from verify.testing import assert_attention_conforms
+
+    return assert_attention_conforms

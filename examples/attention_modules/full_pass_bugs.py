@@ -1,0 +1,37 @@
+"""good_attention.py's layer with one choice of its cache-free pass computed other than it declares: bugs that the
+cache and window checks cannot see (the full pass is their reference) and impl:reference does.
+
+From this folder::
+
+    verify impl:reference --model module:full_pass_bugs:make_scale_head_dim   # FAILS: scale 1/sqrt(8) -> 1/8
+    verify impl:reference --model module:full_pass_bugs:make_gqa_strided      # FAILS: grouping consecutive -> strided
+    verify impl:reference --model module:full_pass_bugs:make_rope_interleaved # FAILS: rope_layout half -> interleaved
+    verify impl:reference --model module:full_pass_bugs:make_rope_base        # FAILS: rope_base 10000 -> 500000
+"""
+
+from __future__ import annotations
+
+import torch
+from good_attention import Attention
+
+
+def make_scale_head_dim(seed: int, dtype: torch.dtype) -> Attention:
+    """Scores divided by head_dim instead of sqrt(head_dim)."""
+    return Attention(seed, dtype, computes={"scale": "1/head_dim"})
+
+
+def make_gqa_strided(seed: int, dtype: torch.dtype) -> Attention:
+    """Grouped-query attention with the key/value heads repeated in the wrong order (torch.repeat's h % KV where
+    the layout is repeat_interleave's h // (H / KV))."""
+    return Attention(seed, dtype, n_kv_heads=2, computes={"grouping": "strided"})
+
+
+def make_rope_interleaved(seed: int, dtype: torch.dtype) -> Attention:
+    """RoPE pairs (2i, 2i + 1) where the declared layout is rotate-half's (i, i + head_dim / 2): the
+    checkpoint-conversion bug."""
+    return Attention(seed, dtype, computes={"rope_layout": "interleaved"})
+
+
+def make_rope_base(seed: int, dtype: torch.dtype) -> Attention:
+    """RoPE base 500000 where 10000 is declared."""
+    return Attention(seed, dtype, computes={"rope_base": 500000.0})

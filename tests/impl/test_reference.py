@@ -1,0 +1,166 @@
+"""impl:reference: attention code against the attention its declared specification defines.  The specification's
+refusals, the reference against hand arithmetic, the shipped modules (the good ones HOLD, each full-pass bug FAILS
+with the field that explains it), the tiny Hugging Face models in float64 and low precision on eager and sdpa, an
+injected scale fault in the library, and the testing API."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from verify.constructions import attention_spec as S  # noqa: E402
+from verify.frontends.cli import main  # noqa: E402
+from verify.numeric import impl_reference as R  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "attention_modules"
+BASE = {"d_model": 32, "n_heads": 4}
+
+
+@pytest.mark.parametrize("extra, field", [
+    ({"n_kv_heads": 3}, "'n_kv_heads' (3) must divide 'n_heads' (4)"), ({"window": 0}, "'window' must be >= 1"),
+    ({"rope_layout": "zigzag"}, "'rope_layout' must be one of half, interleaved"),
+    ({"positional": "rope", "head_dim": 7}, "'head_dim' (7) must be even under RoPE"),
+    ({"n_heads": None}, "'n_heads' is missing"), ({"heads": 4}, "'heads' is unknown"),
+    ({"scale": -1.0}, "'scale' must be positive"), ({"causal": 1}, "'causal' must be bool")])
+def test_a_bad_spec_is_refused_naming_its_field(extra: dict, field: str) -> None:
+    with pytest.raises(S.SpecError) as e:
+        S.from_mapping({**BASE, **extra})
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_reference_against_hand_arithmetic() -> None:
+    """One head, head_dim 2, no positions: at query 1 the scores are q1.k0 / sqrt 2 = 0 and q1.k1 / sqrt 2 = 1, so
+    the weights are 1/(1 + e) and e/(1 + e); the causal query 0 sees only key 0."""
+    s = S.from_mapping({"d_model": 2, "n_heads": 1})
+    q = torch.tensor([[[[1.0, 0.0], [0.0, math.sqrt(2)]]]], dtype=torch.float64)
+    k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=torch.float64)
+    v = torch.tensor([[[[2.0, 0.0], [0.0, 3.0]]]], dtype=torch.float64)
+    pos = torch.arange(2)[None]
+    out = S.reference(s, q, k, v, pos, pos)[0, 0]
+    e = math.e
+    assert torch.allclose(out[0], torch.tensor([2.0, 0.0], dtype=torch.float64), atol=0, rtol=0)
+    assert torch.allclose(out[1], torch.tensor([2 / (1 + e), 3 * e / (1 + e)], dtype=torch.float64), rtol=1e-15)
+
+
+def test_rope_layouts_are_one_permutation_apart() -> None:
+    """The interleaved layout on x equals the half layout on x with its dimensions reordered (2i -> i, 2i+1 -> i +
+    half): the two layouts differ only by which dimensions pair up."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 1, 5, 8, generator=g, dtype=torch.float64)
+    pos = torch.arange(5)[None]
+    half = S.from_mapping({"d_model": 8, "n_heads": 1, "positional": "rope"})
+    inter = S.from_mapping({"d_model": 8, "n_heads": 1, "positional": "rope", "rope_layout": "interleaved"})
+    perm = torch.tensor([0, 2, 4, 6, 1, 3, 5, 7])
+    assert torch.allclose(S.rope(x, pos, inter)[..., perm], S.rope(x[..., perm], pos, half), rtol=0, atol=1e-15)
+    assert not torch.allclose(S.rope(x, pos, inter), S.rope(x, pos, half))
+
+
+@pytest.fixture
+def in_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EXAMPLES)
+
+
+@pytest.mark.parametrize("factory", ["good_attention:make", "good_attention:make_gqa", "good_attention:make_windowed"])
+def test_the_good_modules_hold(in_examples: None, factory: str) -> None:
+    ev = R.check_module(f"module:{factory}", "float64", 0, 8)
+    assert (ev.status, ev.outcome) == ("consistent", "holds"), ev.summary
+    low = R.check_module(f"module:{factory}", "bfloat16", 0, 8)
+    assert low.outcome == "holds", low.summary
+
+
+@pytest.mark.parametrize("factory, field, change", [
+    ("make_scale_head_dim", "scale", "1/sqrt(8) -> 1/8"), ("make_gqa_strided", "grouping", "consecutive -> strided"),
+    ("make_rope_interleaved", "rope_layout", "half -> interleaved"),
+    ("make_rope_base", "rope_base", "10000.0 -> 500000.0")])
+def test_each_full_pass_bug_fails_and_is_explained(in_examples: None, factory: str, field: str, change: str) -> None:
+    """The shipped full-pass bugs: invisible to impl:decode (the full pass is its reference), each FAILS here with
+    the batch entry, the position and the field whose other value the module computes."""
+    ev = R.check_module(f"module:full_pass_bugs:{factory}", "float64", 0, 8)
+    assert ev.outcome == "fails", ev.summary
+    assert (ev.witness["explained_by"], ev.witness["change"]) == (field, change)
+    assert ev.witness["deviation"] > 1e-3 and ev.witness["deviation_then"] <= R.EXPLAINS * ev.witness["tolerance"]
+    assert {"batch", "position"} <= set(ev.witness)
+    from verify.numeric import impl_module
+
+    dec = impl_module.check_decode(f"module:full_pass_bugs:{factory}", "float64", 0, 6)
+    assert dec.outcome == "holds"  # the self-consistency check cannot see it
+
+
+def test_a_module_without_a_spec_is_refused(in_examples: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["impl:reference", "--model", "module:buggy_attention:make_wide_window"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs the module's attention_spec" in err[0]
+
+
+@pytest.fixture
+def hf() -> None:
+    if os.environ.get("CI"):
+        import transformers  # noqa: F401
+    else:
+        pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize("model, window", [("hf:llama", None), ("hf:mistral", 4), ("hf:qwen2", 4)])
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_the_tiny_models_hold(hf: None, model: str, window: int | None, attn: str) -> None:
+    ev = R.check_hf(model, attn, "float64", 0, 8, window)
+    assert ev.outcome == "holds", ev.summary
+    assert ev.numbers["spec"]["rope_dtype"] == "float32" and ev.numbers["tolerance"] < 1e-4
+
+
+def test_a_library_scale_fault_fails_and_is_explained(hf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Injected fault: layer 0 of the library's Llama scales its scores by 1/head_dim."""
+    from verify.numeric import impl_models as im
+
+    real = im.build
+
+    def faulty(*a, **k):
+        b = real(*a, **k)
+        att = im.first_attention(b.model)
+        att.scaling = 1.0 / att.head_dim
+        return b
+
+    monkeypatch.setattr(im, "build", faulty)
+    ev = R.check_hf("hf:llama", "eager", "float64", 0, 8, None)
+    assert ev.outcome == "fails" and ev.witness["explained_by"] == "scale", ev.summary
+
+
+def test_other_families_are_refused(hf: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["impl:reference", "--model", "hf:gpt2"]) == 2
+    assert "needs one of hf:llama, hf:mistral, hf:qwen2" in capsys.readouterr().err
+
+
+def test_the_testing_api(in_examples: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """assert_attention_conforms: silent on the good module (float64, and bfloat16 against the float64 weights),
+    an AssertionError naming the cause on a planted bug; a spec given here overrides the module's."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import full_pass_bugs
+    import good_attention
+
+    from verify.testing import assert_attention_conforms
+
+    good = good_attention.make(0, torch.float64)
+    assert_attention_conforms(good)
+    assert_attention_conforms(good_attention.make(0, torch.bfloat16), dtype=torch.bfloat16,
+                              weights=good.projections())
+    with pytest.raises(AssertionError, match="explained by rope_layout"):
+        assert_attention_conforms(full_pass_bugs.make_rope_interleaved(0, torch.float64))
+    with pytest.raises(AssertionError, match="explained by rope_layout"):  # declared interleaved, computes half
+        assert_attention_conforms(good, spec={**good.attention_spec, "rope_layout": "interleaved"})
+    with pytest.raises(ValueError, match="'window' must be >= 1"):
+        assert_attention_conforms(good, spec={**good.attention_spec, "window": 0})
+
+
+def test_the_pytest_fixture(request: pytest.FixtureRequest, in_examples: None,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import full_pass_bugs
+
+    conforms = request.getfixturevalue("attention_conforms")
+    with pytest.raises(AssertionError, match="explained by grouping"):
+        conforms(full_pass_bugs.make_gqa_strided(0, torch.float64))
