@@ -28,7 +28,7 @@ from verify.numeric import impl_module as im
 
 #: the float64 tolerance's constant: C64 x u x (head_dim + keys)
 C64 = 32
-U = {"float64": 2.0 ** -53, "float32": 2.0 ** -24}
+U = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11}
 #: an alternative specification explains a mismatch when the implementation matches it within this many tolerances
 EXPLAINS = 10
 
@@ -115,10 +115,10 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
     dev = _dev(impl, ref, scale)
     n = s.head_dim + x.shape[1]
     if dtype == "float64":
-        f32 = [w for w, v in (("softmax", s.softmax_dtype), ("RoPE angles", s.rope_dtype)) if v == "float32"]
-        u = U["float32"] if f32 else U["float64"]
+        f32 = [w for w, v in (("softmax", s.softmax_dtype), ("RoPE angles", s.rope_dtype)) if v != "same"]
+        u = max(U.get(v, U["float64"]) for v in (s.softmax_dtype, s.rope_dtype))
         tol = C64 * u * n
-        why = f"float32, for the float32 {' and '.join(f32)} the spec declares" if f32 else "float64"
+        why = f"the lower-precision {' and '.join(f32)} the spec declares" if f32 else "float64"
         tol_txt = (f"float64: relative deviation <= {C64} x u x (head_dim + keys) = {C64} x {u:.3g} x {n} = {tol:.2g} "
                    f"(u the unit roundoff of {why}) "
                    f"holds; > {num.FAIL_FACTOR} x that fails; between: inconclusive")
@@ -161,8 +161,8 @@ def _spec_line(s: S.AttentionSpec) -> str:
              "causal" if s.causal else "not causal", f"window {s.window}" if s.window else "",
              (f"RoPE base {s.rope_base:g} {s.rope_layout}" + (f" factor {s.rope_factor:g}" if s.rope_factor != 1 else ""))
              if s.positional == "rope" else s.positional if s.positional != "none" else "",
-             "float32 softmax" if s.softmax_dtype == "float32" else "",
-             "float32 RoPE angles" if s.rope_dtype == "float32" else ""]
+             f"{s.softmax_dtype} softmax" if s.softmax_dtype != "same" else "",
+             f"{s.rope_dtype} RoPE angles" if s.rope_dtype != "same" else ""]
     return ", ".join(p for p in parts if p)
 
 

@@ -7,6 +7,9 @@ From this folder::
     verify impl:reference --model module:full_pass_bugs:make_gqa_strided      # FAILS: grouping consecutive -> strided
     verify impl:reference --model module:full_pass_bugs:make_rope_interleaved # FAILS: rope_layout half -> interleaved
     verify impl:reference --model module:full_pass_bugs:make_rope_base        # FAILS: rope_base 10000 -> 500000
+    verify impl:reference --model module:full_pass_bugs:make_rope_factor      # FAILS: rope_factor 1 -> 2
+    verify impl:reference --model module:full_pass_bugs:make_window_off_by_one  # FAILS: window 4 -> 5
+    verify impl:reference --model module:full_pass_bugs:make_half_softmax     # FAILS: softmax_dtype same -> float16
 """
 
 from __future__ import annotations
@@ -35,3 +38,18 @@ def make_rope_interleaved(seed: int, dtype: torch.dtype) -> Attention:
 def make_rope_base(seed: int, dtype: torch.dtype) -> Attention:
     """RoPE base 500000 where 10000 is declared."""
     return Attention(seed, dtype, computes={"rope_base": 500000.0})
+
+
+def make_rope_factor(seed: int, dtype: torch.dtype) -> Attention:
+    """Positions divided by 2 (a linear RoPE scaling factor the layer does not declare)."""
+    return Attention(seed, dtype, computes={"rope_factor": 2.0})
+
+
+def make_window_off_by_one(seed: int, dtype: torch.dtype) -> Attention:
+    """A declared window of 4 keys computed as 5, in the full pass and the cache alike (impl:decode HOLDS)."""
+    return Attention(seed, dtype, window=4, computes={"window": 5})
+
+
+def make_half_softmax(seed: int, dtype: torch.dtype) -> Attention:
+    """The softmax computed in float16 whatever the layer's dtype."""
+    return Attention(seed, dtype, computes={"softmax_dtype": torch.float16})

@@ -39,7 +39,8 @@ class Attention(nn.Module):
                                "rope_base": rope_base, "rope_layout": "half"}
         #: what forward computes: the declaration, unless an example plants a bug in one choice
         self.computes = {"scale": "1/sqrt(head_dim)", "grouping": "consecutive", "rope_layout": "half",
-                         "rope_base": rope_base, **(computes or {})}
+                         "rope_base": rope_base, "rope_factor": 1.0, "window": window, "softmax_dtype": None,
+                         **(computes or {})}
         g = torch.Generator().manual_seed(seed)  # float64 draws, rounded to dtype: one seed, one set of weights
         rows = (n_heads + 2 * self.n_kv_heads) * self.head_dim  # W_q, W_k, W_v stacked
         self.qkv = nn.Parameter((torch.randn(rows, d_model, generator=g, dtype=torch.float64)
@@ -57,7 +58,7 @@ class Attention(nn.Module):
         """RoPE on ``x: [batch, heads, pos, head_dim]`` at ``positions: [batch, pos]``."""
         half = self.head_dim // 2
         freq = self.computes["rope_base"] ** (-torch.arange(half, dtype=torch.float64) / half)
-        angle = positions[:, None, :, None].to(torch.float64) * freq
+        angle = (positions[:, None, :, None].to(torch.float64) / self.computes["rope_factor"]) * freq
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
         if self.computes["rope_layout"] == "interleaved":  # pairs (2i, 2i + 1)
             a, b = x[..., 0::2], x[..., 1::2]
@@ -68,13 +69,13 @@ class Attention(nn.Module):
     def admitted(self, q_slots: torch.Tensor, k_slots: torch.Tensor) -> torch.Tensor:
         """[queries, keys]: key slot j is visible to query slot t (j <= t, and t - j < window under a window)."""
         ok = k_slots[None, :] <= q_slots[:, None]
-        if self.window is not None:
-            ok &= q_slots[:, None] - k_slots[None, :] < self.window
+        if self.computes["window"] is not None:
+            ok &= q_slots[:, None] - k_slots[None, :] < self.computes["window"]
         return ok
 
     def cache_keep(self) -> int | None:
         """How many keys the cache keeps (None: all)."""
-        return None if self.window is None else self.window - 1
+        return None if self.computes["window"] is None else self.computes["window"] - 1
 
     def forward(self, x: torch.Tensor, cache: dict[str, Any] | None = None, positions: torch.Tensor | None = None,
                 mask: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -105,7 +106,9 @@ class Attention(nn.Module):
             k_all, v_all = k, v
         scale = 1 / hd if self.computes["scale"] == "1/head_dim" else 1 / math.sqrt(hd)
         scores = (q @ k_all.transpose(-1, -2)) * scale
-        weights = torch.softmax(scores.masked_fill(~ok, float("-inf")), -1).nan_to_num(0.0)  # a pad query: zeros
+        low = self.computes["softmax_dtype"]  # None: the scores' own dtype
+        weights = torch.softmax(scores.masked_fill(~ok, float("-inf")).to(low or scores.dtype), -1)
+        weights = weights.to(scores.dtype).nan_to_num(0.0)  # a pad query: zeros
         out = (weights @ v_all).transpose(1, 2).reshape(B, T, self.d_model) @ self.proj.T
         keep = self.cache_keep()
         n = k.shape[2] if keep is None else min(keep, k.shape[2])

@@ -76,14 +76,15 @@ def test_the_good_modules_hold(in_examples: None, factory: str) -> None:
 @pytest.mark.parametrize("factory, field, change", [
     ("make_scale_head_dim", "scale", "1/sqrt(8) -> 1/8"), ("make_gqa_strided", "grouping", "consecutive -> strided"),
     ("make_rope_interleaved", "rope_layout", "half -> interleaved"),
-    ("make_rope_base", "rope_base", "10000.0 -> 500000.0")])
+    ("make_rope_base", "rope_base", "10000.0 -> 500000.0"), ("make_rope_factor", "rope_factor", "1.0 -> 2.0"),
+    ("make_window_off_by_one", "window", "4 -> 5"), ("make_half_softmax", "softmax_dtype", "same -> float16")])
 def test_each_full_pass_bug_fails_and_is_explained(in_examples: None, factory: str, field: str, change: str) -> None:
     """The shipped full-pass bugs: invisible to impl:decode (the full pass is its reference), each FAILS here with
     the batch entry, the position and the field whose other value the module computes."""
     ev = R.check_module(f"module:full_pass_bugs:{factory}", "float64", 0, 8)
     assert ev.outcome == "fails", ev.summary
     assert (ev.witness["explained_by"], ev.witness["change"]) == (field, change)
-    assert ev.witness["deviation"] > 1e-3 and ev.witness["deviation_then"] <= R.EXPLAINS * ev.witness["tolerance"]
+    assert ev.witness["deviation"] > 1e6 * ev.witness["tolerance"] and ev.witness["deviation_then"] <= R.EXPLAINS * ev.witness["tolerance"]
     assert {"batch", "position"} <= set(ev.witness)
     from verify.numeric import impl_module
 

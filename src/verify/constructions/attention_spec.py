@@ -31,7 +31,7 @@ from typing import Any, Mapping
 POSITIONAL = ("none", "rope", "alibi")
 ROPE_LAYOUTS = ("half", "interleaved")
 GROUPINGS = ("consecutive", "strided")
-SOFTMAX_DTYPES = ("same", "float32")
+SOFTMAX_DTYPES = ("same", "float32", "float16")
 
 
 class SpecError(ValueError):
@@ -134,7 +134,7 @@ def rope(x: Any, positions: Any, spec: AttentionSpec) -> Any:
     import torch
 
     half = spec.head_dim // 2
-    work = torch.float32 if spec.rope_dtype == "float32" else torch.float64
+    work = {"float32": torch.float32, "float16": torch.float16}.get(spec.rope_dtype, torch.float64)
     theta = (spec.rope_base ** (-2.0 * torch.arange(half, dtype=torch.float64) / spec.head_dim)).to(work)
     angle = (positions.to(work) / spec.rope_factor)[:, None, :, None] * theta
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
@@ -171,7 +171,7 @@ def reference(spec: AttentionSpec, q: Any, k: Any, v: Any, q_pos: Any, k_pos: An
         ok &= dist < spec.window
     if key_mask is not None:
         ok &= key_mask[:, None, None, :].to(torch.bool)
-    work = torch.float32 if spec.softmax_dtype == "float32" else scores.dtype
+    work = {"float32": torch.float32, "float16": torch.float16}.get(spec.softmax_dtype, scores.dtype)
     w = torch.softmax(scores.to(work).masked_fill(~ok, float("-inf")), -1).nan_to_num(0.0).to(v.dtype)
     return w @ v
 
