@@ -133,11 +133,12 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
     diff = (impl - ref).abs().amax(-1)  # [batch, pos]
     b, t = divmod(int(diff.argmax()), diff.shape[1])
     numbers = {**describe, "spec": s.to_dict(), "L": x.shape[1], "batch": x.shape[0], "dtype": dtype,
-               "max_deviation": num._calibrated_record(dev) if dtype == "float64" and dev <= tol else dev,
+               "max_deviation": f"<= {tol:.2g}" if dev <= tol else dev,
                "tolerance": tol, "relative_to": f"max |reference| = {scale:.4g}"}
+    shown = f"<= {tol:.2g}" if dev <= tol else num._noise(dev, tol)  # within it, the digits follow the CPU
     head = (f"{label}: cache-free pass against the attention its spec defines ({_spec_line(s)}), batch "
             f"{x.shape[0]}, {x.shape[1]} positions, {dtype}: max |impl - reference| / max |reference| "
-            f"{num._noise(dev, tol)} (tolerance {tol:.2g})")
+            f"{shown} (tolerance {tol:.2g})")
     witness = None
     if outcome == Outcome.FAILS:
         witness = {"batch": b, "position": t, "deviation": dev, "tolerance": tol, "dtype": dtype}
@@ -199,36 +200,84 @@ __all__ = ["check_module", "compare", "layer_reference", "projections", "read_sp
 
 # ------------------------------------------------------------------ Hugging Face models (the Llama family)
 
-#: the families whose layer-0 attention impl:reference reads (q_proj, k_proj, v_proj, o_proj; rotate-half RoPE)
-HF_READ = ("llama", "mistral", "qwen2")
+#: the families whose layer-0 attention impl:reference reads, and where its weights are
+HF_READ = ("llama", "mistral", "qwen2", "gpt2", "bloom", "mpt")
 
 
 def hf_spec(b: Any, attn: str) -> S.AttentionSpec:
-    """The specification a tiny model's configuration declares for its layer-0 attention (heads, key/value heads,
-    head size, 1/sqrt(head_dim), causal, the sliding window where the family applies one, RoPE with the configured
-    base in the rotate-half layout of the family's modeling file, its angles in float32 as the rotary module
-    computes them; the eager path's softmax in float32, as its modeling file computes it)."""
+    """The specification a tiny model's configuration declares for its layer-0 attention, with what the family's
+    modeling file fixes in code: the Llama family (llama, mistral, qwen2): key/value heads, 1/sqrt(head_dim), the
+    sliding window where the family applies one, RoPE with the configured base in the rotate-half layout with
+    float32 angles, and in the eager path a float32 softmax; GPT-2: no positional term in the attention (learned
+    positions are added to the input), 1/sqrt(head_dim), the softmax in the model's dtype; BLOOM and MPT: ALiBi
+    with Press et al.'s slopes (power-of-two head counts), 1/sqrt(head_dim), a float32 softmax.
+
+    Raises:
+        ValueError: a family impl:reference does not read.
+    """
     from verify import hfcompat
 
     cfg = b.config
-    H = int(cfg.num_attention_heads)
-    hd = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // H)
-    window = getattr(cfg, "sliding_window", None) if cfg.model_type == "mistral" or getattr(
-        cfg, "use_sliding_window", False) else None
-    return S.from_mapping({"d_model": int(cfg.hidden_size), "n_heads": H, "head_dim": hd,
-                           "n_kv_heads": int(getattr(cfg, "num_key_value_heads", None) or H),
-                           "window": int(window) if window else None, "positional": "rope",
-                           "rope_base": float(hfcompat.rope_theta(cfg)), "rope_layout": "half",
-                           "softmax_dtype": "float32" if attn == "eager" else "same", "rope_dtype": "float32"})
+    mt = cfg.model_type
+    if mt in ("llama", "mistral", "qwen2"):
+        H = int(cfg.num_attention_heads)
+        hd = int(getattr(cfg, "head_dim", None) or cfg.hidden_size // H)
+        window = getattr(cfg, "sliding_window", None) if mt == "mistral" or getattr(
+            cfg, "use_sliding_window", False) else None
+        return S.from_mapping({"d_model": int(cfg.hidden_size), "n_heads": H, "head_dim": hd,
+                               "n_kv_heads": int(getattr(cfg, "num_key_value_heads", None) or H),
+                               "window": int(window) if window else None, "positional": "rope",
+                               "rope_base": float(hfcompat.rope_theta(cfg)), "rope_layout": "half",
+                               "softmax_dtype": "float32" if attn == "eager" else "same", "rope_dtype": "float32"})
+    if mt == "gpt2":
+        return S.from_mapping({"d_model": int(cfg.n_embd), "n_heads": int(cfg.n_head), "positional": "none",
+                               "scale": None if getattr(cfg, "scale_attn_weights", True) else 1.0})
+    if mt == "bloom":
+        return S.from_mapping({"d_model": int(cfg.hidden_size), "n_heads": int(cfg.n_head), "positional": "alibi",
+                               "softmax_dtype": "float32"})
+    if mt == "mpt":
+        return S.from_mapping({"d_model": int(cfg.d_model), "n_heads": int(cfg.n_heads), "positional": "alibi",
+                               "softmax_dtype": "float32"})
+    raise ValueError(f"impl:reference does not read {mt} models (it reads {', '.join(HF_READ)})")
 
 
 def hf_weights(att: Any) -> dict[str, torch.Tensor]:
-    out = {f"W_{n}": getattr(att, f"{n}_proj").weight.detach().to(torch.float64) for n in "qkvo"}
-    for n in "qkvo":
-        bias = getattr(att, f"{n}_proj").bias
-        if bias is not None:
-            out[f"b_{n}"] = bias.detach().to(torch.float64)
-    return out
+    """Layer 0's W_q, W_k, W_v, W_o and biases (``y = x W^T + b``) from the family's own modules: q/k/v/o_proj
+    (Llama family); c_attn and c_proj, Conv1D's ``y = x W + b`` (GPT-2); query_key_value with the heads outermost
+    ([head, q/k/v, head_dim] rows) and dense (BLOOM); Wqkv in q, k, v blocks and out_proj (MPT)."""
+    def f64(t: Any) -> Any:  # None stays None (a projection without a bias)
+        return None if t is None else t.detach().to(torch.float64)
+
+    out: dict[str, Any] = {}
+    if hasattr(att, "q_proj"):
+        for n in "qkvo":
+            lin = getattr(att, f"{n}_proj")
+            out[f"W_{n}"], out[f"b_{n}"] = f64(lin.weight), f64(lin.bias)
+    elif hasattr(att, "c_attn"):
+        d = att.c_proj.weight.shape[0]
+        w, bias = f64(att.c_attn.weight), f64(att.c_attn.bias)
+        for i, n in enumerate("qkv"):
+            out[f"W_{n}"] = w[:, i * d:(i + 1) * d].T
+            out[f"b_{n}"] = None if bias is None else bias[i * d:(i + 1) * d]
+        out["W_o"], out["b_o"] = f64(att.c_proj.weight).T, f64(att.c_proj.bias)
+    elif hasattr(att, "query_key_value"):
+        H, hd = att.num_heads, att.head_dim
+        w, bias = f64(att.query_key_value.weight), f64(att.query_key_value.bias)
+        w3 = w.view(H, 3, hd, -1)
+        b3 = None if bias is None else bias.view(H, 3, hd)
+        for i, n in enumerate("qkv"):
+            out[f"W_{n}"] = w3[:, i].reshape(H * hd, -1)
+            out[f"b_{n}"] = None if b3 is None else b3[:, i].reshape(H * hd)
+        out["W_o"], out["b_o"] = f64(att.dense.weight), f64(att.dense.bias)
+    elif hasattr(att, "Wqkv"):
+        w = f64(att.Wqkv.weight)
+        d = w.shape[1]
+        for i, n in enumerate("qkv"):
+            out[f"W_{n}"] = w[i * d:(i + 1) * d]
+        out["W_o"] = f64(att.out_proj.weight)
+    else:
+        raise ValueError(f"impl:reference cannot find the projections of {type(att).__name__}")
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _layer0_io(b: Any, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -240,6 +289,9 @@ def _layer0_io(b: Any, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
     def pre(_m: Any, args: Any, kwargs: Any) -> None:
         seen["x"] = (kwargs.get("hidden_states") if "hidden_states" in kwargs else args[0]).detach()
+        residual = kwargs.get("residual", args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None)
+        if residual is not None:  # BLOOM's attention adds the residual to its output (dropout_add)
+            seen["residual"] = residual.detach()
 
     def post(_m: Any, _a: Any, _k: Any, out: Any) -> None:
         seen["out"] = (out[0] if isinstance(out, tuple) else out).detach()
@@ -251,12 +303,13 @@ def _layer0_io(b: Any, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     finally:
         h1.remove()
         h2.remove()
-    return seen["x"], seen["out"]
+    return seen["x"], seen["out"] - seen.get("residual", 0)
 
 
 def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | None) -> Evidence:
     """impl:reference on a tiny Hugging Face model: layer 0's attention output in one cache-free pass against the
-    attention its configuration defines, on the attention's own input (the hidden states after the input norm)."""
+    attention its configuration defines, on the attention's own input (the hidden states after the input norm;
+    BLOOM's residual, which its attention module adds, taken off its output)."""
     from verify.numeric import impl_models as hf
 
     b64 = hf.build(spec, attn=attn, seed=seed, window=window)

@@ -33,8 +33,9 @@ ROPE_MODELS = ("llama", "mistral", "qwen2", "gemma2")
 ALIBI_MODELS = ("bloom", "falcon", "mpt")
 #: the ALiBi convention each family's code follows (verify.constructions.impl_alibi)
 ALIBI_CONVENTION = {"bloom": "press", "falcon": "press", "mpt": "mpt"}
-#: families whose tiny model transformers 5.24 builds only with eager attention
-EAGER_ONLY = ("gemma2",)
+#: families whose tiny model transformers builds only with eager attention (BLOOM and MPT: "does not support an
+#: attention implementation through torch.nn.functional.scaled_dot_product_attention yet")
+EAGER_ONLY = ("gemma2", "bloom", "mpt")
 DTYPE_CHOICES = ("float64", "float32", "float16", "bfloat16")
 ATTN_CHOICES = ("eager", "sdpa")
 ROPE_SCALINGS = ("default", "linear", "dynamic", "yarn", "llama3")
@@ -473,8 +474,9 @@ PAD_LENGTHS = (6, 4, 2)
 
 # ------------------------------------------------------------------ reference
 
-#: the families whose attention impl:reference reads from the model (the Llama layout: q/k/v/o projections)
-REFERENCE_MODELS = ("llama", "mistral", "qwen2")
+#: the families whose attention impl:reference reads from the model (torch-free copy of
+#: verify.numeric.impl_reference.HF_READ; a test checks it)
+REFERENCE_MODELS = ("llama", "mistral", "qwen2", "gpt2", "bloom", "mpt")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@
 
 A module follows docs/impl-module.md's protocol (``d_model``, ``n_heads``, ``module(x, cache=None, positions=None)
 -> (out, cache)``) and declares its specification as the mapping ``attention_spec`` (or you pass ``spec=``) and its
-weights through ``projections()``.  A Hugging Face model of the Llama family (llama, mistral, qwen2) is read from
-its configuration: its layer 0's attention is checked.  A mismatch raises :class:`AssertionError` whose message is
+weights through ``projections()``.  A Hugging Face model of a family impl:reference reads (llama, mistral, qwen2,
+gpt2, bloom, mpt) is read from its configuration: its layer 0's attention is checked.  A mismatch raises :class:`AssertionError` whose message is
 the witness: the deviation, its tolerance, the batch entry and position, and the specification field that explains
 it when one does.
 """
@@ -37,7 +37,8 @@ def conformance(module_or_model: Any, spec: Mapping[str, Any] | None = None, dty
     """The impl:reference evidence for an attention module or a Hugging Face model (see the module docstring).
 
     Args:
-        module_or_model: the module (in ``dtype``) or a transformers model of the Llama family.
+        module_or_model: the module (in ``dtype``) or a transformers model (llama, mistral, qwen2, gpt2, bloom,
+            mpt).
         spec: the specification's fields (default: the module's ``attention_spec``; a model's configuration).
         dtype: the dtype the module computes in (torch dtype or its name); the reference is float64, and also
             computed in ``dtype`` for the tolerance.
