@@ -365,7 +365,7 @@ def test_claims_of_one_worker_group_share_one_task():
     planned = [(c, p) for c in registry.all_claims() if not c.heavy for p in c.variants]
     groups = plan_tasks(planned, LAYERS)
     impl = [i for i, (c, _) in enumerate(planned) if c.id.startswith("impl:")]
-    assert len(impl) == 5
+    assert len(impl) == 6
     assert groups[("group:transformers", "numeric")] == impl
     assert not any(k[0].startswith("impl:") for k in groups)
     others = {(c.id, layer) for c, _ in planned if not c.worker_group for layer in c.checked_layers(LAYERS)}
@@ -373,7 +373,7 @@ def test_claims_of_one_worker_group_share_one_task():
     import dataclasses
 
     ungrouped = plan_tasks([(dataclasses.replace(c, worker_group=""), p) for c, p in planned], LAYERS)
-    assert sum(k[0].startswith("impl:") and k[1] == "numeric" for k in ungrouped) == 5
+    assert sum(k[0].startswith("impl:") and k[1] == "numeric" for k in ungrouped) == 6
 
 
 def test_tasks_go_out_longest_first_by_the_measured_costs():
