@@ -15,9 +15,9 @@
 A module follows docs/impl-module.md's protocol (``d_model``, ``n_heads``, ``module(x, cache=None, positions=None)
 -> (out, cache)``) and declares its specification as the mapping ``attention_spec`` (or you pass ``spec=``) and its
 weights through ``projections()``.  A Hugging Face model of a family impl:reference reads (llama, mistral, qwen2,
-gpt2, bloom, mpt) is read from its configuration: its layer 0's attention is checked.  A mismatch raises :class:`AssertionError` whose message is
-the witness: the deviation, its tolerance, the batch entry and position, and the specification field that explains
-it when one does.
+gpt2, bloom, mpt) is read from its configuration: its layer 0's attention is checked.  A mismatch raises
+:class:`AssertionError` whose message is the witness: the deviation, its tolerance, the batch entry and position,
+and the specification field that explains it when one does.
 """
 
 from __future__ import annotations
