@@ -31,6 +31,9 @@ C64 = 32
 U = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11}
 #: an alternative specification explains a mismatch when the implementation matches it within this many tolerances
 EXPLAINS = 10
+#: the sequence lengths of a padded batch (--padding left|right), as fractions of L: lengths L and L // 2
+PAD_FRACTIONS = (1.0, 0.5)
+PADDINGS = ("none", "left", "right")
 
 
 def projections(mod: Any, spec: str, s: S.AttentionSpec) -> dict[str, torch.Tensor]:
@@ -83,10 +86,13 @@ def read_spec(mod: Any, spec: str, given: Mapping[str, Any] | None = None) -> S.
     return s
 
 
-def layer_reference(s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    """The layer ``s`` and ``W`` define on ``x: [batch, pos, d_model]`` (a cache-free pass from position 0), in
-    x's dtype: projections, the attention of :func:`~verify.constructions.attention_spec.reference`, the output
-    projection.  Returns ``[batch, pos, d_model]``."""
+def layer_reference(s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.Tensor,
+                    mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The layer ``s`` and ``W`` define on ``x: [batch, pos, d_model]`` (a cache-free pass), in x's dtype:
+    projections, the attention of :func:`~verify.constructions.attention_spec.reference`, the output projection.
+    ``mask: [batch, pos]`` (True: a real input) makes the pads keys no query sees and numbers the real inputs
+    0, 1, ... (the mask's cumulative sum minus 1, as ``generate()`` derives position_ids); None: every slot real,
+    positions 0..pos-1.  Returns ``[batch, pos, d_model]``."""
     B, T, _ = x.shape
     H, KV, hd = s.n_heads, s.kv_heads, s.head_dim
     W = {k: v.to(x.dtype) for k, v in W.items()}
@@ -95,24 +101,45 @@ def layer_reference(s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.
         y = x @ W[f"W_{name}"].T + (W[f"b_{name}"] if f"b_{name}" in W else 0)
         return y.view(B, T, n, hd).transpose(1, 2)
 
-    pos = torch.arange(T).expand(B, T)
-    o = S.reference(s, proj("q", H), proj("k", KV), proj("v", KV), pos, pos)
+    pos = torch.arange(T).expand(B, T) if mask is None else (mask.long().cumsum(-1) - 1).clamp(min=0)
+    o = S.reference(s, proj("q", H), proj("k", KV), proj("v", KV), pos, pos, mask)
     return o.transpose(1, 2).reshape(B, T, H * hd) @ W["W_o"].T + (W["b_o"] if "b_o" in W else 0)
 
 
-def _dev(a: torch.Tensor, b: torch.Tensor, scale: float) -> float:
-    return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) / scale
+def padded(lengths: tuple[int, ...], T: int, side: str) -> torch.Tensor:
+    """The attention mask ``[batch, T]`` of sequences of ``lengths`` padded to T on ``side`` (left or right)."""
+    m = torch.zeros(len(lengths), T, dtype=torch.bool)
+    for i, n in enumerate(lengths):
+        if side == "left":
+            m[i, T - n:] = True
+        else:
+            m[i, :n] = True
+    return m
+
+
+def _dev(a: torch.Tensor, b: torch.Tensor, scale: float, mask: torch.Tensor | None = None) -> float:
+    """max |a - b| / scale over the real query rows (all rows when ``mask`` is None)."""
+    d = _row_dev(a, b, mask)
+    return float(d.max()) / scale
+
+
+def _row_dev(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """|a - b| per entry, a non-finite value counted infinite, the pads' own rows (whose queries see no key, and
+    whose output no contract fixes) set to 0."""
+    d = (a.to(torch.float64) - b.to(torch.float64)).abs().nan_to_num(nan=float("inf"))
+    return d if mask is None else torch.where(mask[..., None], d, torch.zeros((), dtype=d.dtype))
 
 
 def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.Tensor, dtype: str,
             W_dtype: Mapping[str, torch.Tensor] | None, label: str, describe: dict[str, Any],
-            engines: dict[str, str], seed: int) -> Evidence:
+            engines: dict[str, str], seed: int, mask: torch.Tensor | None = None, padding: str = "none") -> Evidence:
     """impl:reference's comparison and report: ``impl`` (the implementation's cache-free pass, float64
     ``[batch, pos, d_model]``) against the float64 reference of ``s`` and ``W`` on ``x``; ``W_dtype``: the
-    implementation's weights at ``dtype`` (the same-dtype reference's), None in float64."""
-    ref = layer_reference(s, W, x)
+    implementation's weights at ``dtype`` (the same-dtype reference's), None in float64; ``mask``: the padded
+    batch's attention mask (pads are keys no query sees, and their own output rows are not compared)."""
+    ref = layer_reference(s, W, x, mask)
     scale = float(ref.abs().max()) or 1.0
-    dev = _dev(impl, ref, scale)
+    dev = _dev(impl, ref, scale, mask)
     n = s.head_dim + x.shape[1]
     if dtype == "float64":
         f32 = [w for w, v in (("softmax", s.softmax_dtype), ("RoPE angles", s.rope_dtype)) if v != "same"]
@@ -124,27 +151,29 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
                    f"holds; > {num.FAIL_FACTOR} x that fails; between: inconclusive")
     else:
         low = getattr(torch, dtype)
-        ref_low = layer_reference(s, W_dtype if W_dtype is not None else W, x.to(low))
-        floor = _dev(ref_low, ref, scale)
+        ref_low = layer_reference(s, W_dtype if W_dtype is not None else W, x.to(low), mask)
+        floor = _dev(ref_low, ref, scale, mask)
         tol = max(num.LOW_FACTOR * floor, U["float64"] * n)
         tol_txt = (f"{dtype}: relative deviation from the float64 reference <= {num.LOW_FACTOR} x the {dtype} "
                    f"reference's own ({floor:.2g}) = {tol:.2g} holds; > {num.FAIL_FACTOR} x that fails")
     status, outcome = num._verdict(dev, tol)
-    diff = (impl - ref).abs().amax(-1)  # [batch, pos]
+    diff = _row_dev(impl, ref, mask).amax(-1)  # [batch, pos]
     b, t = divmod(int(diff.argmax()), diff.shape[1])
     numbers = {**describe, "spec": s.to_dict(), "L": x.shape[1], "batch": x.shape[0], "dtype": dtype,
+               "padding": padding, "lengths": [x.shape[1]] * x.shape[0] if mask is None else mask.sum(-1).tolist(),
                "max_deviation": f"<= {tol:.2g}" if dev <= tol else dev,
                "tolerance": tol, "relative_to": f"max |reference| = {scale:.4g}"}
     shown = f"<= {tol:.2g}" if dev <= tol else num._noise(dev, tol)  # within it, the digits follow the CPU
     head = (f"{label}: cache-free pass against the attention its spec defines ({_spec_line(s)}), batch "
-            f"{x.shape[0]}, {x.shape[1]} positions, {dtype}: max |impl - reference| / max |reference| "
+            f"{x.shape[0]}, {x.shape[1]} positions{_padding_line(mask, padding)}, {dtype}: max |impl - reference| / "
+            f"max |reference| "
             f"{shown} (tolerance {tol:.2g})")
     witness = None
     if outcome == Outcome.FAILS:
-        witness = {"batch": b, "position": t, "deviation": dev, "tolerance": tol, "dtype": dtype}
+        witness = {"batch": b, "position": t, "deviation": dev, "tolerance": tol, "dtype": dtype, "padding": padding}
         best = None
         for field, shown, alt in S.alternatives(s):
-            d_alt = _dev(impl, layer_reference(alt, W, x), scale)
+            d_alt = _dev(impl, layer_reference(alt, W, x, mask), scale, mask)
             if best is None or d_alt < best[0]:
                 best = (d_alt, field, shown)
         if best is not None and best[0] <= EXPLAINS * tol:
@@ -154,6 +183,12 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
             head += f"; batch {b}, position {t}; no single spec field explains it"
     return Evidence(Layer.NUMERIC, status, outcome, summary=head, numbers=numbers, witness=witness, tolerance=tol_txt,
                     engines=engines, seed=seed)
+
+
+def _padding_line(mask: torch.Tensor | None, padding: str) -> str:
+    if mask is None:
+        return ""
+    return f" ({padding}-padded, lengths {mask.sum(-1).tolist()}, position_ids from the mask)"
 
 
 def _spec_line(s: S.AttentionSpec) -> str:
@@ -167,9 +202,12 @@ def _spec_line(s: S.AttentionSpec) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def check_module(spec: str, dtype: str, seed: int, L: int, given: Mapping[str, Any] | None = None) -> Evidence:
+def check_module(spec: str, dtype: str, seed: int, L: int, given: Mapping[str, Any] | None = None,
+                 padding: str = "none") -> Evidence:
     """impl:reference on the user's module: its cache-free pass on a batch of 2 standard normal inputs of L
-    positions against the attention its ``attention_spec`` and ``projections()`` define."""
+    positions against the attention its ``attention_spec`` and ``projections()`` define; ``padding`` left or right:
+    lengths L and L // 2 padded on that side, passed as ``mask`` with ``positions`` from the mask (the protocol of
+    impl:padding)."""
     guard = im.Guard(spec)
     m64 = im.load(spec, seed, "float64", guard)
     s = read_spec(m64, spec, given)
@@ -179,8 +217,15 @@ def check_module(spec: str, dtype: str, seed: int, L: int, given: Mapping[str, A
     x = im.inputs(seed, 2, L, m64.d_model)
     if dtype != "float64":
         x = x.to(getattr(torch, dtype)).to(torch.float64)  # the module sees x rounded to its dtype; so does the reference
-    impl = m.full(x)
-    return compare(impl, s, W, x, dtype, W_low, spec, m.describe(), engine_versions("torch"), seed)
+    mask = None
+    if padding == "none":
+        impl = m.full(x)
+    else:
+        if not m.takes_mask:
+            raise im.refuse(spec, "--padding calls the module with mask=BoolTensor[batch, keys]; its forward takes no mask")
+        mask = padded(tuple(max(1, int(f * L)) for f in PAD_FRACTIONS), L, padding)
+        impl = m.run(x, positions=(mask.long().cumsum(-1) - 1).clamp(min=0), mask=mask)[0]
+    return compare(impl, s, W, x, dtype, W_low, spec, m.describe(), engine_versions("torch"), seed, mask, padding)
 
 
 def validate(spec: str, given: Mapping[str, Any] | None = None) -> None:
@@ -280,7 +325,7 @@ def hf_weights(att: Any) -> dict[str, torch.Tensor]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _layer0_io(b: Any, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Layer 0's attention input (hidden states after the input norm) and output, from one cache-free pass."""
     from verify.numeric import impl_models as hf
 
@@ -299,17 +344,20 @@ def _layer0_io(b: Any, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     h1 = att.register_forward_pre_hook(pre, with_kwargs=True)
     h2 = att.register_forward_hook(post, with_kwargs=True)
     try:
-        hf.full(b, ids)
+        hf.full(b, ids, **kw)
     finally:
         h1.remove()
         h2.remove()
     return seen["x"], seen["out"] - seen.get("residual", 0)
 
 
-def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | None) -> Evidence:
+def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | None,
+             padding: str = "none") -> Evidence:
     """impl:reference on a tiny Hugging Face model: layer 0's attention output in one cache-free pass against the
     attention its configuration defines, on the attention's own input (the hidden states after the input norm;
-    BLOOM's residual, which its attention module adds, taken off its output)."""
+    BLOOM's residual, which its attention module adds, taken off its output).  ``padding`` left or right: a batch
+    of lengths L and L // 2 padded to L on that side, with its attention mask and position_ids from the mask (as
+    ``generate()`` passes them); the pads' own rows are not compared."""
     from verify.numeric import impl_models as hf
 
     b64 = hf.build(spec, attn=attn, seed=seed, window=window)
@@ -317,8 +365,13 @@ def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | 
     W = hf_weights(hf.first_attention(b64.model))
     b = b64 if dtype == "float64" else hf.cast(b64, dtype)
     ids = hf.tokens(L, b.vocab, seed, batch=2)
-    x, out = _layer0_io(b, ids)
+    mask = None
+    kw: dict[str, Any] = {}
+    if padding != "none":
+        mask = padded(tuple(max(1, int(f * L)) for f in PAD_FRACTIONS), L, padding)
+        kw = {"attention_mask": mask.long(), "position_ids": (mask.long().cumsum(-1) - 1).clamp(min=0)}
+    x, out = _layer0_io(b, ids, **kw)
     W_low = None if dtype == "float64" else {k: v.to(getattr(torch, dtype)) for k, v in
                                              hf_weights(hf.first_attention(b.model)).items()}
     return compare(out.to(torch.float64), s, W, x.to(torch.float64), dtype, W_low, f"{spec} ({attn}; {num._lib()})",
-                   b.describe(), num._engines(), seed)
+                   b.describe(), num._engines(), seed, mask, padding)

@@ -488,6 +488,8 @@ class ReferenceParams(Params):
     L: int = param(8, "positions of the cache-free pass (a batch of 2)", kind="int", minimum=2, maximum=64)
     window: int = param(4, "sliding window of the tiny model (mistral, qwen2); 0: none", kind="int", minimum=0,
                         maximum=64)
+    padding: str = param("none", "none, or a batch of lengths L and L // 2 padded on the left or the right (attention "
+                         "mask and position_ids from it, as generate() passes them)", choices=("none", "left", "right"))
 
 
 def _ref_validate(p: Mapping[str, Any]) -> None:
@@ -507,9 +509,10 @@ def _ref_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
     from verify.numeric import impl_reference
 
     if p["model"].startswith("module:"):
-        return impl_reference.check_module(p["model"], p["dtype"], ctx.seed, p["L"])
+        return impl_reference.check_module(p["model"], p["dtype"], ctx.seed, p["L"], padding=p["padding"])
     name = _model(p["model"])[1]
-    return impl_reference.check_hf(p["model"], p["attn"], p["dtype"], ctx.seed, p["L"], _window_of(p, name))
+    return impl_reference.check_hf(p["model"], p["attn"], p["dtype"], ctx.seed, p["L"], _window_of(p, name),
+                                   p["padding"])
 
 
 REFERENCE = Claim(
@@ -527,7 +530,7 @@ REFERENCE = Claim(
                "reference's own error."),
     quantifiers=("for every input, batch entry, position and head: the output equals the specification's attention",
                  "numeric: a batch of 2 inputs of L = 8 positions (a module: standard normal vectors; a model: tokens "
-                 "through its embedding), one cache-free pass"),
+                 "through its embedding), one cache-free pass; --padding left|right: lengths 8 and 4 with a mask"),
     options=(),
     params_type=ReferenceParams,
     checks={"numeric": _ref_numeric},

@@ -178,3 +178,45 @@ def test_the_pytest_fixture(request: pytest.FixtureRequest, in_examples: None,
     conforms = request.getfixturevalue("attention_conforms")
     with pytest.raises(AssertionError, match="explained by grouping"):
         conforms(full_pass_bugs.make_gqa_strided(0, torch.float64))
+
+
+@pytest.mark.parametrize("model, attn", [("hf:llama", "eager"), ("hf:mistral", "sdpa"), ("hf:gpt2", "eager"),
+                                         ("hf:bloom", "eager"), ("hf:mpt", "eager")])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_a_padded_batch_holds(hf: None, model: str, attn: str, side: str) -> None:
+    """A batch of lengths 8 and 4 padded on either side, with its attention mask and position_ids from it."""
+    ev = R.check_hf(model, attn, "float64", 0, 8, 4 if model == "hf:mistral" else None, side)
+    assert ev.outcome == "holds", ev.summary
+    assert ev.numbers["lengths"] == [8, 4] and ev.numbers["padding"] == side
+
+
+def test_a_pad_key_let_in_fails(hf: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Injected fault: the library is given an attention mask of ones (every pad key visible; without any mask,
+    transformers 5 would infer the pads from position_ids that restart, as packed sequences); the reference keeps
+    the pads out."""
+    from verify.numeric import impl_models as im
+
+    real = im.full
+
+    def leaky(b, ids, **kw):
+        if "attention_mask" in kw:
+            kw["attention_mask"] = torch.ones_like(kw["attention_mask"])
+        return real(b, ids, **kw)
+
+    monkeypatch.setattr(im, "full", leaky)
+    ev = R.check_hf("hf:llama", "eager", "float64", 0, 8, None, "left")
+    assert ev.outcome == "fails" and ev.witness["padding"] == "left" and ev.witness["batch"] == 1, ev.summary
+
+
+def test_a_padded_module(in_examples: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The good module holds with left and right padding; injected fault: its forward drops the mask."""
+    for side in ("left", "right"):
+        assert R.check_module("module:good_attention:make_gqa", "float64", 0, 8, padding=side).outcome == "holds"
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    import good_attention
+
+    real = good_attention.Attention.forward
+    monkeypatch.setattr(good_attention.Attention, "forward",
+                        lambda self, x, cache=None, positions=None, mask=None: real(self, x, cache, positions, None))
+    ev = R.check_module("module:good_attention:make", "float64", 0, 8, padding="left")
+    assert ev.outcome == "fails", ev.summary
