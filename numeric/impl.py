@@ -361,8 +361,7 @@ def check_alibi(spec: str, attn: str, seed: int, heads: int, L: int, schedule: S
                        else "slope differs from the schedule")
                 witness = {"run": "no cache" if name == "full" else f"cache, prefill {m['k']}", "head": h + 1,
                            "heads": heads, "schedule": float(want[h, 0]), "measured": g,
-                           "abs_difference": float(rel[h]), "reason": why, "prompt_length": L,
-                           "transformers": _engines()["transformers"]}
+                           "abs_difference": float(rel[h]), "reason": why, "prompt_length": L}
         if float(rel.max()) > SLOPE_TOL:
             problems.append(name)
     numbers = {**b.describe(), "L": L, "convention": convention, "slopes": per_head,
@@ -377,10 +376,10 @@ def check_alibi(spec: str, attn: str, seed: int, heads: int, L: int, schedule: S
     for row in per_head:
         row["measured_minus_schedule"] = at_resolution(row["measured_minus_schedule"], FLOAT32_LEVEL)
     if witness is not None:
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, numbers=numbers, tolerance=tol, seed=seed,
-                        engines=_engines(), witness=witness,
-                        summary=(f"{head}; head {witness['head']} ({witness['run']}): {witness['reason']}, measured "
-                                 f"{witness['measured']:.6g}, schedule {witness['schedule']:.6g}"))
+        return _released(Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, numbers=numbers, tolerance=tol,
+                                  seed=seed, engines=_engines(), witness=witness,
+                                  summary=(f"{head}; head {witness['head']} ({witness['run']}): {witness['reason']}, "
+                                           f"measured {witness['measured']:.6g}, schedule {witness['schedule']:.6g}")))
     return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.HOLDS, numbers=numbers, tolerance=tol, seed=seed,
                     engines=_engines(), summary=head + "; distance penalised, one slope per head, the same under the cache")
 
@@ -428,9 +427,8 @@ def check_rope(spec: str, attn: str, seed: int, rope: dict[str, Any], L: int, ma
         w: dict[str, Any] = {"offset_spread": spread} if spread > FAIL_FACTOR * otol else {}
         if dec.outcome == Outcome.FAILS:
             w.update(dec.witness or {})
-        w["transformers"] = _engines()["transformers"]
-        return Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head, numbers=numbers, witness=w,
-                        tolerance=tol, engines=_engines(), seed=seed)
+        return _released(Evidence(Layer.NUMERIC, Status.CONSISTENT, Outcome.FAILS, summary=head, numbers=numbers,
+                                  witness=w, tolerance=tol, engines=_engines(), seed=seed))
     if spread > otol or dec.status != Status.CONSISTENT:
         return Evidence(Layer.NUMERIC, Status.INCONCLUSIVE, summary=head, numbers=numbers, tolerance=tol,
                         engines=_engines(), seed=seed)

@@ -204,28 +204,44 @@ def _spec_line(s: S.AttentionSpec) -> str:
 
 def check_module(spec: str, dtype: str, seed: int, L: int, given: Mapping[str, Any] | None = None,
                  padding: str = "none") -> Evidence:
-    """impl:reference on the user's module: its cache-free pass on a batch of 2 standard normal inputs of L
-    positions against the attention its ``attention_spec`` and ``projections()`` define; ``padding`` left or right:
-    lengths L and L // 2 padded on that side, passed as ``mask`` with ``positions`` from the mask (the protocol of
-    impl:padding)."""
+    """impl:reference on the user's module ``spec`` names (:func:`module_evidence` on its float64 build and its
+    ``dtype`` build from the same seed)."""
     guard = im.Guard(spec)
     m64 = im.load(spec, seed, "float64", guard)
-    s = read_spec(m64, spec, given)
-    W = projections(m64, spec, s)
     m = m64 if dtype == "float64" else im.load(spec, seed, dtype, guard)
-    W_low = None if dtype == "float64" else {k: v.to(getattr(torch, dtype)) for k, v in projections(m, spec, s).items()}
-    x = im.inputs(seed, 2, L, m64.d_model)
+    return module_evidence(m64, m, spec, dtype, seed, L, given, padding)
+
+
+def _at(W: Mapping[str, torch.Tensor], dtype: str) -> dict[str, torch.Tensor]:
+    """The weights rounded to ``dtype`` (the same-dtype reference's)."""
+    return {k: v.to(getattr(torch, dtype)) for k, v in W.items()}
+
+
+def _pad_mask(L: int, padding: str) -> torch.Tensor | None:
+    return None if padding == "none" else padded(tuple(max(1, int(f * L)) for f in PAD_FRACTIONS), L, padding)
+
+
+def module_evidence(m64: Any, m: Any, label: str, dtype: str, seed: int, L: int,
+                    given: Mapping[str, Any] | None = None, padding: str = "none",
+                    weights: Mapping[str, torch.Tensor] | None = None) -> Evidence:
+    """impl:reference on a loaded module (:class:`verify.numeric.impl_module.Attn`): ``m``'s cache-free pass on a
+    batch of 2 standard normal inputs of L positions against the attention its ``attention_spec`` (or ``given``)
+    and ``m64``'s ``projections()`` (or ``weights``) define; ``padding`` left or right: lengths L and L // 2 padded
+    on that side, passed as ``mask`` with ``positions`` from the mask (the protocol of impl:padding)."""
+    s = read_spec(m64, label, given)
+    W = dict(weights) if weights is not None else projections(m64, label, s)
+    W_low = None if dtype == "float64" else _at(projections(m, label, s), dtype)
+    x = im.inputs(seed, 2, L, s.d_model)
     if dtype != "float64":
         x = x.to(getattr(torch, dtype)).to(torch.float64)  # the module sees x rounded to its dtype; so does the reference
-    mask = None
-    if padding == "none":
+    mask = _pad_mask(L, padding)
+    if mask is None:
         impl = m.full(x)
     else:
         if not m.takes_mask:
-            raise im.refuse(spec, "--padding calls the module with mask=BoolTensor[batch, keys]; its forward takes no mask")
-        mask = padded(tuple(max(1, int(f * L)) for f in PAD_FRACTIONS), L, padding)
+            raise im.refuse(label, "--padding calls the module with mask=BoolTensor[batch, keys]; its forward takes no mask")
         impl = m.run(x, positions=(mask.long().cumsum(-1) - 1).clamp(min=0), mask=mask)[0]
-    return compare(impl, s, W, x, dtype, W_low, spec, m.describe(), engine_versions("torch"), seed, mask, padding)
+    return compare(impl, s, W, x, dtype, W_low, label, m.describe(), engine_versions("torch"), seed, mask, padding)
 
 
 def validate(spec: str, given: Mapping[str, Any] | None = None) -> None:
@@ -240,7 +256,6 @@ def validate(spec: str, given: Mapping[str, Any] | None = None) -> None:
     projections(m, spec, read_spec(m, spec, given))
 
 
-__all__ = ["check_module", "compare", "layer_reference", "projections", "read_spec", "validate", "C64", "EXPLAINS"]
 
 
 # ------------------------------------------------------------------ Hugging Face models (the Llama family)
@@ -353,25 +368,38 @@ def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torc
 
 def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | None,
              padding: str = "none") -> Evidence:
-    """impl:reference on a tiny Hugging Face model: layer 0's attention output in one cache-free pass against the
-    attention its configuration defines, on the attention's own input (the hidden states after the input norm;
-    BLOOM's residual, which its attention module adds, taken off its output).  ``padding`` left or right: a batch
-    of lengths L and L // 2 padded to L on that side, with its attention mask and position_ids from the mask (as
-    ``generate()`` passes them); the pads' own rows are not compared."""
+    """impl:reference on the tiny Hugging Face model ``spec`` names (:func:`hf_evidence` on its float64 build and
+    its ``dtype`` copy)."""
     from verify.numeric import impl_models as hf
 
     b64 = hf.build(spec, attn=attn, seed=seed, window=window)
-    s = hf_spec(b64, attn)
-    W = hf_weights(hf.first_attention(b64.model))
     b = b64 if dtype == "float64" else hf.cast(b64, dtype)
+    return hf_evidence(b64, b, attn, dtype, seed, L, f"{spec} ({attn}; {num._lib()})", padding=padding)
+
+
+def hf_evidence(b64: Any, b: Any, attn: str, dtype: str, seed: int, L: int, label: str,
+                given: Mapping[str, Any] | None = None, padding: str = "none") -> Evidence:
+    """impl:reference on a Hugging Face model (:class:`verify.numeric.impl_models.Built`): ``b``'s layer-0 attention
+    output in one cache-free pass against the attention ``b64``'s configuration (or ``given``) and weights define,
+    on the attention's own input (the hidden states after the input norm; BLOOM's residual, which its attention
+    module adds, taken off its output).  ``padding`` left or right: a batch of lengths L and L // 2 padded to L on
+    that side, with its attention mask and position_ids from the mask (as ``generate()`` passes them); the pads'
+    own rows are not compared."""
+    from verify.numeric import impl_models as hf
+
+    s = hf_spec(b64, attn) if given is None else S.from_mapping(given)
+    W = hf_weights(hf.first_attention(b64.model))
     ids = hf.tokens(L, b.vocab, seed, batch=2)
-    mask = None
+    mask = _pad_mask(L, padding)
     kw: dict[str, Any] = {}
-    if padding != "none":
-        mask = padded(tuple(max(1, int(f * L)) for f in PAD_FRACTIONS), L, padding)
+    if mask is not None:
         kw = {"attention_mask": mask.long(), "position_ids": (mask.long().cumsum(-1) - 1).clamp(min=0)}
     x, out = _layer0_io(b, ids, **kw)
-    W_low = None if dtype == "float64" else {k: v.to(getattr(torch, dtype)) for k, v in
-                                             hf_weights(hf.first_attention(b.model)).items()}
-    return compare(out.to(torch.float64), s, W, x.to(torch.float64), dtype, W_low, f"{spec} ({attn}; {num._lib()})",
-                   b.describe(), num._engines(), seed, mask, padding)
+    W_low = None if dtype == "float64" else _at(hf_weights(hf.first_attention(b.model)), dtype)
+    return compare(out.to(torch.float64), s, W, x.to(torch.float64), dtype, W_low, label, b.describe(),
+                   num._engines(), seed, mask, padding)
+
+
+__all__ = ["check_module", "module_evidence", "check_hf", "hf_evidence", "hf_spec", "hf_weights", "compare",
+           "layer_reference", "padded", "projections", "read_spec", "validate", "C64", "EXPLAINS", "HF_READ",
+           "PAD_FRACTIONS"]

@@ -118,16 +118,16 @@ def _module(spec: str, takes_module: bool, claim: str, needs_mask: bool) -> None
 
 
 def _release_explain(claim: str) -> Any:
-    """The explain hook of ``claim``: :func:`_module_explain`, and for a tiny model the line of
+    """The explain hook of ``claim``: :func:`_module_explain`, and the line of
     :func:`verify.proofs.impl.releases.known_on` when the installed release was measured other than HOLDS on the
-    same claim, family (and RoPE rule)."""
+    release matrix's entry these options match (family, and RoPE rule or attention path where the entry names one)."""
     def explain(p: Mapping[str, Any], evidence: Any) -> list[str]:
         from verify.proofs.impl import releases
 
         lines = _module_explain(p, evidence)
         version = hfcompat.installed()
-        if p["model"].startswith("hf:") and version is not None:
-            options = {"model": p["model"], **({"rope-scaling": p["rope-scaling"]} if "rope-scaling" in p else {})}
+        options = releases.entry_for(claim, p)
+        if options is not None and version is not None:
             line = releases.known_on(version, claim, options)
             if line is not None:
                 lines.append(line + " (measured at the claim's defaults)")
@@ -536,7 +536,7 @@ REFERENCE = Claim(
     checks={"numeric": _ref_numeric},
     expected={"": "HOLDS"},
     validate=_ref_validate,
-    explain=_module_explain,
+    explain=_release_explain("impl:reference"),
     caveats=("The specification of a tiny Hugging Face model is read from its configuration (heads, key/value heads, "
              "head size, RoPE base, sliding window) and from what the family's modeling file declares in code: "
              "rotate-half RoPE pairs with float32 angles, and in the eager path a float32 softmax; those float32 "

@@ -35,6 +35,13 @@ def key(claim: str, options: Mapping[str, str]) -> str:
     return " ".join([claim, *(f"--{k} {v}" for k, v in options.items())])
 
 
+def entry_for(claim: str, params: Mapping[str, Any]) -> dict[str, str] | None:
+    """The options of the :data:`MATRIX` entry of ``claim`` whose every option has the value ``params`` gives it
+    (the entry with the most options when several match), or None."""
+    hits = [dict(o) for c, o in MATRIX if c == claim and all(str(params.get(k)) == v for k, v in o.items())]
+    return max(hits, key=len, default=None)
+
+
 def measured() -> dict[str, Any]:
     """The recorded results: ``{"releases": {VERSION: {ENTRY: {"verdict": ..., "witness": ...}}}, ...}``."""
     if not RESULTS.is_file():

@@ -53,10 +53,7 @@ def conformance(module_or_model: Any, spec: Mapping[str, Any] | None = None, dty
     Raises:
         ValueError: a specification field missing or contradictory, a module without the protocol.
     """
-    import torch
-
     from verify.constructions.features import FeatureError
-    from verify.evidence import engine_versions
     from verify.numeric import impl_module as im
     from verify.numeric import impl_reference as R
 
@@ -68,28 +65,14 @@ def conformance(module_or_model: Any, spec: Mapping[str, Any] | None = None, dty
         b = hf.Built(module_or_model, cfg, f"model:{type(module_or_model).__name__}", "eager", name,
                      int(cfg.num_attention_heads))
         attn = getattr(cfg, "_attn_implementation", "eager") or "eager"
-        s = R.hf_spec(b, attn) if spec is None else R.S.from_mapping(spec)
-        ids = hf.tokens(L, b.vocab, seed, batch=2)
-        x, out = R._layer0_io(b, ids)
-        W = R.hf_weights(hf.first_attention(module_or_model))
-        W_low = None if name == "float64" else {k: v.to(getattr(torch, name)) for k, v in W.items()}
-        return R.compare(out.to(torch.float64), s, W, x.to(torch.float64), name, W_low, b.spec, b.describe(),
-                         engine_versions("torch"), seed)
+        return R.hf_evidence(b, b, attn, name, seed, L, b.spec, given=spec)
     label = f"module {type(module_or_model).__name__}"
     try:
         a = im.Attn(module_or_model, label, name, int(module_or_model.d_model), int(module_or_model.n_heads),
                     getattr(module_or_model, "window", None), False, im.Guard(label))
-        s = R.read_spec(a, label, spec)
-        W = dict(weights) if weights is not None else R.projections(a, label, s)
-        W_low = None if name == "float64" else {k: v.to(getattr(torch, name)) for k, v in
-                                                R.projections(a, label, s).items()}
-        x = im.inputs(seed, 2, L, s.d_model)
-        if name != "float64":
-            x = x.to(getattr(torch, name)).to(torch.float64)
-        impl = a.full(x)
+        return R.module_evidence(a, a, label, name, seed, L, spec, weights=weights)
     except FeatureError as e:
         raise ValueError(str(e)) from None
-    return R.compare(impl, s, W, x, name, W_low, label, a.describe(), engine_versions("torch"), seed)
 
 
 def assert_attention_conforms(module_or_model: Any, spec: Mapping[str, Any] | None = None, dtype: Any = "float64",

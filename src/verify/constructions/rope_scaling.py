@@ -305,9 +305,9 @@ def library_inv_freq(sc: RopeScaling, base: float, dim: int, seq_len: int) -> tu
     """
     from verify import hfcompat
 
-    if hfcompat.release() < hfcompat.ROPE_RULES_SINCE:  # no ROPE_INIT_FUNCTIONS to compare with
-        raise hfcompat.UnsupportedRelease(f"transformers {hfcompat.installed()} has no ROPE_INIT_FUNCTIONS (from "
-                                          f"{'.'.join(map(str, hfcompat.ROPE_RULES_SINCE))})")
+    why = hfcompat.rope_init_refusal()  # before the configuration, which such a release would refuse for yarn
+    if why is not None:
+        raise hfcompat.UnsupportedRelease(why)
     rp: dict[str, Any] = {"rope_type": sc.rule, "rope_theta": float(base), "factor": float(sc.factor)}
     max_pos = sc.original_max
     if sc.rule in ("yarn", "llama3"):
