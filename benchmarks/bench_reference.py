@@ -46,13 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     unit = _median(reference_workload)
     rows = {}
     R.check_hf("hf:llama", "eager", "float64", 0, 8, None)  # imports and the first build, not counted
-    for model, window in (("hf:llama", None), ("hf:mistral", 4), ("hf:qwen2", 4)):
-        for attn in ("eager", "sdpa"):
+    for model, window in (("hf:llama", None), ("hf:mistral", 4), ("hf:qwen2", 4), ("hf:gemma2", 4), ("hf:gpt2", None),
+                          ("hf:bloom", None), ("hf:falcon", None), ("hf:mpt", None)):
+        for attn in ("eager",) if model in ("hf:gemma2", "hf:bloom", "hf:mpt") else ("eager", "sdpa"):
             for dtype in ("float64", "bfloat16"):
                 s = _median(lambda: R.check_hf(model, attn, dtype, 0, 8, window))
                 rows[f"{model} {attn} {dtype}"] = {"s": round(s, 3), "ratio": round(s / unit, 2)}
     os.chdir(ROOT / "examples" / "attention_modules")
-    for factory in ("good_attention:make", "full_pass_bugs:make_gqa_strided"):
+    for factory in ("good_attention:make", "full_pass_bugs:make_gqa_strided", "full_pass_bugs:make_alibi_geometric"):
         s = _median(lambda: R.check_module(f"module:{factory}", "float64", 0, 8))
         rows[f"module:{factory}"] = {"s": round(s, 3), "ratio": round(s / unit, 2)}
     doc = {"reference_workload_s": round(unit, 4), "checks": rows}

@@ -19,8 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from verify.constructions import rope
 from verify.evidence import Outcome
-from verify.numeric import lab, rope
+from verify.numeric import lab
 
 RECIPE_VERSION = "fp26-toy-1"
 #: a head counts as a previous-token head when its mean attention on t - 1 is >= this

@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from verify import hfcompat
-from verify.numeric import rope
+from verify.constructions import rope
 from verify.numeric.head_bounds import MLP, TARGETS, HeadProgram, PrefixHead, PrefixLayer, PromptInput
 
 #: the Hugging Face families whose attention head is taken apart here

@@ -99,13 +99,19 @@ def _sharpen(model: torch.nn.Module) -> None:
 def build(spec: str, *, attn: str = "eager", dtype: str = "float64", seed: int = 0, heads: int = 4,
           window: int | None = None, rope: dict[str, Any] | None = None, max_positions: int = 256) -> Built:
     """The model ``spec`` names: ``hf:NAME`` (a tiny random model of family NAME drawn under ``seed``) or
-    ``hf-dir:PATH`` (a local checkpoint directory, loaded with ``local_files_only``)."""
+    ``hf-dir:PATH`` (a local checkpoint directory, loaded with ``local_files_only``) or ``hf-config:FILE`` (a random
+    model of the configuration in that JSON file, drawn under ``seed`` as hf:NAME's are)."""
     kind, _, rest = spec.partition(":")
     if kind == "hf-dir":
         model = hfcompat.model_from_pretrained(rest, DTYPES[dtype], attn).eval()
         n = int(getattr(model.config, "num_attention_heads", 0) or getattr(model.config, "n_head", 0))
         return Built(model, model.config, spec, attn, dtype, n)
-    cfg = tiny_config(rest, heads=heads, window=window, rope=rope, max_positions=max_positions)
+    if kind == "hf-config":
+        cfg = hfcompat.config_from_dict(hfcompat.read_config(rest))
+        heads = int(getattr(cfg, "num_attention_heads", 0) or getattr(cfg, "n_head", 0)
+                    or getattr(cfg, "n_heads", 0))
+    else:
+        cfg = tiny_config(rest, heads=heads, window=window, rope=rope, max_positions=max_positions)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = hfcompat.model_from_config(cfg, torch.float64, attn)

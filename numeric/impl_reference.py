@@ -87,12 +87,13 @@ def read_spec(mod: Any, spec: str, given: Mapping[str, Any] | None = None) -> S.
 
 
 def layer_reference(s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.Tensor,
-                    mask: torch.Tensor | None = None) -> torch.Tensor:
+                    mask: torch.Tensor | None = None, heads: bool = False) -> Any:
     """The layer ``s`` and ``W`` define on ``x: [batch, pos, d_model]`` (a cache-free pass), in x's dtype:
     projections, the attention of :func:`~verify.constructions.attention_spec.reference`, the output projection.
     ``mask: [batch, pos]`` (True: a real input) makes the pads keys no query sees and numbers the real inputs
     0, 1, ... (the mask's cumulative sum minus 1, as ``generate()`` derives position_ids); None: every slot real,
-    positions 0..pos-1.  Returns ``[batch, pos, d_model]``."""
+    positions 0..pos-1.  Returns ``[batch, pos, d_model]``; with ``heads``, also each head's attention output
+    ``[batch, n_heads, pos, head_dim]`` (before W_o)."""
     B, T, _ = x.shape
     H, KV, hd = s.n_heads, s.kv_heads, s.head_dim
     W = {k: v.to(x.dtype) for k, v in W.items()}
@@ -103,7 +104,37 @@ def layer_reference(s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.
 
     pos = torch.arange(T).expand(B, T) if mask is None else (mask.long().cumsum(-1) - 1).clamp(min=0)
     o = S.reference(s, proj("q", H), proj("k", KV), proj("v", KV), pos, pos, mask)
-    return o.transpose(1, 2).reshape(B, T, H * hd) @ W["W_o"].T + (W["b_o"] if "b_o" in W else 0)
+    out = o.transpose(1, 2).reshape(B, T, H * hd) @ W["W_o"].T + (W["b_o"] if "b_o" in W else 0)
+    return (out, o) if heads else out
+
+
+def heads_recoverable(Wo: torch.Tensor) -> bool:
+    """Whether W_o ``[d_model, n_heads * head_dim]`` has full column rank, exactly (python-flint's ``fmpq_mat.rank``
+    on the float64 entries as the rationals they are; a few milliseconds at d_model 64): then each head's output is
+    the one solution of ``concat_h(o_h) W_o^T = out - b_o``."""
+    import flint
+
+    n, k = Wo.shape
+    vals = [flint.fmpq(*float(v).as_integer_ratio()) for v in Wo.flatten().tolist()]
+    return k <= n and int(flint.fmpq_mat(n, k, vals).rank()) == k
+
+
+def head_of(impl: torch.Tensor, heads_ref: torch.Tensor, W: Mapping[str, torch.Tensor], b: int,
+            t: int) -> tuple[int, float] | None:
+    """The head whose attention output departs most at batch entry b, position t, and its share of the
+    deviation (its largest entry over the sum of every head's): the implementation's per-head outputs solved from
+    its layer output through W_o (``impl - b_o = concat_h(o_h) W_o^T``).  None when W_o's columns are dependent
+    (:func:`heads_recoverable`): the heads cannot then be told apart from the output alone."""
+    Wo = W["W_o"]
+    if not heads_recoverable(Wo):
+        return None
+    y = impl[b, t].to(torch.float64) - (W["b_o"] if "b_o" in W else 0)
+    o = torch.linalg.lstsq(Wo, y[:, None]).solution[:, 0]  # [n_heads * head_dim]
+    H, hd = heads_ref.shape[1], heads_ref.shape[3]
+    per = (o.view(H, hd) - heads_ref[b, :, t]).abs().nan_to_num(nan=float("inf")).amax(-1)
+    h = int(per.argmax())
+    total = float(per.sum())
+    return h, float(per[h]) / total if 0 < total < float("inf") else 1.0
 
 
 def padded(lengths: tuple[int, ...], T: int, side: str) -> torch.Tensor:
@@ -137,7 +168,7 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
     ``[batch, pos, d_model]``) against the float64 reference of ``s`` and ``W`` on ``x``; ``W_dtype``: the
     implementation's weights at ``dtype`` (the same-dtype reference's), None in float64; ``mask``: the padded
     batch's attention mask (pads are keys no query sees, and their own output rows are not compared)."""
-    ref = layer_reference(s, W, x, mask)
+    ref, ref_heads = layer_reference(s, W, x, mask, heads=True)
     scale = float(ref.abs().max()) or 1.0
     dev = _dev(impl, ref, scale, mask)
     n = s.head_dim + x.shape[1]
@@ -171,6 +202,11 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
     witness = None
     if outcome == Outcome.FAILS:
         witness = {"batch": b, "position": t, "deviation": dev, "tolerance": tol, "dtype": dtype, "padding": padding}
+        where = f"batch {b}, position {t}"
+        found = head_of(impl, ref_heads, W, b, t)
+        if found is not None:
+            witness.update(head=found[0], head_share=round(found[1], 3))
+            where += f", head {found[0]} ({found[1]:.0%} of the per-head deviation)"
         best = None
         for field, shown, alt in S.alternatives(s):
             d_alt = _dev(impl, layer_reference(alt, W, x, mask), scale, mask)
@@ -178,9 +214,9 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
                 best = (d_alt, field, shown)
         if best is not None and best[0] <= EXPLAINS * tol:
             witness.update(explained_by=best[1], change=best[2], deviation_then=best[0])
-            head += f"; batch {b}, position {t}; explained by {best[1]} ({best[2]}: deviation then {best[0]:.2g})"
+            head += f"; {where}; explained by {best[1]} ({best[2]}: deviation then {best[0]:.2g})"
         else:
-            head += f"; batch {b}, position {t}; no single spec field explains it"
+            head += f"; {where}; no single spec field explains it"
     return Evidence(Layer.NUMERIC, status, outcome, summary=head, numbers=numbers, witness=witness, tolerance=tol_txt,
                     engines=engines, seed=seed)
 
@@ -197,6 +233,10 @@ def _spec_line(s: S.AttentionSpec) -> str:
              "causal" if s.causal else "not causal", f"window {s.window}" if s.window else "",
              (f"RoPE base {s.rope_base:g} {s.rope_layout}" + (f" factor {s.rope_factor:g}" if s.rope_factor != 1 else ""))
              if s.positional == "rope" else s.positional if s.positional != "none" else "",
+             f"softcap {s.softcap:g}" if s.softcap is not None else "",
+             ", ".join(p for p in ("geometric slopes" if s.alibi_schedule != "press" else "",
+                                   "slopes reversed" if s.alibi_order != "listed" else "",
+                                   f"bias x {s.alibi_scale:g}" if s.alibi_scale != 1 else "") if p) if s.positional == "alibi" else "",
              f"{s.softmax_dtype} softmax" if s.softmax_dtype != "same" else "",
              f"{s.rope_dtype} RoPE angles" if s.rope_dtype != "same" else ""]
     return ", ".join(p for p in parts if p)
@@ -261,7 +301,7 @@ def validate(spec: str, given: Mapping[str, Any] | None = None) -> None:
 # ------------------------------------------------------------------ Hugging Face models (the Llama family)
 
 #: the families whose layer-0 attention impl:reference reads, and where its weights are
-HF_READ = ("llama", "mistral", "qwen2", "gpt2", "bloom", "mpt")
+HF_READ = ("llama", "mistral", "qwen2", "gemma2", "gpt2", "bloom", "falcon", "mpt")
 
 
 def hf_spec(b: Any, attn: str) -> S.AttentionSpec:
@@ -270,7 +310,11 @@ def hf_spec(b: Any, attn: str) -> S.AttentionSpec:
     sliding window where the family applies one, RoPE with the configured base in the rotate-half layout with
     float32 angles, and in the eager path a float32 softmax; GPT-2: no positional term in the attention (learned
     positions are added to the input), 1/sqrt(head_dim), the softmax in the model's dtype; BLOOM and MPT: ALiBi
-    with Press et al.'s slopes (power-of-two head counts), 1/sqrt(head_dim), a float32 softmax.
+    with Press et al.'s slopes, 1/sqrt(head_dim), a float32 softmax; Gemma 2: the Llama family's RoPE with the
+    scale query_pre_attn_scalar^(-1/2), the logit soft-cap attn_logit_softcapping and, layer 0 being a sliding
+    layer, its window; Falcon: its fused query_key_value (one key/value head with multi_query, groups with
+    new_decoder_architecture), then ALiBi added before the score scale (so scaled by it, as Falcon's code does) when
+    the configuration sets alibi, else rotate-half RoPE with float32 angles; the softmax in the model's dtype.
 
     Raises:
         ValueError: a family impl:reference does not read.
@@ -289,6 +333,25 @@ def hf_spec(b: Any, attn: str) -> S.AttentionSpec:
                                "window": int(window) if window else None, "positional": "rope",
                                "rope_base": float(hfcompat.rope_theta(cfg)), "rope_layout": "half",
                                "softmax_dtype": "float32" if attn == "eager" else "same", "rope_dtype": "float32"})
+    if mt == "gemma2":
+        H = int(cfg.num_attention_heads)
+        layer0 = (getattr(cfg, "layer_types", None) or ["sliding_attention"])[0]  # 4.x: even layers slide
+        cap = getattr(cfg, "attn_logit_softcapping", None)
+        return S.from_mapping({"d_model": int(cfg.hidden_size), "n_heads": H, "head_dim": int(cfg.head_dim),
+                               "n_kv_heads": int(cfg.num_key_value_heads),
+                               "scale": float(cfg.query_pre_attn_scalar) ** -0.5, "softcap": cap and float(cap),
+                               "window": int(cfg.sliding_window) if layer0 == "sliding_attention" else None,
+                               "positional": "rope", "rope_base": float(hfcompat.rope_theta(cfg)),
+                               "rope_layout": "half", "softmax_dtype": "float32", "rope_dtype": "float32"})
+    if mt == "falcon":
+        H = int(cfg.num_attention_heads)
+        kv = int(cfg.num_kv_heads) if cfg.new_decoder_architecture else 1 if cfg.multi_query else H
+        base = {"d_model": int(cfg.hidden_size), "n_heads": H, "n_kv_heads": kv}
+        if cfg.alibi:
+            hd = int(cfg.hidden_size) // H
+            return S.from_mapping({**base, "positional": "alibi", "alibi_scale": hd ** -0.5})
+        return S.from_mapping({**base, "positional": "rope", "rope_base": float(hfcompat.rope_theta(cfg)),
+                               "rope_layout": "half", "rope_dtype": "float32"})
     if mt == "gpt2":
         return S.from_mapping({"d_model": int(cfg.n_embd), "n_heads": int(cfg.n_head), "positional": "none",
                                "scale": None if getattr(cfg, "scale_attn_weights", True) else 1.0})
@@ -304,7 +367,7 @@ def hf_spec(b: Any, attn: str) -> S.AttentionSpec:
 def hf_weights(att: Any) -> dict[str, torch.Tensor]:
     """Layer 0's W_q, W_k, W_v, W_o and biases (``y = x W^T + b``) from the family's own modules: q/k/v/o_proj
     (Llama family); c_attn and c_proj, Conv1D's ``y = x W + b`` (GPT-2); query_key_value with the heads outermost
-    ([head, q/k/v, head_dim] rows) and dense (BLOOM); Wqkv in q, k, v blocks and out_proj (MPT)."""
+    ([head, q/k/v, head_dim] rows) and dense (BLOOM; Falcon in its three layouts); Wqkv in q, k, v blocks and out_proj (MPT)."""
     def f64(t: Any) -> Any:  # None stays None (a projection without a bias)
         return None if t is None else t.detach().to(torch.float64)
 
@@ -320,6 +383,22 @@ def hf_weights(att: Any) -> dict[str, torch.Tensor]:
             out[f"W_{n}"] = w[:, i * d:(i + 1) * d].T
             out[f"b_{n}"] = None if bias is None else bias[i * d:(i + 1) * d]
         out["W_o"], out["b_o"] = f64(att.c_proj.weight).T, f64(att.c_proj.bias)
+    elif hasattr(att, "query_key_value") and hasattr(att, "multi_query"):  # Falcon
+        H, hd = att.num_heads, att.head_dim
+        w, bias = f64(att.query_key_value.weight), f64(att.query_key_value.bias)
+        if att.new_decoder_architecture:  # rows: [kv group, its H / KV queries, then its key, then its value, hd]
+            KV = att.num_kv_heads
+            rows = torch.arange(w.shape[0]).view(KV, H // KV + 2, hd)
+            parts = {"q": rows[:, :-2].reshape(-1), "k": rows[:, -2].reshape(-1), "v": rows[:, -1].reshape(-1)}
+        elif att.multi_query:  # rows: H query heads, one key head, one value head
+            parts = {"q": torch.arange(H * hd), "k": torch.arange(H * hd, (H + 1) * hd),
+                     "v": torch.arange((H + 1) * hd, (H + 2) * hd)}
+        else:  # rows: [head, q/k/v, hd], as BLOOM's
+            rows = torch.arange(w.shape[0]).view(H, 3, hd)
+            parts = {n: rows[:, i].reshape(-1) for i, n in enumerate("qkv")}
+        for n, idx in parts.items():
+            out[f"W_{n}"], out[f"b_{n}"] = w[idx], None if bias is None else bias[idx]
+        out["W_o"], out["b_o"] = f64(att.dense.weight), f64(att.dense.bias)
     elif hasattr(att, "query_key_value"):
         H, hd = att.num_heads, att.head_dim
         w, bias = f64(att.query_key_value.weight), f64(att.query_key_value.bias)
@@ -342,14 +421,17 @@ def hf_weights(att: Any) -> dict[str, torch.Tensor]:
 
 def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """Layer 0's attention input (hidden states after the input norm) and output, from one cache-free pass."""
+    import inspect
+
     from verify.numeric import impl_models as hf
 
     att = hf.first_attention(b.model)
     seen: dict[str, torch.Tensor] = {}
+    takes = list(inspect.signature(att.forward).parameters)  # BLOOM's forward(hidden_states, residual, ...)
 
     def pre(_m: Any, args: Any, kwargs: Any) -> None:
         seen["x"] = (kwargs.get("hidden_states") if "hidden_states" in kwargs else args[0]).detach()
-        residual = kwargs.get("residual", args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None)
+        residual = kwargs.get("residual", args[1] if len(args) > 1 and takes[1:2] == ["residual"] else None)
         if residual is not None:  # BLOOM's attention adds the residual to its output (dropout_add)
             seen["residual"] = residual.detach()
 

@@ -20,11 +20,11 @@ from typing import Any, Sequence
 
 import torch
 
+from verify.constructions import rope
 from verify.constructions.kvshift24 import Variant
 from verify.constructions.kvshift24_pe import PE, ROPE_BASE, Decode
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
-from verify.numeric import rope
 
 #: float64 tolerance of the decode claim (relative to the largest output entry): decoding with a
 #: correct cache reorders no reduction that matters at this size; a bug moves outputs by far more

@@ -37,9 +37,9 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from verify.constructions import rope as rotary
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions
 from verify.numeric import lab
-from verify.numeric import rope as rotary
 
 #: code version tag of the recipe below (part of the cache key): bump when model, data or loss change
 RECIPE_VERSION = "kvshift24-ih-1"

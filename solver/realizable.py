@@ -1196,9 +1196,12 @@ def _first_infeasible_upward(solve: Callable[[int], Any], min_L: int, N: int) ->
         if probe == N:
             return None
         probe = min(N, probe * 2)
-    hi = probe
-    if lo is None:
-        return hi
+    return probe if lo is None else _bisect_first(solve, lo, probe)
+
+
+def _bisect_first(solve: Callable[[int], Any], lo: int, hi: int) -> int:
+    """The first infeasible length in lo + 1..hi, ``lo`` feasible and ``hi`` infeasible, by bisection (the answers
+    are monotone in the length); -1 when a solve was not decided."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
         ans = solve(mid)[0].answer
@@ -1228,19 +1231,10 @@ def _first_infeasible(solve: Callable[[int], Any], answer_N: SolverAnswer, min_L
         return None
     if answer_N != SolverAnswer.UNSAT:
         return -1
-    lo, hi = min_L, N  # invariant: hi infeasible; find the smallest infeasible length
-    if solve(lo)[0].answer == SolverAnswer.UNSAT:
-        hi = lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        ans = solve(mid)[0].answer
-        if ans == SolverAnswer.UNSAT:
-            hi = mid
-        elif ans == SolverAnswer.SAT:
-            lo = mid
-        else:
-            break
-    return hi
+    first = solve(min_L)[0].answer
+    if first == SolverAnswer.UNSAT:
+        return min_L
+    return _bisect_first(solve, min_L, N) if first == SolverAnswer.SAT else -1
 
 
 def fraction_strings(values: Iterable[Fraction | None]) -> list[str | None]:

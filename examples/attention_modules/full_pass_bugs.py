@@ -10,6 +10,8 @@ From this folder::
     verify impl:reference --model module:full_pass_bugs:make_rope_factor      # FAILS: rope_factor 1 -> 2
     verify impl:reference --model module:full_pass_bugs:make_window_off_by_one  # FAILS: window 4 -> 5
     verify impl:reference --model module:full_pass_bugs:make_half_softmax     # FAILS: softmax_dtype same -> float16
+    verify impl:reference --model module:full_pass_bugs:make_alibi_reversed   # FAILS: alibi_order listed -> reversed
+    verify impl:reference --model module:full_pass_bugs:make_alibi_geometric  # FAILS: alibi_schedule press -> geometric
 """
 
 from __future__ import annotations
@@ -53,3 +55,14 @@ def make_window_off_by_one(seed: int, dtype: torch.dtype) -> Attention:
 def make_half_softmax(seed: int, dtype: torch.dtype) -> Attention:
     """The softmax computed in float16 whatever the layer's dtype."""
     return Attention(seed, dtype, computes={"softmax_dtype": torch.float16})
+
+
+def make_alibi_reversed(seed: int, dtype: torch.dtype) -> Attention:
+    """ALiBi's slopes given to the heads in reverse order (head 0 gets the shallowest)."""
+    return Attention(seed, dtype, positional="alibi", computes={"alibi_order": "reversed"})
+
+
+def make_alibi_geometric(seed: int, dtype: torch.dtype) -> Attention:
+    """ALiBi for 6 heads with the power-of-two formula 2^(-8i/6) where Press et al.'s rule for other head counts
+    applies (the slopes 2^-2, 2^-4, 2^-6, 2^-8, 2^-1, 2^-3)."""
+    return Attention(seed, dtype, d_model=48, n_heads=6, positional="alibi", computes={"alibi_schedule": "geometric"})

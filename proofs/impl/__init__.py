@@ -64,6 +64,38 @@ def rope_parameters(rule: str, factor: float) -> dict[str, Any]:
     return base
 
 
+def read_config(path: str, text: str) -> dict[str, Any]:
+    """:func:`verify.hfcompat.read_config`, its refusal prefixed with the option.
+
+    Raises:
+        InputError: not a file, too large, not JSON, not an object, or no model_type (one line).
+    """
+    try:
+        return hfcompat.read_config(path)
+    except ValueError as e:
+        raise InputError(f"--model {text}: {e}") from None
+
+
+#: the largest random model ``--model hf-config:FILE`` builds (parameters, estimated from the configuration)
+CONFIG_PARAMETERS = 50_000_000
+
+
+def config_parameters(d: Mapping[str, Any]) -> int:
+    """The parameters a configuration's model holds, estimated from its sizes (each family's field names): per
+    layer 4 h^2 for the attention and 3 h f for the MLP, plus 2 V h for the embeddings and the head."""
+    def first(*names: str, default: int = 0) -> int:
+        for n in names:
+            v = d.get(n)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return default
+
+    h = first("hidden_size", "n_embd", "d_model")
+    f = first("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * h)
+    n = first("num_hidden_layers", "n_layer", "n_layers", default=1)
+    return n * (4 * h * h + 3 * h * f) + 2 * first("vocab_size") * h
+
+
 def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
     kind, sep, rest = text.partition(":")
     if kind == "module" and sep and rest:
@@ -76,12 +108,30 @@ def _model(text: str, allowed: tuple[str, ...] = HF_MODELS) -> tuple[str, str]:
         if not os.path.isfile(os.path.join(rest, "config.json")):
             raise InputError(f"--model {text}: not a local checkpoint directory (no config.json); nothing is downloaded")
         return kind, rest
-    raise InputError(f"--model {text!r}: expected hf:NAME (NAME one of {', '.join(HF_MODELS)}), hf-dir:PATH or "
-                     "module:PKG.MOD:FACTORY")
+    if kind == "hf-config" and sep and rest:
+        n = config_parameters(read_config(rest, text))
+        if n > CONFIG_PARAMETERS:
+            raise InputError(f"--model {text}: its model would hold about {n:,} parameters; hf-config builds random "
+                             f"models of at most {CONFIG_PARAMETERS:,} (a checkpoint directory goes as hf-dir:PATH)")
+        return kind, rest
+    raise InputError(f"--model {text!r}: expected hf:NAME (NAME one of {', '.join(HF_MODELS)}), hf-dir:PATH, "
+                     "hf-config:FILE or module:PKG.MOD:FACTORY")
+
+
+def family(text: str) -> str:
+    """The model family ``--model`` names: NAME of hf:NAME, the ``model_type`` of an hf-dir's config.json or of an
+    hf-config FILE (read here, a few bytes of JSON)."""
+    kind, name = _model(text)
+    if kind in ("hf-dir", "hf-config"):
+        return str(read_config(os.path.join(name, "config.json") if kind == "hf-dir" else name, text)["model_type"])
+    return name
 
 
 def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoint: bool = True,
-            claim: str = "", needs_mask: bool = False) -> tuple[str, str]:
+            claim: str = "", needs_mask: bool = False, any_family: bool = True) -> tuple[str, str]:
+    """The refusals every impl claim shares, before any work; ``any_family``: a checkpoint or configuration of any
+    causal LM runs (the claims that only call the model), else only the ``allowed`` families (those whose attention
+    the claim reads)."""
     if p["model"].startswith("module:"):
         _module(p["model"], checkpoint, claim, needs_mask)
         return "module", p["model"]
@@ -91,14 +141,18 @@ def _common(p: Mapping[str, Any], allowed: tuple[str, ...] = HF_MODELS, checkpoi
     if why is not None:
         raise InputError(why)
     kind, name = _model(p["model"], allowed)
-    why = (hfcompat.family_refusal(name) if kind == "hf" else None) or hfcompat.probe(name if kind == "hf" else None)
+    if kind in ("hf-dir", "hf-config") and not checkpoint:
+        raise InputError(f"--model {p['model']}: this claim builds its tiny model with the rule asked; a checkpoint "
+                         "directory or configuration goes to impl:decode, impl:window, impl:padding or impl:reference")
+    fam = family(p["model"])
+    if kind != "hf" and not any_family and fam not in allowed:
+        raise InputError(f"--model {p['model']}: a {fam} model; this claim reads {', '.join(allowed)}")
+    why = (hfcompat.family_refusal(fam) if fam in HF_MODELS else None) or hfcompat.probe(
+        fam if kind != "hf-dir" and fam in HF_MODELS else None)
     if why is not None:
         raise InputError(why)
-    if kind == "hf-dir" and not checkpoint:
-        raise InputError(f"--model {p['model']}: this claim builds its tiny model with the rule asked; a checkpoint "
-                         "directory goes to impl:decode, impl:window or impl:padding")
-    if kind == "hf" and name in EAGER_ONLY and p["attn"] != "eager":
-        raise InputError(f"--model {p['model']}: transformers builds it with --attn eager only")
+    if fam in EAGER_ONLY and p["attn"] != "eager":
+        raise InputError(f"--model {p['model']}: transformers builds {fam} with --attn eager only")
     return kind, name
 
 
@@ -476,7 +530,7 @@ PAD_LENGTHS = (6, 4, 2)
 
 #: the families whose attention impl:reference reads from the model (torch-free copy of
 #: verify.numeric.impl_reference.HF_READ; a test checks it)
-REFERENCE_MODELS = ("llama", "mistral", "qwen2", "gpt2", "bloom", "mpt")
+REFERENCE_MODELS = ("llama", "mistral", "qwen2", "gemma2", "gpt2", "bloom", "falcon", "mpt")
 
 
 @dataclass(frozen=True)
@@ -502,7 +556,7 @@ def _ref_validate(p: Mapping[str, Any]) -> None:
         except FeatureError as e:
             raise InputError(str(e)) from None
         return
-    _common(p, REFERENCE_MODELS, checkpoint=False, claim="impl:reference")
+    _common(p, REFERENCE_MODELS, claim="impl:reference", any_family=False)
 
 
 def _ref_numeric(p: Mapping[str, Any], ctx: Context) -> Evidence:
@@ -537,14 +591,21 @@ REFERENCE = Claim(
     expected={"": "HOLDS"},
     validate=_ref_validate,
     explain=_release_explain("impl:reference"),
-    caveats=("The specification of a tiny Hugging Face model is read from its configuration (heads, key/value heads, "
-             "head size, RoPE base, sliding window) and from what the family's modeling file declares in code: "
-             "rotate-half RoPE pairs with float32 angles, and in the eager path a float32 softmax; those float32 "
-             "steps set the float64 tolerance to float32's unit roundoff. A module declares its specification as "
-             "the attention_spec mapping and its weights through projections() (docs/impl-module.md).",
-             "A failure names the batch entry and position of the largest deviation and, when the implementation "
-             "matches the specification with one field changed (scale, grouping, RoPE layout, base or factor, "
-             "window, causal mask, softmax precision), that field: the cause, not only the symptom."),
+    caveats=("The specification of a Hugging Face model (hf:NAME, hf-dir:PATH, hf-config:FILE) is read from its "
+             "configuration (heads, key/value heads, head size, RoPE base, sliding window, Gemma 2's scale and "
+             "soft-cap, Falcon's ALiBi or RoPE) and from what the family's modeling file declares in code: "
+             "rotate-half RoPE pairs with float32 angles, in the eager path a float32 softmax, Falcon's ALiBi added "
+             "before the 1/sqrt(head_dim) scale (so scaled by it); those float32 steps set the float64 tolerance to "
+             "float32's unit roundoff. A module declares its specification as the attention_spec mapping and its "
+             "weights through projections() (docs/impl-module.md).",
+             "A failure names the batch entry, position and head of the largest deviation (the head read back through "
+             "W_o's least-squares inverse, when that reproduces the output) and, when the implementation matches the "
+             "specification with one field changed (scale, grouping, RoPE layout, base or factor, window, causal "
+             "mask, softmax precision, ALiBi schedule, head order or factor, soft-cap), that field: the cause, not "
+             "only the symptom.",
+             "The tiny Gemma 2's soft-cap (50) lies far above its scores (scale 1/16), where cap tanh(s / cap) and s "
+             "differ by less than the tolerance: the check cannot tell that cap from none at this size (a "
+             "configuration with a cap of 1 can, and a test plants that fault)."),
     cost="~0.1 s per model at L = 8 after the import of transformers; a module: milliseconds",
 )
 

@@ -26,7 +26,9 @@ MATRIX: tuple[tuple[str, dict[str, str]], ...] = (
                                                                         "llama3")),
     ("impl:rope", {"model": "hf:qwen2", "rope-scaling": "default"}),
     *(("impl:alibi", {"model": f"hf:{m}"}) for m in ("bloom", "falcon", "mpt")),
-    *(("impl:reference", {"model": f"hf:{m}", "attn": a}) for m in ("llama", "mistral", "qwen2") for a in ("eager", "sdpa")),
+    *(("impl:reference", {"model": f"hf:{m}", "attn": a}) for m in ("llama", "mistral", "qwen2", "falcon")
+      for a in ("eager", "sdpa")),
+    ("impl:reference", {"model": "hf:gemma2", "attn": "eager"}),
 )
 
 

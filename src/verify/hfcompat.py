@@ -160,6 +160,39 @@ def model_from_config(config: Any, dtype: Any, attn: str) -> Any:
     return load().AutoModelForCausalLM.from_config(config, attn_implementation=attn, **_dtype_kw(dtype))
 
 
+#: the largest configuration file read (``config.json`` of a checkpoint directory, ``--model hf-config:FILE``)
+CONFIG_BYTES = 1 << 20
+
+
+def read_config(path: str) -> dict[str, Any]:
+    """A configuration file's mapping: a JSON object of at most CONFIG_BYTES naming a ``model_type``.
+
+    Raises:
+        ValueError: not a file, too large, not JSON, not an object, or no model_type (one line).
+    """
+    import json
+
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is not a file")
+    if os.path.getsize(path) > CONFIG_BYTES:
+        raise ValueError(f"{path} is larger than {CONFIG_BYTES} bytes; a configuration is a small JSON object")
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ValueError(f"{path} is not a JSON file ({str(e).splitlines()[0][:80]})") from None
+    if not isinstance(d, dict) or not isinstance(d.get("model_type"), str):
+        raise ValueError(f'{path} must be a JSON object naming its "model_type"')
+    return d
+
+
+def config_from_dict(d: dict[str, Any]) -> Any:
+    """The configuration a ``config.json`` mapping describes (``AutoConfig.for_model(model_type, **fields)``), with no
+    file or network access."""
+    rest = {k: v for k, v in d.items() if k != "model_type"}
+    return load().AutoConfig.for_model(d["model_type"], **rest)
+
+
 def model_from_pretrained(path: str, dtype: Any, attn: str | None = None) -> Any:
     """``AutoModelForCausalLM.from_pretrained`` of a local directory (``local_files_only``: never a download)."""
     kw: dict[str, Any] = {} if attn is None else {"attn_implementation": attn}

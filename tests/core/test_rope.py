@@ -1,11 +1,11 @@
-"""verify.numeric.rope: the one RoPE of the numeric rebuilds, against its definition (a complex rotation per pair)."""
+"""verify.constructions.rope: the one RoPE of the rebuilds and of impl:reference, against its definition (a complex rotation per pair)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from verify.numeric import rope
+from verify.constructions import rope
 
 
 def _by_complex(x: torch.Tensor, pos: torch.Tensor, inv: torch.Tensor, layout: str) -> torch.Tensor:

@@ -26,7 +26,9 @@ BASE = {"d_model": 32, "n_heads": 4}
     ({"rope_layout": "zigzag"}, "'rope_layout' must be one of half, interleaved"),
     ({"positional": "rope", "head_dim": 7}, "'head_dim' (7) must be even under RoPE"),
     ({"n_heads": None}, "'n_heads' is missing"), ({"heads": 4}, "'heads' is unknown"),
-    ({"scale": -1.0}, "'scale' must be positive"), ({"causal": 1}, "'causal' must be bool")])
+    ({"scale": -1.0}, "'scale' must be positive"), ({"causal": 1}, "'causal' must be bool"),
+    ({"alibi_order": "backwards"}, "'alibi_order' must be one of listed, reversed"),
+    ({"softcap": 0.0}, "'softcap' must be positive"), ({"alibi_scale": "half"}, "'alibi_scale' must be float")])
 def test_a_bad_spec_is_refused_naming_its_field(extra: dict, field: str) -> None:
     with pytest.raises(S.SpecError) as e:
         S.from_mapping({**BASE, **extra})
@@ -65,7 +67,8 @@ def in_examples(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(EXAMPLES)
 
 
-@pytest.mark.parametrize("factory", ["good_attention:make", "good_attention:make_gqa", "good_attention:make_windowed"])
+@pytest.mark.parametrize("factory", ["good_attention:make", "good_attention:make_gqa", "good_attention:make_windowed",
+                                     "good_attention:make_alibi", "good_attention:make_alibi6"])
 def test_the_good_modules_hold(in_examples: None, factory: str) -> None:
     ev = R.check_module(f"module:{factory}", "float64", 0, 8)
     assert (ev.status, ev.outcome) == ("consistent", "holds"), ev.summary
@@ -77,15 +80,20 @@ def test_the_good_modules_hold(in_examples: None, factory: str) -> None:
     ("make_scale_head_dim", "scale", "1/sqrt(8) -> 1/8"), ("make_gqa_strided", "grouping", "consecutive -> strided"),
     ("make_rope_interleaved", "rope_layout", "half -> interleaved"),
     ("make_rope_base", "rope_base", "10000.0 -> 500000.0"), ("make_rope_factor", "rope_factor", "1.0 -> 2.0"),
-    ("make_window_off_by_one", "window", "4 -> 5"), ("make_half_softmax", "softmax_dtype", "same -> float16")])
+    ("make_window_off_by_one", "window", "4 -> 5"), ("make_half_softmax", "softmax_dtype", "same -> float16"),
+    ("make_alibi_reversed", "alibi_order", "listed -> reversed"),
+    ("make_alibi_geometric", "alibi_schedule", "press -> geometric")])
 def test_each_full_pass_bug_fails_and_is_explained(in_examples: None, factory: str, field: str, change: str) -> None:
     """The shipped full-pass bugs: invisible to impl:decode (the full pass is its reference), each FAILS here with
-    the batch entry, the position and the field whose other value the module computes."""
+    the batch entry, the position, the head and the field whose other value the module computes."""
     ev = R.check_module(f"module:full_pass_bugs:{factory}", "float64", 0, 8)
     assert ev.outcome == "fails", ev.summary
     assert (ev.witness["explained_by"], ev.witness["change"]) == (field, change)
     assert ev.witness["deviation"] > 1e6 * ev.witness["tolerance"] and ev.witness["deviation_then"] <= R.EXPLAINS * ev.witness["tolerance"]
-    assert {"batch", "position"} <= set(ev.witness)
+    assert {"batch", "position", "head"} <= set(ev.witness)
+    # the head named is one the bug changes: strided grouping moves heads 1 and 2 (heads 0 and 3 read the same kv
+    # head either way); reversed slopes leave no head of 4 unchanged; the geometric rule changes heads 4 and 5 of 6
+    assert ev.witness["head"] in {"make_gqa_strided": {1, 2}, "make_alibi_geometric": {4, 5}}.get(factory, range(6))
     from verify.numeric import impl_module
 
     dec = impl_module.check_decode(f"module:full_pass_bugs:{factory}", "float64", 0, 6)
@@ -109,14 +117,74 @@ def hf() -> None:
 @pytest.mark.parametrize("model, window, attn", [
     ("hf:llama", None, "eager"), ("hf:llama", None, "sdpa"), ("hf:mistral", 4, "eager"), ("hf:mistral", 4, "sdpa"),
     ("hf:qwen2", 4, "eager"), ("hf:qwen2", 4, "sdpa"), ("hf:gpt2", None, "eager"), ("hf:gpt2", None, "sdpa"),
-    ("hf:bloom", None, "eager"), ("hf:mpt", None, "eager")])
+    ("hf:bloom", None, "eager"), ("hf:mpt", None, "eager"), ("hf:gemma2", 4, "eager"), ("hf:falcon", None, "sdpa")])
 def test_the_tiny_models_hold(hf: None, model: str, window: int | None, attn: str) -> None:
     ev = R.check_hf(model, attn, "float64", 0, 8, window)
     assert ev.outcome == "holds", ev.summary
     spec = ev.numbers["spec"]
-    # the float32 steps each family's modeling file fixes set the tolerance; GPT-2 has none: float64's own
-    assert ev.numbers["tolerance"] < (1e-13 if model == "hf:gpt2" else 1e-4)
-    assert spec["positional"] == {"hf:gpt2": "none", "hf:bloom": "alibi", "hf:mpt": "alibi"}.get(model, "rope")
+    # the float32 steps each family's modeling file fixes set the tolerance; GPT-2 and Falcon have none
+    assert ev.numbers["tolerance"] < (1e-13 if model in ("hf:gpt2", "hf:falcon") else 1e-4)
+    assert spec["positional"] == {"hf:gpt2": "none", "hf:bloom": "alibi", "hf:mpt": "alibi",
+                                  "hf:falcon": "alibi"}.get(model, "rope")
+    if model == "hf:gemma2":  # query_pre_attn_scalar 256, the soft-cap 50, layer 0 a sliding layer
+        assert (spec["scale"], spec["softcap"], spec["window"]) == (1 / 16, 50.0, 4)
+
+
+def test_falcon_eager_alibi_counts_its_bias_twice(hf: None) -> None:
+    """A finding (transformers 4.51.3 and 5.24.0): Falcon's eager path adds ALiBi to the scores before its 1/sqrt
+    (head_dim) scale and again inside the causal mask it receives, which already holds alibi / sqrt(head_dim); the
+    sdpa path (the mask alone) HOLDS.  The witness names the cause: the bias factor 0.25 -> 0.5."""
+    ev = R.check_hf("hf:falcon", "eager", "float64", 0, 8, None)
+    assert ev.outcome == "fails", ev.summary
+    assert (ev.witness["explained_by"], ev.witness["change"]) == ("alibi_scale", "0.25 -> 0.5")
+    assert ev.witness["head"] == 0  # the steepest slope moves the most
+
+
+def test_a_declared_spec_the_library_departs_from(hf: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Injected faults: Falcon's sdpa path against Press et al.'s unscaled bias (the spec without Falcon's order of
+    operations) FAILS explained by alibi_scale; Gemma 2 with its soft-cap switched off in the library FAILS
+    explained by softcap.  The soft-cap's fault is planted in a configuration capping at 1 (the tiny model's cap of 50
+    is far above its scores, where cap tanh(s / cap) and s differ by less than the tolerance: a cap that large
+    cannot be told from none at this size)."""
+    from verify.numeric import impl_models as im
+
+    b = im.build("hf:falcon", attn="sdpa", seed=0)
+    given = {**R.hf_spec(b, "sdpa").to_dict(), "alibi_scale": 1.0}
+    ev = R.hf_evidence(b, b, "sdpa", "float64", 0, 8, "hf:falcon", given=given)
+    assert ev.outcome == "fails" and (ev.witness["explained_by"], ev.witness["change"]) == ("alibi_scale", "1 -> 0.25")
+    real = im.build
+
+    def uncapped(*a, **k):
+        built = real(*a, **k)
+        im.first_attention(built.model).attn_logit_softcapping = None
+        return built
+
+    import json
+
+    cfg = tmp_path / "gemma2.json"
+    cfg.write_text(json.dumps({**im.tiny_config("gemma2", window=4).to_dict(), "attn_logit_softcapping": 1.0}))
+    assert R.check_hf(f"hf-config:{cfg}", "eager", "float64", 0, 8, None).outcome == "holds"
+    monkeypatch.setattr(im, "build", uncapped)
+    ev = R.check_hf(f"hf-config:{cfg}", "eager", "float64", 0, 8, None)
+    assert ev.outcome == "fails" and (ev.witness["explained_by"], ev.witness["change"]) == ("softcap", "1.0 -> None")
+
+
+def test_the_head_is_read_back_through_w_o() -> None:
+    """head_of: a fault planted in head 2's output is named; a W_o of rank below n_heads x head_dim (exactly: two
+    column blocks equal, so the heads cannot be recovered from the output, although a least-squares solution
+    reproduces it) names none."""
+    g = torch.Generator().manual_seed(0)
+    s = S.from_mapping({"d_model": 16, "n_heads": 4})
+    W = {n: torch.randn(16, 16, generator=g, dtype=torch.float64) for n in ("W_q", "W_k", "W_v", "W_o")}
+    x = torch.randn(1, 5, 16, generator=g, dtype=torch.float64)
+    out, heads = R.layer_reference(s, W, x, heads=True)
+    bad = heads.clone()
+    bad[0, 2, 3] += 0.5
+    impl = bad.transpose(1, 2).reshape(1, 5, 16) @ W["W_o"].T
+    assert R.head_of(impl, heads, W, 0, 3)[0] == 2
+    W["W_o"][:, 8:] = W["W_o"][:, :8]  # heads 2, 3 write where heads 0, 1 do
+    impl = bad.transpose(1, 2).reshape(1, 5, 16) @ W["W_o"].T
+    assert R.head_of(impl, heads, W, 0, 3) is None
 
 
 def test_the_model_lists_agree() -> None:
@@ -142,11 +210,43 @@ def test_a_library_scale_fault_fails_and_is_explained(hf: None, monkeypatch: pyt
     assert ev.outcome == "fails" and ev.witness["explained_by"] == "scale", ev.summary
 
 
-def test_other_families_are_refused(hf: None, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["impl:reference", "--model", "hf:falcon"]) == 2
-    assert "needs one of hf:llama, hf:mistral, hf:qwen2, hf:gpt2, hf:bloom, hf:mpt" in capsys.readouterr().err
+def _write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+def test_configurations_and_directories(hf: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--model hf-config:FILE (a random model of that configuration) and hf-dir:PATH (a saved checkpoint): Falcon's
+    new decoder architecture (4 query heads over 2 key/value groups, RoPE) and a Gemma 2 checkpoint HOLD; a bad
+    file, a model over the size limit, a family impl:reference does not read, sdpa for an eager-only family and
+    another family are refused in one line with exit 2."""
+    import json
+
+    from verify.numeric import impl_models as im
+
+    cfg = _write(tmp_path / "falcon.json", json.dumps({
+        "model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "alibi": False,
+        "new_decoder_architecture": True, "num_kv_heads": 2, "vocab_size": 128}))
+    ev = R.check_hf(f"hf-config:{cfg}", "eager", "float64", 0, 8, None)
+    assert ev.outcome == "holds" and ev.numbers["spec"]["n_kv_heads"] == 2, ev.summary
+    im.build("hf:gemma2", seed=0, window=4).model.save_pretrained(tmp_path / "g2")
+    assert main(["impl:reference", "--model", f"hf-dir:{tmp_path / 'g2'}"]) == 0
+    capsys.readouterr()
+    big = _write(tmp_path / "big.json", json.dumps({"model_type": "llama", "hidden_size": 4096, "vocab_size": 32000,
+                                                    "num_hidden_layers": 32}))
+    for model, why in [(f"hf-config:{_write(tmp_path / 'bad.json', '{nope')}", "is not a JSON file"),
+                       (f"hf-config:{_write(tmp_path / 'list.json', '[1]')}", 'naming its "model_type"'),
+                       (f"hf-config:{big}", "parameters; hf-config builds random models of at most 50,000,000"),
+                       (f"hf-config:{_write(tmp_path / 'phi.json', json.dumps({'model_type': 'phi'}))}",
+                        "a phi model; this claim reads llama"),
+                       (f"hf-config:{tmp_path / 'none.json'}", "is not a file")]:
+        assert main(["impl:reference", "--model", model]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and why in err[0], err
     assert main(["impl:reference", "--model", "hf:bloom", "--attn", "sdpa"]) == 2
     assert "eager only" in capsys.readouterr().err
+    assert main(["impl:rope", "--model", f"hf-config:{cfg}"]) == 2
+    assert "a checkpoint directory or configuration goes to" in capsys.readouterr().err
 
 
 def test_the_testing_api(in_examples: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,10 @@ precision of the softmax.  :func:`reference` computes the attention it defines f
   theta_i = base^(-2i/head_dim); pairs (i, i + head_dim/2) (``layout="half"``, rotate-half) or (2i, 2i + 1)
   (``"interleaved"``, the paper's own); linear scaling (Chen et al., arXiv 2306.15595) divides m by the factor;
 * ALiBi (Press et al., ICLR 2022, Sec. 3): bias -m_h (t - s) with m_h Press et al.'s schedule for H heads
-  (:mod:`verify.constructions.impl_alibi`);
+  (:mod:`verify.constructions.impl_alibi`; ``alibi_schedule="geometric"``: 2^(-8i/H) for every H, the power-of-two
+  formula applied where it does not hold), head h taking the h-th slope (``alibi_order="reversed"``: the last);
+  ``alibi_scale``: a factor on the bias (Falcon's code adds it before the score scale: 1/sqrt(head_dim));
+* logit soft-capping (Gemma 2, arXiv 2408.00118 Sec. 2): the scaled scores s replaced by cap tanh(s / cap);
 * the causal mask (key s <= query t) and a sliding window of w keys (t - s < w).
 
 The same function computes in any dtype, so a same-dtype run of the reference against its float64 run measures
@@ -32,6 +35,8 @@ POSITIONAL = ("none", "rope", "alibi")
 ROPE_LAYOUTS = ("half", "interleaved")
 GROUPINGS = ("consecutive", "strided")
 SOFTMAX_DTYPES = ("same", "float32", "float16")
+ALIBI_SCHEDULES = ("press", "geometric")
+ALIBI_ORDERS = ("listed", "reversed")
 
 
 class SpecError(ValueError):
@@ -44,7 +49,8 @@ class AttentionSpec:
     """What an attention layer declares.  ``scale`` None means 1/sqrt(head_dim); ``n_kv_heads`` None means
     ``n_heads``; ``window`` None means the causal mask alone; ``softmax_dtype`` ``"float32"`` when the
     implementation computes its softmax in float32 whatever its dtype (Hugging Face's eager path); ``rope_dtype``
-    ``"float32"`` when its RoPE angles, cos and sin are float32 whatever its dtype (Hugging Face's rotary modules)."""
+    ``"float32"`` when its RoPE angles, cos and sin are float32 whatever its dtype (Hugging Face's rotary modules);
+    ``softcap`` the cap of Gemma 2's logit soft-capping (None: none)."""
 
     d_model: int
     n_heads: int
@@ -60,6 +66,10 @@ class AttentionSpec:
     rope_factor: float = 1.0
     softmax_dtype: str = "same"
     rope_dtype: str = "same"
+    alibi_schedule: str = "press"
+    alibi_order: str = "listed"
+    alibi_scale: float = 1.0
+    softcap: float | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -118,7 +128,11 @@ def from_mapping(d: Mapping[str, Any]) -> AttentionSpec:
         rope_layout=_field(d, "rope_layout", str, "half", choices=ROPE_LAYOUTS),
         rope_factor=_field(d, "rope_factor", float, 1.0, positive=True),
         softmax_dtype=_field(d, "softmax_dtype", str, "same", choices=SOFTMAX_DTYPES),
-        rope_dtype=_field(d, "rope_dtype", str, "same", choices=SOFTMAX_DTYPES))
+        rope_dtype=_field(d, "rope_dtype", str, "same", choices=SOFTMAX_DTYPES),
+        alibi_schedule=_field(d, "alibi_schedule", str, "press", choices=ALIBI_SCHEDULES),
+        alibi_order=_field(d, "alibi_order", str, "listed", choices=ALIBI_ORDERS),
+        alibi_scale=_field(d, "alibi_scale", float, 1.0, positive=True),
+        softcap=_field(d, "softcap", float, None, positive=True))
     if H % spec.kv_heads:
         raise SpecError(f"spec field 'n_kv_heads' ({spec.kv_heads}) must divide 'n_heads' ({H})")
     if spec.window is not None and spec.window < 1:
@@ -128,21 +142,30 @@ def from_mapping(d: Mapping[str, Any]) -> AttentionSpec:
     return spec
 
 
+def alibi_slopes(spec: AttentionSpec) -> list[float]:
+    """The ALiBi slope of each head, in head order: Press et al.'s schedule (or the geometric 2^(-8i/H)), reversed
+    when the spec says so."""
+    import sympy as sp
+
+    from verify.constructions.impl_alibi import floats, press_slopes
+
+    H = spec.n_heads
+    exact = press_slopes(H) if spec.alibi_schedule == "press" else [
+        sp.Integer(2) ** sp.Rational(-8 * i, H) for i in range(1, H + 1)]
+    return floats(exact[::-1] if spec.alibi_order == "reversed" else exact)
+
+
 def rope(x: Any, positions: Any, spec: AttentionSpec) -> Any:
-    """RoPE on ``x: [batch, heads, pos, head_dim]`` at ``positions: [batch, pos]`` (RoFormer Eq. 34), in x's dtype
-    with angles from float64 (from float32 when the spec declares ``rope_dtype`` float32)."""
+    """RoPE on ``x: [batch, heads, pos, head_dim]`` at ``positions: [batch, pos]`` (RoFormer Eq. 34) in the spec's
+    pair layout (:func:`verify.constructions.rope.rotate`), in x's dtype with angles from float64 (from float32 when
+    the spec declares ``rope_dtype`` float32)."""
     import torch
 
-    half = spec.head_dim // 2
+    from verify.constructions.rope import inverse_frequencies, rotate
+
     work = {"float32": torch.float32, "float16": torch.float16}.get(spec.rope_dtype, torch.float64)
-    theta = (spec.rope_base ** (-2.0 * torch.arange(half, dtype=torch.float64) / spec.head_dim)).to(work)
-    angle = (positions.to(work) / spec.rope_factor)[:, None, :, None] * theta
-    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
-    if spec.rope_layout == "half":
-        a, b = x[..., :half], x[..., half:]
-        return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack([a * cos - b * sin, a * sin + b * cos], -1).flatten(-2)
+    return rotate(x, positions.to(torch.float64) / spec.rope_factor, inverse_frequencies(spec.rope_base, spec.head_dim),
+                  spec.rope_layout, angle_dtype=work)
 
 
 def reference(spec: AttentionSpec, q: Any, k: Any, v: Any, q_pos: Any, k_pos: Any, key_mask: Any = None) -> Any:
@@ -152,18 +175,18 @@ def reference(spec: AttentionSpec, q: Any, k: Any, v: Any, q_pos: Any, k_pos: An
     that sees no key gets zeros."""
     import torch
 
-    from verify.constructions.impl_alibi import floats, press_slopes
-
     H, KV = spec.n_heads, spec.kv_heads
     if spec.positional == "rope":
         q, k = rope(q, q_pos, spec), rope(k, k_pos, spec)
     idx = (torch.arange(H) // (H // KV)) if spec.grouping == "consecutive" else (torch.arange(H) % KV)
     k, v = k[:, idx], v[:, idx]
     scores = (q @ k.transpose(-1, -2)) * spec.score_scale
+    if spec.softcap is not None:
+        scores = spec.softcap * torch.tanh(scores / spec.softcap)
     dist = (q_pos[:, None, :, None] - k_pos[:, None, None, :])  # [batch, 1, T, S]: t - s
     if spec.positional == "alibi":
-        m = torch.tensor(floats(press_slopes(H)), dtype=scores.dtype)[None, :, None, None]
-        scores = scores - m * dist.to(scores.dtype)
+        m = torch.tensor(alibi_slopes(spec), dtype=scores.dtype)[None, :, None, None]
+        scores = scores - (m * spec.alibi_scale) * dist.to(scores.dtype)
     ok = torch.ones_like(dist, dtype=torch.bool)
     if spec.causal:
         ok &= dist >= 0
@@ -178,7 +201,7 @@ def reference(spec: AttentionSpec, q: Any, k: Any, v: Any, q_pos: Any, k_pos: An
 
 #: the alternative values tried, per field, when an implementation departs from its specification
 ALTERNATIVES: dict[str, tuple[Any, ...]] = {
-    "scale": ("1/head_dim", "1"),
+    "scale": ("1/sqrt(head_dim)", "1/head_dim", "1"),
     "grouping": GROUPINGS,
     "rope_layout": ROPE_LAYOUTS,
     "rope_base": (10000.0, 500000.0, 1000000.0, 100000.0),
@@ -186,6 +209,10 @@ ALTERNATIVES: dict[str, tuple[Any, ...]] = {
     "window": ("w + 1", "w - 1", None),
     "causal": (True, False),
     "softmax_dtype": SOFTMAX_DTYPES,
+    "alibi_schedule": ALIBI_SCHEDULES,
+    "alibi_order": ALIBI_ORDERS,
+    "alibi_scale": ("1", "score scale", "2x", "x/2"),
+    "softcap": (None,),
 }
 
 
@@ -195,17 +222,26 @@ def alternatives(spec: AttentionSpec) -> list[tuple[str, str, AttentionSpec]]:
     when there is one)."""
     out: list[tuple[str, str, AttentionSpec]] = []
     for name, values in ALTERNATIVES.items():
-        if name.startswith("rope") and spec.positional != "rope":
+        if name.startswith("rope") and spec.positional != "rope" or name.startswith("alibi") and (
+                spec.positional != "alibi"):
             continue
         if name == "grouping" and spec.kv_heads in (1, spec.n_heads):
             continue
         for val in values:
             if name == "scale":
-                val = 1.0 / spec.head_dim if val == "1/head_dim" else 1.0
-                if math.isclose(val, spec.score_scale):
+                hd = spec.head_dim
+                sc, text = {"1/sqrt(head_dim)": (1.0 / math.sqrt(hd), f"1/sqrt({hd})"),
+                            "1/head_dim": (1.0 / hd, f"1/{hd}"), "1": (1.0, "1")}[str(val)]
+                if math.isclose(sc, spec.score_scale):
                     continue
-                alt = replace(spec, scale=val)
-                shown = f"1/sqrt({spec.head_dim}) -> {'1/' + str(spec.head_dim) if val != 1.0 else '1'}"
+                declared = f"1/sqrt({hd})" if spec.scale is None else f"{spec.scale:g}"
+                alt, shown = replace(spec, scale=sc), f"{declared} -> {text}"
+            elif name == "alibi_scale":
+                was = spec.alibi_scale
+                factor = {"1": 1.0, "score scale": spec.score_scale, "2x": 2 * was, "x/2": was / 2}[str(val)]
+                if math.isclose(factor, was):
+                    continue
+                alt, shown = replace(spec, alibi_scale=factor), f"{was:g} -> {factor:g}"
             elif name == "window":
                 if spec.window is None and val is not None:
                     continue
@@ -217,10 +253,14 @@ def alternatives(spec: AttentionSpec) -> list[tuple[str, str, AttentionSpec]]:
             else:
                 if getattr(spec, name) == val:
                     continue
+                alt = replace(spec, **{name: val})
+                if name == "alibi_schedule" and alibi_slopes(alt) == alibi_slopes(spec):
+                    continue  # a power-of-two head count: the two schedules agree
                 alt, shown = replace(spec, **{name: val}), f"{getattr(spec, name)} -> {val}"
             out.append((name, shown, alt))
     return out
 
 
-__all__ = ["AttentionSpec", "SpecError", "from_mapping", "rope", "reference", "alternatives", "ALTERNATIVES",
-           "POSITIONAL", "ROPE_LAYOUTS", "GROUPINGS", "SOFTMAX_DTYPES"]
+__all__ = ["AttentionSpec", "SpecError", "from_mapping", "rope", "reference", "alternatives", "alibi_slopes",
+           "ALTERNATIVES", "POSITIONAL", "ROPE_LAYOUTS", "GROUPINGS", "SOFTMAX_DTYPES", "ALIBI_SCHEDULES",
+           "ALIBI_ORDERS"]

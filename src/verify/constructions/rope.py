@@ -1,4 +1,5 @@
-"""Rotary position embedding (RoPE), once, for every numeric rebuild that rotates queries and keys.
+"""Rotary position embedding (RoPE), once, for every numeric rebuild that rotates queries and keys and for the
+reference of impl:reference (:mod:`verify.constructions.attention_spec`).
 
 RoPE (Su et al., RoFormer, Sec. 3.4) rotates each coordinate pair of a query or key at position p by the angle
 p theta_k.  Two pair layouts are in use and both are here, as an argument:
@@ -27,8 +28,9 @@ def inverse_frequencies(base: float, dim: int, dtype: torch.dtype = torch.float6
 
 def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, layout: str = "interleaved", *,
            angle_dtype: torch.dtype = torch.float64, scale: float = 1.0) -> torch.Tensor:
-    """RoPE of ``x`` ``[..., pos, head_dim]`` at ``positions`` ``[pos]`` with frequencies ``inv_freq`` ``[h]`` (the
-    first 2h coordinates rotated in ``layout``'s pairs, the rest unchanged); a fresh tensor of x's shape and dtype.
+    """RoPE of ``x`` ``[..., pos, head_dim]`` at ``positions`` ``[pos]`` (or ``[batch, pos]`` for x ``[batch, heads,
+    pos, head_dim]``: each batch entry its own positions) with frequencies ``inv_freq`` ``[h]`` (the first 2h
+    coordinates rotated in ``layout``'s pairs, the rest unchanged); a fresh tensor of x's shape and dtype.
 
     Raises:
         ValueError: an unknown layout, or 2h larger than head_dim.
@@ -38,7 +40,9 @@ def rotate(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor, lay
     h = inv_freq.numel()
     if 2 * h > x.shape[-1]:
         raise ValueError(f"{h} rotated pairs do not fit a head of dimension {x.shape[-1]}")
-    ang = positions.to(angle_dtype)[:, None] * inv_freq.to(angle_dtype)[None, :]
+    ang = positions.to(angle_dtype)[..., None] * inv_freq.to(angle_dtype)
+    if positions.dim() == 2:
+        ang = ang[:, None]  # [batch, 1, pos, h]: the same positions for every head
     c, s = torch.cos(ang), torch.sin(ang)
     if scale != 1.0:
         c, s = c * scale, s * scale
