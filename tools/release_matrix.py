@@ -91,7 +91,9 @@ def write(results: dict[str, Any]) -> None:
              "environment; the tiny models of `--model hf:NAME` at the claims' defaults, seed 0). `HOLDS` is the "
              "library's contract kept; `FAILS` a bug the claim sees on that release (its witness in "
              "proofs/impl/releases.json); `REFUSED` a family or rule the release does not have (one line, exit 2). "
-             "Falcon's ALiBi FAILS everywhere: its eager attention scales the bias with the scores. "
+             "impl:alibi finds Falcon's slopes off Press et al.'s on every release (its code adds the bias before "
+             "the 1/sqrt(head_dim) scale); impl:reference, which reads that order as Falcon's specification, finds "
+             "the eager path adding the bias a second time (through the mask) from 4.45 (alibi_scale 0.25 -> 0.5). "
              "CI runs this matrix on the pinned 5.x and on the pinned 4.x (tests/impl/test_release_matrix.py).", "",
              "| claim | " + " | ".join(versions) + " |", "|---|" + "---|" * len(versions)]
     for claim, options in releases.MATRIX:
