@@ -163,7 +163,8 @@ def _row_dev(a: torch.Tensor, b: torch.Tensor, mask: torch.Tensor | None) -> tor
 
 def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor], x: torch.Tensor, dtype: str,
             W_dtype: Mapping[str, torch.Tensor] | None, label: str, describe: dict[str, Any],
-            engines: dict[str, str], seed: int, mask: torch.Tensor | None = None, padding: str = "none") -> Evidence:
+            engines: dict[str, str], seed: int, mask: torch.Tensor | None = None, padding: str = "none",
+            residual: torch.Tensor | None = None) -> Evidence:
     """impl:reference's comparison and report: ``impl`` (the implementation's cache-free pass, float64
     ``[batch, pos, d_model]``) against the float64 reference of ``s`` and ``W`` on ``x``; ``W_dtype``: the
     implementation's weights at ``dtype`` (the same-dtype reference's), None in float64; ``mask``: the padded
@@ -183,10 +184,15 @@ def compare(impl: torch.Tensor, s: S.AttentionSpec, W: Mapping[str, torch.Tensor
     else:
         low = getattr(torch, dtype)
         ref_low = layer_reference(s, W_dtype if W_dtype is not None else W, x.to(low), mask)
+        if residual is not None:  # the module adds it in its dtype (BLOOM): that rounding is the dtype's too
+            r64 = residual.to(torch.float64)
+            ref_low = (ref_low + residual.to(low)).to(torch.float64) - r64
         floor = _dev(ref_low, ref, scale, mask)
         tol = max(num.LOW_FACTOR * floor, U["float64"] * n)
         tol_txt = (f"{dtype}: relative deviation from the float64 reference <= {num.LOW_FACTOR} x the {dtype} "
-                   f"reference's own ({floor:.2g}) = {tol:.2g} holds; > {num.FAIL_FACTOR} x that fails")
+                   f"reference's own ({floor:.2g}"
+                   f"{', the residual the module adds in its dtype included' if residual is not None else ''}) = "
+                   f"{tol:.2g} holds; > {num.FAIL_FACTOR} x that fails")
     status, outcome = num._verdict(dev, tol)
     diff = _row_dev(impl, ref, mask).amax(-1)  # [batch, pos]
     b, t = divmod(int(diff.argmax()), diff.shape[1])
@@ -419,8 +425,9 @@ def hf_weights(att: Any) -> dict[str, torch.Tensor]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """Layer 0's attention input (hidden states after the input norm) and output, from one cache-free pass."""
+def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Layer 0's attention input (hidden states after the input norm), its output with the residual taken off, and
+    the residual its module adds (BLOOM's; None for the others), from one cache-free pass."""
     import inspect
 
     from verify.numeric import impl_models as hf
@@ -445,7 +452,8 @@ def _layer0_io(b: Any, ids: torch.Tensor, **kw: Any) -> tuple[torch.Tensor, torc
     finally:
         h1.remove()
         h2.remove()
-    return seen["x"], seen["out"] - seen.get("residual", 0)
+    res = seen.get("residual")
+    return seen["x"], seen["out"] - (0 if res is None else res), res
 
 
 def check_hf(spec: str, attn: str, dtype: str, seed: int, L: int, window: int | None,
@@ -476,10 +484,10 @@ def hf_evidence(b64: Any, b: Any, attn: str, dtype: str, seed: int, L: int, labe
     kw: dict[str, Any] = {}
     if mask is not None:
         kw = {"attention_mask": mask.long(), "position_ids": (mask.long().cumsum(-1) - 1).clamp(min=0)}
-    x, out = _layer0_io(b, ids, **kw)
+    x, out, residual = _layer0_io(b, ids, **kw)
     W_low = None if dtype == "float64" else _at(hf_weights(hf.first_attention(b.model)), dtype)
     return compare(out.to(torch.float64), s, W, x.to(torch.float64), dtype, W_low, label, b.describe(),
-                   num._engines(), seed, mask, padding)
+                   num._engines(), seed, mask, padding, residual)
 
 
 __all__ = ["check_module", "module_evidence", "check_hf", "hf_evidence", "hf_spec", "hf_weights", "compare",
