@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from verify import stats
 from verify.constructions.kvshift24 import (
     EQ10_READINGS,
     KVShiftParams,
@@ -730,15 +731,13 @@ def t1_control(ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int
 
 
 def _fit(ps: Sequence[float], es: Sequence[float]) -> tuple[float, float]:
-    """Least-squares fit log err = log C - lambda p over the points above :data:`T1_FLOOR`."""
+    """Least-squares fit log err = log C - lambda p over the points above :data:`T1_FLOOR`
+    (:func:`verify.stats.line_fit`): (lambda, C)."""
     pts = [(p, math.log(v)) for p, v in zip(ps, es) if v > T1_FLOOR]
-    if len(pts) < 2:
+    if len({p for p, _ in pts}) < 2:
         return float("nan"), float("nan")
-    n = len(pts)
-    mx = sum(a for a, _ in pts) / n
-    my = sum(b for _, b in pts) / n
-    slope = sum((a - mx) * (b - my) for a, b in pts) / sum((a - mx) ** 2 for a, _ in pts)
-    return -slope, math.exp(my - slope * mx)
+    slope, icpt = stats.line_fit([p for p, _ in pts], [y for _, y in pts])
+    return -slope, math.exp(icpt)
 
 
 def t1_errors(masks: T1Masks | str, ps: Sequence[float], Ls: Sequence[int], d: int, B: int, seed: int,

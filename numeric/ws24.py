@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from verify import stats
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, Vec, reading_text
 from verify.evidence import Evidence, Layer, Outcome, Status, engine_versions, fmt_measured
 from verify.faults import seam
@@ -98,14 +99,12 @@ def _orientation_shares(G: torch.Tensor, left: torch.Tensor, right: torch.Tensor
 
 
 def _slope(ts: list[int], vals: list[float]) -> float | None:
+    """The least-squares slope of log |val| on log t over the nonzero values (:func:`verify.stats.line_slope`);
+    None with fewer than 3 of them or a single t."""
     pts = [(math.log(t), math.log(abs(v))) for t, v in zip(ts, vals) if v != 0]
-    if len(pts) < 3:
+    if len(pts) < 3 or len({x for x, _ in pts}) == 1:
         return None
-    mx = sum(p[0] for p in pts) / len(pts)
-    my = sum(p[1] for p in pts) / len(pts)
-    num = sum((x - mx) * (y - my) for x, y in pts)
-    den = sum((x - mx) ** 2 for x, _ in pts)
-    return num / den if den else None
+    return stats.line_slope([x for x, _ in pts], [y for _, y in pts])
 
 
 def _slope_if_signal(ts: list[int], vals: list[float]) -> float | None:

@@ -2,15 +2,16 @@
 
 import os
 
-import pytest
-import torch
-from hypothesis import HealthCheck, settings
+os.environ.setdefault("OMP_NUM_THREADS", "2")  # torch's threads, read when a test first imports it (not here: a
+# mutation run of a module that needs no torch starts in a second, not three)
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=60,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", deadline=None, max_examples=60)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
-torch.set_num_threads(2)
 
 
 @pytest.fixture(autouse=True)

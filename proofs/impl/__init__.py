@@ -598,9 +598,9 @@ REFERENCE = Claim(
              "before the 1/sqrt(head_dim) scale (so scaled by it); those float32 steps set the float64 tolerance to "
              "float32's unit roundoff. A module declares its specification as the attention_spec mapping and its "
              "weights through projections() (docs/impl-module.md).",
-             "A failure names the batch entry, position and head of the largest deviation (the head read back through "
-             "W_o's least-squares inverse, when that reproduces the output) and, when the implementation matches the "
-             "specification with one field changed (scale, grouping, RoPE layout, base or factor, window, causal "
+             "A failure names the batch entry, position and head of the largest deviation (the head solved from the "
+             "output through W_o when W_o has full column rank, decided exactly) and, when the implementation matches "
+             "the specification with one field changed (scale, grouping, RoPE layout, base or factor, window, causal "
              "mask, softmax precision, ALiBi schedule, head order or factor, soft-cap), that field: the cause, not "
              "only the symptom.",
              "The tiny Gemma 2's soft-cap (50) lies far above its scores (scale 1/16), where cap tanh(s / cap) and s "

@@ -171,8 +171,8 @@ def margin_t_tests(x: Sequence[float], margin: float) -> dict[str, float]:
             "p_within": float(within.pvalue)}
 
 
-def line_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """The least-squares slope of ys on xs (``scipy.stats.linregress``).
+def line_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """The least-squares line ys = slope xs + intercept (``scipy.stats.linregress``): (slope, intercept).
 
     Raises:
         ValueError: fewer than 2 points, or every x equal.
@@ -181,7 +181,13 @@ def line_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
         raise ValueError("a line fit needs at least 2 distinct x")
     from scipy.stats import linregress
 
-    return float(linregress(xs, ys).slope)
+    fit = linregress(xs, ys)
+    return float(fit.slope), float(fit.intercept)
+
+
+def line_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """The slope of :func:`line_fit`."""
+    return line_fit(xs, ys)[0]
 
 
 def bootstrap_percentile(n_units: int, statistic: Callable[[Sequence[int]], float | None], seed: int,
