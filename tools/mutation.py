@@ -108,6 +108,18 @@ def in_annotation(start: tuple[int, int], end: tuple[int, int], spans: list[Any]
     return any(lo <= tuple(start) and tuple(end) <= hi for lo, hi in spans)
 
 
+def row_in_annotation(row: dict[str, Any], spans: list[Any], source: list[str]) -> bool:
+    """Whether a recorded mutant (line, and the stripped lines before and after) changes an annotation: the first
+    column where before and after differ, placed on the source line, inside an annotation's span."""
+    before, after = row["before"], row["after"]
+    line = source[row["line"] - 1] if 0 < row["line"] <= len(source) else ""
+    if not before or line.strip() != before:
+        return False
+    i = next((k for k, (p, q) in enumerate(zip(before, after)) if p != q), min(len(before), len(after)))
+    col = len(line) - len(line.lstrip()) + i
+    return in_annotation((row["line"], col), (row["line"], col), spans)
+
+
 def _skip(db: Path, keep: Any) -> int:
     """Mark the pending work items ``keep(item)`` rejects SKIPPED (cosmic-ray's filter interface); the kept count."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -132,9 +144,10 @@ def _mutant_key(item: dict[str, Any], result: dict[str, Any] | None) -> tuple[st
     return op, before, after
 
 
-def run_module(module: str, tests: tuple[str, ...], jobs: int, lines: set[int] | None) -> list[dict[str, Any]]:
-    """Every mutant of ``module`` (or those on ``lines``) against ``tests``: one row per mutant, with its outcome
-    (killed, survived, incompetent) and key."""
+def run_module(module: str, tests: tuple[str, ...], jobs: int, lines: set[int] | None,
+               only: set[tuple[int, str]] | None = None) -> list[dict[str, Any]]:
+    """Every mutant of ``module`` (or those on ``lines``, or the (line, operator) pairs ``only``) against ``tests``:
+    one row per mutant, with its outcome (killed, survived, incompetent) and key."""
     with tempfile.TemporaryDirectory(prefix="verify-mutation-") as tmp:
         rows: list[dict[str, Any]] = []
 
@@ -154,7 +167,8 @@ def run_module(module: str, tests: tuple[str, ...], jobs: int, lines: set[int] |
             def keep(item: Any) -> bool:
                 m = item.mutations[0]
                 n = order.setdefault(item.job_id, len(order))
-                if n % jobs != i or (lines is not None and m.start_pos[0] not in lines):
+                if n % jobs != i or (lines is not None and m.start_pos[0] not in lines) or (
+                        only is not None and (m.start_pos[0], m.operator_name) not in only):
                     return False
                 if in_annotation(m.start_pos, m.end_pos, spans):
                     skipped_notes.append({"module": module, "line": m.start_pos[0], "operator": m.operator_name,
@@ -201,7 +215,7 @@ def equivalents() -> list[dict[str, str]]:
     for e in out:
         missing = [k for k in ("module", "operator", "before", "after", "reason") if not str(e.get(k, "")).strip()]
         if missing:
-            raise SystemExit(f"{EQUIVALENTS.relative_to(ROOT)}: an entry lacks {', '.join(missing)}: {e}")
+            raise SystemExit(f"{EQUIVALENTS.name}: an entry lacks {', '.join(missing)}: {e}")
     return out
 
 
@@ -264,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", default=None, help="with --changed: diff against this revision instead")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)), help="copies working at once")
     ap.add_argument("--json", default=None, help="write every mutant's row here")
+    ap.add_argument("--rerun", default=None, help="a --json file of a full pass: run again only the mutants that "
+                    "survived in it (after tests were added) and record the pass with their new outcomes")
     a = ap.parse_args(argv)
     unknown = [m for m in a.modules if m not in TRUSTED]
     if unknown:
@@ -275,6 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     modules = a.modules or list(TRUSTED)
     rows_all: list[dict[str, Any]] = []
     survivors: list[dict[str, Any]] = []
+    again, before_rows = None, []
+    if a.rerun:
+        before_rows = [r for r in json.loads(Path(a.rerun).read_text()) if r["module"] in modules]
+        again = {(r["line"], r["operator"]) for r in before_rows if r["outcome"] == "survived"}
     for m in modules:
         lines = None
         if a.changed:
@@ -286,7 +306,12 @@ def main(argv: list[str] | None = None) -> int:
             if not lines:
                 continue
         t0 = time.perf_counter()
-        rows = run_module(m, TRUSTED[m], a.jobs, lines)
+        rows = run_module(m, TRUSTED[m], a.jobs, lines, again)
+        if again is not None:  # the earlier pass's rows, each survivor's outcome replaced by its rerun's
+            new = {(r["line"], r["operator"], r["after"]): r for r in rows}
+            spans, source = annotation_spans(ROOT / m), (ROOT / m).read_text().splitlines()
+            rows = [{**r, "outcome": "annotation"} if r["outcome"] == "survived" and row_in_annotation(r, spans, source)
+                    else new.get((r["line"], r["operator"], r["after"]), r) for r in before_rows if r["module"] == m]
         for r in rows:
             r["equivalent"] = r["outcome"] == "survived" and is_equivalent(r, listed)
         bad = [r for r in rows if r["outcome"] == "survived" and not r["equivalent"]]

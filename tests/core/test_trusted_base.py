@@ -78,3 +78,57 @@ def test_a_wrong_core_falls_back_to_every_row() -> None:
     multipliers)."""
     cert = farkas_certificate(_chain(5), core=[0])
     assert cert["checked"] and check_certificate(cert)[0]
+
+
+class TestCases:
+    """solver/certify.py's cases_of: the obligation's conjunctions flattened, one case per disjunct."""
+
+    def test_a_nested_conjunction_is_flattened(self) -> None:
+        """And(x >= 1, And(y >= 1, x <= 0)) is three rows, in order (kills args + stack -> args - stack, * stack)."""
+        x, y = z3.Reals("x y")
+        (case,) = certify.cases_of([z3.And(x >= 1, z3.And(y >= 1, x <= 0))])
+        assert case == [{"coeffs": {"x": "-1"}, "op": "<=", "rhs": "-1"},
+                        {"coeffs": {"y": "-1"}, "op": "<=", "rhs": "-1"},
+                        {"coeffs": {"x": "1"}, "op": "<=", "rhs": "0"}]
+
+    def test_a_conjunctive_disjunct_joins_the_common_rows(self) -> None:
+        """z >= 0 and (x >= 1 and y >= 1, or x <= -1): two cases, the common row first in each (kills base + rows ->
+        base - rows, base & rows, base ** rows)."""
+        x, y, z = z3.Reals("x y z")
+        cases = certify.cases_of([z >= 0, z3.Or(z3.And(x >= 1, y >= 1), x <= -1)])
+        assert [[r["coeffs"] for r in c] for c in cases] == [[{"z": "-1"}, {"x": "-1"}, {"y": "-1"}],
+                                                              [{"z": "-1"}, {"x": "1"}]]
+
+
+def test_rationals_are_written_as_smt_lib_reals() -> None:
+    """The dual LP's numbers: an integer as 3.0, a fraction as (/ 3.0 4.0), a negative inside (- ...) (kills
+    denominator == 1 -> == 0, which writes every integer as a quotient)."""
+    assert certify._real(3) == "3.0" and certify._real("-3/4") == "(- (/ 3.0 4.0))" and certify._real(0) == "0.0"
+
+
+def test_a_strict_infeasibility_is_certified() -> None:
+    """x < 0 and x >= 0: infeasible only through the strict row, so its multipliers come from the 'strict' dual (a
+    positive weight on a strict row, the combination's right side <= 0), not the 'negative' one (kills mode ==
+    'negative' -> mode > 'negative', which asks the negative dual twice)."""
+    x = z3.Real("x")
+    cert = farkas_certificate([x < 0, x >= 0])
+    assert cert["checked"] and check_certificate(cert)[0]
+
+
+def test_product_rows_come_from_non_strict_bounds_only() -> None:
+    """0 <= x < 1, 0 <= y <= 1 and x y >= 2: the McCormick product rows are built from the '<=' bounds (y <= 1 with
+    -x <= 0 gives x y <= x < 1), never from the strict x < 1 (kills op == '<=' -> op <= '<=', which feeds the strict
+    row to product_row, which refuses it)."""
+    x, y = z3.Reals("x y")
+    cert = farkas_certificate([x < 1, x >= 0, y <= 1, y >= 0, x * y >= 2])
+    assert cert["checked"] and check_certificate(cert)[0]
+    rows = cert["cases"][0]["rows"]
+    assert all(rows[i]["op"] == "<=" for r in rows for i in r.get("product_of", []))
+
+
+def test_a_solver_core_is_used_for_one_case_only() -> None:
+    """A core from the solve names rows of the single case; with two cases it is ignored (kills len(cases) == 1 ->
+    != 1, which applies a core index past a case's rows)."""
+    x = z3.Real("x")
+    cert = farkas_certificate([z3.Or(x >= 1, x >= 2), x <= 0], core=[5])
+    assert cert["checked"] and len(cert["cases"]) == 2

@@ -1,0 +1,66 @@
+"""tools/mutation.py's bookkeeping (the mutation runs themselves take minutes: docs/mutation.md): the equivalents
+list gives a reason for every entry and names lines the module still has, the annotation rule finds annotations
+only under ``from __future__ import annotations``, and a survivor matches an entry only on every field."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import mutation as M  # noqa: E402
+
+
+def test_every_equivalent_has_a_reason_and_a_live_line() -> None:
+    """An entry without a reason, or whose line the module no longer has (a stale entry that would excuse a new
+    mutant on another line with the same text after an edit), fails here."""
+    entries = M.equivalents()
+    assert entries, "the list is empty"
+    for e in entries:
+        assert e["module"] in M.TRUSTED, e
+        assert len(e["reason"].split()) >= 4, e
+        source = [line.strip() for line in (ROOT / e["module"]).read_text().splitlines()]
+        assert e["before"] in source, f"stale entry: {e['module']} has no line {e['before']!r}"
+        assert e["before"] != e["after"], e
+
+
+def test_a_missing_reason_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = tmp_path / "equivalents.json"
+    bad.write_text(json.dumps({"equivalent": [{"module": "solver/certify.py", "operator": "x", "before": "a",
+                                               "after": "b", "reason": " "}]}))
+    monkeypatch.setattr(M, "EQUIVALENTS", bad)
+    with pytest.raises(SystemExit, match="lacks reason"):
+        M.equivalents()
+
+
+def test_annotations_are_found_only_when_unevaluated(tmp_path: Path) -> None:
+    src = "def f(a: int | None, b=1) -> list[int] | None:\n    x: int | str = a | b\n    return [x]\n"
+    lazy, eager = tmp_path / "lazy.py", tmp_path / "eager.py"
+    lazy.write_text("from __future__ import annotations\n\n" + src)
+    eager.write_text(src)
+    spans = M.annotation_spans(lazy)
+    assert M.in_annotation((3, 9), (3, 19), spans)        # int | None of a
+    assert M.in_annotation((3, 29), (3, 45), spans)       # the return annotation
+    assert not M.in_annotation((3, 29), (3, 46), spans)   # one past its end
+    assert M.in_annotation((4, 7), (4, 16), spans)        # int | str
+    assert not M.in_annotation((4, 19), (4, 24), spans)   # a | b is code
+    assert M.annotation_spans(eager) == []
+
+
+def test_a_survivor_matches_an_entry_on_every_field() -> None:
+    e = {"module": "solver/certify.py", "operator": "op", "before": "a", "after": "b", "reason": "r"}
+    row = {"module": "solver/certify.py", "operator": "op", "before": "a", "after": "b"}
+    assert M.is_equivalent(row, [e])
+    for k, other in (("module", "solver/recheck.py"), ("operator", "op2"), ("before", "c"), ("after", "c")):
+        assert not M.is_equivalent({**row, k: other}, [e])
+
+
+def test_the_trusted_modules_and_their_tests_exist() -> None:
+    for module, tests in M.TRUSTED.items():
+        assert (ROOT / module).is_file(), module
+        assert all((ROOT / t).is_file() for t in tests), tests
