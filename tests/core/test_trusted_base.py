@@ -132,3 +132,182 @@ def test_a_solver_core_is_used_for_one_case_only() -> None:
     x = z3.Real("x")
     cert = farkas_certificate([z3.Or(x >= 1, x >= 2), x <= 0], core=[5])
     assert cert["checked"] and len(cert["cases"]) == 2
+
+
+# ------------------------------------------------------------------ solver/recheck.py: the solver-free checker
+
+from verify.solver import recheck as R  # noqa: E402
+
+
+def _row(coeffs: dict, op: str, rhs: str) -> dict:
+    return {"coeffs": coeffs, "op": op, "rhs": rhs}
+
+
+class TestFrac:
+    def test_the_grammar(self) -> None:
+        assert (R.frac("3/4"), R.frac("-3"), R.frac(5), R.frac("0")) == (F(3, 4), F(-3), F(5), F(0))
+        for bad in (True, 1.5, "1e3", "1.5", "3/-4", " 3", "", None, "0x10"):
+            with pytest.raises(ValueError):
+                R.frac(bad)
+        with pytest.raises(ValueError, match="zero denominator"):
+            R.frac("1/0")
+
+    def test_the_size_caps_at_their_edges(self) -> None:
+        """MAX_DIGITS digits per part pass and one more fails; the longest string allowed (sign, two full parts and
+        the slash) parses; an int of MAX_DIGITS * 10 // 3 bits passes and one bit more fails."""
+        n = R.MAX_DIGITS
+        assert R.frac("9" * n) == 10 ** n - 1
+        with pytest.raises(ValueError):
+            R.frac("9" * (n + 1))
+        longest = "-" + "9" * n + "/" + "9" * n
+        assert len(longest) == 2 * n + 2 and R.frac(longest) == -1
+        bits = n * 10 // 3
+        assert R.frac(2 ** bits - 1) == 2 ** bits - 1
+        with pytest.raises(ValueError, match="more than"):
+            R.frac(2 ** bits)
+
+
+def test_monomials_multiply_to_sorted_names() -> None:
+    assert (R.mono_mul("y", "x"), R.mono_mul("x", "y"), R.mono_mul("", "x"), R.mono_mul("", "")) == (
+        "x*y", "x*y", "x", "")
+    assert R.mono_mul("b*c", "a") == "a*b*c"
+
+
+class TestProductRow:
+    def test_the_expansion(self) -> None:
+        """x <= 2 and -y <= -1: (2 - x)(y - 1) >= 0 is -x - 2y + x y <= -2."""
+        got = R.product_row(_row({"x": "1"}, "<=", "2"), _row({"y": "-1"}, "<=", "-1"))
+        assert got == _row({"x": "-1", "x*y": "1", "y": "-2"}, "<=", "-2")
+
+    def test_a_square_collects_its_terms(self) -> None:
+        """x - y <= 1 twice: (1 - x + y)^2 >= 0 gives 2x - 2y - x^2 + 2xy - y^2 <= 1."""
+        r = _row({"x": "1", "y": "-1"}, "<=", "1")
+        assert R.product_row(r, r) == _row({"x": "2", "x*x": "-1", "x*y": "2", "y": "-2", "y*y": "-1"}, "<=", "1")
+
+    @pytest.mark.parametrize("r", [_row({"x": "1"}, "<", "1"), _row({"x": "1"}, "=", "1"),
+                                   _row({"x*y": "1"}, "<=", "1")])
+    def test_only_linear_non_strict_factors(self, r: dict) -> None:
+        with pytest.raises(ValueError, match="linear '<=' rows only"):
+            R.product_row(r, _row({"z": "1"}, "<=", "1"))
+        with pytest.raises(ValueError, match="linear '<=' rows only"):
+            R.product_row(_row({"z": "1"}, "<=", "1"), r)
+
+    def test_the_term_cap_at_its_edge(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(R, "MAX_PRODUCT_TERMS", 4)
+        two, three = _row({"a": "1", "b": "1"}, "<=", "1"), _row({"c": "1", "d": "1", "e": "1"}, "<=", "1")
+        assert R.product_row(two, two)["op"] == "<="
+        with pytest.raises(ValueError, match="more than 4 terms"):
+            R.product_row(two, three)
+
+
+class TestExpand:
+    BASE = [_row({"x": "1"}, "<=", "2"), _row({"y": "-1"}, "<=", "-1")]
+
+    def test_a_true_product_row_is_kept(self) -> None:
+        pr = {**R.product_row(*self.BASE), "product_of": [0, 1]}
+        out, why = R._expand([*self.BASE, pr])
+        assert out == [*self.BASE, pr] and why == ""
+
+    def test_an_equivalent_spelling_is_accepted(self) -> None:
+        """Coefficients written as other spellings of the same rationals, and an explicit zero, are the product."""
+        pr = {"coeffs": {"x": "-2/2", "x*y": "1", "y": "-2", "z": "0"}, "op": "<=", "rhs": "-4/2", "product_of": [1, 0]}
+        assert R._expand([*self.BASE, pr])[0] is not None
+
+    @pytest.mark.parametrize("pair, why", [([0, 2], "two earlier base rows"), ([2, 0], "two earlier base rows"),
+                                           ([-1, 0], "two earlier base rows"), ([0, 3], "two earlier base rows")])
+    def test_a_product_must_name_earlier_base_rows(self, pair: list, why: str) -> None:
+        pr = {**R.product_row(*self.BASE), "product_of": pair}
+        out, msg = R._expand([*self.BASE, pr, {**pr, "product_of": [0, 1]}])
+        assert out is None and why in msg and msg.startswith("row 2:")
+
+    def test_a_product_of_a_product_is_refused(self) -> None:
+        pr = {**R.product_row(*self.BASE), "product_of": [0, 1]}
+        out, msg = R._expand([*self.BASE, pr, {**pr, "product_of": [0, 2]}])
+        assert out is None and msg == "row 3: product_of must name two earlier base rows"
+
+    @pytest.mark.parametrize("edit", [{"rhs": "-3"}, {"op": "<"}, {"coeffs": {"x": "-1", "x*y": "1", "y": "-1"}}])
+    def test_a_false_product_row_is_refused(self, edit: dict) -> None:
+        pr = {**R.product_row(*self.BASE), **edit, "product_of": [0, 1]}
+        out, msg = R._expand([*self.BASE, pr])
+        assert out is None and msg == "row 2: is not the product of rows 0 and 1"
+
+    def test_a_product_of_a_strict_row_is_refused_with_the_reason(self) -> None:
+        rows = [_row({"x": "1"}, "<", "2"), self.BASE[1]]
+        out, msg = R._expand([*rows, {"coeffs": {}, "op": "<=", "rhs": "0", "product_of": [0, 1]}])
+        assert out is None and msg == "row 2: products are formed from linear '<=' rows only"
+
+
+class TestCheckFarkas:
+    def test_a_negative_combination(self) -> None:
+        """x >= 1 (-x <= -1) and x <= 0: 1 x row 0 + 1 x row 1 gives 0 <= -1."""
+        rows = [_row({"x": "-1"}, "<=", "-1"), _row({"x": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (True, "0 <= -1")
+        assert R.check_farkas(rows, ["2", "2"]) == (True, "0 <= -2")
+
+    def test_a_strict_combination(self) -> None:
+        """x < 0 and -x <= 0: the sum is 0 < 0, valid only with a positive weight on the strict row."""
+        rows = [_row({"x": "1"}, "<", "0"), _row({"x": "-1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (True, "0 < 0")
+        non_strict = [_row({"x": "1"}, "<=", "0"), rows[1]]
+        assert R.check_farkas(non_strict, ["1", "1"]) == (
+            False, "the combination gives 0 <= 0 (no strict row used): no contradiction")
+
+    def test_no_contradiction_is_refused(self) -> None:
+        rows = [_row({"x": "-1"}, "<=", "1"), _row({"x": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (False, "the combination gives 0 <= 1: no contradiction")
+
+    def test_a_leftover_variable_is_named(self) -> None:
+        rows = [_row({"x": "-1", "b": "1"}, "<=", "-1"), _row({"x": "1", "a": "2"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (False, "the combination keeps variable a with coefficient 2")
+
+    def test_signs_of_multipliers(self) -> None:
+        """A negative weight is refused on an inequality and allowed on an equality."""
+        rows = [_row({"x": "1"}, "=", "1"), _row({"x": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["-1", "1"]) == (True, "0 <= -1")
+        assert R.check_farkas([rows[1], rows[0]], ["-1", "1"]) == (False, "row 0: negative multiplier -1 on an inequality")
+        assert R.check_farkas([_row({"x": "1"}, "<", "1"), rows[0]], ["-1", "1"])[1].startswith("row 0: negative")
+
+    def test_the_shape(self) -> None:
+        rows = [_row({"x": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (False, "1 rows but 2 multipliers")
+        assert R.check_farkas([_row({"x": "1"}, ">=", "0")], ["1"]) == (False, "row 0: unknown relation '>='")
+
+    def test_a_zero_weight_on_the_strict_row_is_no_strictness(self) -> None:
+        rows = [_row({"x": "1"}, "<", "0"), _row({"x": "-1"}, "<=", "0"), _row({}, "<=", "0")]
+        assert R.check_farkas(rows, ["0", "0", "1"])[0] is False
+
+
+def test_certificates_and_their_cases() -> None:
+    good = {"rows": [_row({"x": "-1"}, "<=", "-1"), _row({"x": "1"}, "<=", "0")], "multipliers": ["1", "1"]}
+    bad = {**good, "multipliers": ["1", "2"]}
+    assert R.check_certificate({"kind": "farkas", "cases": [good, good]}) == (
+        True, "2 case(s), each a Farkas contradiction")
+    assert R.check_certificate({"kind": "farkas", "cases": [good, bad]}) == (
+        False, "case 1: the combination keeps variable x with coefficient 1")
+    assert R.check_certificate({"kind": "farkas", "cases": []}) == (False, "no cases")
+    assert R.check_certificate({"kind": "witness", "cases": [good]}) == (False, "unsupported certificate kind 'witness'")
+
+
+def test_a_certificate_file_is_checked_against_its_own_hash(tmp_path) -> None:
+    import json
+
+    case = {"rows": [_row({"x": "-1"}, "<=", "-1"), _row({"x": "1"}, "<=", "0")], "multipliers": ["1", "1"]}
+    doc = {"format": "verify-certificate/1", "answer": "unsat", "encoding_sha256": R.encoding_hash([case["rows"]]),
+           "certificate": {"kind": "farkas", "cases": [case]}}
+    p = tmp_path / "c.json"
+
+    def check(d: object) -> tuple[bool, str]:
+        return R.recheck_file(p, json.dumps(d).encode())
+
+    assert check(doc) == (True, "1 case(s), each a Farkas contradiction")
+    assert check({k: v for k, v in doc.items() if k not in ("format", "answer")})[0]  # both fields optional
+    assert check({**doc, "format": "verify-certificate/2"}) == (False, "unknown certificate format 'verify-certificate/2'")
+    assert check({**doc, "answer": "sat"}) == (False, "a certificate file must record an UNSAT answer, not 'sat'")
+    assert check({**doc, "encoding_sha256": "0" * 64}) == (
+        False, "the encoding does not match its recorded hash (edited constraints)")
+    assert check([doc]) == (False, "a certificate file holds a JSON object, not list")
+    assert check({**doc, "certificate": {"kind": "farkas"}})[1].startswith("malformed certificate: KeyError")
+    assert R.recheck_file(p, b"\xff")[1].startswith("unreadable: UnicodeDecodeError")
+    p.write_bytes(json.dumps(doc).encode())
+    assert R.recheck_file(p) == (True, "1 case(s), each a Farkas contradiction")
+    assert R.encoding_hash([case["rows"]]) != R.encoding_hash([case["rows"][::-1]])
