@@ -294,7 +294,9 @@ THEOREM2 = Claim(
     quantifiers=("for every token v in Q and every position t: chi(v) != 0, the same for every v, independent of t "
                  "(W^1_K after the paper's gradient step, near-orthogonal embeddings, Assumption 1)",
                  "symbolic: an exactly orthonormal family, every V; solver: |<x, y>| <= eps for every V <= 8; numeric:"
-                 " sampled N(0, I/d) embeddings at d = 1024, V = 64; kernel: the orthonormal idealisation, every V (query-key);"
+                 " sampled N(0, I/d) embeddings at d = 1024, V = 64; kernel: read-score for every eps-near-orthogonal family"
+                 " and every V, d, eps (the score within M eps (V + 1 + V eps) of chi(v), separated from the as-written"
+                 " display for eps < eps*(V)), as-written and transposed on the orthonormal idealisation (query-key);"
                  " every layer under both score conventions (--convention both)"),
     options=(),
     params_type=Theorem2Params,

@@ -158,3 +158,42 @@ def test_read_score_with_the_orientation_flipped_back_no_longer_compiles(tmp_pat
     assert res.returncode != 0
     line = int((res.stdout + res.stderr).split('File "./Ws24.v", line ')[1].split(",")[0])
     assert text[:start].count("\n") < line <= text[:end].count("\n") + 1  # refused inside that theorem
+
+
+# --- Theorem 2 for near-orthogonal embeddings (Ws24Near.v): each hypothesis is needed -------------------------
+
+NEAR_HYPOTHESES = {
+    # an inner product of two distinct embeddings up to 2 eps instead of eps
+    "distinct": ("k <> l -> Rabs (dot d (wE k) (wE l)) <= eps)", "k <> l -> Rabs (dot d (wE k) (wE l)) <= 2 * eps)"),
+    # an embedding's inner product with r_{-1} up to 2 eps
+    "with r": ("Rabs (dot d (wE k) (r (-1)%Z)) <= eps)", "Rabs (dot d (wE k) (r (-1)%Z)) <= 2 * eps)"),
+    # |r_{-1}|^2 within 2 eps of 1
+    "norm of r": ("  Rabs (dot d (r (-1)%Z) (r (-1)%Z) - 1) <= eps.\n", "  Rabs (dot d (r (-1)%Z) (r (-1)%Z) - 1) <= 2 * eps.\n"),
+    # an embedding's squared norm within 2 eps of 1
+    "norm of w_E": ("Rabs (dot d (wE k) (wE k) - 1) <= eps)", "Rabs (dot d (wE k) (wE k) - 1) <= 2 * eps)"),
+    # the model's score read back as the display (the orientation flipped)
+    "orientation": ("      Rabs (bilin d (wE v) (W1K V Q chi wE (r (-1)%Z)) (r (-1)%Z) - chi v) <= M * eps * (INR V + 1 + INR V",
+                    "      Rabs (bilin d (r (-1)%Z) (W1K V Q chi wE (r (-1)%Z)) (wE v) - chi v) <= M * eps * (INR V + 1 + INR V"),
+}
+
+
+def _compiles_near(tmp_path: Path, near: str) -> subprocess.CompletedProcess:
+    (tmp_path / "Ws24.v").write_text((THEORIES / "Ws24.v").read_text())
+    (tmp_path / "Ws24Near.v").write_text(near)
+    subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24.v"], cwd=tmp_path, check=True, capture_output=True,
+                   timeout=300)
+    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24Near.v"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)
+
+
+@pytest.mark.parametrize("which", sorted(NEAR_HYPOTHESES))
+def test_the_near_orthogonal_theorem_fails_with_a_weaker_hypothesis(tmp_path, which):
+    """Ws24Near.theorem2_read_score_near compiles as shipped; with one hypothesis weakened (a bound of 2 eps where
+    the proof uses eps) or the orientation of its first bound flipped, it no longer does."""
+    need_coq()
+    text = (THEORIES / "Ws24Near.v").read_text()
+    good, bad = NEAR_HYPOTHESES[which]
+    assert text.count(good) == 1, f"the fault must hit one line: {good!r}"
+    ok = _compiles_near(tmp_path, text)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert _compiles_near(tmp_path, text.replace(good, bad)).returncode != 0
