@@ -1,7 +1,7 @@
 """Kernel statements for ws24 (Wang & Sato, arXiv 2412.11459 v2): Theorem 2 / Eq. 13, Eq. 14, Prop. 4.
 
-The theorems live in ``theories/Ws24.v``, and Theorem 2's read-score reading for near-orthogonal embeddings in
-``theories/Ws24Near.v``.  Setting: vectors are coordinate functions of R^d (every
+The theorems live in ``theories/Ws24.v``, and the read-score readings of Theorem 2 and Eq. 14 for near-orthogonal
+embeddings in ``theories/Ws24Near.v``.  Setting: vectors are coordinate functions of R^d (every
 d), the key matrices are sums of outer products, every score a bilinear form u^T W v; Assumption 1 is
 idealised as an exact orthonormal family (a hypothesis of each theorem), and each refutation also
 proves that such families exist for every vocabulary size V (the standard basis), so it is not vacuous.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from verify.kernel.spec import KernelStatement as S
 
 #: every V and d, every position t; N only sizes the numeric layer's one-step estimate (the matrix is taken as
-#: given).  Not eps, except for Theorem 2's read-score reading (Ws24Near.v, every eps): the other theorems are the
-#: exact orthonormal idealisation (eps = 0), not the eps-near one.
+#: given).  Not eps, except for the read-score readings of Theorem 2 and Eq. 14 (Ws24Near.v, every eps): the other
+#: theorems are the exact orthonormal idealisation (eps = 0), not the eps-near one.
 _COVERS = ("Vmax", "d", "V", "T", "N", "convention")  # the convention: ws24's kernel wrapper says which applies
 
 _FAMILY13 = ("for every vocabulary size V, every dimension d, every set of trigger tokens Q, every chi and every "
@@ -65,11 +65,19 @@ STATEMENTS = (
                "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T)[z_s = z_T], but the model's own induction score "
                "w_E(z_T)^T W^2_K Phi_1 w_E(z_s) is 0 for every pair (not psi(z_T) at z_s = z_T where "
                "psi(z_T) != 0).")),
-    S(claim="ws24:eq14", variant="read-score", theory="Ws24", theorem="eq14_read_score",
+    S(claim="ws24:eq14", variant="read-score", theory="Ws24Near", theorem="eq14_read_score_near",
       role="proves",
-      covers=_COVERS,
-      reading=(f"Eq. 14 kept and the score read as query^T W_K key: {_FAMILY14}, for all tokens z_s, z_T in 1..V "
-               "w_E(z_T)^T W^2_K Phi_1 w_E(z_s) = psi(z_T)[z_s = z_T] (the model's own layer-2 score).")),
+      covers=(*_COVERS, "eps"),
+      reading=("Eq. 14 kept and the score read as query^T W_K key, for near-orthogonal embeddings (Assumption 1 "
+               "as the paper states it, not idealised): for every V, d, eps >= 0, every psi with |psi| <= M, every "
+               "d x d matrix Phi_1 and every w_E(1..V) such that w_E(1..V), Phi_1 w_E(1..V) have squared norms "
+               "within eps of 1 and |<x, y>| <= eps for distinct members, with Eq. 14's remainder taken as 0: for "
+               "all tokens z_s, z_T in 1..V the model's own layer-2 score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) lies "
+               "within M eps (2 + V eps) of psi(z_T)[z_s = z_T], and the display as written "
+               "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) is at most V M eps^2 in absolute value; so where |psi(z_T)| = M > "
+               "0 the model's score at z_s = z_T exceeds the as-written display for every eps < eps*(V) = "
+               "(sqrt(1 + 2V) - 1) / (2V) (0.217 at V = 6, 0.0809 at V = 64). At eps = 0 (an orthonormal family, "
+               "Ws24.eq14_read_score) the score is psi(z_T)[z_s = z_T] exactly.")),
     S(claim="ws24:prop4", variant="", theory="Ws24", theorem="prop4",
       role="proves",
       covers=("d", "V", "T"),

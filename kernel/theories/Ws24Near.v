@@ -12,6 +12,11 @@
    - hence, for |chi(v)| = M > 0, the model's score exceeds the as-written display in absolute value
      whenever eps (V + 1) + 2 V eps^2 < 1, i.e. eps < eps*(V) = (sqrt((V+1)^2 + 8V) - (V+1)) / (4V).
 
+   Eq. 14 likewise (eq14_read_score_near): for {w_E(1..V), Phi_1 w_E(1..V)} eps-near-orthonormal and
+   |psi| <= M, the model's layer-2 score w_E(z_T)^T W^2_K Phi_1 w_E(z_s) lies within M eps (2 + V eps) of
+   psi(z_T)[z_s = z_T], the display as written (Phi_1 w_E(z_s))^T W^2_K w_E(z_T) is at most V M eps^2, and
+   they separate at z_s = z_T for eps < (sqrt(1 + 2V) - 1) / (2V).
+
    The bounds hold for every d, V, eps, M and every such family (no bound on V: the solver's eps-bounds
    were checked for V <= 8 only). *)
 
@@ -231,4 +236,140 @@ Proof.
   rewrite Rmult_0_r, Rmult_0_l in H.
   set (x := bilin d (wE v) (W1K V Q chi wE (r (-1)%Z)) (r (-1)%Z) - chi v) in *.
   assert (x = 0) by (unfold Rabs in H; destruct (Rcase_abs x); lra). unfold x in *. lra.
+Qed.
+
+(* ================================================================== Eq. 14, near-orthogonal *)
+
+(* {w_E(1..V), Phi_1 w_E(1..V)} eps-near-orthonormal: every squared norm within eps of 1, every inner product of
+   two distinct members at most eps in absolute value *)
+Definition near_orthonormal_ind (d V : nat) (eps : R) (wE : nat -> vec) (Phi1 : mat) : Prop :=
+  (forall k l, (1 <= k <= V)%nat -> (1 <= l <= V)%nat -> k <> l -> Rabs (dot d (wE k) (wE l)) <= eps) /\
+  (forall k, (1 <= k <= V)%nat -> Rabs (dot d (wE k) (wE k) - 1) <= eps) /\
+  (forall k l, (1 <= k <= V)%nat -> (1 <= l <= V)%nat -> k <> l ->
+     Rabs (dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE l))) <= eps) /\
+  (forall k, (1 <= k <= V)%nat -> Rabs (dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE k)) - 1) <= eps) /\
+  (forall k l, (1 <= k <= V)%nat -> (1 <= l <= V)%nat -> Rabs (dot d (wE k) (mv d Phi1 (wE l))) <= eps).
+
+Lemma orthonormal_ind_is_near : forall d V eps wE Phi1, 0 <= eps ->
+  orthonormal_ind d V wE Phi1 -> near_orthonormal_ind d V eps wE Phi1.
+Proof.
+  intros d V eps wE Phi1 He [Hww [Hpp Hwp]].
+  assert (Z : Rabs 0 <= eps) by (rewrite Rabs_R0; lra).
+  assert (O : Rabs (1 - 1) <= eps) by (replace (1 - 1) with 0 by ring; exact Z).
+  split; [|split; [|split; [|split]]].
+  - intros k l Hk Hl Hne. rewrite Hww by auto. destruct (Nat.eqb_spec k l); [lia|exact Z].
+  - intros k Hk. rewrite Hww by auto. rewrite Nat.eqb_refl. exact O.
+  - intros k l Hk Hl Hne. rewrite Hpp by auto. destruct (Nat.eqb_spec k l); [lia|exact Z].
+  - intros k Hk. rewrite Hpp by auto. rewrite Nat.eqb_refl. exact O.
+  - intros k l Hk Hl. rewrite Hwp by auto. exact Z.
+Qed.
+
+Lemma tsum_two_deltas : forall V s T c a b, (1 <= s <= V)%nat -> (1 <= T <= V)%nat ->
+  tsum V (fun k => c + (if Nat.eqb k T then a else 0) + (if Nat.eqb k s then b else 0)) = INR V * c + a + b.
+Proof.
+  intros V s T c a b Hs HT. unfold tsum. rewrite rsum_plus.
+  fold (tsum V (fun k => c + (if Nat.eqb k T then a else 0))). fold (tsum V (fun k => if Nat.eqb k s then b else 0)).
+  rewrite tsum_const_delta, tsum_delta by auto. reflexivity.
+Qed.
+
+Section Eq14Near.
+  Variables (d V : nat) (eps M : R) (psi : nat -> R) (wE : nat -> vec) (Phi1 : mat).
+  Hypothesis Heps : 0 <= eps.
+  Hypothesis NO : near_orthonormal_ind d V eps wE Phi1.
+  Hypothesis HM : forall k, (1 <= k <= V)%nat -> Rabs (psi k) <= M.
+
+  Lemma ww14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat ->
+    Rabs (dot d (wE a) (wE k)) <= (if Nat.eqb k a then 1 + eps else eps).
+  Proof.
+    destruct NO as [Hww [Hwn _]]. intros a k Ha Hk. destruct (Nat.eqb_spec k a) as [->|Hne].
+    - apply near_one. apply Hwn. auto.
+    - apply Hww; auto.
+  Qed.
+
+  Lemma pp14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat ->
+    Rabs (dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE a))) <= (if Nat.eqb k a then 1 + eps else eps).
+  Proof.
+    destruct NO as [_ [_ [Hpp [Hpn _]]]]. intros a k Ha Hk. destruct (Nat.eqb_spec k a) as [->|Hne].
+    - apply near_one. apply Hpn. auto.
+    - apply Hpp; auto.
+  Qed.
+
+  Lemma wp14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat -> Rabs (dot d (wE a) (mv d Phi1 (wE k))) <= eps.
+  Proof. destruct NO as [_ [_ [_ [_ Hwp]]]]. intros. auto. Qed.
+
+  (* the model's layer-2 score: |w_E(z_T)^T W^2_K Phi_1 w_E(z_s) - psi(z_T)[z_s = z_T]| <= M eps (2 + V eps) *)
+  Lemma eq14_model_near : forall s T, (1 <= s <= V)%nat -> (1 <= T <= V)%nat ->
+    Rabs (bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE s)) - (if Nat.eqb s T then psi T else 0))
+      <= M * eps * (2 + INR V * eps).
+  Proof.
+    intros s T Hs HT. unfold W2K. rewrite bilin_outer_sum.
+    assert (HM0 : 0 <= M) by (pose proof (HM T HT); pose proof (Rabs_pos (psi T)); lra).
+    destruct (Nat.eqb_spec s T) as [->|HsT].
+    - assert (Hc : psi T = tsum V (fun k => if Nat.eqb k T then psi k else 0)) by (rewrite tsum_delta; auto).
+      rewrite Hc, <- tsum_minus.
+      replace (M * eps * (2 + INR V * eps)) with (INR V * (M * eps * eps) + 2 * M * eps) by ring.
+      rewrite <- (tsum_const_delta V T (M * eps * eps) (2 * M * eps)) by auto.
+      apply Rabs_tsum_le. intros k Hk. pose proof (HM k Hk) as Hq.
+      destruct (Nat.eqb_spec k T) as [->|Hne].
+      +
+        replace (psi T * dot d (wE T) (wE T) * dot d (mv d Phi1 (wE T)) (mv d Phi1 (wE T)) - psi T)
+          with (psi T * (dot d (wE T) (wE T) * dot d (mv d Phi1 (wE T)) (mv d Phi1 (wE T)) - 1)) by ring.
+        destruct NO as [_ [Hwn [_ [Hpn _]]]].
+        pose proof (Rabs_mult_le _ _ _ _ Hq (near_one_product _ _ eps Heps (Hwn T HT) (Hpn T HT))) as H.
+        assert (M * (eps * (2 + eps)) <= M * eps * eps + 2 * M * eps) by nra. lra.
+      + replace (psi k * dot d (wE T) (wE k) * dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE T)) - 0)
+          with (psi k * dot d (wE T) (wE k) * dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE T))) by ring.
+        pose proof (ww14 T k HT Hk) as Hw. pose proof (pp14 T k HT Hk) as Hp.
+        destruct (Nat.eqb_spec k T); [lia|].
+        pose proof (Rabs_mult_le _ _ _ _ (Rabs_mult_le _ _ _ _ Hq Hw) Hp). lra.
+    - rewrite Rminus_0_r.
+      replace (M * eps * (2 + INR V * eps)) with (INR V * (M * eps * eps) + M * eps + M * eps) by ring.
+      rewrite <- (tsum_two_deltas V s T (M * eps * eps) (M * eps) (M * eps)) by auto.
+      apply Rabs_tsum_le. intros k Hk. pose proof (HM k Hk) as Hq.
+      pose proof (ww14 T k HT Hk) as Hw. pose proof (pp14 s k Hs Hk) as Hp.
+      pose proof (Rabs_mult_le _ _ _ _ (Rabs_mult_le _ _ _ _ Hq Hw) Hp) as H.
+      destruct (Nat.eqb_spec k T); destruct (Nat.eqb_spec k s); try lia; nra.
+  Qed.
+
+  (* the display as written: |(Phi_1 w_E(z_s))^T W^2_K w_E(z_T)| <= V M eps^2 *)
+  Lemma eq14_display_near : forall s T, (1 <= s <= V)%nat -> (1 <= T <= V)%nat ->
+    Rabs (bilin d (mv d Phi1 (wE s)) (W2K d V psi wE Phi1) (wE T)) <= INR V * M * eps ^ 2.
+  Proof.
+    intros s T Hs HT. unfold W2K. rewrite bilin_outer_sum.
+    replace (INR V * M * eps ^ 2) with (INR V * (M * eps * eps)) by ring. rewrite <- tsum_const.
+    apply Rabs_tsum_le. intros k Hk.
+    apply Rabs_mult_le; [apply Rabs_mult_le|]; [exact (HM k Hk)| |].
+    - rewrite dot_comm. apply wp14; auto.
+    - rewrite dot_comm. apply wp14; auto.
+  Qed.
+End Eq14Near.
+
+(* ws24:eq14 [read-score], near-orthogonal.  For every d, V, eps >= 0, M, psi with |psi| <= M and every
+   eps-near-orthonormal family {w_E(1..V), Phi_1 w_E(1..V)}: the model's layer-2 score
+   w_E(z_T)^T W^2_K Phi_1 w_E(z_s) is within M eps (2 + V eps) of psi(z_T)[z_s = z_T] for all tokens, the
+   display as written at most V M eps^2; and where |psi(z_T)| = M > 0 and 2 eps + 2 V eps^2 < 1, the model's
+   score at z_s = z_T exceeds the as-written display in absolute value. *)
+Theorem eq14_read_score_near :
+  forall d V eps M (psi : nat -> R) (wE : nat -> vec) (Phi1 : mat),
+    0 <= eps -> near_orthonormal_ind d V eps wE Phi1 -> (forall k, (1 <= k <= V)%nat -> Rabs (psi k) <= M) ->
+    forall s T, (1 <= s <= V)%nat -> (1 <= T <= V)%nat ->
+      Rabs (bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE s)) - (if Nat.eqb s T then psi T else 0))
+        <= M * eps * (2 + INR V * eps) /\
+      Rabs (bilin d (mv d Phi1 (wE s)) (W2K d V psi wE Phi1) (wE T)) <= INR V * M * eps ^ 2 /\
+      (s = T -> Rabs (psi T) = M -> 0 < M -> 2 * eps + 2 * INR V * eps ^ 2 < 1 ->
+         Rabs (bilin d (mv d Phi1 (wE s)) (W2K d V psi wE Phi1) (wE T))
+           < Rabs (bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE s)))).
+Proof.
+  intros d V eps M psi wE Phi1 He NO HM s T Hs HT.
+  pose proof (eq14_model_near d V eps M psi wE Phi1 He NO HM s T Hs HT) as Hm.
+  pose proof (eq14_display_near d V eps M psi wE Phi1 NO HM s T Hs HT) as Hd.
+  split; [exact Hm|split; [exact Hd|]].
+  intros -> Hpsi HMpos Hsmall. rewrite Nat.eqb_refl in Hm.
+  set (x := bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE T))) in *.
+  set (a := bilin d (mv d Phi1 (wE T)) (W2K d V psi wE Phi1) (wE T)) in *.
+  assert (Hx : M - M * eps * (2 + INR V * eps) <= Rabs x).
+  { pose proof (Rabs_triang_inv (psi T) (psi T - x)) as Htr.
+    replace (psi T - (psi T - x)) with x in Htr by ring. rewrite Rabs_minus_sym in Hm. lra. }
+  assert (Hgap : 0 < M * (1 - 2 * eps - 2 * INR V * eps ^ 2)) by (apply Rmult_lt_0_compat; lra).
+  nra.
 Qed.

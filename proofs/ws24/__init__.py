@@ -348,7 +348,9 @@ EQ14 = Claim(
                "equals psi(z_T) [z_s = z_T]."),
     quantifiers=("for every trigger pair (z_s, z_T): the score equals psi(z_T) [z_s = z_T]",
                  "symbolic: orthonormal, V <= 6; solver: |<x, y>| <= eps for every V <= 6; numeric: sampled "
-                 "embeddings; kernel: the orthonormal idealisation, every V (query-key);"
+                 "embeddings; kernel: read-score for every eps-near-orthogonal family and every V, d, eps (the score "
+                 "within M eps (2 + V eps) of psi(z_T)[z_s = z_T], separated from the as-written display for eps < "
+                 "eps*(V)), as-written and transposed on the orthonormal idealisation (query-key);"
                  " every layer under both score conventions (--convention both)"),
     options=(),
     params_type=Eq14Params,
