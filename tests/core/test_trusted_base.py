@@ -46,6 +46,43 @@ class TestLinearize:
             linearize(f(z3.Real("x")) + 1)
 
 
+class TestLinearizeOperators:
+    """Each arithmetic operator linearize reads, by value (kills the comparisons that route one operator into
+    another's branch: UMINUS, MUL, POWER, DIV and TO_REAL read as <=, >=, != or 'is')."""
+
+    def test_negation_and_conversion(self) -> None:
+        x, n = z3.Real("x"), z3.Int("n")
+        assert linearize(-x + 3) == {"x": F(-1), "": F(3)}
+        assert linearize(z3.ToReal(n) / 2 + 1) == {"n": F(1, 2), "": F(1)}
+
+    def test_powers(self) -> None:
+        """x^2 is the monomial x*x (kills the loop over the exponent run zero times); x^0 is 1."""
+        x = z3.Real("x")
+        assert linearize(x ** 2) == {"x*x": F(1)}
+        assert linearize(x ** 0 + x) == {"": F(1), "x": F(1)}
+
+    @pytest.mark.parametrize("make", [lambda x, y: x ** z3.RealVal("1/2"), lambda x, y: x ** -1, lambda x, y: x ** y])
+    def test_a_fractional_negative_or_variable_exponent_is_not_linear(self, make) -> None:
+        """x^(1/2) and x^-1 are refused (kills 'or' -> 'and' between the denominator and sign tests, which would
+        read x^(1/2) as x^0 = 1)."""
+        x, y = z3.Reals("x y")
+        with pytest.raises(NonLinear, match="non-constant or fractional power"):
+            linearize(make(x, y))
+
+    def test_degree_four_in_one_step_is_refused(self) -> None:
+        """(x y)(z w) reaches degree 4 in one product (three '*' in the monomial), refused as well as degree 3 (kills
+        count('*') >= 2 -> == 2)."""
+        x, y, z, w = z3.Reals("x y z w")
+        with pytest.raises(NonLinear, match="degree above 2"):
+            linearize((x * y) * (z * w))
+
+    def test_a_conditional_term_is_not_linear(self) -> None:
+        """If(x > 0, x, y): its condition x > 0 (Z3_OP_GT, numbered below UMINUS and MUL) is no arithmetic term."""
+        x, y = z3.Reals("x y")
+        with pytest.raises(NonLinear, match="unsupported operator"):
+            linearize(z3.If(x > 0, x, y))
+
+
 def _chain(n: int) -> list[z3.BoolRef]:
     """x_0 >= 1, x_{i+1} >= x_i + 1, x_{n-1} <= 0: infeasible only as a whole (every row is in the core), n rows."""
     xs = z3.Reals(" ".join(f"x{i}" for i in range(n - 1)))
@@ -98,6 +135,72 @@ class TestCases:
         cases = certify.cases_of([z >= 0, z3.Or(z3.And(x >= 1, y >= 1), x <= -1)])
         assert [[r["coeffs"] for r in c] for c in cases] == [[{"z": "-1"}, {"x": "-1"}, {"y": "-1"}],
                                                               [{"z": "-1"}, {"x": "1"}]]
+
+
+def test_rows_without_a_constant_and_equalities() -> None:
+    """x <= y has right side 0 (kills the default constant 0 -> 1); x == 1 is one '=' row, not a conjunction
+    (kills k == AND -> k < AND: Z3_OP_EQ is numbered below it)."""
+    x, y = z3.Reals("x y")
+    assert certify.cases_of([x <= y]) == [[{"coeffs": {"x": "1", "y": "-1"}, "op": "<=", "rhs": "0"}]]
+    assert certify.cases_of([x == 1]) == [[{"coeffs": {"x": "1"}, "op": "=", "rhs": "1"}]]
+
+
+def test_two_strict_rows_alone() -> None:
+    """y < 0 and y > 0: every row strict, the certificate is the 'strict' dual on both (kills op == '<' -> op is
+    not '<', which leaves no strict row to weigh)."""
+    y = z3.Real("y")
+    cert = farkas_certificate([y < 0, y > 0])
+    assert cert["checked"] and check_certificate(cert)[0]
+
+
+def test_product_rows_skip_equalities() -> None:
+    """x == 1, 0 <= x, y <= 1, 0 <= y, x y >= 2: the product rows come from the '<=' bounds only (kills op == '<='
+    -> op >= '<=', which takes the equality x == 1 as a bound and product_row refuses it)."""
+    x, y = z3.Reals("x y")
+    cert = farkas_certificate([x == 1, x >= 0, x <= 1, y <= 1, y >= 0, x * y >= 2])
+    assert cert["checked"] and check_certificate(cert)[0]
+
+
+class TestCvc5:
+    """solver/certify.py's cvc5 second opinion: the logic it picks, the wall-clock guard, a helper that dies."""
+
+    def test_uninterpreted_functions_get_logic_all(self) -> None:
+        """f(1) > 2 and f(1) < 1: unsat, read under logic ALL (kills the 'and' -> 'or' and the negation in the
+        logic choice, which send a declared function to QF_NRA, where cvc5 refuses it)."""
+        smt2 = "(declare-fun f (Real) Real)\n(assert (> (f 1.0) 2.0))\n(assert (< (f 1.0) 1.0))\n(check-sat)"
+        assert certify.cvc5_opinion(smt2, 5000)[0] == "unsat"
+        assert certify.cvc5_opinion("(declare-fun x () Real)\n(assert (> (* x x) (- 1.0)))\n(check-sat)", 5000)[0] == "sat"
+
+    def test_the_wall_clock_limit_is_the_budget_plus_one_second(self) -> None:
+        """A 200 ms budget waits 1.2 s: an answer after 0.5 s is kept, a hang is cut at 1.2 s and says so (kills
+        the limit's arithmetic: 200 - 1000 + 1 gives up at once, 200 / 1000 ** 1 waits 0.2 s, + 2.0 waits 2.2 s)."""
+        import time
+
+        from verify import faults
+
+        def slow(smt2, timeout_ms, seed):
+            time.sleep(0.5)
+            return "unsat", ""
+
+        def hang(smt2, timeout_ms, seed):
+            time.sleep(60)
+
+        with faults.inject("solver.certify._cvc5_solve", slow):
+            assert certify.cvc5_opinion("(check-sat)", 200) == ("unsat", "")
+        with faults.inject("solver.certify._cvc5_solve", hang):
+            assert certify.cvc5_opinion("(check-sat)", 200) == (
+                "unknown", "wall-clock limit of 1.2 s exceeded (cvc5 stopped)")
+
+    def test_a_helper_that_dies_is_an_unknown_answer(self) -> None:
+        """The helper exits mid-obligation: the answer is unknown with the reason, and the next obligation gets a
+        new helper (kills the EOFError handler replaced: the error would reach the caller)."""
+        import os
+
+        from verify import faults
+
+        with faults.inject("solver.certify._cvc5_solve", lambda *a: os._exit(3)):
+            assert certify.cvc5_opinion("(check-sat)", 2000) == ("unknown", "cvc5 exited without an answer")
+        assert certify.cvc5_opinion("(declare-fun x () Real)\n(assert (> x 1.0))\n(check-sat)", 2000)[0] == "sat"
 
 
 def test_rationals_are_written_as_smt_lib_reals() -> None:
@@ -311,3 +414,24 @@ def test_a_certificate_file_is_checked_against_its_own_hash(tmp_path) -> None:
     p.write_bytes(json.dumps(doc).encode())
     assert R.recheck_file(p) == (True, "1 case(s), each a Farkas contradiction")
     assert R.encoding_hash([case["rows"]]) != R.encoding_hash([case["rows"][::-1]])
+
+
+def test_the_cvc5_helper_keeps_no_inherited_descriptor() -> None:
+    """The helper closes every descriptor it inherits but stdio and its own pipe ends: with a pipe's write end at
+    fd 3 in the parent when the helper is forked, the parent's reader sees EOF as soon as the parent closes its
+    end (a helper holding fd 3 would keep it open; kills keep {0, 1, 2, ...} -> {0, 1, 3, ...})."""
+    import subprocess
+    import sys
+
+    script = "\n".join([
+        "import os, select",
+        "r, w = os.pipe()",
+        "r2 = os.dup(r); os.dup2(w, 3); [os.close(f) for f in {r, w} - {3}]; r = r2",  # the write end at fd 3
+        "from verify.solver import certify",
+        "assert certify.cvc5_opinion('(declare-fun x () Real)\\n(assert (> x 1.0))\\n(check-sat)', 5000)[0] == 'sat'",
+        "os.close(3)",
+        "ready = select.select([r], [], [], 10)[0]",
+        "print('eof' if ready and os.read(r, 1) == b'' else 'held')",
+    ])
+    got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert got.stdout.strip() == "eof", got.stdout + got.stderr
