@@ -287,12 +287,6 @@ def one_step_protocol_split(fr: FrozenParts, tokens: torch.Tensor, targets: torc
         return _one_step(fr, tokens, targets, pe, lr, split=True)
 
 
-def cosine(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Cosine similarity of two matrices as vectors (float64)."""
-    a, b = a.double().flatten(), b.double().flatten()
-    return float(a @ b / (a.norm() * b.norm()))
-
-
 def orthonormal_frozen(V: int, T: int, dtype: torch.dtype = torch.float64) -> FrozenParts:
     """The model's frozen parts with Assumption 1 idealized as an exact orthonormal family.
 

@@ -339,15 +339,10 @@ def recall_of_scores(sc: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
     return ok[..., cols].double().mean((1, 2))
 
 
-def prev_token_association(p: Mapping[str, torch.Tensor], tok: torch.Tensor, pe: str, lo: int, hi: int) -> torch.Tensor:
-    """Per-seed mean (S,) over positions with paper index t in [lo, hi] (t >= 2) of the previous-token association:
-    the layer-1 score of key t - 1 minus the mean score of the other visible keys (s <= t, s != t - 1), in the
-    units of :func:`layer1_scores`."""
-    return association_of_scores(layer1_scores(p, tok, pe), lo, hi)
-
-
 def association_of_scores(sc: torch.Tensor, lo: int, hi: int) -> torch.Tensor:
-    """:func:`prev_token_association` from layer-1 scores already computed (``[S, B, T, T]``)."""
+    """Per-seed mean (S,) over positions with paper index t in [lo, hi] (t >= 2) of the previous-token association,
+    from layer-1 scores ``sc`` ``[S, B, T, T]`` (:func:`layer1_scores`): the score of key t - 1 minus the mean score
+    of the other visible keys (s <= t, s != t - 1)."""
     T = sc.shape[-1]
     cols = [t - 1 for t in range(max(lo, 2), min(hi, T) + 1)]
     out = []

@@ -241,7 +241,7 @@ def association_test(change: Sequence[float], alpha: float = ALPHA, margin: floa
 def _recalls(p: Mapping[str, torch.Tensor], cfg: tm.TwoLayerConfig, seeds: Sequence[int], n_eval: int,
              pe: str) -> dict[str, list[float]]:
     """Per seed: the gate's early recall on ``n_eval`` fresh sequences, then early and late recall and previous-token
-    association (:func:`verify.numeric.trained_models.prev_token_association`) on ``n_eval`` further ones
+    association (:func:`verify.numeric.trained_models.association_of_scores` of the layer-1 scores) on ``n_eval`` further ones
     (independent of the gate, so selecting seeds by the gate does not bias late - early); scored in chunks of
     EVAL_CHUNK (equal chunks: the mean of chunk means is the mean).  Keys: gate, early, late, assoc_early,
     assoc_late."""
