@@ -191,7 +191,9 @@ class TestClaimVerdicts:
             assert all(e.status in ("proved", "refuted", "consistent") for e in r.evidence)
         for e in r.evidence:
             if e.layer == "kernel":  # a theorem for every size: it names its theorems, not measured scores
-                assert e.numbers["theorems"].startswith("Verify.Ws24.")
+                # read-score: the near-orthogonal theorems (Ws24Near), the refutations on orthonormal families
+                want = "Verify.Ws24Near." if orientation == "read-score" else "Verify.Ws24."
+                assert e.numbers["theorems"].startswith(want), e.numbers["theorems"]
                 continue
             assert "displayed_score" in e.numbers and "model_score" in e.numbers, e.layer
 
