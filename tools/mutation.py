@@ -120,6 +120,19 @@ def row_in_annotation(row: dict[str, Any], spans: list[Any], source: list[str]) 
     return in_annotation((row["line"], col), (row["line"], col), spans)
 
 
+def _identity(item: Any) -> tuple[str, int, tuple[int, int], tuple[int, int]]:
+    """A work item's mutation, the same in every session made from the same module."""
+    m = item.mutations[0]
+    return (m.operator_name, m.occurrence, tuple(m.start_pos), tuple(m.end_pos))
+
+
+def _pending(db: Path) -> list[Any]:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        return list(wdb.pending_work_items)
+
+
 def _skip(db: Path, keep: Any) -> int:
     """Mark the pending work items ``keep(item)`` rejects SKIPPED (cosmic-ray's filter interface); the kept count."""
     from cosmic_ray.work_db import WorkDB, use_db
@@ -160,13 +173,15 @@ def run_module(module: str, tests: tuple[str, ...], jobs: int, lines: set[int] |
             env = {**os.environ, "PYTHONPATH": str(copy / "src"), "CI": "1"}
             subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(cfg), str(db)], cwd=copy, env=env,
                            check=True, capture_output=True)
-            order: dict[str, int] = {}
             spans = annotation_spans(copy / module)
             skipped_notes = []
+            # each copy's session names its work items by fresh random ids: the share is decided by the mutation
+            # itself (operator, occurrence, position), sorted, so that the copies split the same list
+            order = {k: n for n, k in enumerate(sorted(_identity(w) for w in _pending(db)))}
 
             def keep(item: Any) -> bool:
                 m = item.mutations[0]
-                n = order.setdefault(item.job_id, len(order))
+                n = order[_identity(item)]
                 if n % jobs != i or (lines is not None and m.start_pos[0] not in lines) or (
                         only is not None and (m.start_pos[0], m.operator_name) not in only):
                     return False
