@@ -64,3 +64,20 @@ def test_the_trusted_modules_and_their_tests_exist() -> None:
     for module, tests in M.TRUSTED.items():
         assert (ROOT / module).is_file(), module
         assert all((ROOT / t).is_file() for t in tests), tests
+
+
+def test_two_sessions_of_a_module_split_the_same_list(tmp_path: Path) -> None:
+    """Each copy makes its own cosmic-ray session, whose work items get fresh random ids: the split must come from
+    the mutations themselves, identical in both sessions and one per mutant (a split by id ran some mutants twice
+    and others never)."""
+    pytest.importorskip("cosmic_ray")
+    import subprocess
+
+    lists = []
+    for i in range(2):
+        cfg, db = tmp_path / f"c{i}.toml", tmp_path / f"s{i}.sqlite"
+        cfg.write_text(M._config("kernel/check.py", M.TRUSTED["kernel/check.py"]))
+        subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "init", str(cfg), str(db)], cwd=ROOT, check=True,
+                       capture_output=True)
+        lists.append(sorted(M._identity(w) for w in M._pending(db)))
+    assert lists[0] == lists[1] and len(set(lists[0])) == len(lists[0]) > 100

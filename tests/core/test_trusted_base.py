@@ -203,6 +203,39 @@ class TestCvc5:
         assert certify.cvc5_opinion("(declare-fun x () Real)\n(assert (> x 1.0))\n(check-sat)", 2000)[0] == "sat"
 
 
+class TestRows:
+    """solver/certify.py's atoms as rows: each relation, each negation flipped, the right side moved over."""
+
+    @pytest.mark.parametrize("atom, row", [
+        (lambda x, y: x + 1 <= 2 * y, ({"x": "1", "y": "-2"}, "<=", "-1")),
+        (lambda x, y: x + 1 < 2 * y, ({"x": "1", "y": "-2"}, "<", "-1")),
+        (lambda x, y: x + 1 >= 2 * y, ({"x": "-1", "y": "2"}, "<=", "1")),
+        (lambda x, y: x + 1 > 2 * y, ({"x": "-1", "y": "2"}, "<", "1")),
+        (lambda x, y: x + 1 == 2 * y, ({"x": "1", "y": "-2"}, "=", "-1")),
+        (lambda x, y: z3.Not(x + 1 <= 2 * y), ({"x": "-1", "y": "2"}, "<", "1")),     # x + 1 > 2y
+        (lambda x, y: z3.Not(x + 1 < 2 * y), ({"x": "-1", "y": "2"}, "<=", "1")),    # x + 1 >= 2y
+        (lambda x, y: z3.Not(x + 1 >= 2 * y), ({"x": "1", "y": "-2"}, "<", "-1")),   # x + 1 < 2y
+        (lambda x, y: z3.Not(x + 1 > 2 * y), ({"x": "1", "y": "-2"}, "<=", "-1"))])  # x + 1 <= 2y
+    def test_each_relation_and_its_negation(self, atom, row) -> None:
+        """A negated strict atom becomes the non-strict opposite and back (kills Z3_OP_NOT read as 'is', <= or
+        another kind, and a flip table entry changed)."""
+        x, y = z3.Reals("x y")
+        coeffs, op, rhs = row
+        assert certify.cases_of([atom(x, y)]) == [[{"coeffs": coeffs, "op": op, "rhs": rhs}]]
+
+    @pytest.mark.parametrize("atom", [lambda x, y: z3.Not(x == y), lambda x, y: x != y,
+                                      lambda x, y: z3.Not(z3.Not(x <= y)), lambda x, y: z3.Implies(x <= y, y <= x)])
+    def test_other_atoms_are_refused(self, atom) -> None:
+        x, y = z3.Reals("x y")
+        with pytest.raises(NonLinear):
+            certify.cases_of([atom(x, y)])
+
+    def test_two_disjunctions_are_refused(self) -> None:
+        x, y = z3.Reals("x y")
+        with pytest.raises(NonLinear, match="more than one disjunction"):
+            certify.cases_of([z3.Or(x <= 0, x >= 1), z3.Or(y <= 0, y >= 1)])
+
+
 def test_rationals_are_written_as_smt_lib_reals() -> None:
     """The dual LP's numbers: an integer as 3.0, a fraction as (/ 3.0 4.0), a negative inside (- ...) (kills
     denominator == 1 -> == 0, which writes every integer as a quotient)."""
