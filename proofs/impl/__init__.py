@@ -403,11 +403,14 @@ ALIBI = Claim(
              "schedule (exact, for the head count asked). The symbolic layer checks the convention the family's code follows, exactly; the "
              "numeric layer reads the slopes the running model applies: with the query/key/value projections "
              "zeroed, layer 0's attention weights are softmax(bias), so m(t, j) = (log p[t,t] - log p[t,j]) / (t - j).",
-             "Falcon's eager attention multiplies scores and bias together by 1/sqrt(head size), so its effective "
-             "slopes are the schedule scaled; the numeric layer reports the common factor."),
+             "Falcon's eager attention multiplies scores and bias together by 1/sqrt(head size) and, from "
+             "transformers 4.45, adds the bias once more through its causal mask (impl:reference explains it: "
+             "alibi_scale 0.25 -> 0.5), so its effective slopes are the schedule scaled; the numeric layer reports "
+             "the common factor."),
     cost="symbolic < 1 s; numeric ~0.3 s",
-    # Falcon (--model hf:falcon) FAILS: its eager attention scales the bias with the scores, and the measured slopes
-    # are the schedule times a common factor (0.5 at head size 16), which the witness reports
+    # Falcon (--model hf:falcon) FAILS: its eager attention scales the bias with the scores and (from 4.45) adds it
+    # twice, and the measured slopes are the schedule times a common factor (0.5 at head size 16), which the witness
+    # reports
 )
 
 
