@@ -468,3 +468,26 @@ def test_the_cvc5_helper_keeps_no_inherited_descriptor() -> None:
     ])
     got = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert got.stdout.strip() == "eof", got.stdout + got.stderr
+
+
+def test_a_true_constraint_is_skipped_and_the_rest_kept() -> None:
+    """True among the constraints adds no row and does not stop the others (kills k == TRUE -> k < TRUE, which sends
+    True to the row reader, and continue -> break, which drops every constraint after it)."""
+    x = z3.Real("x")
+    assert certify.cases_of([z3.BoolVal(True), x <= 1, z3.And(z3.BoolVal(True), x >= 0)]) == [
+        [{"coeffs": {"x": "1"}, "op": "<=", "rhs": "1"}, {"coeffs": {"x": "-1"}, "op": "<=", "rhs": "0"}]]
+
+
+def test_an_error_while_waiting_stops_the_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exception while the parent waits for cvc5 (Ctrl-C, any error) stops the helper before it propagates: a
+    helper left mid-obligation would answer the next question with this one's answer (kills the BaseException
+    handler narrowed)."""
+    h = certify._Cvc5Helper.current()
+
+    def boom(*a, **k):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(h.answers, "poll", boom)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        certify.cvc5_opinion("(declare-fun x () Real)\n(assert (> x 1.0))\n(check-sat)", 2000)
+    assert certify._Cvc5Helper._current is not h and not h.proc.is_alive()
