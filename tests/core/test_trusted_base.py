@@ -491,3 +491,19 @@ def test_an_error_while_waiting_stops_the_helper(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(RuntimeError, match="interrupted"):
         certify.cvc5_opinion("(declare-fun x () Real)\n(assert (> x 1.0))\n(check-sat)", 2000)
     assert certify._Cvc5Helper._current is not h and not h.proc.is_alive()
+
+
+def test_an_equality_disjunct_is_one_row() -> None:
+    """Or(x == 1, x <= 0): two cases, the first one '=' row (kills kind(d) == AND -> <= AND: Z3_OP_EQ is numbered
+    below AND and would be split as a conjunction)."""
+    x = z3.Real("x")
+    assert certify.cases_of([z3.Or(x == 1, x <= 0)]) == [[{"coeffs": {"x": "1"}, "op": "=", "rhs": "1"}],
+                                                          [{"coeffs": {"x": "1"}, "op": "<=", "rhs": "0"}]]
+
+
+def test_an_equality_may_take_a_negative_multiplier() -> None:
+    """x == 1 and x <= 0: the only certificate weighs the equality by a negative number (-1 (x = 1) + (x <= 0) gives
+    0 <= -1), so the dual must leave equality multipliers free (kills op != '=' -> op <= '=', which makes them >= 0)."""
+    x = z3.Real("x")
+    cert = farkas_certificate([x == 1, x <= 0])
+    assert cert["checked"] and F(cert["cases"][0]["multipliers"][0]) < 0
