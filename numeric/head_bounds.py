@@ -333,11 +333,38 @@ class RowBound:
     margin_lo: float
     status: str
     argmax: str
+    #: with ``enclose`` bits: the target's score enclosure and the other admitted keys' (key order), as integers z
+    #: standing for z / 2^bits, rounded outward from the balls (the data ``verify head --kernel`` hands to Coq)
+    scores: "Enclosure | None" = None
 
     def to_json(self) -> dict[str, Any]:
         return {"prompt": self.prompt, "row": self.row, "target": self.target, "status": self.status,
                 "argmax": self.argmax, "mass": [_fmt_down(self.mass_lo), _fmt_up(self.mass_hi)],
                 "margin_lower": _fmt_down(self.margin_lo)}
+
+
+@dataclass(frozen=True)
+class Enclosure:
+    """One row's scores in fixed point (z / 2^bits): the target's [lo, hi] and, for every other admitted key j in
+    increasing order, [lo_j, hi_j]."""
+
+    bits: int
+    target: tuple[int, int]
+    keys: tuple[int, ...]
+    others: tuple[tuple[int, int], ...]
+
+
+def _fixed(ball: Any, bits: int) -> tuple[int, int]:
+    """[floor(lower * 2^bits), ceil(upper * 2^bits)] of an arb ball, from its exact endpoints."""
+    out = []
+    for end, down in ((ball.lower(), True), (ball.upper(), False)):
+        man, exp = (int(v) for v in end.man_exp())
+        k = exp + bits
+        if k >= 0:
+            out.append(man << k)
+        else:
+            out.append(man >> -k if down else -((-man) >> -k))
+    return out[0], out[1]
 
 
 def _fmt_down(x: float) -> str:
@@ -543,8 +570,9 @@ def _apply_mlp(fl: Any, m: "MLP", X: list[list[Any]]) -> list[list[Any]]:
 
 
 def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: int = 0,
-                 precision: int = PRECISION) -> list[RowBound]:
-    """The rigorous enclosures of every checked row of one prompt (see the module docstring)."""
+                 precision: int = PRECISION, enclose: int | None = None) -> list[RowBound]:
+    """The rigorous enclosures of every checked row of one prompt (see the module docstring); with ``enclose``
+    bits each row also carries its scores' fixed-point :class:`Enclosure`."""
     fl = _arb()
     old = fl.ctx.prec
     fl.ctx.prec = precision
@@ -567,17 +595,22 @@ def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: i
             margin_lo = min((_down((-dd).lower()) for dd in diffs), default=math.inf)
             status = "ge" if mass >= tau_b else ("lt" if mass < tau_b else "undecided")
             argmax = "yes" if all(dd < 0 for dd in diffs) else ("no" if any(dd >= 0 for dd in diffs) else "undecided")
-            out.append(RowBound(index, i, t, _down(mass.lower()), _up(mass.upper()), margin_lo, status, argmax))
+            enc = None
+            if enclose is not None:
+                others = [j for j in keys if j != t]
+                enc = Enclosure(enclose, _fixed(st, enclose), tuple(others),
+                                tuple(_fixed(score(i, j), enclose) for j in others))
+            out.append(RowBound(index, i, t, _down(mass.lower()), _up(mass.upper()), margin_lo, status, argmax, enc))
         return out
     finally:
         fl.ctx.prec = old
 
 
 def bound_head(prog: HeadProgram, prompts: Sequence[PromptInput], tau: Fraction,
-               precision: int = PRECISION) -> HeadBound:
+               precision: int = PRECISION, enclose: int | None = None) -> HeadBound:
     hb = HeadBound()
     for k, p in enumerate(prompts):
-        hb.rows.extend(bound_prompt(prog, p, tau, k, precision))
+        hb.rows.extend(bound_prompt(prog, p, tau, k, precision, enclose))
     return hb
 
 
