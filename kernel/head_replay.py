@@ -248,6 +248,14 @@ def tables(rows: Sequence[KernelRow], G: int, bits: int = BITS) -> dict[str, Any
             "dn_neg": side(bits, G, K, min(dn_neg, cap), False, False)}
 
 
+def full(r: KernelRow) -> Stated:
+    """The row's statement with every other key stated one by one."""
+    lo_t, hi_t = r.target_score
+    if r.claim in ("ge", "argmax"):
+        return Stated(lo_t, r.keys, tuple(h for _, h in r.others), lo_t - 1 if r.claim == "argmax" else lo_t, 0)
+    return Stated(hi_t, r.keys, tuple(lo for lo, _ in r.others))
+
+
 def choose(rows: Sequence[KernelRow], tau: Fraction,
            ) -> tuple[dict[str, Any], list[tuple[KernelRow, Stated]], list[KernelRow]]:
     """The coarsest step at which every row has a statement its checker accepts (else the finest step), the rows
@@ -422,10 +430,8 @@ def check(tb: dict[str, Any], rows: Sequence[tuple[KernelRow, Stated]], tau: Fra
             rc, out = _run(["coqc", "-q", "-Q", str(theory), "Verify", "HeadCert.v"], Path(tmp))
         secs = time.perf_counter() - t0
         if rc == 0 and not per_row:
-            kinds = ", ".join(f"head_{c}" for c in CLAIMS if any(r.claim == c for r, _ in rows))
-            return KernelResult("checked", f"Coq {version} kernel: {len(rows)} rows ({kinds}: Forall over the rows, by "
-                                f"HeadSoftmax.rows_*_sound; exp tables at step 2^-{tb['G']})", version, len(rows), secs,
-                                G=tb["G"])
+            kinds = ", ".join(f"head_{c} by rows_{c}_sound" for c in CLAIMS if any(r.claim == c for r, _ in rows))
+            return KernelResult("checked", f"Coq {version}: {kinds}", version, len(rows), secs, G=tb["G"])
         m = re.search(r'File "[^"]*HeadCert\.v", line (\d+)', out)
         line = int(m.group(1)) if m else -1
         what = next((w for a, b, w in spans if a <= line <= b), None)
@@ -435,3 +441,33 @@ def check(tb: dict[str, Any], rows: Sequence[tuple[KernelRow, Stated]], tau: Fra
         if per_row or what.startswith("the exp tables"):
             return KernelResult("refuted", f"the Coq kernel refuses {what}", version, len(rows), secs, what, tb["G"])
     raise AssertionError("unreachable: the per-row file either compiles or names a theorem")
+
+
+def replay_document(doc: dict[str, Any], keep: Path | None = None) -> tuple[bool, str]:
+    """``verify recheck --kernel`` on a head certificate: its kernel section's rows, handed to Coq (the Python
+    re-check has already tied their bounds to the weights).  Valid only when Coq accepts every row.
+
+    Raises:
+        KernelUnavailable: coqc is not installed.
+    """
+    section = doc.get("kernel")
+    if section is None:
+        return True, "a head bound without a kernel section (written without --kernel): not replayed in Coq"
+    try:
+        if not isinstance(section, dict) or section.get("bits") != BITS or not isinstance(section.get("rows"), list):
+            raise KernelDataError(f"the kernel section is not {{'bits': {BITS}, 'rows': [...]}}")
+        rows = [KernelRow.from_json(d) for d in section["rows"]]
+        tau = Fraction(str(doc.get("threshold")))
+        if not 0 < tau <= 1:
+            raise KernelDataError("the threshold is not in (0, 1]")
+    except (KernelDataError, ValueError, ZeroDivisionError) as e:
+        return False, f"not replayed in the kernel: {str(e)[:200]}"
+    if not rows:
+        return True, "no decided row to replay"
+    tb, stated, missed = choose(rows, tau)
+    # every row of the section was accepted when the file was written: one the Python mirror now rejects goes to Coq
+    # with all its keys stated, for the kernel to refuse (and name)
+    res = check(tb, stated + [(r, full(r)) for r in missed], tau, str(doc.get("statement", ""))[:200], keep=keep)
+    if res.status != "checked":
+        return False, f"{res.status} in the kernel: {res.message}"
+    return True, f"{res.message}: {len(rows)} rows ({res.seconds:.2f} s)"

@@ -700,6 +700,45 @@ def _check_targets(pattern: Any, prompts: Sequence["PromptInput"]) -> None:
             raise HeadCertificateError(f"prompt {k}: a row is listed twice")
 
 
+_KERNEL_CLAIM = {("mass", "ge"): "ge", ("mass", "lt"): "lt", ("argmax", "yes"): "argmax", ("argmax", "no"): "argmax_no"}
+_INT = re.compile(r"-?[0-9]{1,40}")
+
+
+def _check_kernel_section(section: dict[str, Any], hb: "HeadBound", criterion: str) -> str | None:
+    """The kernel section's rows are rows decided here (those Coq accepted when the file was written), with their
+    claims, keys and bounds that contain the fixed-point enclosures re-derived from the weights; None when so, else
+    what differs."""
+    rows = section.get("rows")
+    if not isinstance(rows, list):
+        return "no list of rows"
+    decided = {(r.prompt, r.row): r for r in hb.rows
+               if (criterion, r.status if criterion == "mass" else r.argmax) in _KERNEL_CLAIM}
+    seen = set()
+    for k, d in enumerate(rows):
+        if not isinstance(d, dict):
+            return f"row {k} is not an object"
+        r = decided.get((d.get("prompt"), d.get("row")))
+        if r is None or (r.prompt, r.row) in seen:
+            return f"row {k} (prompt {str(d.get('prompt'))[:10]}, query {str(d.get('row'))[:10]}) is not a decided row"
+        seen.add((r.prompt, r.row))
+        want = _KERNEL_CLAIM[(criterion, r.status if criterion == "mass" else r.argmax)]
+        enc = r.scores
+        assert enc is not None
+        if d.get("claim") != want or d.get("target") != r.target or d.get("keys") != list(enc.keys):
+            return f"row {k}: its claim, target or keys differ from the decided row's ({want}, key {r.target})"
+        pairs = [d.get("target_score")] + list(d.get("others") or [])
+        if len(pairs) != 1 + len(enc.others):
+            return f"row {k}: {len(pairs) - 1} key bounds for {len(enc.others)} keys"
+        for got, (lo, hi) in zip(pairs, [enc.target, *enc.others]):
+            if (not isinstance(got, list) or len(got) != 2 or not all(isinstance(x, str) and _INT.fullmatch(x)
+                                                                        for x in got)):
+                return f"row {k}: a bound is not two integer strings"
+            if not int(got[0]) <= lo <= hi <= int(got[1]):
+                return (f"row {k} (prompt {r.prompt}, query {r.row}): [{got[0]}, {got[1]}] does not contain the "
+                        f"re-derived enclosure [{lo}, {hi}] (2^-{enc.bits})")
+    return None
+
+
 #: a hostile file cannot make the checker run for hours: positions x keys x prompts is capped
 MAX_WORK = 50_000_000
 
@@ -734,7 +773,11 @@ def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
         _check_targets(doc.get("pattern"), prompts)
         if doc.get("statement") != statement(doc["pattern"], crit, tau, frac):
             return False, "the statement does not say what the pattern, criterion, threshold and fraction decide"
-        hb = bound_head(prog, prompts, tau)
+        section = doc.get("kernel")
+        bits = section.get("bits") if isinstance(section, dict) else None
+        if section is not None and (isinstance(bits, bool) or not isinstance(bits, int) or not 8 <= bits <= 60):
+            return False, "the kernel section is not {'bits': 8..60, 'rows': [...]}"
+        hb = bound_head(prog, prompts, tau, enclose=bits)
         claimed = doc.get("claimed") or {}
         got_rows = [json.dumps(r.to_json(), sort_keys=True) for r in hb.rows]
         want = claimed.get("rows")
@@ -747,6 +790,10 @@ def recheck(doc: dict[str, Any]) -> tuple[bool, str]:
         verdict = hb.verdict(frac, crit)
         if claimed.get("verdict") != verdict:
             return False, f"the claimed verdict {claimed.get('verdict')!r} differs from {verdict!r}"
+        if section is not None:
+            why = _check_kernel_section(section, hb, crit)
+            if why is not None:
+                return False, f"kernel section: {why}"
         c = hb.counts()
         return True, (f"head bound re-derived in arb: {c['ge']}/{c['rows']} rows with mass >= {tau} on the target, "
                       f"{c['lt']} below, the target the strict argmax at {c['argmax_yes']}; verdict {verdict} "

@@ -147,10 +147,13 @@ def _preflight(kind: str, certificates: str | None) -> None:
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0,
               help="draws the tiny model, the trained seed and the prompts")
 @click.option("--certificates", default=None, help="write the bound as a certificate here (verify recheck DIR)")
+@click.option("--kernel", is_flag=True,
+              help="also check every decided row's softmax step in Coq: a theorem for every score vector within the "
+                   "row's enclosures (kernel/theories/HeadSoftmax.v), compiled by coqc (needs Coq; ~1 s per head)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def head_cmd(model_spec: str, layer: int, head_index: int, pattern: str, prompts_file: str | None, n_prompts: int,
              length: int, rows_text: str | None, criterion: str, threshold_text: str, fraction_text: str, seed: int,
-             certificates: str | None, fmt: str) -> None:
+             certificates: str | None, kernel: bool, fmt: str) -> None:
     """Certify what one attention head attends to, with rigorous (arb ball) bounds on its attention mass."""
     kind, name = _model(model_spec)
     tau = _rational(threshold_text, "threshold")
@@ -168,18 +171,22 @@ def head_cmd(model_spec: str, layer: int, head_index: int, pattern: str, prompts
                          "(about a minute of ball arithmetic per layer): fewer or shorter prompts")
     _preflight(kind, certificates)
     report = run_head(model_spec, kind, layer, head_index, pattern, prompts, n=n_prompts, length=length, rows=rows,
-                      criterion=criterion, tau=tau, fraction=frac, seed=seed, certificates=certificates)
+                      criterion=criterion, tau=tau, fraction=frac, seed=seed, certificates=certificates, kernel=kernel)
     if fmt == "json":
         click.echo(json.dumps(report, indent=2, sort_keys=True))
     else:
         click.echo(render(report))
-    raise click.exceptions.Exit(VERDICT_EXIT[report["verdict"]])
+    code = VERDICT_EXIT[report["verdict"]]
+    if report.get("kernel", {}).get("status") in ("refuted", "error") and code != EXIT_INCONCLUSIVE:
+        code = EXIT_INCONCLUSIVE  # the kernel did not confirm what arb decided: nothing is claimed beyond the balls
+    raise click.exceptions.Exit(code)
 
 
 def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, prompts: list[list[int]] | None, *,
              n: int, length: int, rows: tuple[int, int] | None, criterion: str, tau: Fraction, fraction: Fraction,
-             seed: int, certificates: str | None) -> dict[str, Any]:
-    """Take the head apart, cross-check it against the library, bound every row, and decide (the JSON report)."""
+             seed: int, certificates: str | None, kernel: bool = False) -> dict[str, Any]:
+    """Take the head apart, cross-check it against the library, bound every row, and decide (the JSON report);
+    ``kernel``: also check the decided rows' softmax step in Coq (:func:`kernel_rows`, :mod:`verify.kernel.head_replay`)."""
     from verify.numeric import head_bounds as hb
     from verify.numeric import heads
 
@@ -204,7 +211,9 @@ def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, pr
         return {**base, "verdict": "INCONCLUSIVE", "reason": (
             f"the extracted head's attention differs from the library's forward pass by up to {cc:.3g} > "
             f"{heads.CROSS_CHECK_TOL:g}: this model's head is not taken apart correctly here, so nothing is certified")}
-    bound = hb.bound_head(ex.program, ex.prompts, tau)
+    from verify.kernel.head_replay import BITS
+
+    bound = hb.bound_head(ex.program, ex.prompts, tau, enclose=BITS if kernel else None)
     verdict = bound.verdict(fraction, criterion)
     out = {**base, "verdict": verdict, "counts": bound.counts(), **_extremes(bound, criterion)}
     if verdict == "INCONCLUSIVE":
@@ -212,9 +221,64 @@ def run_head(model_spec: str, kind: str, layer: int, head: int, pattern: str, pr
         open_rows = c["undecided"] if criterion == "mass" else c["rows"] - c["argmax_yes"] - c["argmax_no"]
         out["reason"] = (f"{open_rows} rows are not decided at {hb.PRECISION} bits (their enclosure straddles the "
                          "threshold, or two scores tie within it)")
+    checked = None
+    if kernel:
+        path = None if certificates is None else _cert_path(base, criterion, tau, fraction, certificates)
+        out["kernel"], checked = kernel_check(
+            kernel_rows(bound, criterion), bound, tau, fraction, criterion,
+            f"head {base['model']['model']} layer {layer} head {head}: {base['statement']}",
+            None if path is None else path.with_suffix(".v"))
     if certificates is not None:
-        out["certificate"] = _write(ex, bound, tau, fraction, criterion, certificates, base)
+        out["certificate"] = _write(ex, bound, tau, fraction, criterion, certificates, base, checked)
     return out
+
+
+def kernel_rows(bound: Any, criterion: str) -> list[Any]:
+    """The claims of every decided row for the kernel: mass >= tau ('ge') or < tau ('lt'); for ``argmax``, the
+    target the strict argmax or certainly not."""
+    from verify.kernel.head_replay import KernelRow
+
+    out = []
+    for r in bound.rows:
+        claim = ({"ge": "ge", "lt": "lt"}.get(r.status) if criterion == "mass"
+                 else {"yes": "argmax", "no": "argmax_no"}.get(r.argmax))
+        if claim is not None and r.scores is not None:
+            out.append(KernelRow(r.prompt, r.row, r.target, claim, r.scores.target, r.scores.keys, r.scores.others))
+    return out
+
+
+def kernel_check(krows: list[Any], bound: Any, tau: Fraction, fraction: Fraction, criterion: str, header: str,
+                 keep: Path | None = None) -> tuple[dict[str, Any], list[Any] | None]:
+    """Hand the decided rows to Coq; the result, with the verdict the kernel-checked rows alone decide, and the rows
+    Coq accepted (None when it accepted none: skipped, refused or failed)."""
+    import time
+
+    from verify.kernel.driver import KernelUnavailable
+    from verify.kernel.head_replay import choose, check
+
+    t0 = time.perf_counter()
+    tb, stated, missed = choose(krows, tau)
+    try:
+        res = check(tb, stated, tau, header, keep=keep)
+    except KernelUnavailable as e:
+        return {"status": "skipped", "message": str(e)}, None
+    out: dict[str, Any] = {"status": res.status, "message": res.message, "coq_version": res.coq_version,
+                           "rows_checked": len(stated), "rows_not_checked": len(missed),
+                           "table_step": f"2^-{tb['G']}", "seconds": round(time.perf_counter() - t0, 2)}
+    if missed:
+        out["not_checked"] = [{"prompt": r.prompt, "query": r.row, "target": r.target, "claim": r.claim}
+                              for r in missed[:5]]
+    if res.first_refused is not None:
+        out["first_refused"] = res.first_refused
+    if res.status == "checked":
+        n = len(bound.rows)
+        need = -(-fraction.numerator * n // fraction.denominator)
+        yes = sum(r.claim in ("ge", "argmax") for r, _ in stated)
+        no = sum(r.claim in ("lt", "argmax_no") for r, _ in stated)
+        out["verdict"] = "HOLDS" if yes >= need else ("FAILS" if n - no < need else None)
+        out["counts"] = {"success": yes, "failure": no, "rows": n}
+        return out, [r for r, _ in stated]
+    return out, None
 
 
 def _decade(x: float) -> str:
@@ -243,19 +307,35 @@ def _extremes(bound: Any, criterion: str) -> dict[str, Any]:
     return out
 
 
+def _rid(base: dict[str, Any], criterion: str, tau: Fraction, fraction: Fraction) -> str:
+    return f"head {base['model']['model']} L{base['layer']} H{base['head']} {base['pattern']} {criterion} {tau} {fraction}"
+
+
+def _cert_path(base: dict[str, Any], criterion: str, tau: Fraction, fraction: Fraction, directory: str) -> Path:
+    from verify.reports.certificates import _stem
+
+    return Path(directory) / f"{_stem(_rid(base, criterion, tau, fraction))}.json"
+
+
 def _write(ex: Any, bound: Any, tau: Fraction, fraction: Fraction, criterion: str, directory: str,
-           base: dict[str, Any]) -> str:
+           base: dict[str, Any], krows: list[Any] | None = None) -> str:
+    """The certificate; ``krows``: the rows Coq accepted, written as its kernel section (verify recheck --kernel
+    hands them to Coq again and requires every one accepted)."""
     from verify.core.inputs import atomic_write_text
     from verify.numeric import head_bounds as hb
-    from verify.reports.certificates import _stem, write_manifest
+    from verify.reports.certificates import write_manifest
 
-    d = Path(directory)  # created by _preflight before any work
     meta = {"model": base["model"], "layer": base["layer"], "head": base["head"], "pattern": base["pattern"],
             "seed": base["seed"], "inputs": base["inputs"], "statement": base["statement"],
             "rows_filter": base["rows_filter"]}
     doc = hb.certificate(ex.program, ex.prompts, bound, tau=tau, fraction=fraction, criterion=criterion, meta=meta)
-    rid = f"head {base['model']['model']} L{base['layer']} H{base['head']} {base['pattern']} {criterion} {tau} {fraction}"
-    path = d / f"{_stem(rid)}.json"
+    if krows is not None:
+        from verify.kernel.head_replay import BITS
+
+        doc["kernel"] = {"bits": BITS, "rows": [r.to_json() for r in krows]}
+    rid = _rid(base, criterion, tau, fraction)
+    path = _cert_path(base, criterion, tau, fraction, directory)
+    d = path.parent  # created by _preflight before any work
     atomic_write_text(path, json.dumps(doc, indent=1, sort_keys=True), "--certificates")
     write_manifest(d, [(path, rid)])
     return str(path)
@@ -285,6 +365,22 @@ def render(r: dict[str, Any]) -> str:
         lines.append(f"  INCONCLUSIVE: {r.get('reason', 'some rows are undecided at 128 bits')}")
     else:
         lines.append(f"  {r['verdict']}: {r['statement']}")
+    if "kernel" in r:
+        lines.append(render_kernel(r["kernel"], r["verdict"]))
     if "certificate" in r:
         lines.append(f"  certificate: {r['certificate']} (verify recheck {os.path.dirname(r['certificate']) or '.'})")
     return "\n".join(lines)
+
+
+def render_kernel(k: dict[str, Any], verdict: str) -> str:
+    if k["status"] == "skipped":
+        return f"  kernel: skipped ({k['message']})"
+    if k["status"] != "checked":
+        return f"  kernel: {k['status'].upper()}: {k['message']} ({k['seconds']} s)"
+    c = k["counts"]
+    confirm = (f"the {k['verdict']} verdict is kernel-checked" if k.get("verdict") == verdict
+               else "the kernel-checked rows alone do not decide the verdict")
+    missed = (f"; {k['rows_not_checked']} rows decided in arb are not decided at the tables' resolution"
+              if k["rows_not_checked"] else "")
+    return (f"  kernel ({k['message']}; exp tables at step {k['table_step']}): for every score within the "
+            f"enclosures, {c['success']} rows succeed and {c['failure']} fail; {confirm}{missed} ({k['seconds']} s)")
