@@ -32,6 +32,8 @@ _T3_SETTING = ("one layer of KV shifting attention (K^ = alpha1 x_s + alpha2 x_{
                "numeric layer evaluates), x_1..x_T a permutation of the vocabulary 0..T-1, x_{T+1} = x_i with "
                "2 <= i <= T-2, the loss -log softmax at the last position against x_{i+1}")
 
+_T3_IDEAL = ("tied orthonormal embeddings, the d -> infinity limit of the paper's N(0, I/d) draws (an idealisation: "
+             "the step from the draws to it is argued, not proved)")
 STATEMENTS = (
     S(claim="pr26:prop3", variant="", theory="Pr26Interval", theorem="prop3_copy_alpha_one",
       role="proves", covers=_P3_COVERS,
@@ -46,6 +48,7 @@ STATEMENTS = (
                "copy row i in [8833, 17664] has its target i - 8833 as the strict argmax of its logits over the "
                "keys 0..i, so alpha_L = 1.")),
     S(claim="kvshift24:theorem3", variant="appendix-c", theory="Kvshift24Analytic", theorem="theorem3_appendix_c",
+      hypothesis=_T3_IDEAL, idealised=True,
       role="proves", covers=_T3_COVERS,
       reading=("For every T >= 4, every input and all real alpha1, alpha2, beta1, beta2 in Theorem 3's setting ("
                + _T3_SETTING + "): the loss equals Eq. 10 read with Appendix C's derivation, "
@@ -56,7 +59,7 @@ STATEMENTS = (
                "orthonormal idealisation (inner products -> 0 or 1 as d -> infinity, the loss continuous in them), "
                "which is argued, and the minimiser (0, 1).")),
     S(claim="kvshift24:theorem3", variant="as-printed", theory="Kvshift24Analytic",
-      theorem="theorem3_as_printed_refuted", role="refutes", covers=_T3_COVERS,
+      theorem="theorem3_as_printed_refuted", hypothesis=_T3_IDEAL, role="refutes", covers=_T3_COVERS,
       reading=("For every T >= 4, every input in Theorem 3's setting (" + _T3_SETTING + ") and all real "
                "parameters with beta2 != 0 and alpha1 != alpha2 (the paper's (alpha1, beta1) = (0, 0) with "
                "alpha2 = 1 - alpha1, beta2 = 1 - beta1 among them), the loss is not Eq. 10 as printed "

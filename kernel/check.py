@@ -4,6 +4,8 @@ Status rules (the README, "What the kernel checks and what it trusts"):
 
 * ``proved``: every theorem the catalog gives the variant has role ``proves``, compiled, rests only on
   trusted assumptions, and its module passed ``coqchk``: the statement holds for every size it quantifies over;
+* ``proved (idealised)``: as ``proved``, but some theorem assumes an idealisation the paper does not make
+  (:attr:`KernelStatement.idealised`, e.g. exactly orthonormal embeddings): evidence, not a proof of the statement;
 * ``refuted``: the same, with at least one theorem of role ``refutes`` (a kernel-checked counterexample);
 * ``error``: a theory did not compile, a theorem is missing, an assumption of ours was found, or coqchk
   complained (never read as a pass);
@@ -75,22 +77,26 @@ def _main_evidence(build: Build, statements: Sequence[KernelStatement]) -> Evide
         if ours:
             problems.append(f"coqchk lists axioms of ours in Verify.{theory}: {', '.join(ours)}")
         rows.append({"theorem": s.qualified, "role": s.role, "reading": s.reading, "statement": fact.statement,
-                     "assumptions": list(fact.assumptions), "sha256": build.sources.get(theory, "")})
+                     "assumptions": list(fact.assumptions), "sha256": build.sources.get(theory, ""),
+                     "hypothesis": s.hypothesis or "none beyond the paper's setting", "idealised": s.idealised})
     engines = {"coq": build.coq_version}
     if problems:
         return Evidence(layer=Layer.KERNEL, status=Status.ERROR, summary="kernel check not accepted: " + "; ".join(problems),
                         engines=engines, details=problems)
     refuting = [r for r in rows if r["role"] == "refutes"]
-    status = Status.REFUTED if refuting else Status.PROVED
-    shown = refuting[0] if refuting else rows[0]
+    idealised = not refuting and any(r["idealised"] for r in rows)
+    status = Status.REFUTED if refuting else (Status.PROVED_IDEALISED if idealised else Status.PROVED)
+    shown = refuting[0] if refuting else next((r for r in rows if r["idealised"]), rows[0])
     names = ", ".join(r["theorem"] for r in rows)
-    verb = "kernel-checked counterexample" if refuting else "kernel-checked theorem"
-    summary = f"{verb} (Coq {build.coq_version}, coqchk passed): {shown['reading']}"
+    verb = ("kernel-checked counterexample" if refuting else
+            "kernel-checked theorem of an idealisation, not of the statement" if idealised else "kernel-checked theorem")
+    summary = f"{verb} (Coq {build.coq_version}, coqchk passed; hypothesis: {shown['hypothesis']}): {shown['reading']}"
     certificate = {"coq_version": build.coq_version, "theorems": rows, "coqchk": "passed",
                    "trusted_base": "Coq's kernel, the standard library's axioms listed under each theorem"}
     return Evidence(layer=Layer.KERNEL, status=status, summary=summary, certificate=certificate, engines=engines,
                     bound="every size the theorem quantifies over",
-                    details=[f"{r['theorem']} ({r['role']}): {r['statement']}" for r in rows],
+                    details=[f"{r['theorem']} ({r['role']}; hypothesis: {r['hypothesis']}): {r['statement']}"
+                             for r in rows],
                     numbers={"theorems": names})
 
 

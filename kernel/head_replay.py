@@ -35,8 +35,19 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
-from verify.kernel.driver import (INSTALL_HINT, THEORIES, KernelUnavailable, _first_error, _run, _trusted_short,
-                                  coq_version, default_cache_dir, parse_assumptions)
+from verify.kernel.driver import (
+    INSTALL_HINT,
+    THEORIES,
+    KernelUnavailable,
+    _first_error,
+    _run,
+    _trusted_short,
+    coq_version,
+    default_cache_dir,
+    forbidden_vernacular,
+    parse_assumptions,
+    parse_coqchk_axioms,
+)
 
 #: fixed-point bits of the scores and tables (z stands for z / 2^BITS); every number the file states is a signed
 #: 63-bit integer (Coq reads those literals ten times faster than Z's), so scores lie in (-2^22, 2^22)
@@ -57,6 +68,9 @@ def squarings(G: int, bits: int = BITS) -> int:
 #: keys over all rows that one kernel file accepts (a hostile certificate cannot make Coq compute for hours)
 MAX_KEYS = 400_000
 CLAIMS = ("ge", "lt", "argmax", "argmax_no")
+#: the theorems of HeadSoftmax.v that the certificate files apply: their Print Assumptions are read, and coqchk run
+#: on the theory, once per Coq version and source text
+SOUNDNESS = tuple(f"{k}_{c}_sound" for c in CLAIMS for k in ("row", "rows"))
 #: Coq's primitive 63-bit integer type and operations (Coq.Numbers.Cyclic.Int63.PrimInt63, trusted like the kernel
 #: build's PrimInt63 specifications): Print Assumptions lists them by short name once Sint63.to_Z reads a literal
 PRIMITIVE_INT63 = frozenset({"int", "add", "sub", "mul", "div", "mod", "lsl", "lsr", "asr", "land", "lor", "lxor",
@@ -382,25 +396,69 @@ class KernelResult:
 
 
 def _theory_dir(version: str) -> Path:
-    """HeadSoftmax compiled once per Coq version and source text, kept in the kernel cache."""
-    src = (THEORIES / "HeadSoftmax.v").read_bytes()
-    digest = hashlib.sha256(src + version.encode()).hexdigest()[:16]
+    """HeadSoftmax compiled once per Coq version and source text, kept in the kernel cache beside ``trust.json``:
+    coqchk's answer on it and the assumptions of every theorem in :data:`SOUNDNESS` (refused, and not cached, when
+    one is not the standard library's).
+
+    Raises:
+        KernelUnavailable: coqchk is missing.
+        RuntimeError: the theory does not compile, coqchk refuses it, or it rests on an assumption of ours.
+    """
+    import json
+
+    text = (THEORIES / "HeadSoftmax.v").read_text()
+    digest = hashlib.sha256(text.encode() + version.encode()).hexdigest()[:16]
     root = default_cache_dir()
     target = root / f"headsoftmax-{digest}"
-    if (target / "HeadSoftmax.vo").is_file():
+    if (target / "HeadSoftmax.vo").is_file() and (target / "trust.json").is_file():
         return target
+    if shutil.which("coqchk") is None:
+        raise KernelUnavailable(INSTALL_HINT)
+    bad = forbidden_vernacular(text)
+    if bad:
+        raise RuntimeError(f"Verify.HeadSoftmax refused before compiling: it uses {', '.join(bad)}")
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="headsoftmax-", dir=root))
-    shutil.copy(THEORIES / "HeadSoftmax.v", tmp / "HeadSoftmax.v")
-    rc, msg = _run(["coqc", "-q", "-Q", ".", "Verify", "HeadSoftmax.v"], tmp)
-    if rc != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise RuntimeError(f"Verify.HeadSoftmax does not compile: {_first_error(msg)}")
     try:
-        os.replace(tmp, target)
-    except OSError:  # another process put it there first
-        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "HeadSoftmax.v").write_text(text)
+        rc, msg = _run(["coqc", "-q", "-Q", ".", "Verify", "HeadSoftmax.v"], tmp)
+        if rc != 0:
+            raise RuntimeError(f"Verify.HeadSoftmax does not compile: {_first_error(msg)}")
+        probe = ["Require Verify.HeadSoftmax."]
+        for name in SOUNDNESS:
+            probe += [f'Goal True. idtac "{_MARK}{name}". Abort.', f"Print Assumptions Verify.HeadSoftmax.{name}."]
+        (tmp / "Assumptions.v").write_text("\n".join(probe) + "\n")
+        rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", "Assumptions.v"], tmp)
+        found = parse_assumptions(out) if rc == 0 else {}
+        if rc != 0 or set(found) != set(SOUNDNESS):
+            raise RuntimeError(f"Print Assumptions on Verify.HeadSoftmax failed: {_first_error(out)}")
+        ours = sorted({a for v in found.values() for a in v if not _trusted_short(a, ("HeadSoftmax",))})
+        rc, out = _run(["coqchk", "-silent", "-o", "-Q", ".", "Verify", "-norec", "Verify.HeadSoftmax"], tmp)
+        axioms = parse_coqchk_axioms(out)
+        if rc != 0:
+            raise RuntimeError(f"coqchk refuses Verify.HeadSoftmax: {_first_error(out)}")
+        ours += [a for a in axioms if not a.startswith(("Coq.",))]
+        if ours:
+            raise RuntimeError(f"Verify.HeadSoftmax rests on assumptions of ours: {', '.join(ours)}")
+        (tmp / "trust.json").write_text(json.dumps({"coq_version": version, "coqchk": "ok", "coqchk_axioms": axioms,
+                                                    "assumptions": found}, indent=1, sort_keys=True))
+        for junk in ("Assumptions.v", "Assumptions.vo", "Assumptions.vos", "Assumptions.vok", "Assumptions.glob"):
+            (tmp / junk).unlink(missing_ok=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process put it there first
+            shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def trust(version: str) -> dict[str, Any]:
+    """coqchk's answer on HeadSoftmax and the assumptions of its soundness theorems (compiling it when needed)."""
+    import json
+
+    return json.loads((_theory_dir(version) / "trust.json").read_text())
 
 
 def check(tb: dict[str, Any], rows: Sequence[tuple[KernelRow, Stated]], tau: Fraction, header: str = "",
@@ -431,7 +489,8 @@ def check(tb: dict[str, Any], rows: Sequence[tuple[KernelRow, Stated]], tau: Fra
         secs = time.perf_counter() - t0
         if rc == 0 and not per_row:
             kinds = ", ".join(f"head_{c} by rows_{c}_sound" for c in CLAIMS if any(r.claim == c for r, _ in rows))
-            return KernelResult("checked", f"Coq {version}: {kinds}", version, len(rows), secs, G=tb["G"])
+            return KernelResult("checked", f"Coq {version}: {kinds}; HeadSoftmax coqchk-checked, assumptions only the "
+                                "standard library's", version, len(rows), secs, G=tb["G"])
         m = re.search(r'File "[^"]*HeadCert\.v", line (\d+)', out)
         line = int(m.group(1)) if m else -1
         what = next((w for a, b, w in spans if a <= line <= b), None)

@@ -26,6 +26,13 @@ class KernelStatement:
         part: ``""`` when the theorem answers the variant's statement (it sets the kernel layer's status); else
             the key of the claim's part it answers (:attr:`verify.core.model.Part.key`), reported under
             ``numbers["parts"]`` for that part's judge and leaving the layer's status to the others.
+        hypothesis: the hypothesis on the embeddings (or inputs) the theorem assumes, in words, printed in every
+            kernel line (``""``: none beyond the paper's setting).
+        idealised: True when that hypothesis is an idealisation the paper does not make (an exactly orthonormal
+            family where the paper draws random vectors): a ``proves`` theorem then gives the kernel layer the status
+            ``proved (idealised)``, evidence for the statement and not a proof of it.  A ``refutes`` theorem under an
+            idealisation is still a counterexample when the idealised case is one the statement covers (an
+            orthonormal family is eps-near-orthogonal for every eps): its catalog entry says so.
     """
 
     claim: str
@@ -36,10 +43,14 @@ class KernelStatement:
     reading: str
     covers: tuple[str, ...] = ()
     part: str = ""
+    hypothesis: str = ""
+    idealised: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in ("proves", "refutes"):
             raise ValueError(f"{self.claim}[{self.variant}]: role must be 'proves' or 'refutes', got {self.role!r}")
+        if self.idealised and not self.hypothesis:
+            raise ValueError(f"{self.claim}[{self.variant}]: an idealised theorem must name its hypothesis")
 
     @property
     def qualified(self) -> str:

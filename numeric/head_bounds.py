@@ -711,7 +711,7 @@ def _check_kernel_section(section: dict[str, Any], hb: "HeadBound", criterion: s
     rows = section.get("rows")
     if not isinstance(rows, list):
         return "no list of rows"
-    decided = {(r.prompt, r.row): r for r in hb.rows
+    decided: dict[Any, RowBound] = {(r.prompt, r.row): r for r in hb.rows
                if (criterion, r.status if criterion == "mass" else r.argmax) in _KERNEL_CLAIM}
     seen = set()
     for k, d in enumerate(rows):

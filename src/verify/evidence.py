@@ -78,6 +78,7 @@ class Status(_StrEnum):
     strongest to none.  ``finished`` is False for the statuses that block a verdict."""
 
     PROVED = "proved"
+    PROVED_IDEALISED = "proved (idealised)"
     REFUTED = "refuted"
     CONSISTENT = "consistent"
     INCONCLUSIVE = "inconclusive"
@@ -98,6 +99,9 @@ class Status(_StrEnum):
 _STATUS_MEANING = {
     "proved": ("proved (a theorem checked by Coq's kernel, an exact symbolic identity, or the solver showed no "
                "counterexample exists within the stated bound)"),
+    "proved (idealised)": ("proved (idealised): a theorem checked by Coq's kernel under a hypothesis the paper does not "
+                           "make (exactly orthonormal embeddings where it draws random ones); evidence, not a proof of "
+                           "the statement"),
     "refuted": "refuted (a concrete counterexample, re-checked in exact arithmetic or checked by Coq's kernel)",
     "consistent": "consistent (floating-point agreement within the stated tolerance; evidence, not proof)",
     "inconclusive": "inconclusive (the solver answered unknown or a budget ran out)",
@@ -365,7 +369,9 @@ def _outcome(status: Status, outcome: Outcome | str | None) -> Outcome | None:
         raise ValueError("a 'proved' result supports the statement (outcome 'holds')")
     if status == Status.REFUTED and given not in (None, Outcome.FAILS):
         raise ValueError("a 'refuted' result contradicts the statement (outcome 'fails')")
-    if status == Status.PROVED:
+    if status == Status.PROVED_IDEALISED and given not in (None, Outcome.HOLDS):
+        raise ValueError("a 'proved (idealised)' result supports the statement (outcome 'holds')")
+    if status in (Status.PROVED, Status.PROVED_IDEALISED):
         return Outcome.HOLDS
     if status == Status.REFUTED:
         return Outcome.FAILS

@@ -850,7 +850,9 @@ def aggregate(evidence: Sequence[Evidence], fix: str | None, layers_check_parts:
         unfinished = [f"{e.layer} {e.status}" for e in ran if not e.status.finished]
         return verdict, ("not every layer finished: " + ", ".join(unfinished)) if unfinished else "no layer ran"
     kernel = [e for e in ran if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)]
-    checked = "; kernel-checked in Coq for every size" if kernel else ""
+    ideal = [e for e in ran if e.layer == Layer.KERNEL and e.status == Status.PROVED_IDEALISED]
+    checked = ("; kernel-checked in Coq for every size" if kernel else
+               "; kernel-checked in Coq only under an idealisation (proved (idealised))" if ideal else "")
     if verdict == FAILS and parted:
         return verdict, ("the part of the statement that " + ", ".join(fails) + " checks is false (the part "
                          + ", ".join(holds) + " checks holds)" + checked)

@@ -254,7 +254,7 @@ def kernel_check(krows: list[Any], bound: Any, tau: Fraction, fraction: Fraction
     import time
 
     from verify.kernel.driver import KernelUnavailable
-    from verify.kernel.head_replay import choose, check
+    from verify.kernel.head_replay import check, choose, trust
 
     t0 = time.perf_counter()
     tb, stated, missed = choose(krows, tau)
@@ -271,6 +271,8 @@ def kernel_check(krows: list[Any], bound: Any, tau: Fraction, fraction: Fraction
     if res.first_refused is not None:
         out["first_refused"] = res.first_refused
     if res.status == "checked":
+        t = trust(res.coq_version or "")
+        out["theory"] = {"coqchk": t["coqchk"], "assumptions": sorted({a for v in t["assumptions"].values() for a in v})}
         n = len(bound.rows)
         need = -(-fraction.numerator * n // fraction.denominator)
         yes = sum(r.claim in ("ge", "argmax") for r, _ in stated)

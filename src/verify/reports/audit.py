@@ -121,9 +121,11 @@ def _layers_line(r: ClaimResult) -> str:
     """Which layers ran, what each said, and whether the result is kernel-checked."""
     ran = [f"{ev.layer} {ev.status}" for ev in r.evidence if ev.status != Status.SKIPPED]
     kernel = any(ev.layer == Layer.KERNEL and ev.status in (Status.PROVED, Status.REFUTED) for ev in r.evidence)
+    ideal = any(ev.layer == Layer.KERNEL and ev.status == Status.PROVED_IDEALISED for ev in r.evidence)
     skipped = [str(ev.layer) for ev in r.evidence if ev.status == Status.SKIPPED]
-    return ((", ".join(ran) or "none") + ("; kernel-checked (Coq, every size)" if kernel else "; not kernel-checked")
-            + (f"; not run: {', '.join(skipped)}" if skipped else ""))
+    said = ("; kernel-checked (Coq, every size)" if kernel else
+            "; kernel-checked only under an idealisation the paper does not make" if ideal else "; not kernel-checked")
+    return (", ".join(ran) or "none") + said + (f"; not run: {', '.join(skipped)}" if skipped else "")
 
 
 def one_line_reason(r: ClaimResult, timings: bool = False) -> str:
