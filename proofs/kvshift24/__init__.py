@@ -495,16 +495,18 @@ def _t3_formula(p: Mapping[str, Any], evs: Sequence[Evidence]) -> tuple[Outcome 
                         f"{tuple(w['alpha1_beta1'])} (limit {w['exact_limit']:.4f}, formula {w['reading']:.4f})"
                         if not ex["ok"] else
                         f"the empirical loss at d = {em['d']} is not within {em['tolerance']:.5f} of {n['reading']}")
-    ker = next((e for e in evs if e.layer == Layer.KERNEL and e.status in (Status.PROVED, Status.REFUTED)), None)
+    ker = next((e for e in evs if e.layer == Layer.KERNEL
+                and e.status in (Status.PROVED, Status.PROVED_IDEALISED, Status.REFUTED)), None)
     if ker is not None:
         layers.append(Layer.KERNEL.value)
         if ker.status == Status.REFUTED:
             fails = True
             said.append("Coq's kernel checks that the loss differs from it for every T >= 4 whenever beta2 != 0 "
-                        "and alpha1 != alpha2")
+                        "and alpha1 != alpha2 (tied orthonormal embeddings, the d -> infinity limit)")
         else:
             holds = True
-            said.append("Coq's kernel checks that the loss equals it for every T >= 4")
+            said.append("Coq's kernel checks that the loss equals it for every T >= 4 with tied orthonormal "
+                        "embeddings (the d -> infinity limit: an idealisation, proved (idealised))")
     outcome = Outcome.FAILS if fails else Outcome.HOLDS if holds else None
     return outcome, "; ".join(said) or "no layer that judges the formula finished", layers, {}
 

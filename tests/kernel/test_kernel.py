@@ -142,6 +142,37 @@ def test_a_missing_theorem_and_a_compile_error_are_errors_not_passes(tmp_path):
     assert ev.engines["coq"] and ev.certificate["theorems"][0]["assumptions"] is not None
 
 
+def test_a_theorem_under_an_idealisation_is_proved_idealised_not_proved(tmp_path):
+    """A proving theorem flagged idealised gives 'proved (idealised)', names its hypothesis and says it is not a
+    proof of the statement; with one refuting theorem beside it the variant is refuted; unflagged, 'proved'
+    (injected fault: the flag dropped turns the status back to 'proved')."""
+    need_coq()
+    d = _theories(tmp_path, {"T": GOOD})
+    ideal = KernelStatement("x:y", "", "T", "t", "proves", "x + 0 = x", hypothesis="orthonormal tokens",
+                            idealised=True)
+    build = build_theories([ideal], theories=d)
+    ev = evidence_from_build(build, [ideal])
+    assert ev.status == "proved (idealised)" and ev.outcome == "holds"
+    assert "hypothesis: orthonormal tokens" in ev.summary and "not of the statement" in ev.summary
+    assert evidence_from_build(build, [KernelStatement("x:y", "", "T", "t", "proves", "x + 0 = x",
+                                                       hypothesis="orthonormal tokens")]).status == "proved"
+    assert evidence_from_build(build, [ideal, KernelStatement("x:y", "", "T", "t", "refutes", "c")]).status == "refuted"
+    with pytest.raises(ValueError, match="must name its hypothesis"):
+        KernelStatement("x:y", "", "T", "t", "proves", "r", idealised=True)
+
+
+def test_every_catalog_proof_resting_on_an_orthonormal_family_is_flagged():
+    """A proving catalog entry whose hypothesis or reading assumes orthonormal embeddings is idealised unless its
+    theorem is the near-orthogonal one; only kvshift24:theorem3[appendix-c] is, today."""
+    from verify.kernel import catalog
+
+    flagged = sorted(f"{s.claim}[{s.variant}]" for s in catalog.statements() if s.idealised)
+    assert flagged == ["kvshift24:theorem3[appendix-c]"]
+    for s in catalog.statements():
+        if s.role == "proves" and "orthonormal" in s.hypothesis and not s.idealised:
+            raise AssertionError(f"{s.qualified} assumes an orthonormal family without the idealised flag")
+
+
 def test_without_coqc_the_layer_is_skipped_with_the_install_line(monkeypatch):
     import verify.kernel.driver as driver
     from verify.evidence import Context
