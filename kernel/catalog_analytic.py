@@ -48,7 +48,8 @@ STATEMENTS = (
                "copy row i in [8833, 17664] has its target i - 8833 as the strict argmax of its logits over the "
                "keys 0..i, so alpha_L = 1.")),
     S(claim="kvshift24:theorem3", variant="appendix-c", theory="Kvshift24Analytic", theorem="theorem3_appendix_c",
-      hypothesis=_T3_IDEAL, idealised=True,
+      hypothesis=_T3_IDEAL, tag="orthonormal, d -> infinity",
+      idealised=True,
       role="proves", covers=_T3_COVERS,
       reading=("For every T >= 4, every input and all real alpha1, alpha2, beta1, beta2 in Theorem 3's setting ("
                + _T3_SETTING + "): the loss equals Eq. 10 read with Appendix C's derivation, "
@@ -59,7 +60,7 @@ STATEMENTS = (
                "orthonormal idealisation (inner products -> 0 or 1 as d -> infinity, the loss continuous in them), "
                "which is argued, and the minimiser (0, 1).")),
     S(claim="kvshift24:theorem3", variant="as-printed", theory="Kvshift24Analytic",
-      theorem="theorem3_as_printed_refuted", hypothesis=_T3_IDEAL, role="refutes", covers=_T3_COVERS,
+      theorem="theorem3_as_printed_refuted", hypothesis=_T3_IDEAL, tag="orthonormal, d -> infinity", role="refutes", covers=_T3_COVERS,
       reading=("For every T >= 4, every input in Theorem 3's setting (" + _T3_SETTING + ") and all real "
                "parameters with beta2 != 0 and alpha1 != alpha2 (the paper's (alpha1, beta1) = (0, 0) with "
                "alpha2 = 1 - alpha1, beta2 = 1 - beta1 among them), the loss is not Eq. 10 as printed "

@@ -79,6 +79,7 @@ STATEMENTS = (
     S(claim="kvshift24:decode", variant="mixed-key,correct,correct", theory="Kvshift24",
       theorem="decode_mixed_key_refuted", role="refutes", covers=_DEC_REFUTE,
       hypothesis="one input of orthonormal symbols, one per RoPE plane (a counterexample)",
+      tag="orthonormal symbols",
       reading=("Appendix F's inference branch (after the prefill call the state is the shifted key k[:, -1:]), "
                "Theorem 2's layer as written, RoPE after the shift, ALiBi on: at L = 3, prefill 2, t = 3 the first "
                "decoded token mixes twice, slot 3's key is x_1 where the full pass has x_2; on x = (A, B, B) "

@@ -29,13 +29,15 @@ _ORTHO = ("an exactly orthonormal family (eps = 0); a counterexample for every e
 _NEAR = ("near-orthogonal embeddings as Assumption 1 states them: squared norms within eps of 1, inner products of "
          "distinct members at most eps in absolute value, every eps >= 0")
 STATEMENTS = (
-    S(claim="ws24:theorem2", variant="as-written", theory="Ws24", theorem="theorem2_as_written_refuted", hypothesis=_ORTHO,
+    S(claim="ws24:theorem2", variant="as-written", theory="Ws24", theorem="theorem2_as_written_refuted",
+      hypothesis=_ORTHO, tag="orthonormal family, eps = 0",
       role="refutes",
       covers=_COVERS,
       reading=(f"Eq. 13 as written, W^1_K = sum_{{k in Q}} chi(k) w_E(k) r_{{-1}}^T: {_FAMILY13}, the displayed "
                "association r_{-1}^T W^1_K w_E(v) is 0 for every token v, so for every v in Q with chi(v) != 0 it "
                "is not chi(v) as Theorem 2 states.")),
-    S(claim="ws24:theorem2", variant="transposed", theory="Ws24", theorem="theorem2_transposed_refuted", hypothesis=_ORTHO,
+    S(claim="ws24:theorem2", variant="transposed", theory="Ws24", theorem="theorem2_transposed_refuted",
+      hypothesis=_ORTHO, tag="orthonormal family, eps = 0",
       role="refutes",
       covers=_COVERS,
       reading=(f"W^1_K transposed, sum_{{k in Q}} chi(k) r_{{-1}} w_E(k)^T: {_FAMILY13}, for every v in Q the "
@@ -43,7 +45,8 @@ STATEMENTS = (
                "(query^T W_K key) is 0 and so is the layer-1 score w_E(v)^T W^1_K (w_E(u) + r_{(t-1)-t}) at "
                "(t, t-1) for every position t and token u: no previous-token head is left (the model's score is "
                "not chi(v) wherever chi(v) != 0).")),
-    S(claim="ws24:theorem2", variant="read-score", theory="Ws24Near", theorem="theorem2_read_score_near", hypothesis=_NEAR,
+    S(claim="ws24:theorem2", variant="read-score", theory="Ws24Near", theorem="theorem2_read_score_near",
+      hypothesis=_NEAR, tag="near-orthogonal, every eps",
       role="proves",
       covers=(*_COVERS, "eps"),
       reading=("Eq. 13 kept and the display read as query^T W_K key, for near-orthogonal embeddings (Assumption 1 "
@@ -57,20 +60,23 @@ STATEMENTS = (
                "model's score exceeds the as-written display in absolute value for every eps < eps*(V) = "
                "(sqrt((V + 1)^2 + 8 V) - (V + 1)) / (4 V) (0.0950 at V = 8, 0.0149 at V = 64). At eps = 0 "
                "(an orthonormal family) the score is chi(v) exactly (Ws24Near.theorem2_read_score_near_at_0).")),
-    S(claim="ws24:eq14", variant="as-written", theory="Ws24", theorem="eq14_as_written_refuted", hypothesis=_ORTHO,
+    S(claim="ws24:eq14", variant="as-written", theory="Ws24", theorem="eq14_as_written_refuted",
+      hypothesis=_ORTHO, tag="orthonormal family, eps = 0",
       role="refutes",
       covers=_COVERS,
       reading=(f"Eq. 14 as written, W^2_K = sum_k psi(k) w_E(k) (Phi_1 w_E(k))^T: {_FAMILY14}, the proof's score "
                "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) is 0 for all tokens z_s, z_T, so at z_s = z_T with "
                "psi(z_T) != 0 it is not psi(z_T)[z_s = z_T].")),
-    S(claim="ws24:eq14", variant="transposed", theory="Ws24", theorem="eq14_transposed_refuted", hypothesis=_ORTHO,
+    S(claim="ws24:eq14", variant="transposed", theory="Ws24", theorem="eq14_transposed_refuted",
+      hypothesis=_ORTHO, tag="orthonormal family, eps = 0",
       role="refutes",
       covers=_COVERS,
       reading=(f"W^2_K transposed, sum_k psi(k) (Phi_1 w_E(k)) w_E(k)^T: {_FAMILY14}, the display "
                "(Phi_1 w_E(z_s))^T W^2_K w_E(z_T) = psi(z_T)[z_s = z_T], but the model's own induction score "
                "w_E(z_T)^T W^2_K Phi_1 w_E(z_s) is 0 for every pair (not psi(z_T) at z_s = z_T where "
                "psi(z_T) != 0).")),
-    S(claim="ws24:eq14", variant="read-score", theory="Ws24Near", theorem="eq14_read_score_near", hypothesis=_NEAR,
+    S(claim="ws24:eq14", variant="read-score", theory="Ws24Near", theorem="eq14_read_score_near",
+      hypothesis=_NEAR, tag="near-orthogonal, every eps",
       role="proves",
       covers=(*_COVERS, "eps"),
       reading=("Eq. 14 kept and the score read as query^T W_K key, for near-orthogonal embeddings (Assumption 1 "
@@ -84,6 +90,7 @@ STATEMENTS = (
                "(sqrt(1 + 2V) - 1) / (2V) (0.217 at V = 6, 0.0809 at V = 64). At eps = 0 (an orthonormal family, "
                "Ws24.eq14_read_score) the score is psi(z_T)[z_s = z_T] exactly.")),
     S(claim="ws24:prop4", variant="", theory="Ws24", theorem="prop4", hypothesis="none (a softmax identity: no embedding enters)",
+      tag="no embedding hypothesis",
       role="proves",
       covers=("d", "V", "T"),
       reading=("For every number t >= 1 of visible keys and every position p < t of the previous token, the "

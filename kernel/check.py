@@ -78,7 +78,8 @@ def _main_evidence(build: Build, statements: Sequence[KernelStatement]) -> Evide
             problems.append(f"coqchk lists axioms of ours in Verify.{theory}: {', '.join(ours)}")
         rows.append({"theorem": s.qualified, "role": s.role, "reading": s.reading, "statement": fact.statement,
                      "assumptions": list(fact.assumptions), "sha256": build.sources.get(theory, ""),
-                     "hypothesis": s.hypothesis or "none beyond the paper's setting", "idealised": s.idealised})
+                     "hypothesis": s.hypothesis or "none beyond the paper's setting", "tag": s.tag,
+                     "idealised": s.idealised})
     engines = {"coq": build.coq_version}
     if problems:
         return Evidence(layer=Layer.KERNEL, status=Status.ERROR, summary="kernel check not accepted: " + "; ".join(problems),
@@ -89,8 +90,9 @@ def _main_evidence(build: Build, statements: Sequence[KernelStatement]) -> Evide
     shown = refuting[0] if refuting else next((r for r in rows if r["idealised"]), rows[0])
     names = ", ".join(r["theorem"] for r in rows)
     verb = ("kernel-checked counterexample" if refuting else
-            "kernel-checked theorem of an idealisation, not of the statement" if idealised else "kernel-checked theorem")
-    summary = f"{verb} (Coq {build.coq_version}, coqchk passed; hypothesis: {shown['hypothesis']}): {shown['reading']}"
+            "kernel-checked theorem of an idealisation (not of the statement)" if idealised else "kernel-checked theorem")
+    tag = f", {shown['tag']}" if shown["tag"] else ""
+    summary = f"{verb}{tag} (Coq {build.coq_version}, coqchk passed): {shown['reading']}"
     certificate = {"coq_version": build.coq_version, "theorems": rows, "coqchk": "passed",
                    "trusted_base": "Coq's kernel, the standard library's axioms listed under each theorem"}
     return Evidence(layer=Layer.KERNEL, status=status, summary=summary, certificate=certificate, engines=engines,

@@ -26,8 +26,9 @@ class KernelStatement:
         part: ``""`` when the theorem answers the variant's statement (it sets the kernel layer's status); else
             the key of the claim's part it answers (:attr:`verify.core.model.Part.key`), reported under
             ``numbers["parts"]`` for that part's judge and leaving the layer's status to the others.
-        hypothesis: the hypothesis on the embeddings (or inputs) the theorem assumes, in words, printed in every
-            kernel line (``""``: none beyond the paper's setting).
+        hypothesis: the hypothesis on the embeddings (or inputs) the theorem assumes, in words, in the kernel
+            evidence's details and certificate (``""``: none beyond the paper's setting).
+        tag: the same in a few words, printed in every kernel line right after its verb (``"eps = 0"``).
         idealised: True when that hypothesis is an idealisation the paper does not make (an exactly orthonormal
             family where the paper draws random vectors): a ``proves`` theorem then gives the kernel layer the status
             ``proved (idealised)``, evidence for the statement and not a proof of it.  A ``refutes`` theorem under an
@@ -44,11 +45,14 @@ class KernelStatement:
     covers: tuple[str, ...] = ()
     part: str = ""
     hypothesis: str = ""
+    tag: str = ""
     idealised: bool = False
 
     def __post_init__(self) -> None:
         if self.role not in ("proves", "refutes"):
             raise ValueError(f"{self.claim}[{self.variant}]: role must be 'proves' or 'refutes', got {self.role!r}")
+        if bool(self.hypothesis) != bool(self.tag):
+            raise ValueError(f"{self.claim}[{self.variant}]: a hypothesis needs its short tag, and a tag its hypothesis")
         if self.idealised and not self.hypothesis:
             raise ValueError(f"{self.claim}[{self.variant}]: an idealised theorem must name its hypothesis")
 

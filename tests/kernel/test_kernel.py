@@ -149,16 +149,19 @@ def test_a_theorem_under_an_idealisation_is_proved_idealised_not_proved(tmp_path
     need_coq()
     d = _theories(tmp_path, {"T": GOOD})
     ideal = KernelStatement("x:y", "", "T", "t", "proves", "x + 0 = x", hypothesis="orthonormal tokens",
-                            idealised=True)
+                            tag="idealised: orthonormal", idealised=True)
     build = build_theories([ideal], theories=d)
     ev = evidence_from_build(build, [ideal])
     assert ev.status == "proved (idealised)" and ev.outcome == "holds"
-    assert "hypothesis: orthonormal tokens" in ev.summary and "not of the statement" in ev.summary
+    assert ", idealised: orthonormal (Coq" in ev.summary and "(not of the statement)" in ev.summary
+    assert any("hypothesis: orthonormal tokens" in d for d in ev.details)
     assert evidence_from_build(build, [KernelStatement("x:y", "", "T", "t", "proves", "x + 0 = x",
-                                                       hypothesis="orthonormal tokens")]).status == "proved"
+                                                       hypothesis="orthonormal tokens", tag="o")]).status == "proved"
     assert evidence_from_build(build, [ideal, KernelStatement("x:y", "", "T", "t", "refutes", "c")]).status == "refuted"
     with pytest.raises(ValueError, match="must name its hypothesis"):
         KernelStatement("x:y", "", "T", "t", "proves", "r", idealised=True)
+    with pytest.raises(ValueError, match="short tag"):
+        KernelStatement("x:y", "", "T", "t", "proves", "r", hypothesis="h")
 
 
 def test_every_catalog_proof_resting_on_an_orthonormal_family_is_flagged():
