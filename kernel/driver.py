@@ -60,6 +60,11 @@ STDLIB_AXIOM_MODULES = ("ClassicalDedekindReals.", "FunctionalExtensionality.", 
                         "Rdefinitions.", "Raxioms.", "SpecFloat.", "FloatOps.", "FloatClass.", "ssrunder.",
                         "Under_rel.", "Float64.", "Sint63.")
 
+#: how every theory is compiled (``coqc COQC_ARGS X.v``) and re-checked (``coqchk COQCHK_ARGS Verify.X``): coqchk
+#: re-does every conversion with its own checker; no option trusting the bytecode VM or native compilation is given
+COQC_ARGS = ("-q", "-Q", ".", "Verify")
+COQCHK_ARGS = ("-silent", "-o", "-Q", ".", "Verify", "-norec")
+
 #: seconds one coqc call may take before the build records it as timed out
 COQC_TIMEOUT_S = 300
 
@@ -342,7 +347,7 @@ def _one_theory(build: Build, name: str, texts: Mapping[str, str], statements: S
         return
     if progress:
         progress(f"kernel: coqc {name}.v")
-    rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], work)
+    rc, out = _run(["coqc", *COQC_ARGS, f"{name}.v"], work)
     build.compiled[name] = rc == 0
     if rc != 0:
         build.errors[name] = _first_error(out)
@@ -350,7 +355,7 @@ def _one_theory(build: Build, name: str, texts: Mapping[str, str], statements: S
     _read_assumptions(build, sorted({s.qualified for s in mine}), name, list(texts), work)
     if progress:
         progress(f"kernel: coqchk Verify.{name}")
-    rc, out = _run(["coqchk", "-silent", "-o", "-Q", ".", "Verify", "-norec", f"Verify.{name}"], work)
+    rc, out = _run(["coqchk", *COQCHK_ARGS, f"Verify.{name}"], work)
     build.coqchk[name] = "ok" if rc == 0 else _first_error(out)
     build.coqchk_axioms[name] = parse_coqchk_axioms(out)
 
@@ -366,7 +371,7 @@ def _read_assumptions(build: Build, wanted: Sequence[str], theory: str, ours: Se
         for q in names:
             lines += [f'Goal True. idtac "{_MARK}{q}". Abort.', f"Print Assumptions {q}."]
         probe.write_text("\n".join(lines) + "\n")
-        return _run(["coqc", "-q", "-Q", ".", "Verify", probe.name], work)
+        return _run(["coqc", *COQC_ARGS, probe.name], work)
 
     rc, out = ask(wanted)
     if rc != 0:  # one missing theorem makes the whole file fail: ask theorem by theorem
@@ -456,14 +461,14 @@ def coq_compute(theory: str, exprs: str | Sequence[str], theories: Path = THEORI
             vo = work / f"{name}.vo"
             if not vo.exists():
                 shutil.copy(theories / f"{name}.v", work / f"{name}.v")
-                rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], work)
+                rc, out = _run(["coqc", *COQC_ARGS, f"{name}.v"], work)
                 if rc != 0:
                     raise RuntimeError(f"Verify.{name} does not compile:\n{_first_error(out)}")
         lines = [f"Require Import Verify.{theory}.", preamble]
         for i, e in enumerate(exprs):
             lines += [f'Goal True. idtac "{_MARK}{i}". Abort.', f"Compute ({e})."]
         (work / "VerifyCompute.v").write_text("\n".join(lines) + "\n")
-        rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", "VerifyCompute.v"], work)
+        rc, out = _run(["coqc", *COQC_ARGS, "VerifyCompute.v"], work)
         if rc != 0:
             raise RuntimeError(f"Compute failed:\n{_first_error(out)}")
     answers: dict[int, list[str]] = {}

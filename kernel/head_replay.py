@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify.kernel.driver import (
+    COQC_ARGS,
+    COQCHK_ARGS,
     INSTALL_HINT,
     THEORIES,
     KernelUnavailable,
@@ -421,19 +423,19 @@ def _theory_dir(version: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix="headsoftmax-", dir=root))
     try:
         (tmp / "HeadSoftmax.v").write_text(text)
-        rc, msg = _run(["coqc", "-q", "-Q", ".", "Verify", "HeadSoftmax.v"], tmp)
+        rc, msg = _run(["coqc", *COQC_ARGS, "HeadSoftmax.v"], tmp)
         if rc != 0:
             raise RuntimeError(f"Verify.HeadSoftmax does not compile: {_first_error(msg)}")
         probe = ["Require Verify.HeadSoftmax."]
         for name in SOUNDNESS:
             probe += [f'Goal True. idtac "{_MARK}{name}". Abort.', f"Print Assumptions Verify.HeadSoftmax.{name}."]
         (tmp / "Assumptions.v").write_text("\n".join(probe) + "\n")
-        rc, out = _run(["coqc", "-q", "-Q", ".", "Verify", "Assumptions.v"], tmp)
+        rc, out = _run(["coqc", *COQC_ARGS, "Assumptions.v"], tmp)
         found = parse_assumptions(out) if rc == 0 else {}
         if rc != 0 or set(found) != set(SOUNDNESS):
             raise RuntimeError(f"Print Assumptions on Verify.HeadSoftmax failed: {_first_error(out)}")
         ours = sorted({a for v in found.values() for a in v if not _trusted_short(a, ("HeadSoftmax",))})
-        rc, out = _run(["coqchk", "-silent", "-o", "-Q", ".", "Verify", "-norec", "Verify.HeadSoftmax"], tmp)
+        rc, out = _run(["coqchk", *COQCHK_ARGS, "Verify.HeadSoftmax"], tmp)
         axioms = parse_coqchk_axioms(out)
         if rc != 0:
             raise RuntimeError(f"coqchk refuses Verify.HeadSoftmax: {_first_error(out)}")

@@ -27,7 +27,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
 
-from verify.kernel.driver import INSTALL_HINT, THEORIES, KernelUnavailable, _first_error, _run, coq_version
+from verify.kernel.driver import COQC_ARGS, INSTALL_HINT, THEORIES, KernelUnavailable, _first_error, _run, coq_version
 
 #: the relations a row may use, and their names in Farkas.v
 RELATIONS = {"<=": "Le", "<": "Lt", "=": "Eq"}
@@ -149,7 +149,7 @@ def replay_documents(docs: list[tuple[str, bytes]], progress: Callable[[str], No
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         shutil.copy(THEORIES / "Farkas.v", work / "Farkas.v")
-        rc, msg = _run(["coqc", "-q", "-Q", ".", "Verify", "Farkas.v"], work)
+        rc, msg = _run(["coqc", *COQC_ARGS, "Farkas.v"], work)
         if rc != 0:
             raise RuntimeError(f"Verify.Farkas does not compile: {_first_error(msg)}")
         for i, (label, data) in enumerate(docs):
@@ -165,7 +165,7 @@ def replay_documents(docs: list[tuple[str, bytes]], progress: Callable[[str], No
                 continue
             name = f"Replay{i}"
             (work / f"{name}.v").write_text(text)
-            rc, msg = _run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], work)
+            rc, msg = _run(["coqc", *COQC_ARGS, f"{name}.v"], work)
             n = len(doc["certificate"]["cases"])
             if rc == 0:
                 out.append((label, True, f"Coq {version} kernel: {n} case(s), each ~ feasible rows by farkas_sound"))
