@@ -10,7 +10,8 @@ marks the others' share SKIPPED through cosmic-ray's WorkDB, the filters' interf
 
 A surviving mutant is a defect of the tests unless it is listed in tests/mutation/equivalents.json with a reason
 (it computes what the original does, or what it changes cannot be observed).  A mutant is named by its module, its
-operator and the source line before and after (stripped), not by a line number, so that the list survives edits.
+operator and the source line before and after (stripped), not by a line number, so that the list survives edits; a
+line the module has more than once (``continue``) is pinned by ``context``, a line just above it.
 
 - ``python tools/mutation.py`` runs every module of :data:`TRUSTED` and writes docs/mutation.md;
 - ``python tools/mutation.py --changed [--base REV]`` runs only the mutants on lines changed since REV (default:
@@ -234,9 +235,27 @@ def equivalents() -> list[dict[str, str]]:
     return out
 
 
+#: lines above a mutated line that an entry's ``context`` may name
+CONTEXT_LINES = 3
+
+
+def _above(module: str, line: int) -> list[str]:
+    """The stripped source lines just above ``line`` (1-based) of a trusted module, as the checkout has it."""
+    try:
+        src = (ROOT / module).read_text().splitlines()
+    except OSError:
+        return []
+    return [x.strip() for x in src[max(0, line - 1 - CONTEXT_LINES):max(0, line - 1)]]
+
+
 def is_equivalent(row: dict[str, Any], listed: list[dict[str, str]]) -> bool:
+    """Whether a survivor is a listed equivalent: module, operator and the lines before and after all equal; an entry
+    with ``context`` (for a line the module has more than once, such as ``continue``) also needs that stripped line
+    among the CONTEXT_LINES lines above the mutant's."""
     return any(e["module"] == row["module"] and e["operator"] == row["operator"] and e["before"] == row["before"]
-               and e["after"] == row["after"] for e in listed)
+               and e["after"] == row["after"]
+               and (not e.get("context") or e["context"] in _above(row["module"], int(row.get("line") or 0)))
+               for e in listed)
 
 
 def recorded() -> dict[str, Any]:

@@ -27,6 +27,11 @@ def test_every_equivalent_has_a_reason_and_a_live_line() -> None:
         source = [line.strip() for line in (ROOT / e["module"]).read_text().splitlines()]
         assert e["before"] in source, f"stale entry: {e['module']} has no line {e['before']!r}"
         assert e["before"] != e["after"], e
+        if source.count(e["before"]) > 1:  # a line the module has more than once is pinned by its context
+            hits = [i for i, x in enumerate(source) if x == e["before"]
+                    and e.get("context") in source[max(0, i - M.CONTEXT_LINES):i]]
+            assert len(hits) == 1, f"{e['module']}: {e['before']!r} occurs {source.count(e['before'])} times; " \
+                                   f"its context {e.get('context')!r} must pick exactly one"
 
 
 def test_a_missing_reason_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,6 +63,19 @@ def test_a_survivor_matches_an_entry_on_every_field() -> None:
     assert M.is_equivalent(row, [e])
     for k, other in (("module", "solver/recheck.py"), ("operator", "op2"), ("before", "c"), ("after", "c")):
         assert not M.is_equivalent({**row, k: other}, [e])
+
+
+def test_a_context_pins_a_repeated_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """'continue' -> 'break' listed for one 'continue' (by the line above it) does not excuse another one."""
+    mod = tmp_path / "solver" / "m.py"
+    mod.parent.mkdir()
+    mod.write_text("for a in x:\n    if a:\n        continue\nfor b in y:\n    if b > 1:\n        continue\n")
+    monkeypatch.setattr(M, "ROOT", tmp_path)
+    e = {"module": "solver/m.py", "operator": "core/ReplaceContinueWithBreak", "before": "continue", "after": "break",
+         "context": "if b > 1:", "reason": "r"}
+    row = {"module": "solver/m.py", "operator": "core/ReplaceContinueWithBreak", "before": "continue", "after": "break"}
+    assert M.is_equivalent({**row, "line": 6}, [e])
+    assert not M.is_equivalent({**row, "line": 3}, [e])
 
 
 def test_the_trusted_modules_and_their_tests_exist() -> None:

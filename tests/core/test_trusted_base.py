@@ -507,3 +507,139 @@ def test_an_equality_may_take_a_negative_multiplier() -> None:
     x = z3.Real("x")
     cert = farkas_certificate([x == 1, x <= 0])
     assert cert["checked"] and F(cert["cases"][0]["multipliers"][0]) < 0
+
+
+# ------------------------------------------------------------------ certify.py: the survivors of its first full pass
+
+
+def test_an_algebraic_number_is_not_a_variable() -> None:
+    """sqrt(2) as z3 simplifies it (root-obj, a 0-argument application of kind Z3_OP_AGNUM) is refused, not read as
+    a variable named after it (kills k == Z3_OP_UNINTERPRETED -> k is not Z3_OP_UNINTERPRETED)."""
+    root = z3.simplify(z3.Sqrt(z3.RealVal(2)), algebraic_number_evaluator=True)
+    assert z3.is_algebraic_value(root)
+    with pytest.raises(NonLinear, match="unsupported operator"):
+        linearize(root + z3.Real("x"))
+
+
+def test_division_by_a_negative_constant() -> None:
+    """x / -2 is -x/2 (kills den == 0 -> den <= 0, which refuses every negative constant denominator)."""
+    x = z3.Real("x")
+    assert linearize(x / z3.RealVal(-2) + 1) == {"x": F(-1, 2), "": F(1)}
+
+
+def test_a_quantified_constraint_is_refused_not_skipped() -> None:
+    """A quantifier (term kind -1) in an obligation is refused as NonLinear, never dropped like a True constraint
+    (kills k == Z3_OP_TRUE -> k <= Z3_OP_TRUE: -1 <= Z3_OP_TRUE would skip it, and a certificate would then refute
+    the remaining rows alone)."""
+    x, y = z3.Reals("x y")
+    with pytest.raises(NonLinear):
+        certify.cases_of([x <= 0, z3.ForAll([y], y * y >= 0), x >= 1])
+
+
+def test_the_core_alone_is_solved_and_the_other_rows_get_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 40 rows the dual LP is solved on the unsat core only (one LP, on the core's rows) and every row outside
+    the core gets the multiplier 0 (kills full is not None -> full is None, which solves the whole system again,
+    and [Fraction(0)] -> [Fraction(1)] / [Fraction(-1)] outside the core)."""
+    x = z3.Real("x")
+    filler = [x <= 100 + k for k in range(50)]
+    solved: list[int] = []
+    real = certify._multipliers_on
+
+    def spy(rows, timeout_ms, ctx):
+        solved.append(len(rows))
+        return real(rows, timeout_ms, ctx)
+
+    monkeypatch.setattr(certify, "_multipliers_on", spy)
+    cert = farkas_certificate([*filler, x >= 1, x <= 0])
+    assert cert["checked"] and solved == [2]
+    ys = [F(y) for y in cert["cases"][0]["multipliers"]]
+    rows = cert["cases"][0]["rows"]
+    core = [i for i, r in enumerate(rows) if r["rhs"] in ("-1", "0")]
+    assert len(ys) == 52 and all(ys[i] == 0 for i in range(52) if i not in core) and all(ys[i] > 0 for i in core)
+
+
+def test_a_non_strict_feasible_system_has_no_strict_certificate() -> None:
+    """x <= 0 and -x <= 0 hold at x = 0: no multipliers exist; the 'strict' goal weighs the strict rows only (kills
+    op == '<' -> op >= '<', which counts every row as strict and finds y = (1, 1) with y^T b = 0)."""
+    rows = [{"coeffs": {"x": "1"}, "op": "<=", "rhs": "0"}, {"coeffs": {"x": "-1"}, "op": "<=", "rhs": "0"}]
+    assert certify._multipliers_on(rows, 5000, z3.Context()) is None
+
+
+def test_the_negative_goal_is_tried_before_the_strict_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a strict row present, the LP is first asked for y^T b <= -1 and only then for the strict form (kills
+    mode == 'negative' -> mode > 'negative' and -> mode != 'negative', which ask in the other order)."""
+    goals: list[str] = []
+    real = certify.seeded_solver
+
+    def spy(ctx, timeout_ms):
+        s = real(ctx, timeout_ms)
+        orig = s.from_string
+
+        def record(text):
+            goals.append("negative" if "(- 1.0)))" in text.splitlines()[-1] else "strict")
+            return orig(text)
+
+        s.from_string = record
+        return s
+
+    monkeypatch.setattr(certify, "seeded_solver", spy)
+    rows = [{"coeffs": {"x": "1"}, "op": "<", "rhs": "0"}, {"coeffs": {"x": "-1"}, "op": "<=", "rhs": "0"}]
+    ys = certify._multipliers_on(rows, 5000, z3.Context())
+    assert ys is not None and goals == ["negative", "strict"]
+
+
+def test_a_row_without_variables_is_no_bound() -> None:
+    """A '<=' row with no variable left (0 <= 3) beside a monomial is not taken as a bound of anything (kills
+    len(coeffs) == 1 -> <= 1, which unpacks the empty row and raises)."""
+    rows = [{"coeffs": {}, "op": "<=", "rhs": "3"}, {"coeffs": {"x": "1"}, "op": "<=", "rhs": "1"},
+            {"coeffs": {"x*x": "1"}, "op": "<=", "rhs": "5"}]
+    out = certify.with_products(rows)
+    assert [r.get("product_of") for r in out] == [None, None, None, [1, 1]]
+
+
+def test_a_solver_core_is_what_the_single_case_is_solved_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one case, the core the caller passes is where the multipliers are sought first (kills len(cases) == 1
+    -> == 0, which never uses it)."""
+    cores: list[list[int]] = []
+    real = certify._multipliers_on_core
+
+    def spy(rows, core, timeout_ms, ctx):
+        cores.append(list(core))
+        return real(rows, core, timeout_ms, ctx)
+
+    monkeypatch.setattr(certify, "_multipliers_on_core", spy)
+    x = z3.Real("x")
+    cert = farkas_certificate([x <= 5, x >= 1, x <= 0], core=[1, 2])
+    assert cert["checked"] and cores == [[1, 2]]
+
+
+def test_without_cvc5_the_answer_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No cvc5 package: the opinion is 'unavailable' with the reason, not an ImportError (kills the ImportError
+    handler replaced)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cvc5", None)
+    assert certify.cvc5_opinion("(check-sat)", 1000) == ("unavailable", "the cvc5 package is not installed")
+
+
+def test_the_helper_exits_cleanly_when_its_owner_closes_the_pipe() -> None:
+    """The parent closes its request end: the helper reads EOF and returns, exit code 0 (kills the EOFError handler
+    replaced: the helper would die with a traceback, exit code 1)."""
+    h = certify._Cvc5Helper()
+    h.requests.close()
+    h.proc.join(10)
+    assert h.proc.exitcode == 0
+    h.answers.close()
+
+
+def test_an_error_inside_cvc5_is_an_unknown_answer_with_its_reason() -> None:
+    """cvc5 raising inside the helper: the answer is unknown, naming the error, and the helper lives on (kills the
+    Exception handler replaced: the helper would die and the reason would be lost)."""
+    from verify import faults
+
+    def boom(*a):
+        raise RuntimeError("parser broke")
+
+    with faults.inject("solver.certify._cvc5_solve", boom):
+        assert certify.cvc5_opinion("(check-sat)", 2000) == ("unknown", "cvc5 error: RuntimeError: parser broke")
+        assert certify._Cvc5Helper.current().proc.is_alive()
