@@ -5,7 +5,10 @@ to the fixed reference workload of bench_all.py timed in the same run.
 
 Per case, in a fresh process: the whole command (``command_s``: start-up, imports, building or reading the model,
 the cross-check, the balls) and, inside the process, the balls alone (``balls_s``: ``head_bounds.bound_head`` on the
-extracted head and prompts) with the row count.  The trained model is read from a lab cache in a temporary
+extracted head and prompts) with the row count; then the certificate's checks (issue 41): ``recheck_s``, the Python
+re-check of the certificate with its kernel section (``head_bounds.recheck``: the balls re-derived from the file),
+and ``kernel_s``, the Coq check of the same rows (``verify head --kernel``'s step: the tables chosen, the file written
+and compiled; HeadSoftmax compiled beforehand, once per Coq version, not counted), with ``kernel_over_recheck``.  The trained model is read from a lab cache in a temporary
 directory that the first case fills (its training time is reported as ``train_s`` and not counted in the others).
 Results go to benchmarks/results/bench_head-<date>.json unless --json says otherwise.
 """
@@ -40,7 +43,32 @@ spec, layer, head, pattern = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sy
 ex = heads.extract(spec, layer, head, pattern, None, n=4, length=64, seed=0)
 t = time.perf_counter()
 b = hb.bound_head(ex.program, ex.prompts, Fraction(1, 2))
-print(json.dumps({"balls_s": round(time.perf_counter() - t, 4), "rows": b.counts()["rows"]}))
+out = {"balls_s": round(time.perf_counter() - t, 4), "rows": b.counts()["rows"]}
+import shutil
+if shutil.which("coqc"):
+    from verify.frontends.head_cli import kernel_rows
+    from verify.kernel import head_replay as hr
+    crit = "argmax" if "--criterion" in sys.argv[5:] else "mass"
+    frac = Fraction(sys.argv[sys.argv.index("--fraction") + 1]) if "--fraction" in sys.argv else Fraction(1)
+    b = hb.bound_head(ex.program, ex.prompts, Fraction(1, 2), enclose=hr.BITS)
+    rows = kernel_rows(b, crit)
+    hr.trust(hr.coq_version())  # HeadSoftmax compiled once, not counted
+    t = time.perf_counter()
+    tb, stated, missed = hr.choose(rows, Fraction(1, 2))
+    res = hr.check(tb, stated, Fraction(1, 2))
+    out["kernel_s"] = round(time.perf_counter() - t, 4)
+    out["kernel"] = {"status": res.status, "rows": len(stated), "not_checked": len(missed), "step": f"2^-{tb['G']}"}
+    meta = {"model": {"model": spec}, "layer": layer, "head": head, "pattern": pattern, "seed": 0, "inputs": "",
+            "statement": hb.statement(pattern, crit, Fraction(1, 2), frac), "rows_filter": None}
+    doc = json.loads(json.dumps(hb.certificate(ex.program, ex.prompts, b, tau=Fraction(1, 2), fraction=frac,
+                                               criterion=crit, meta=meta)))
+    doc["kernel"] = {"bits": hr.BITS, "rows": [r.to_json() for r, _ in stated]}
+    t = time.perf_counter()
+    ok, why = hb.recheck(doc)
+    out["recheck_s"] = round(time.perf_counter() - t, 4)
+    assert ok, why
+    out["kernel_over_recheck"] = round(out["kernel_s"] / out["recheck_s"], 1)
+print(json.dumps(out))
 """
 
 
@@ -66,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd_s, out = _run([sys.executable, "-m", "verify", "head", "--model", spec, "--layer", str(layer), "--head",
                                str(head), "--pattern", pattern, *extra, "--format", "json"], env)
             report = json.loads(out)
-            _, inner = _run([sys.executable, "-c", CHILD, spec, str(layer), str(head), pattern], env)
+            _, inner = _run([sys.executable, "-c", CHILD, spec, str(layer), str(head), pattern, *extra], env)
             balls = json.loads(inner)
             rows.append({"model": spec, "layer": layer, "head": head, "pattern": pattern, "options": " ".join(extra),
                          "verdict": report["verdict"], "counts": report["counts"], "inputs": report["inputs"],
@@ -76,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"reference_s": round(ref, 4), "bytecode": BYTECODE_NOTE, "cores": os.cpu_count(), "train_s_ws24_rpe_seed0": train_s,
            "command_s_is": "python -m verify head ... in a fresh process (start-up, imports, model, cross-check, balls)",
            "balls_s_is": "head_bounds.bound_head alone on 4 prompts of 64 tokens (the command's defaults)",
+           "recheck_s_is": "head_bounds.recheck of the certificate with its kernel section (arb re-derivation)",
+           "kernel_s_is": "the decided rows checked in Coq (tables chosen, file written, coqc), HeadSoftmax precompiled",
            "rows": rows}
     path = a.json or os.path.join(os.path.dirname(__file__), "results",
                                   f"bench_head-{datetime.date.today().isoformat()}.json")

@@ -254,3 +254,19 @@ def test_verify_head_kernel_on_tiny_gpt2_and_a_widened_bound_refused_by_the_kern
     (d / "MANIFEST.json").write_text(json.dumps(manifest))
     code, out = _cli(["recheck", str(d)], capsys)
     assert code == 1 and "does not contain the re-derived enclosure" in out
+
+
+def test_a_row_coq_refuses_makes_verify_head_inconclusive(capsys, monkeypatch):
+    """Injected fault: Coq refuses a row the balls decided (the kernel check replaced by one that refuses): the
+    verdict is not confirmed, exit 3, the refused row in the kernel line."""
+    pytest.importorskip("transformers")
+    need_coq()
+
+    def refuse(tb, rows, tau, header="", keep=None):
+        return hr.KernelResult("refuted", "the Coq kernel refuses prompt 0, query 1 -> key 0: mass < 1/2", "8.16.1",
+                               len(rows), 0.1, "prompt 0, query 1 -> key 0: mass < 1/2", tb["G"])
+
+    monkeypatch.setattr(hr, "check", refuse)
+    code, out = _cli(["head", "--model", "hf:gpt2", "--layer", "0", "--head", "1", "--n-prompts", "1", "--length", "8",
+                      "--kernel"], capsys)
+    assert code == 3 and "kernel: REFUTED: the Coq kernel refuses prompt 0, query 1 -> key 0" in out
