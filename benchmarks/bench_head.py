@@ -8,7 +8,8 @@ the cross-check, the balls) and, inside the process, the balls alone (``balls_s`
 extracted head and prompts) with the row count; then the certificate's checks (issue 41): ``recheck_s``, the Python
 re-check of the certificate with its kernel section (``head_bounds.recheck``: the balls re-derived from the file),
 and ``kernel_s``, the Coq check of the same rows (``verify head --kernel``'s step: the tables chosen, the file written
-and compiled; HeadSoftmax compiled beforehand, once per Coq version, not counted), with ``kernel_over_recheck``.  The trained model is read from a lab cache in a temporary
+and compiled; HeadSoftmax compiled beforehand, once per Coq version, not counted), with ``kernel_over_recheck``.
+The trained model is read from a lab cache in a temporary
 directory that the first case fills (its training time is reported as ``train_s`` and not counted in the others).
 Results go to benchmarks/results/bench_head-<date>.json unless --json says otherwise.
 """

@@ -4,6 +4,7 @@ docstring; equivalent mutants are listed with their reason in tests/mutation/equ
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction as F
 
 import pytest
@@ -643,3 +644,97 @@ def test_an_error_inside_cvc5_is_an_unknown_answer_with_its_reason() -> None:
     with faults.inject("solver.certify._cvc5_solve", boom):
         assert certify.cvc5_opinion("(check-sat)", 2000) == ("unknown", "cvc5 error: RuntimeError: parser broke")
         assert certify._Cvc5Helper.current().proc.is_alive()
+
+
+# ------------------------------------------------------------------ recheck.py: the survivors of its first full pass
+
+
+class TestRecheckSurvivors:
+    """solver/recheck.py's first full pass (481 mutants) left these alive; each test names the mutants it kills."""
+
+    LATER = _row({"z": "3"}, "<=", "5")
+
+    @pytest.mark.parametrize("pair", [[0, 3], [3, 0], [-1, 0], [0, -1]])
+    def test_a_product_of_a_later_or_negatively_indexed_base_row_is_refused(self, pair: list) -> None:
+        """The product row (row 2) names a base row after it (row 3) or row -1 (the last row, a base row), with the
+        true product as its content: refused by the index range alone (kills 0 <= i < k -> -1 <= i, i is not k,
+        i != k, the same for j, 'and' -> 'or' between the two ranges and 'or' -> 'and' after them)."""
+        base = TestExpand.BASE
+        rows = [*base, None, self.LATER]
+        pr = {**R.product_row(rows[pair[0]], rows[pair[1]]), "product_of": pair}
+        rows[2] = pr
+        out, msg = R._expand(rows)
+        assert out is None and msg == "row 2: product_of must name two earlier base rows"
+
+    def test_the_expansion_with_other_than_unit_numbers(self) -> None:
+        """2x <= 3 and 5y <= 7: (3 - 2x)(7 - 5y) >= 0 is 14x + 15y - 10xy <= 21 (kills b2 * a -> b2 / a, b1 * a ->
+        b1 / a and -a1 * a2 -> -a1 / a2, -a1 // a2, which agree with '*' on the unit values of the other tests)."""
+        got = R.product_row(_row({"x": "2"}, "<=", "3"), _row({"y": "5"}, "<=", "7"))
+        assert got == _row({"x": "14", "x*y": "-10", "y": "15"}, "<=", "21")
+
+    @pytest.mark.parametrize("n1, n2", [(2, 3), (1, 6)])
+    def test_the_cap_counts_product_terms(self, monkeypatch: pytest.MonkeyPatch, n1: int, n2: int) -> None:
+        """Under a cap of 5 terms, rows of 2 and 3 terms (6 products) and of 1 and 6 (6 products) are refused (kills
+        len1 * len2 -> len1 + len2, 5 terms, and -> len1 ** len2, 1 term)."""
+        monkeypatch.setattr(R, "MAX_PRODUCT_TERMS", 5)
+        r1 = _row({f"a{i}": "1" for i in range(n1)}, "<=", "1")
+        r2 = _row({f"b{i}": "1" for i in range(n2)}, "<=", "1")
+        with pytest.raises(ValueError, match="more than 5 terms"):
+            R.product_row(r1, r2)
+
+    def test_the_digit_cap_is_2000_as_documented(self) -> None:
+        """docs/trust.md promises 'at most 2000 digits per part' (kills MAX_DIGITS = 1999 and = 2001)."""
+        assert R.frac("9" * 2000) == 10 ** 2000 - 1 and R.frac("1/" + "9" * 2000) == F(1, 10 ** 2000 - 1)
+        with pytest.raises(ValueError, match="at most 2000 digits"):
+            R.frac("9" * 2001)
+
+    def test_the_messages_show_40_characters_and_an_ellipsis_past_them(self) -> None:
+        """A refused string is quoted to 40 characters, '...' only when it is longer (kills every change of the 40s
+        and of the comparison); a refused non-string likewise (kills str(s)[:40] -> [:39], [:41])."""
+        head = "not an exact rational 'p' or 'p/q' (at most 2000 digits each): "
+        for s, shown in (("x" * 40, repr("x" * 40)), ("x" * 41, repr("x" * 40) + "..."), ("x" * 39, repr("x" * 39))):
+            with pytest.raises(ValueError) as e:
+                R.frac(s)
+            assert str(e.value) == head + shown
+        with pytest.raises(ValueError) as e:
+            R.frac([1] * 30)
+        assert str(e.value) == f"not an exact rational: {str([1] * 30)[:40]!r} (write rationals as strings 'p/q')"
+
+    def test_300_rows_and_their_300_multipliers(self) -> None:
+        """A valid chain of 300 rows (x0 >= 1, x_{i+1} >= x_i + 1, x_299 <= 0) checks (kills len(rows) !=
+        len(multipliers) -> 'is not', which refuses equal lengths past CPython's small-int cache)."""
+        n = 300
+        rows = [_row({"x0": "-1"}, "<=", "-1")] + [_row({f"x{i}": "1", f"x{i + 1}": "-1"}, "<=", "-1")
+                                                   for i in range(n - 2)] + [_row({f"x{n - 2}": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1"] * n) == (True, f"0 <= {-(n - 1)}")
+
+    def test_more_rows_than_multipliers_is_refused(self) -> None:
+        """Three rows, two multipliers (kills != -> <, which lets zip drop the third row)."""
+        rows = [_row({"x": "-1"}, "<=", "-1"), _row({"x": "1"}, "<=", "0"), _row({"y": "1"}, "<=", "0")]
+        assert R.check_farkas(rows, ["1", "1"]) == (False, "3 rows but 2 multipliers")
+
+    def test_a_negative_leftover_coefficient_is_refused(self) -> None:
+        """-x <= -1 alone with y = 1 keeps -x: no contradiction (kills c != 0 -> c > 0, which would drop the -1 and
+        accept 0 <= -1)."""
+        assert R.check_farkas([_row({"x": "-1"}, "<=", "-1")], ["1"]) == (
+            False, "the combination keeps variable x with coefficient -1")
+
+    def test_another_kind_is_refused(self) -> None:
+        """A certificate of kind 'dual' (sorting before 'farkas') is refused (kills != 'farkas' -> > 'farkas')."""
+        assert R.check_certificate({"kind": "dual", "cases": [{"rows": [], "multipliers": []}]}) == (
+            False, "unsupported certificate kind 'dual'")
+
+    def test_unreadable_unsafe_and_malformed_files_are_refused(self, tmp_path) -> None:
+        """Not a regular file, not UTF-8 and a certificate without cases: each (False, reason) (kills each
+        'return False' -> 'return True' of recheck_file)."""
+        import os
+
+        fifo = tmp_path / "fifo.json"
+        os.mkfifo(fifo)
+        ok, why = R.recheck_file(fifo)
+        assert not ok and "regular file" in why
+        assert R.recheck_file(tmp_path / "x.json", b"\xff\xfe{}") == (
+            False, "unreadable: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid start "
+                   "byte")
+        doc = json.dumps({"format": "verify-certificate/1", "answer": "unsat", "certificate": {"kind": "farkas"}})
+        assert R.recheck_file(tmp_path / "x.json", doc.encode()) == (False, "malformed certificate: KeyError: 'cases'")
