@@ -93,6 +93,18 @@ Proof.
   pose proof (Rabs_mult_le (a - 1) c eps (1 + eps) Ha (near_one c eps Hc)). lra.
 Qed.
 
+(* one near-orthonormal family: |<u v, u k>| <= 1 + eps on the diagonal, eps off it *)
+Lemma near_gram_bound : forall d V eps (u : nat -> vec),
+  (forall k l, (1 <= k <= V)%nat -> (1 <= l <= V)%nat -> k <> l -> Rabs (dot d (u k) (u l)) <= eps) ->
+  (forall k, (1 <= k <= V)%nat -> Rabs (dot d (u k) (u k) - 1) <= eps) ->
+  forall v k, (1 <= v <= V)%nat -> (1 <= k <= V)%nat ->
+  Rabs (dot d (u v) (u k)) <= (if Nat.eqb k v then 1 + eps else eps).
+Proof.
+  intros d V eps u Hoff Hdiag v k Hv Hk. destruct (Nat.eqb_spec k v) as [->|Hne].
+  - apply near_one. apply Hdiag. auto.
+  - apply Hoff; auto.
+Qed.
+
 Section NearScores.
   Variables (d V : nat) (eps M : R) (Q : nat -> bool) (chi : nat -> R) (wE : nat -> vec) (r : Z -> vec).
   Hypothesis Heps : 0 <= eps.
@@ -110,11 +122,7 @@ Section NearScores.
 
   Lemma ww_bound : forall v k, (1 <= v <= V)%nat -> (1 <= k <= V)%nat ->
     Rabs (dot d (wE v) (wE k)) <= (if Nat.eqb k v then 1 + eps else eps).
-  Proof.
-    destruct NO as [Hww [Hwn _]]. intros v k Hv Hk. destruct (Nat.eqb_spec k v) as [->|Hne].
-    - apply near_one. apply Hwn. auto.
-    - apply Hww; auto.
-  Qed.
+  Proof. destruct NO as [Hww [Hwn _]]. exact (near_gram_bound d V eps wE Hww Hwn). Qed.
 
   Lemma rw_bound : forall k, (1 <= k <= V)%nat -> Rabs (dot d (r (-1)%Z) (wE k)) <= eps.
   Proof. destruct NO as [_ [_ [Hwr _]]]. intros. rewrite dot_comm. auto. Qed.
@@ -280,18 +288,13 @@ Section Eq14Near.
 
   Lemma ww14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat ->
     Rabs (dot d (wE a) (wE k)) <= (if Nat.eqb k a then 1 + eps else eps).
-  Proof.
-    destruct NO as [Hww [Hwn _]]. intros a k Ha Hk. destruct (Nat.eqb_spec k a) as [->|Hne].
-    - apply near_one. apply Hwn. auto.
-    - apply Hww; auto.
-  Qed.
+  Proof. destruct NO as [Hww [Hwn _]]. exact (near_gram_bound d V eps wE Hww Hwn). Qed.
 
   Lemma pp14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat ->
     Rabs (dot d (mv d Phi1 (wE k)) (mv d Phi1 (wE a))) <= (if Nat.eqb k a then 1 + eps else eps).
   Proof.
-    destruct NO as [_ [_ [Hpp [Hpn _]]]]. intros a k Ha Hk. destruct (Nat.eqb_spec k a) as [->|Hne].
-    - apply near_one. apply Hpn. auto.
-    - apply Hpp; auto.
+    destruct NO as [_ [_ [Hpp [Hpn _]]]]. intros a k Ha Hk. rewrite Nat.eqb_sym.
+    exact (near_gram_bound d V eps (fun k => mv d Phi1 (wE k)) Hpp Hpn k a Hk Ha).
   Qed.
 
   Lemma wp14 : forall a k, (1 <= a <= V)%nat -> (1 <= k <= V)%nat -> Rabs (dot d (wE a) (mv d Phi1 (wE k))) <= eps.
