@@ -315,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None, help="write every mutant's row here")
     ap.add_argument("--rerun", default=None, help="a --json file of a full pass: run again only the mutants that "
                     "survived in it (after tests were added) and record the pass with their new outcomes")
+    ap.add_argument("--record", default=None, help="a --json file of a full (or merged) pass: record it again without "
+                    "running anything, its survivors judged against today's equivalents list")
     a = ap.parse_args(argv)
     unknown = [m for m in a.modules if m not in TRUSTED]
     if unknown:
@@ -323,14 +325,21 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--jobs must be >= 1")
     listed = equivalents()
     results = recorded()
-    modules = a.modules or list(TRUSTED)
+    source_rows = json.loads(Path(a.rerun or a.record).read_text()) if (a.rerun or a.record) else None
+    # a --rerun or --record file speaks for the modules it holds rows of, and only those: another module's recorded
+    # pass is never replaced by an empty one
+    modules = a.modules or ([m for m in TRUSTED if any(r["module"] == m for r in source_rows)]
+                            if source_rows is not None else list(TRUSTED))
     rows_all: list[dict[str, Any]] = []
     survivors: list[dict[str, Any]] = []
     again, before_rows = None, []
-    if a.rerun:
-        before_rows = [r for r in json.loads(Path(a.rerun).read_text()) if r["module"] in modules]
+    if source_rows is not None:
+        before_rows = [r for r in source_rows if r["module"] in modules]
         again = {(r["line"], r["operator"]) for r in before_rows if r["outcome"] == "survived"}
     for m in modules:
+        if source_rows is not None and not any(r["module"] == m for r in before_rows):
+            print(f"{m}: no rows in {a.rerun or a.record}; its recorded pass is kept", file=sys.stderr)
+            continue
         lines = None
         if a.changed:
             base = a.base or results["modules"].get(m, {}).get("commit")
@@ -341,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             if not lines:
                 continue
         t0 = time.perf_counter()
-        rows = run_module(m, TRUSTED[m], a.jobs, lines, again)
+        rows = [] if a.record else run_module(m, TRUSTED[m], a.jobs, lines, again)
         if again is not None:  # the earlier pass's rows, each survivor's outcome replaced by its rerun's
             new = {(r["line"], r["operator"], r["after"]): r for r in rows}
             spans, source = annotation_spans(ROOT / m), (ROOT / m).read_text().splitlines()
@@ -352,11 +361,15 @@ def main(argv: list[str] | None = None) -> int:
         bad = [r for r in rows if r["outcome"] == "survived" and not r["equivalent"]]
         survivors += bad
         rows_all += rows
+        seconds = round(time.perf_counter() - t0, 1)
+        if again is not None:  # a merged pass: the earlier pass's time plus this run's
+            seconds = round(results["modules"].get(m, {}).get("seconds", 0) + seconds, 1)
         summary = {"mutants": len(rows), "killed": sum(r["outcome"] == "killed" for r in rows),
                    "annotation": sum(r["outcome"] == "annotation" for r in rows),
                    "equivalent": sum(r["equivalent"] for r in rows), "survived": len(bad),
                    "incompetent": sum(r["outcome"] == "incompetent" for r in rows),
-                   "seconds": round(time.perf_counter() - t0, 1), "commit": _head(), "survivors": bad}
+                   "seconds": seconds, "commit": _head() if not a.record else results["modules"].get(m, {}).get(
+                       "commit", _head()), "survivors": bad}
         print(f"{m}: {({k: v for k, v in summary.items() if k != 'survivors'})}", file=sys.stderr)
         if a.json:
             Path(a.json).write_text(json.dumps(rows_all, indent=1) + "\n")
