@@ -99,3 +99,30 @@ def test_two_sessions_of_a_module_split_the_same_list(tmp_path: Path) -> None:
                        capture_output=True)
         lists.append(sorted(M._identity(w) for w in M._pending(db)))
     assert lists[0] == lists[1] and len(set(lists[0])) == len(lists[0]) > 100
+
+
+def test_record_keeps_the_modules_its_file_does_not_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--record (and --rerun) with rows of solver/certify.py only: that module's pass is recorded from the rows, a
+    listed equivalent counted as such, and every other module's recorded pass is kept as it was (the tool once
+    recorded them as empty passes)."""
+    results = {"modules": {"solver/recheck.py": {"mutants": 481, "killed": 400, "annotation": 22, "equivalent": 0,
+                                                 "survived": 59, "incompetent": 0, "seconds": 900.0,
+                                                 "commit": "abc", "survivors": []}}}
+    monkeypatch.setattr(M, "RESULTS", tmp_path / "mutation.json")
+    monkeypatch.setattr(M, "DOC", tmp_path / "mutation.md")
+    (tmp_path / "mutation.json").write_text(json.dumps(results))
+    e = M.equivalents()[0]
+    rows = [{"module": "solver/certify.py", "line": 1, "operator": "op", "before": "a", "after": "b",
+             "outcome": "killed"},
+            {"module": e["module"], "line": 0, "operator": e["operator"], "before": e["before"], "after": e["after"],
+             "outcome": "survived"}]
+    if e["module"] != "solver/certify.py" or e.get("context"):
+        pytest.skip("the first listed equivalent is not a context-free certify.py entry")
+    f = tmp_path / "rows.json"
+    f.write_text(json.dumps(rows))
+    assert M.main(["--record", str(f)]) == 0
+    after = json.loads((tmp_path / "mutation.json").read_text())["modules"]
+    assert after["solver/recheck.py"] == results["modules"]["solver/recheck.py"]
+    got = after["solver/certify.py"]
+    assert (got["mutants"], got["killed"], got["equivalent"], got["survived"]) == (2, 1, 1, 0)
+    assert set(after) == {"solver/recheck.py", "solver/certify.py"}
