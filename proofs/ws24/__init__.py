@@ -8,6 +8,7 @@ code settles an element, and is reconstructed otherwise; every output lists whic
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
@@ -421,6 +422,25 @@ CLAIMS += TRAINED_CLAIMS
 
 
 
+#: the separation thresholds the near-orthogonal theorems prove (kernel/theories/Ws24Near.v): the model's score and
+#: the as-written display separate for every eps below eps*(V)
+EPS_STAR = {"ws24:theorem2": ("(sqrt((V+1)^2 + 8V) - (V+1)) / (4V)",
+                              lambda V: (math.sqrt((V + 1) ** 2 + 8 * V) - (V + 1)) / (4 * V)),
+            "ws24:eq14": ("(sqrt(1 + 2V) - 1) / (2V)", lambda V: (math.sqrt(1 + 2 * V) - 1) / (2 * V))}
+
+
+def _with_eps_star(claim_id: str, p: Mapping[str, Any], ev: Evidence) -> Evidence:
+    """A proved read-score kernel result gains eps*(V) at the run's vocabulary sizes (numbers["eps_star"]): the
+    theorem's separation threshold, for every V (the solver checks its eps-bounds for V <= Vmax only)."""
+    if claim_id not in EPS_STAR or p.get("orientation") != "read-score" or ev.status != Status.PROVED:
+        return ev
+    formula, f = EPS_STAR[claim_id]
+    sizes = sorted({int(p[k]) for k in ("V", "Vmax") if isinstance(p.get(k), int)})
+    ev.numbers = {**ev.numbers, "eps_star": {"formula": formula, "at": {str(V): float(f"{f(V):.6g}") for V in sizes},
+                                             "run_eps": str(p.get("eps"))}}
+    return ev
+
+
 def _kernel_by_convention(claim: Claim) -> Claim:
     """The kernel check of an orientation claim under ``--convention``: the Coq theorems state the query-key model
     score, so they answer query-key runs; as-written's theorem (its display is 0) answers every convention; under
@@ -431,12 +451,12 @@ def _kernel_by_convention(claim: Claim) -> Claim:
 
     def run(p: Mapping[str, Any], ctx: Context) -> Evidence:
         if p["convention"] == "query-key" or p["orientation"] == "as-written":
-            return kernel(p, ctx)
+            return _with_eps_star(claim.id, p, kernel(p, ctx))
         if p["convention"] == "key-query":
             return Evidence(layer=Layer.KERNEL, status=Status.SKIPPED,
                             summary="the Coq theorems state the model's score as query^T W_K key (--convention "
                                     "query-key); none is stated for key-query")
-        ev = kernel(p, ctx)
+        ev = _with_eps_star(claim.id, p, kernel(p, ctx))
         ev.summary = f"query-key convention only (the Coq theorems' model score): {ev.summary}"
         ev.numbers = {**ev.numbers, "convention": "query-key"}
         return ev

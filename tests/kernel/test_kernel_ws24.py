@@ -204,3 +204,24 @@ def test_the_near_orthogonal_theorem_fails_with_a_weaker_hypothesis(tmp_path, wh
     ok = _compiles_near(tmp_path, text)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert _compiles_near(tmp_path, text.replace(good, bad, 1)).returncode != 0  # the first: Theorem 2's, then Eq. 14's
+
+
+def test_the_read_score_kernel_result_carries_eps_star_at_the_run_sizes():
+    """verify ws24:theorem2 --orientation read-score --format json: the kernel layer proved, with eps*(V) of the
+    near-orthogonal theorem at the run's V and Vmax (0.0950 at V = 8, 0.0149 at V = 64), and Eq. 14's (0.217 at
+    V = 6); the as-written variant (a refutation) carries none."""
+    need_coq()
+    import math
+
+    from verify.api import check_claim
+
+    only = ("kernel",)
+    r = check_claim("ws24:theorem2", orientation="read-score", convention="query-key", layers=only)
+    k = next(e for e in r.evidence if e.layer == "kernel")
+    assert k.status == "proved" and k.numbers["eps_star"]["at"] == {"8": 0.0950498, "64": 0.0149448}
+    V = 8
+    assert abs((math.sqrt((V + 1) ** 2 + 8 * V) - (V + 1)) / (4 * V) - 0.0950498) < 1e-7
+    r14 = check_claim("ws24:eq14", orientation="read-score", convention="query-key", layers=only)
+    assert next(e for e in r14.evidence if e.layer == "kernel").numbers["eps_star"]["at"]["6"] == 0.217129
+    written = check_claim("ws24:theorem2", orientation="as-written", layers=only)
+    assert "eps_star" not in next(e for e in written.evidence if e.layer == "kernel").numbers
