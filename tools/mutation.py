@@ -45,7 +45,8 @@ TRUSTED: dict[str, tuple[str, ...]] = {
     "solver/certify.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
     "solver/recheck.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
     "src/verify/reports/certificates.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
-    "kernel/check.py": ("tests/core/test_parts_mechanism.py", "tests/core/test_verdicts.py"),
+    "kernel/check.py": ("tests/core/test_kernel_check.py", "tests/core/test_parts_mechanism.py",
+                        "tests/core/test_verdicts.py"),
 }
 #: seconds one mutant's tests may take before it counts as killed by a timeout (cosmic-ray's rule)
 TIMEOUT = 120.0
