@@ -159,3 +159,45 @@ def test_statements_are_looked_up_by_claim_and_variant() -> None:
     by_variant = K.kernel_statements("ws24:theorem2")
     assert sorted(by_variant) == ["as-written", "read-score", "transposed"]
     assert [s.theorem for s in by_variant["transposed"]] == ["theorem2_transposed_refuted"]
+
+
+def test_every_statement_s_problem_is_listed() -> None:
+    """Two theorems in two theories, neither compiled (or neither found): both named (kills the 'continue' after
+    each of these problems -> 'break', which stops at the first statement)."""
+    ev = K.evidence_from_build(_build(compiled={}), [PROVES, IDEAL])
+    assert ev.details == ["Verify.T did not compile: not in _CoqProject", "Verify.U did not compile: not in _CoqProject"]
+    ev = K.evidence_from_build(_build(theorems={}), [PROVES, IDEAL])
+    assert ev.details == ["Verify.T.t does not exist in the compiled theory",
+                          "Verify.U.i does not exist in the compiled theory"]
+
+
+def test_a_build_read_back_from_its_cache_file_is_accepted() -> None:
+    """The cache stores the build as JSON: its 'ok' strings are new objects (kills != 'ok' -> is not 'ok')."""
+    b = Build.from_json(_build().to_json())
+    assert b.coqchk["T"] == "ok" and K.evidence_from_build(b, [PROVES]).status == Status.PROVED
+
+
+def test_a_role_spelled_at_run_time_is_read_by_value() -> None:
+    """A claim pack may build its catalog entries from text: a 'refutes' made at run time refutes (kills == 'refutes'
+    -> is 'refutes')."""
+    role = "".join(["re", "futes"])
+    assert role == "refutes" and role is not "refutes"  # noqa: F632 - the point: equal, another object
+    dyn = S("x:y", "v", "T", "r", role, "reads r")
+    assert K.evidence_from_build(_build(), [dyn]).status == Status.REFUTED
+
+
+def test_the_first_theorem_is_the_one_shown() -> None:
+    """Two counterexamples: the first is shown; two proofs: the first (kills refuting[0] -> [-1] and rows[0] ->
+    rows[-1])."""
+    other_r = S("x:y", "v", "T", "p", "refutes", "reads p")
+    assert K.evidence_from_build(_build(), [REFUTES, other_r]).summary.endswith(": reads r")
+    other_p = S("x:y", "v", "T", "p", "proves", "reads p as a proof")
+    assert K.evidence_from_build(_build(), [PROVES, other_p]).summary.endswith(": reads t")
+
+
+def test_show_lists_one_claim_s_statements_only() -> None:
+    """kvshift24:decode's variants, and no other claim's (kills s.claim == claim_id -> >=, which adds every claim
+    sorting after it)."""
+    assert sorted(K.kernel_statements("kvshift24:decode")) == [
+        "mixed-key,correct,correct", "raw-key,correct,correct", "raw-key,correct,off-by-one", "raw-key,zero,correct",
+        "unwritten-first,correct,correct"]
