@@ -235,8 +235,8 @@ def _ev(layer, status, outcome=None):
     return Evidence(layer=layer, status=status)
 
 
-_KINDS = [("proved", None), ("refuted", None), ("consistent", "holds"), ("consistent", "fails"),
-          ("inconclusive", None), ("error", None), ("skipped", None)]
+_KINDS = [("proved", None), ("proved (idealised)", None), ("refuted", None), ("consistent", "holds"),
+          ("consistent", "fails"), ("inconclusive", None), ("error", None), ("skipped", None)]
 
 
 def _table_violations(agg, fix) -> list[str]:
