@@ -63,26 +63,22 @@ Qed.
 
 Definition scale (P : nat) : Z := (2 ^ Z.of_nat P)%Z.
 
-(** [a * b <= c * 2^P] between fixed-point numbers is [dy a * dy b <= dy c]. *)
+(** A product of two fixed-point numbers, and a number scaled by 2^P, both over 2^P once more. *)
+Lemma dy_prod : forall P a b, dy P a * dy P b = dy P (a * b) / 2 ^ P.
+Proof. intros. unfold dy. rewrite mult_IZR. field. apply Rgt_not_eq, pow2_pos. Qed.
+
+Lemma dy_scale : forall P c, dy P c = dy P (c * scale P) / 2 ^ P.
+Proof. intros. unfold dy, scale. rewrite mult_IZR, <- pow_IZR. field. apply Rgt_not_eq, pow2_pos. Qed.
+
+Lemma div_pow2_le : forall P x y, x <= y -> x / 2 ^ P <= y / 2 ^ P.
+Proof. intros. apply Rmult_le_compat_r; [left; apply Rinv_0_lt_compat, pow2_pos | assumption]. Qed.
+
+(** [a * b <= c * 2^P] between fixed-point numbers is [dy a * dy b <= dy c], and the other way round. *)
 Lemma dy_mul_le : forall P a b c, (a * b <= c * scale P)%Z -> dy P a * dy P b <= dy P c.
-Proof.
-  intros P a b c H. apply IZR_le in H. rewrite !mult_IZR in H. unfold scale in H.
-  rewrite <- pow_IZR in H.
-  unfold dy. pose proof (pow2_pos P) as H2.
-  apply (Rmult_le_reg_r (2 ^ P * 2 ^ P)); [nra |].
-  replace (IZR a / 2 ^ P * (IZR b / 2 ^ P) * (2 ^ P * 2 ^ P)) with (IZR a * IZR b) by (field; lra).
-  replace (IZR c / 2 ^ P * (2 ^ P * 2 ^ P)) with (IZR c * 2 ^ P) by (field; lra). exact H.
-Qed.
+Proof. intros. rewrite dy_prod, (dy_scale P c). apply div_pow2_le, dy_le. assumption. Qed.
 
 Lemma dy_mul_ge : forall P a b c, (c * scale P <= a * b)%Z -> dy P c <= dy P a * dy P b.
-Proof.
-  intros P a b c H. apply IZR_le in H. rewrite !mult_IZR in H. unfold scale in H.
-  rewrite <- pow_IZR in H.
-  unfold dy. pose proof (pow2_pos P) as H2.
-  apply (Rmult_le_reg_r (2 ^ P * 2 ^ P)); [nra |].
-  replace (IZR a / 2 ^ P * (IZR b / 2 ^ P) * (2 ^ P * 2 ^ P)) with (IZR a * IZR b) by (field; lra).
-  replace (IZR c / 2 ^ P * (2 ^ P * 2 ^ P)) with (IZR c * 2 ^ P) by (field; lra). exact H.
-Qed.
+Proof. intros. rewrite dy_prod, (dy_scale P c). apply div_pow2_le, dy_le. assumption. Qed.
 
 (** ** Bounds of exp at one point, by squaring *)
 
