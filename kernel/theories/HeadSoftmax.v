@@ -358,22 +358,6 @@ Proof. intros x y [H | H]; [left; apply exp_increasing; exact H | subst; lra]. Q
 Lemma pow2_Z : forall k : nat, IZR (2 ^ Z.of_nat k) = 2 ^ k.
 Proof. intro k. rewrite <- pow_IZR. reflexivity. Qed.
 
-Lemma ceil_shift_ge : forall P G u, (G <= P)%nat ->
-  dy P u <= IZR (ceil_shift u (P - G)) / 2 ^ G.
-Proof.
-  intros P G u HG. unfold ceil_shift. rewrite Z.shiftr_div_pow2 by lia.
-  set (q := (2 ^ Z.of_nat (P - G))%Z).
-  assert (Hq : (0 < q)%Z) by (apply Z.pow_pos_nonneg; lia).
-  pose proof (Z.mul_div_le (- u) q Hq) as H.
-  assert (Hm : (u <= q * (- (- u / q)))%Z) by lia.
-  apply IZR_le in Hm. rewrite mult_IZR in Hm. unfold q in Hm. rewrite pow2_Z in Hm.
-  unfold dy. pose proof (pow2_pos P). pose proof (pow2_pos G).
-  replace (2 ^ P) with (2 ^ (P - G) * 2 ^ G) by (rewrite <- pow_add; f_equal; lia).
-  pose proof (pow2_pos (P - G)).
-  apply (Rmult_le_reg_r (2 ^ (P - G) * 2 ^ G)); [nra |].
-  field_simplify; try lra. unfold q in *. lra.
-Qed.
-
 Lemma floor_shift_le : forall P G u, (G <= P)%nat ->
   IZR (floor_shift u (P - G)) / 2 ^ G <= dy P u.
 Proof.
@@ -387,6 +371,14 @@ Proof.
   pose proof (pow2_pos (P - G)).
   apply (Rmult_le_reg_r (2 ^ (P - G) * 2 ^ G)); [nra |].
   field_simplify; try lra. unfold q in *. lra.
+Qed.
+
+(* ceil(u / 2^q) = - floor(- u / 2^q): the upper end from the lower one *)
+Lemma ceil_shift_ge : forall P G u, (G <= P)%nat ->
+  dy P u <= IZR (ceil_shift u (P - G)) / 2 ^ G.
+Proof.
+  intros P G u HG. pose proof (floor_shift_le P G (- u) HG) as H. unfold floor_shift in H. unfold ceil_shift.
+  unfold dy in *. rewrite opp_IZR in *. unfold Rdiv in *. rewrite <- !Ropp_mult_distr_l. lra.
 Qed.
 
 Lemma step_eq : forall (pos : bool) (k : nat) G, INR k * (sgn pos / IZR (2 ^ Z.of_nat G)) = sgn pos * INR k / 2 ^ G.
