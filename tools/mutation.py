@@ -44,7 +44,7 @@ LINKED = ("symbolic", "solver", "numeric", "kernel", "proofs")
 TRUSTED: dict[str, tuple[str, ...]] = {
     "solver/certify.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
     "solver/recheck.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
-    "src/verify/reports/certificates.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
+    "src/verify/reports/certificates.py": ("tests/core/test_certificate_files.py",),
     "kernel/check.py": ("tests/core/test_kernel_check.py", "tests/core/test_parts_mechanism.py",
                         "tests/core/test_verdicts.py"),
 }
