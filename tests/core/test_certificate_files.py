@@ -191,3 +191,154 @@ def test_recheck_bytes_routes_head_bounds_by_format(tmp_path: Path) -> None:
     # the format string inside another document's text is not a head bound
     farkas_mentioning = {**_doc(), "note": head_bounds.FORMAT}
     assert C.recheck_bytes(tmp_path / "a.json", json.dumps(farkas_mentioning).encode())[0] is True
+
+
+# ------------------------------------------------------------------ the first pass's survivors
+
+
+def test_files_are_written_as_indented_sorted_json_and_a_directory_is_reused(tmp_path: Path) -> None:
+    """The certificate and manifest texts, byte for byte (kills indent=1 -> 0 / 2 and sort_keys dropped); writing
+    twice into one directory works (kills mkdir(exist_ok=True) -> False)."""
+    cert = {"kind": "farkas", "cases": [{"rows": ROWS, "multipliers": ["1", "1"]}], "encoding_sha256": "h"}
+    obs = [{"name": "o1", "answer": "unsat", "farkas_certificate": cert}]
+    out = tmp_path / "out"
+    (p, rid), = C.write_certificates(_result(obs), out)
+    C.write_certificates(_result(obs), out)
+    doc = json.loads(p.read_text())
+    assert p.read_text() == json.dumps(doc, indent=1, sort_keys=True)
+    m = C.write_manifest(out, [(p, rid)])
+    assert m.read_text() == json.dumps(json.loads(m.read_text()), indent=1, sort_keys=True) + "\n"
+    assert m.read_text().startswith('{\n "files": {\n  "')
+
+
+def test_symlinks_are_not_followed(tmp_path: Path) -> None:
+    """A certificate that is a symlink, and a manifest that is one, are not read (kills follow_symlinks=False ->
+    True on each)."""
+    d = _dir(tmp_path, {"a.json": _doc()})
+    real = tmp_path / "real.json"
+    real.write_text(json.dumps(_doc()))
+    (d / "b.json").symlink_to(real)
+    rows = {p.name: (ok, why) for p, ok, why in C.recheck_dir(d)}
+    assert rows["a.json"][0] and rows["b.json"] == (False, rows["b.json"][1]) and "regular file" in rows["b.json"][1]
+    m = tmp_path / "manifest-elsewhere.json"
+    (d / C.MANIFEST).rename(m)
+    (d / C.MANIFEST).symlink_to(m)
+    with pytest.raises(Exception, match="regular file"):
+        C._read_manifest(d)
+
+
+def test_the_manifest_s_format_and_names_are_checked_exactly(tmp_path: Path) -> None:
+    """A later format is refused (kills != MANIFEST_FORMAT -> <); a name in a subdirectory is refused (kills
+    k != Path(k).name -> <); a long name is quoted to 60 characters (kills each change of the 60)."""
+    d = _dir(tmp_path, {"a.json": _doc()})
+    (d / C.MANIFEST).write_text(json.dumps({"format": "verify-certificate-manifest/2", "files": {}}))
+    with pytest.raises(ValueError, match="is not a verify-certificate-manifest/1 document"):
+        C._read_manifest(d)
+    for name in ("sub/a.json", "d/" + "a" * 70 + ".json"):
+        (d / C.MANIFEST).write_text(json.dumps({"format": C.MANIFEST_FORMAT, "files": {name: {"sha256": "s"}}}))
+        with pytest.raises(ValueError) as e:
+            C._read_manifest(d)
+        assert str(e.value) == f"{C.MANIFEST}: entry {name[:60]!r} is not a certificate file name in this directory"
+
+
+def test_a_later_head_format_is_not_read_as_a_head_bound(tmp_path: Path) -> None:
+    """A document whose format sorts after the head format (and mentions it) goes to the Farkas checker, which
+    refuses its format (kills == head_bounds.FORMAT -> >=)."""
+    from verify.numeric import head_bounds
+
+    later = {"format": head_bounds.FORMAT[:-1] + "2", "note": head_bounds.FORMAT}
+    assert C.recheck_bytes(tmp_path / "x.json", json.dumps(later).encode()) == (
+        False, f"unknown certificate format {later['format']!r}")
+
+
+def test_every_file_is_judged_whatever_comes_before_it(tmp_path: Path) -> None:
+    """A FIFO, an unlisted file, a changed file first in name order: the files after each are still judged (kills
+    each 'continue' -> 'break'); a file named before MANIFEST.json is checked (kills != MANIFEST -> >); a file
+    whose digest sorts after the recorded one is changed, not equal (kills != -> <)."""
+    good = json.dumps(_doc())
+    d = _dir(tmp_path, {"b.json": _doc(), "A.json": _doc()})
+    os.mkfifo(d / "a-fifo.json")
+    (d / "a-stray.json").write_text(good)
+    m = json.loads((d / C.MANIFEST).read_text())
+    (d / "a-changed.json").write_text(good)
+    m["files"]["a-changed.json"] = {"sha256": "0" * 64, "run_id": "r"}
+    (d / C.MANIFEST).write_text(json.dumps(m))
+    rows = {p.name: ok for p, ok, _ in C.recheck_dir(d)}
+    assert rows == {"A.json": True, "a-changed.json": False, "a-fifo.json": False, "a-stray.json": False,
+                    "b.json": True}
+    (d / C.MANIFEST).unlink()
+    (d / "a-fifo.json").unlink()
+    assert [ok for _, ok, _ in C.recheck_dir(d)] == [False, False, False, False]  # every file, no manifest
+
+
+class _Claim:
+    def __init__(self, cid: str) -> None:
+        self.id = cid
+        self.raw: list[dict] = []
+
+    def parse_params(self, raw: dict) -> dict:
+        self.raw.append(raw)
+        if raw.get("n") == "bad":
+            raise InputError("--n bad: not an integer")
+        return raw
+
+
+def test_rebuild_ties_each_file_to_its_claim_s_encoding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rebuild_check with the solver run replaced by its result: a matching file passes, a file of another
+    encoding, of an obligation the claim lacks, of an unregistered claim or of bad parameters is named, an
+    obligation without a file is missing, a head certificate is tied to its model, unreadable files and the
+    manifest are left to recheck_dir, and the seed reaches the run (kills every mutant of the first pass in
+    rebuild_check)."""
+    from verify.core import model, registry
+    from verify.numeric import head_bounds, heads
+
+    claim = _Claim("x:y")
+    monkeypatch.setattr(registry, "get", lambda cid: claim if cid == "x:y" else (_ for _ in ()).throw(
+        InputError(f"unknown claim {cid!r}")))
+    monkeypatch.setattr(registry, "all_claims", lambda: [claim, SimpleNamespace(id="x:z")])
+    runs: list[int] = []
+    obligations = [{"name": n, "answer": "unsat", "farkas_certificate": {"cases": [1], "encoding_sha256": h}}
+                   for n, h in (("o1", "h1"), ("o2", "h2"), ("o3", "h3"))]
+    obligations.append({"name": "o4", "answer": "unsat", "farkas_certificate": {"cases": [], "encoding_sha256": "h4"}})
+
+    def run_claim(c, params, ctx, layers):
+        runs.append(ctx.seed)
+        ev = SimpleNamespace(certificate={"obligations": obligations})
+        return SimpleNamespace(layer=lambda layer: ev)
+
+    monkeypatch.setattr(model, "run_claim", run_claim)
+    monkeypatch.setattr(heads, "rebuild_matches", lambda doc: (doc["ok"], "the weights differ"))
+    d = tmp_path / "r"
+    d.mkdir()
+
+    def put(name: str, doc) -> None:
+        (d / name).write_text(json.dumps(doc))
+
+    base = {"claim": "x:y", "params": {"n": 5, "m": None}}
+    put("f1.json", {**base, "obligation": "o1", "encoding_sha256": "h1"})
+    put("f2.json", {**base, "obligation": "o2", "encoding_sha256": "forged"})
+    put("f3.json", {**base, "obligation": "oX", "encoding_sha256": "h1"})
+    put("g1.json", {"claim": "x:z", "params": {}, "obligation": "o1"})
+    put("g2.json", {"claim": "x:y", "params": {"n": "bad"}, "obligation": "o1"})
+    put("g3.json", {"claim": "nope:q", "params": {}, "obligation": "o1"})
+    put("h1.json", {"format": head_bounds.FORMAT, "ok": False})
+    put("h2.json", {"format": head_bounds.FORMAT, "ok": True})
+    put("s1.json", {"claim": 3, "obligation": "o1"})
+    put("s2.json", {"claim": "x:y", "params": [1], "obligation": "o1"})
+    put("s3.json", [1, 2])
+    (d / "s4.json").write_text("{not json")
+    put(C.MANIFEST, {"claim": "x:y", "params": {}, "obligation": "o9"})
+    bad, missing = C.rebuild_check(d, seed=7)
+    assert {p.name: (ok, why) for p, ok, why in bad} == {
+        "f2.json": (False, "the rows are not the encoding x:y produces for 'o2'"),
+        "f3.json": (False, "x:y has no certified obligation named 'oX'"),
+        "g1.json": (False, "cannot tie to a claim's encoding: unknown claim 'x:z'"),
+        "g2.json": (False, "cannot tie to a claim's encoding: --n bad: not an integer"),
+        "g3.json": (False, "cannot tie to a claim's encoding: 'nope:q' is not a registered claim: its certificates "
+                           "(e.g. from 'verify realizable') can be checked for self-consistency only (run recheck "
+                           "without --rebuild)"),
+        "h1.json": (False, "the weights differ")}
+    assert missing == ["x:y: no file for certified obligation 'o3'"]  # o4 has no cases: not certified
+    assert runs == [7] and claim.raw[0] == {"n": "5", "m": None}
+    C.rebuild_check(d)
+    assert runs == [7, 0]
