@@ -235,7 +235,8 @@ def test_the_manifest_s_format_and_names_are_checked_exactly(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="is not a verify-certificate-manifest/1 document"):
         C._read_manifest(d)
     for name in ("sub/a.json", "d/" + "a" * 70 + ".json"):
-        (d / C.MANIFEST).write_text(json.dumps({"format": C.MANIFEST_FORMAT, "files": {name: {"sha256": "s"}}}))
+        files = {name: {"sha256": "s"}, "../last.json": {"sha256": "s"}}  # the first offending entry is quoted
+        (d / C.MANIFEST).write_text(json.dumps({"format": C.MANIFEST_FORMAT, "files": files}))
         with pytest.raises(ValueError) as e:
             C._read_manifest(d)
         assert str(e.value) == f"{C.MANIFEST}: entry {name[:60]!r} is not a certificate file name in this directory"
@@ -316,7 +317,15 @@ def test_rebuild_ties_each_file_to_its_claim_s_encoding(tmp_path: Path, monkeypa
 
     base = {"claim": "x:y", "params": {"n": 5, "m": None}}
     put("f1.json", {**base, "obligation": "o1", "encoding_sha256": "h1"})
-    put("f2.json", {**base, "obligation": "o2", "encoding_sha256": "forged"})
+    put("f2.json", {**base, "obligation": "o2", "encoding_sha256": "zz-forged"})
+    put("f4.json", {"claim": "x:y", "params": {"m": None, "n": 5}, "obligation": "o1", "encoding_sha256": "h1"})
+    put("A.json", {**base, "obligation": "o1", "encoding_sha256": "zz"})
+    put("a-head.json", {"format": head_bounds.FORMAT, "ok": True})
+    put("a-s1.json", {"claim": 3, "obligation": "o1"})
+    (d / "a-broken.json").write_text("{not json")
+    outside = tmp_path / "forged.json"
+    outside.write_text(json.dumps({**base, "obligation": "o1", "encoding_sha256": "zz"}))
+    (d / "f9.json").symlink_to(outside)
     put("f3.json", {**base, "obligation": "oX", "encoding_sha256": "h1"})
     put("g1.json", {"claim": "x:z", "params": {}, "obligation": "o1"})
     put("g2.json", {"claim": "x:y", "params": {"n": "bad"}, "obligation": "o1"})
@@ -330,6 +339,7 @@ def test_rebuild_ties_each_file_to_its_claim_s_encoding(tmp_path: Path, monkeypa
     put(C.MANIFEST, {"claim": "x:y", "params": {}, "obligation": "o9"})
     bad, missing = C.rebuild_check(d, seed=7)
     assert {p.name: (ok, why) for p, ok, why in bad} == {
+        "A.json": (False, "the rows are not the encoding x:y produces for 'o1'"),
         "f2.json": (False, "the rows are not the encoding x:y produces for 'o2'"),
         "f3.json": (False, "x:y has no certified obligation named 'oX'"),
         "g1.json": (False, "cannot tie to a claim's encoding: unknown claim 'x:z'"),
