@@ -2,24 +2,25 @@
 
 ``verify head`` encloses every pre-softmax score s_ij of one head in arb balls from the stored weights and decides,
 row by row, whether the attention mass on the target key is >= tau (or the target is the strict argmax).  This
-module hands those decisions to Coq's kernel: for each decided row it writes a theorem that quantifies over EVERY
-score vector inside the row's enclosures (fixed point, z / 2^BITS, rounded outward from the balls),
+module hands those decisions to Coq's kernel.  kernel/theories/HeadSoftmax.v states what one row claims for EVERY
+score vector inside its bounds (fixed point, z / 2^BITS, rounded outward from the balls), e.g.
 
-    Theorem row_p_i_ge : forall st so, dy P lt <= st -> Forall2 (fun x h => x <= dy P h) so his ->
-                         tn / td <= mass st so.
+    ge_row tb tn td r : forall st so so', dy (t r) <= st -> Forall2 (fun x h => x <= dy h) so (keys r) ->
+                        Forall (fun x => x <= dy (rest r)) so' -> length so' <= count r -> tn / td <= mass st (so ++ so')
 
-and proves it by ``row_ge_sound`` (kernel/theories/HeadSoftmax.v, proved once for every row and table) applied to
-the row's data, its boolean checker evaluated by the kernel (``vm_cast_no_check``: the kernel's conversion at Qed
-is the only check).  exp is bounded through tables of exp(k / 2^G) that the kernel validates entry by entry from
-one squaring chain; :func:`tables` builds them and :func:`ok` evaluates the same integer checks in Python,
-only to choose the step 2^-G and to say beforehand which rows Coq will be asked about (Coq, not the mirror,
-accepts or refuses each).
+and proves once, for every row and table, that a row its boolean checker accepts satisfies it (``rows_ge_sound``
+and its three siblings).  A certificate file states the rows of each claim as one list and proves
+``Forall (ge_row tb tn td) rows_ge`` by that theorem, the checker evaluated by the kernel (``vm_cast_no_check``: the
+kernel's conversion at Qed is the only check); when Coq refuses, the file is written again with one theorem per row
+so that the refusal names the row.  exp is bounded through tables of exp(k / 2^G) that the kernel validates entry
+by entry from one squaring chain; :func:`tables` builds them and :func:`ok` evaluates the same integer checks in
+Python, only to choose the step 2^-G and each row's shortest statement (Coq, not the mirror, accepts or refuses).
 
 What is checked where: the scores' enclosures come from the arb evaluation of the head (Python, python-flint);
 ``verify recheck`` re-derives them from the certificate's weights and requires the kernel data to contain them.
 The kernel checks the step from the enclosures to the row's mass (or argmax) statement; the per-head file is
 compiled by coqc (not re-run through coqchk, whose lazy conversion would take minutes on the rows' arithmetic);
-the theory it rests on, HeadSoftmax, is part of the kernel build that coqchk checks.
+HeadSoftmax itself goes through the build of the shipped theories (Print Assumptions, coqchk) once per Coq version.
 """
 
 from __future__ import annotations
@@ -36,20 +37,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from verify.kernel.driver import (
-    COQC_ARGS,
-    COQCHK_ARGS,
     INSTALL_HINT,
     THEORIES,
     KernelUnavailable,
     _first_error,
     _run,
-    _trusted_short,
+    build_theories,
     coq_version,
     default_cache_dir,
-    forbidden_vernacular,
-    parse_assumptions,
-    parse_coqchk_axioms,
 )
+from verify.kernel.spec import KernelStatement
 
 #: fixed-point bits of the scores and tables (z stands for z / 2^BITS); every number the file states is a signed
 #: 63-bit integer (Coq reads those literals ten times faster than Z's), so scores lie in (-2^22, 2^22)
@@ -61,24 +58,18 @@ STEPS = (4, 6, 8, 10)
 #: the tables reach exp(-RANGE) below 0 (further down an upper bound clamps to the last entry, a lower bound is 0)
 #: and exp(RANGE_UP) above (2^40 exp(15) < 2^62; a row needing more is not decided there)
 RANGE, RANGE_UP = 30, 15
-
-
-def squarings(G: int, bits: int = BITS) -> int:
-    """K, the squarings from y = 2^-(G+K) to the step 2^-G: the start's error 2^-(2G+K+1) balanced against the
-    chain's rounding, about 2^(K-bits)."""
-    return max(4, (bits - 2 * G - 1) // 2)
 #: keys over all rows that one kernel file accepts (a hostile certificate cannot make Coq compute for hours)
 MAX_KEYS = 400_000
 CLAIMS = ("ge", "lt", "argmax", "argmax_no")
 #: the theorems of HeadSoftmax.v that the certificate files apply: their Print Assumptions are read, and coqchk run
 #: on the theory, once per Coq version and source text
 SOUNDNESS = tuple(f"{k}_{c}_sound" for c in CLAIMS for k in ("row", "rows"))
-#: Coq's primitive 63-bit integer type and operations (Coq.Numbers.Cyclic.Int63.PrimInt63, trusted like the kernel
-#: build's PrimInt63 specifications): Print Assumptions lists them by short name once Sint63.to_Z reads a literal
-PRIMITIVE_INT63 = frozenset({"int", "add", "sub", "mul", "div", "mod", "lsl", "lsr", "asr", "land", "lor", "lxor",
-                             "eqb", "ltb", "leb", "compare", "compares", "head0", "tail0", "addc", "subc", "addcarryc",
-                             "subcarryc", "mulc", "diveucl", "diveucl_21", "addmuldiv", "divs", "mods", "ltsb", "lesb"})
-_MARK = "@@verify-begin "
+
+
+def squarings(G: int, bits: int = BITS) -> int:
+    """K, the squarings from y = 2^-(G+K) to the step 2^-G: the start's error 2^-(2G+K+1) balanced against the
+    chain's rounding, about 2^(K-bits)."""
+    return max(4, (bits - 2 * G - 1) // 2)
 
 
 class KernelDataError(ValueError):
@@ -143,6 +134,16 @@ def _cdiv(a: int, b: int) -> int:
     return -((-a) // b)
 
 
+def _ceil_shift(u: int, q: int) -> int:
+    """ceil(u / 2^q), as HeadSoftmax's ``ceil_shift``."""
+    return -((-u) >> q)
+
+
+def _floor_shift(u: int, q: int) -> int:
+    """floor(u / 2^q), as HeadSoftmax's ``floor_shift``."""
+    return u >> q
+
+
 def side(bits: int, G: int, K: int, length: int, up: bool, pos: bool) -> dict[str, Any]:
     """One table: bounds of exp(+-k 2^-G), k = 1..length, from above (``up``) or below, with the squaring chain from
     y = 2^-(G+K) that bounds the step (the integers [side_up_ok]/[side_dn_ok] check)."""
@@ -164,8 +165,7 @@ def side(bits: int, G: int, K: int, length: int, up: bool, pos: bool) -> dict[st
 
 
 def _exp_up(tb: dict[str, Any], u: int) -> int | None:
-    q = tb["P"] - tb["G"]
-    m = -((-u) >> q)
+    m = _ceil_shift(u, tb["P"] - tb["G"])
     if m <= 0:
         ent = tb["up_neg"]["entries"]
         i = min(-m, len(ent))
@@ -175,7 +175,7 @@ def _exp_up(tb: dict[str, Any], u: int) -> int | None:
 
 
 def _exp_dn(tb: dict[str, Any], u: int) -> int:
-    m = u >> (tb["P"] - tb["G"])
+    m = _floor_shift(u, tb["P"] - tb["G"])
     if m >= 0:
         ent = tb["dn_pos"]["entries"]
         i = min(m, len(ent))
@@ -251,11 +251,11 @@ def tables(rows: Sequence[KernelRow], G: int, bits: int = BITS) -> dict[str, Any
         lt, ht = r.target_score
         if r.claim == "ge":
             for _, h in r.others:
-                m = -((lt - h) >> q)
+                m = _ceil_shift(h - lt, q)
                 up_pos, up_neg = max(up_pos, m), max(up_neg, -m)
         elif r.claim == "lt":
             for lo, _ in r.others:
-                m = (lo - ht) >> q
+                m = _floor_shift(lo - ht, q)
                 dn_pos, dn_neg = max(dn_pos, m), max(dn_neg, -m)
     return {"P": bits, "G": G, "K": K,
             "up_pos": side(bits, G, K, min(up_pos, cap_up), True, True),
@@ -399,11 +399,12 @@ class KernelResult:
 
 def _theory_dir(version: str) -> Path:
     """HeadSoftmax compiled once per Coq version and source text, kept in the kernel cache beside ``trust.json``:
-    coqchk's answer on it and the assumptions of every theorem in :data:`SOUNDNESS` (refused, and not cached, when
-    one is not the standard library's).
+    coqchk's answer on it and the assumptions of every theorem in :data:`SOUNDNESS`, read by the same build the
+    shipped theories get (:func:`verify.kernel.driver.build_theories`: the vernacular guard, coqc, Print
+    Assumptions, coqchk); refused, and not cached, when one assumption is not the trusted libraries'.
 
     Raises:
-        KernelUnavailable: coqchk is missing.
+        KernelUnavailable: coqc or coqchk is missing.
         RuntimeError: the theory does not compile, coqchk refuses it, or it rests on an assumption of ours.
     """
     import json
@@ -414,45 +415,35 @@ def _theory_dir(version: str) -> Path:
     target = root / f"headsoftmax-{digest}"
     if (target / "HeadSoftmax.vo").is_file() and (target / "trust.json").is_file():
         return target
-    if shutil.which("coqchk") is None:
-        raise KernelUnavailable(INSTALL_HINT)
-    bad = forbidden_vernacular(text)
-    if bad:
-        raise RuntimeError(f"Verify.HeadSoftmax refused before compiling: it uses {', '.join(bad)}")
     root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="headsoftmax-", dir=root))
     try:
-        (tmp / "HeadSoftmax.v").write_text(text)
-        rc, msg = _run(["coqc", *COQC_ARGS, "HeadSoftmax.v"], tmp)
-        if rc != 0:
-            raise RuntimeError(f"Verify.HeadSoftmax does not compile: {_first_error(msg)}")
-        probe = ["Require Verify.HeadSoftmax."]
-        for name in SOUNDNESS:
-            probe += [f'Goal True. idtac "{_MARK}{name}". Abort.', f"Print Assumptions Verify.HeadSoftmax.{name}."]
-        (tmp / "Assumptions.v").write_text("\n".join(probe) + "\n")
-        rc, out = _run(["coqc", *COQC_ARGS, "Assumptions.v"], tmp)
-        found = parse_assumptions(out) if rc == 0 else {}
-        if rc != 0 or set(found) != set(SOUNDNESS):
-            raise RuntimeError(f"Print Assumptions on Verify.HeadSoftmax failed: {_first_error(out)}")
-        ours = sorted({a for v in found.values() for a in v if not _trusted_short(a, ("HeadSoftmax",))})
-        rc, out = _run(["coqchk", *COQCHK_ARGS, "Verify.HeadSoftmax"], tmp)
-        axioms = parse_coqchk_axioms(out)
-        if rc != 0:
-            raise RuntimeError(f"coqchk refuses Verify.HeadSoftmax: {_first_error(out)}")
-        ours += [a for a in axioms if not a.startswith(("Coq.",))]
+        src, work = tmp / "src", tmp / "work"
+        src.mkdir()
+        (src / "_CoqProject").write_text("-Q . Verify\nHeadSoftmax.v\n")
+        (src / "HeadSoftmax.v").write_text(text)
+        wanted = [KernelStatement("verify:head", "", "HeadSoftmax", name, "proves", name) for name in SOUNDNESS]
+        build = build_theories(wanted, theories=src, workdir=work)
+        if not build.compiled.get("HeadSoftmax"):
+            raise RuntimeError(f"Verify.HeadSoftmax does not compile: {build.errors.get('HeadSoftmax', '')}")
+        if build.coqchk.get("HeadSoftmax") != "ok":
+            raise RuntimeError(f"coqchk refuses Verify.HeadSoftmax: {build.coqchk.get('HeadSoftmax')}")
+        facts = {s.theorem: build.theorems[s.qualified] for s in wanted}
+        missing = [n for n, f in facts.items() if not f.found]
+        if missing:
+            raise RuntimeError(f"Print Assumptions on Verify.HeadSoftmax found no {', '.join(missing)}")
+        ours = sorted({a for f in facts.values() for a in f.untrusted}) + build.untrusted_axioms("HeadSoftmax")
         if ours:
             raise RuntimeError(f"Verify.HeadSoftmax rests on assumptions of ours: {', '.join(ours)}")
-        (tmp / "trust.json").write_text(json.dumps({"coq_version": version, "coqchk": "ok", "coqchk_axioms": axioms,
-                                                    "assumptions": found}, indent=1, sort_keys=True))
-        for junk in ("Assumptions.v", "Assumptions.vo", "Assumptions.vos", "Assumptions.vok", "Assumptions.glob"):
-            (tmp / junk).unlink(missing_ok=True)
+        (work / "trust.json").write_text(json.dumps(
+            {"coq_version": version, "coqchk": "ok", "coqchk_axioms": build.coqchk_axioms["HeadSoftmax"],
+             "assumptions": {n: f.assumptions for n, f in facts.items()}}, indent=1, sort_keys=True))
         try:
-            os.replace(tmp, target)
+            os.replace(work, target)
         except OSError:  # another process put it there first
-            shutil.rmtree(tmp, ignore_errors=True)
+            pass
     finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
