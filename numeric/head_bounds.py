@@ -410,13 +410,19 @@ class HeadBound:
         ``argmax``: when at least ceil(f n) rows certify the target as the strict argmax.  FAILS when even counting
         every undecided row as a success leaves fewer; else INCONCLUSIVE."""
         c = self.counts()
-        need = math.ceil(fraction * c["rows"])
         yes, no = (c["ge"], c["lt"]) if criterion == "mass" else (c["argmax_yes"], c["argmax_no"])
-        if yes >= need:
-            return "HOLDS"
-        if c["rows"] - no < need:
-            return "FAILS"
-        return "INCONCLUSIVE"
+        return decide(c["rows"], yes, no, fraction)
+
+
+def decide(rows: int, yes: int, no: int, fraction: Fraction) -> str:
+    """The verdict on ``rows`` rows of which ``yes`` are certified to succeed and ``no`` to fail: HOLDS when
+    yes >= ceil(f rows), FAILS when even every other row succeeding leaves fewer, else INCONCLUSIVE."""
+    need = math.ceil(fraction * rows)
+    if yes >= need:
+        return "HOLDS"
+    if rows - no < need:
+        return "FAILS"
+    return "INCONCLUSIVE"
 
 
 def _arb() -> Any:
@@ -704,6 +710,12 @@ _KERNEL_CLAIM = {("mass", "ge"): "ge", ("mass", "lt"): "lt", ("argmax", "yes"): 
 _INT = re.compile(r"-?[0-9]{1,40}")
 
 
+def kernel_claim(r: RowBound, criterion: str) -> str | None:
+    """What a decided row claims for the kernel (``verify head --kernel``): mass >= tau ``ge`` or < tau ``lt``; for
+    ``argmax``, the target the strict argmax ``argmax`` or certainly not ``argmax_no``; None when undecided."""
+    return _KERNEL_CLAIM.get((criterion, r.status if criterion == "mass" else r.argmax))
+
+
 def _check_kernel_section(section: dict[str, Any], hb: "HeadBound", criterion: str) -> str | None:
     """The kernel section's rows are rows decided here (those Coq accepted when the file was written), with their
     claims, keys and bounds that contain the fixed-point enclosures re-derived from the weights; None when so, else
@@ -711,8 +723,7 @@ def _check_kernel_section(section: dict[str, Any], hb: "HeadBound", criterion: s
     rows = section.get("rows")
     if not isinstance(rows, list):
         return "no list of rows"
-    decided: dict[Any, RowBound] = {(r.prompt, r.row): r for r in hb.rows
-               if (criterion, r.status if criterion == "mass" else r.argmax) in _KERNEL_CLAIM}
+    decided: dict[Any, RowBound] = {(r.prompt, r.row): r for r in hb.rows if kernel_claim(r, criterion)}
     seen = set()
     for k, d in enumerate(rows):
         if not isinstance(d, dict):
@@ -721,7 +732,7 @@ def _check_kernel_section(section: dict[str, Any], hb: "HeadBound", criterion: s
         if r is None or (r.prompt, r.row) in seen:
             return f"row {k} (prompt {str(d.get('prompt'))[:10]}, query {str(d.get('row'))[:10]}) is not a decided row"
         seen.add((r.prompt, r.row))
-        want = _KERNEL_CLAIM[(criterion, r.status if criterion == "mass" else r.argmax)]
+        want = kernel_claim(r, criterion)
         enc = r.scores
         assert enc is not None
         if d.get("claim") != want or d.get("target") != r.target or d.get("keys") != list(enc.keys):

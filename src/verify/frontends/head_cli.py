@@ -237,11 +237,11 @@ def kernel_rows(bound: Any, criterion: str) -> list[Any]:
     """The claims of every decided row for the kernel: mass >= tau ('ge') or < tau ('lt'); for ``argmax``, the
     target the strict argmax or certainly not."""
     from verify.kernel.head_replay import KernelRow
+    from verify.numeric.head_bounds import kernel_claim
 
     out = []
     for r in bound.rows:
-        claim = ({"ge": "ge", "lt": "lt"}.get(r.status) if criterion == "mass"
-                 else {"yes": "argmax", "no": "argmax_no"}.get(r.argmax))
+        claim = kernel_claim(r, criterion)
         if claim is not None and r.scores is not None:
             out.append(KernelRow(r.prompt, r.row, r.target, claim, r.scores.target, r.scores.keys, r.scores.others))
     return out
@@ -273,11 +273,13 @@ def kernel_check(krows: list[Any], bound: Any, tau: Fraction, fraction: Fraction
     if res.status == "checked":
         t = trust(res.coq_version or "")
         out["theory"] = {"coqchk": t["coqchk"], "assumptions": sorted({a for v in t["assumptions"].values() for a in v})}
+        from verify.numeric.head_bounds import decide
+
         n = len(bound.rows)
-        need = -(-fraction.numerator * n // fraction.denominator)
         yes = sum(r.claim in ("ge", "argmax") for r, _ in stated)
         no = sum(r.claim in ("lt", "argmax_no") for r, _ in stated)
-        out["verdict"] = "HOLDS" if yes >= need else ("FAILS" if n - no < need else None)
+        verdict = decide(n, yes, no, fraction)
+        out["verdict"] = None if verdict == "INCONCLUSIVE" else verdict
         out["counts"] = {"success": yes, "failure": no, "rows": n}
         return out, [r for r, _ in stated]
     return out, None
