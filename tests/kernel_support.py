@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,13 @@ def private_theory(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     (d / "_CoqProject").write_text(f"-Q . Verify\n{name}.v\n")
     (d / "work").mkdir()
     return d
+
+
+def compile_theory(directory: Path, name: str, text: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``text`` written as ``directory/<name>.v`` and compiled there by coqc (as the build does: ``-Q . Verify``):
+    the fault tests' way to show a changed statement no longer compiles."""
+    from verify.kernel.driver import COQC_ARGS
+
+    (directory / f"{name}.v").write_text(text)
+    return subprocess.run(["coqc", *COQC_ARGS, f"{name}.v"], cwd=directory, capture_output=True, text=True,
+                          timeout=timeout)

@@ -10,13 +10,12 @@ import copy
 import dataclasses
 import hashlib
 import json
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import mpmath
 import pytest
-from kernel_support import need_coq
+from kernel_support import compile_theory, need_coq
 
 from verify.kernel import head_replay as hr
 from verify.kernel.driver import THEORIES
@@ -186,15 +185,9 @@ WEAKENED = {
 }
 
 
-def _compile(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
-    (tmp_path / "HeadSoftmax.v").write_text(text)
-    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "HeadSoftmax.v"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-
-
 def test_the_theory_compiles_as_shipped(tmp_path):
     need_coq()
-    res = _compile(tmp_path, (THEORIES / "HeadSoftmax.v").read_text())
+    res = compile_theory(tmp_path, "HeadSoftmax", (THEORIES / "HeadSoftmax.v").read_text())
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -206,7 +199,7 @@ def test_the_theory_fails_with_a_weaker_hypothesis(tmp_path, which):
     text = (THEORIES / "HeadSoftmax.v").read_text()
     good, bad = WEAKENED[which]
     assert text.count(good) == 1, f"the fault must hit exactly one place: {good!r}"
-    res = _compile(tmp_path, text.replace(good, bad))
+    res = compile_theory(tmp_path, "HeadSoftmax", text.replace(good, bad))
     assert res.returncode != 0
 
 

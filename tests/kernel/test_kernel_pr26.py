@@ -12,12 +12,11 @@ Needs coqc: skipped without it, failed under CI.
 
 from __future__ import annotations
 
-import subprocess
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from kernel_support import need_coq, private_theory
+from kernel_support import compile_theory, need_coq, private_theory
 
 from verify.constructions import pe
 from verify.kernel.driver import THEORIES, coq_compute, parse_q_list
@@ -97,12 +96,6 @@ def test_prev_row_margins_equal_pe_exact_row_margin(theories, w):
 
 # --- a changed statement is refused -------------------------------------------------------------------
 
-def _compile(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
-    (tmp_path / "Pr26.v").write_text(text)
-    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Pr26.v"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-
-
 FAULTS = {
     # Prop. 1 with quadratic features: prev IS realizable there (prop1_quadratic_control)
     "affine feature replaced by [1, i, i^2]": ("Definition phi_aff (i : nat) : list R := [1; INR i].",
@@ -120,7 +113,7 @@ FAULTS = {
 
 def test_the_shipped_theory_compiles(tmp_path):
     need_coq()
-    res = _compile(tmp_path, (THEORIES / "Pr26.v").read_text())
+    res = compile_theory(tmp_path, "Pr26", (THEORIES / "Pr26.v").read_text())
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -130,6 +123,6 @@ def test_a_changed_statement_no_longer_compiles(tmp_path, fault):
     text = (THEORIES / "Pr26.v").read_text()
     good, bad = FAULTS[fault]
     assert text.count(good) == 1, fault
-    res = _compile(tmp_path, text.replace(good, bad))
+    res = compile_theory(tmp_path, "Pr26", text.replace(good, bad))
     assert res.returncode != 0, fault
     assert "Error" in res.stdout + res.stderr

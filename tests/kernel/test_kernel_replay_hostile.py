@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from fractions import Fraction
 
 import pytest
-from kernel_support import need_coq
+from kernel_support import compile_theory, need_coq
 
 from verify.kernel.driver import THEORIES
 from verify.kernel.replay import NotReplayable, _q, certificate_text, replay_documents
@@ -159,19 +158,13 @@ Proof. split; apply solves_quad; simpl; lia. Qed.
 """
 
 
-def _compile(tmp_path, name: str, text: str) -> subprocess.CompletedProcess:
-    (tmp_path / f"{name}.v").write_text(text)
-    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", f"{name}.v"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
-
-
 def _theories_copy(tmp_path, names, faults=None):
     for n in names:
         text = (THEORIES / f"{n}.v").read_text()
         for old, new in (faults or {}).get(n, []):
             assert text.count(old) == 1, old
             text = text.replace(old, new)
-        p = _compile(tmp_path, n, text)
+        p = compile_theory(tmp_path, n, text)
         assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -182,7 +175,7 @@ def test_the_kvshift24_refutations_and_pr26_theorem1_are_not_vacuous(tmp_path) -
     need_coq()
     _theories_copy(tmp_path, ["Kvshift24", "Pr26"])
     for name, text in (("NVKv", _NV_KVSHIFT24), ("NVPr", _NV_PR26)):
-        p = _compile(tmp_path, name, text)
+        p = compile_theory(tmp_path, name, text)
         assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -194,6 +187,6 @@ def test_a_refutation_made_vacuous_is_caught(tmp_path) -> None:
         ("  dot_d R_ops d A A = 1 -> dot_d R_ops d A B = 0 -> 0 < sigma ->",
          "  dot_d R_ops d A A = 1 -> dot_d R_ops d A A = 2 -> dot_d R_ops d A B = 0 -> 0 < sigma ->"),
         ("  intros d A B m sigma HAA HAB Hs.", "  intros d A B m sigma HAA HAA2 HAB Hs.")]})
-    p = _compile(tmp_path, "NVKv", _NV_KVSHIFT24)
+    p = compile_theory(tmp_path, "NVKv", _NV_KVSHIFT24)
     assert p.returncode != 0
     assert "Error" in p.stdout + p.stderr

@@ -16,7 +16,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from kernel_support import need_coq, private_theory
+from kernel_support import compile_theory, need_coq, private_theory
 
 from verify.constructions.bilinear import InductionKeyConstruction, PrevTokenConstruction, prev_token_weight
 from verify.kernel.driver import THEORIES, coq_compute, parse_q, parse_q_list
@@ -132,12 +132,6 @@ def test_prop4_weight_equals_the_python_formula(theories):
 
 # --- a changed statement is refused -------------------------------------------------------------------
 
-def _compiles(tmp_path: Path, text: str) -> subprocess.CompletedProcess:
-    (tmp_path / "Ws24.v").write_text(text)
-    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24.v"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
-
-
 READ_SCORE_13 = "      bilin d (wE v) (W1K V Q chi wE (r (-1)%Z)) (r (-1)%Z) = chi v /\\\n"
 FLIPPED_13 = "      bilin d (r (-1)%Z) (W1K V Q chi wE (r (-1)%Z)) (wE v) = chi v /\\\n"
 READ_SCORE_14 = "      bilin d (wE T) (W2K d V psi wE Phi1) (mv d Phi1 (wE s)) = (if Nat.eqb s T then psi T else 0).\n"
@@ -152,9 +146,9 @@ def test_read_score_with_the_orientation_flipped_back_no_longer_compiles(tmp_pat
     start = text.index(f"Theorem {theorem} :")
     end = text.index("Qed.", start)
     assert text.count(good) == 1 and start < text.index(good) < end, "the fault must hit the theorem's statement"
-    ok = _compiles(tmp_path, text)
+    ok = compile_theory(tmp_path, "Ws24", text)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    res = _compiles(tmp_path, text.replace(good, bad))
+    res = compile_theory(tmp_path, "Ws24", text.replace(good, bad))
     assert res.returncode != 0
     line = int((res.stdout + res.stderr).split('File "./Ws24.v", line ')[1].split(",")[0])
     assert text[:start].count("\n") < line <= text[:end].count("\n") + 1  # refused inside that theorem
@@ -184,12 +178,9 @@ NEAR_HYPOTHESES = {
 
 
 def _compiles_near(tmp_path: Path, near: str) -> subprocess.CompletedProcess:
-    (tmp_path / "Ws24.v").write_text((THEORIES / "Ws24.v").read_text())
-    (tmp_path / "Ws24Near.v").write_text(near)
-    subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24.v"], cwd=tmp_path, check=True, capture_output=True,
-                   timeout=300)
-    return subprocess.run(["coqc", "-q", "-Q", ".", "Verify", "Ws24Near.v"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300)
+    base = compile_theory(tmp_path, "Ws24", (THEORIES / "Ws24.v").read_text())
+    assert base.returncode == 0, base.stdout + base.stderr
+    return compile_theory(tmp_path, "Ws24Near", near)
 
 
 @pytest.mark.parametrize("which", sorted(NEAR_HYPOTHESES))
