@@ -45,6 +45,7 @@ TRUSTED: dict[str, tuple[str, ...]] = {
     "solver/certify.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
     "solver/recheck.py": ("tests/core/test_trusted_base.py", "tests/core/test_certificates.py"),
     "src/verify/reports/certificates.py": ("tests/core/test_certificate_files.py",),
+    "src/verify/core/verdicts.py": ("tests/core/test_verdicts.py", "tests/core/test_parts_mechanism.py"),
     "kernel/check.py": ("tests/core/test_kernel_check.py", "tests/core/test_parts_mechanism.py",
                         "tests/core/test_verdicts.py"),
 }

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from verify.core.model import Verdict, _second_way_required, aggregate
+from verify.core.model import Verdict, aggregate
+from verify.core.verdicts import second_way_required
 from verify.evidence import Context, Evidence, Layer, Outcome, SolverProvenance, Status, current_settings, using
 
 
@@ -29,16 +30,16 @@ def _solver(status: str, **prov) -> Evidence:
 
 
 def test_z3_only_unsat_is_not_proved_from_the_typed_slot():
-    ev = _second_way_required(_solver("proved", z3_only=["|S| > A at v = 1"]))
+    ev = second_way_required(_solver("proved", z3_only=["|S| > A at v = 1"]))
     assert ev.status == "inconclusive" and "z3 only" in ev.summary
     # the display numbers are not read: an empty typed slot with a scary display stays proved
     ev = _solver("proved")
     ev.numbers = {"second_way": {"neither": ["not read"]}}
-    assert _second_way_required(ev).status == "proved"
+    assert second_way_required(ev).status == "proved"
 
 
 def test_a_solver_proved_without_provenance_is_not_proved():
-    ev = _second_way_required(Evidence(layer="solver", status="proved", summary="UNSAT"))
+    ev = second_way_required(Evidence(layer="solver", status="proved", summary="UNSAT"))
     assert ev.status == "inconclusive" and "without provenance" in ev.summary
 
 

@@ -25,6 +25,7 @@ from verify import runcache
 from verify.core import registry
 from verify.core.inputs import check_cache_dir, check_seed, check_timeout, clip
 from verify.core.model import Claim, ClaimResult, InputError, Verdict, finish_claim, run_claim, run_layer
+from verify.core.verdicts import expectation_change
 from verify.evidence import LAYERS, Context, Layer, current_settings, profile_for
 from verify.pipeline.pool import lost, pool_round
 
@@ -267,10 +268,9 @@ def run_all(claims: Sequence[Claim], ctx: Context, layers: Sequence[str],
         k = run_id(c, p)
         r.expected = override.get(k, c.expected_verdict(c.variant_label(p)))
         results.append(r)
-        if r.expected is not None and r.expected != r.verdict:
-            changes.append(f"{k}: {r.expected} -> {r.verdict}")
-        elif r.expected is None:
-            changes.append(f"{k}: no expectation recorded (got {r.verdict})")
+        change = expectation_change(k, r.expected, r.verdict)
+        if change is not None:
+            changes.append(change)
     return RunAll(results, changes, not_checked, unavailable)
 
 
