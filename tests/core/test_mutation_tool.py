@@ -124,3 +124,21 @@ def test_record_keeps_the_modules_its_file_does_not_hold(tmp_path: Path, monkeyp
     got = after["solver/certify.py"]
     assert (got["mutants"], got["killed"], got["equivalent"], got["survived"]) == (2, 1, 1, 0)
     assert set(after) == {"solver/recheck.py", "solver/certify.py"}
+
+
+def test_the_gate_fails_on_a_trusted_module_never_passed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """A module mapped in TRUSTED whose full pass was never recorded: the gate has no commit to diff against and
+    used to pass it silently; it now fails and names it (exit 1), while a recorded module with no changed line
+    passes."""
+    head = M._head()
+    results = {"modules": {"kernel/check.py": {"mutants": 1, "killed": 1, "annotation": 0, "equivalent": 0,
+                                               "survived": 0, "incompetent": 0, "seconds": 1.0, "commit": head,
+                                               "survivors": []}}}
+    monkeypatch.setattr(M, "RESULTS", tmp_path / "mutation.json")
+    (tmp_path / "mutation.json").write_text(json.dumps(results))
+    monkeypatch.setattr(M, "_changed_lines", lambda module, base: set())
+    assert M.main(["--changed", "kernel/check.py"]) == 0
+    assert M.main(["--changed", "kernel/check.py", "solver/recheck.py"]) == 1
+    out = capsys.readouterr().out
+    assert out == "NO PASS solver/recheck.py: trusted, but no full pass is recorded (docs/mutation.json)\n"
