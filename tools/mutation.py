@@ -50,6 +50,7 @@ TRUSTED: dict[str, tuple[str, ...]] = {
     "numeric/head_bounds.py": ("tests/core/test_head_bounds.py",),
     "kernel/replay.py": ("tests/core/test_kernel_replay_text.py",),
     "kernel/head_replay.py": ("tests/core/test_head_replay_mirror.py",),
+    "kernel/driver.py": ("tests/core/test_kernel_driver.py",),
     "kernel/check.py": ("tests/core/test_kernel_check.py", "tests/core/test_parts_mechanism.py",
                         "tests/core/test_verdicts.py"),
 }
