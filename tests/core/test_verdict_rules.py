@@ -195,22 +195,22 @@ def test_a_part_s_verdict():
 
 
 def test_the_claim_with_its_parts():
-    assert with_parts(HOLDS, "r", [P("a", "main", HOLDS), P("b", "side", INCONCLUSIVE)]) == (HOLDS, "r")
+    assert with_parts(HOLDS, "r", [P("a", "main", HOLDS), P("b", "detail", INCONCLUSIVE)]) == (HOLDS, "r")
     assert with_parts(INCONCLUSIVE, "r", []) == (INCONCLUSIVE, "r")
-    parts = [P("formula", "main", HOLDS_WITH_FIX, "ok"), P("minimiser", "side", FAILS, "x = 2")]
+    parts = [P("formula", "main", HOLDS_WITH_FIX, "ok"), P("minimiser", "detail", FAILS, "x = 2")]
     assert with_parts(HOLDS_WITH_FIX, "holds with fix: f", parts) == (
         FAILS, "part failing: minimiser, not load-bearing; the paper's main conclusion, formula, stands; "
                "minimiser: FAILS (x = 2); formula: HOLDS WITH FIX (ok)")
-    assert with_parts(HOLDS, "r", [P("m", "main", FAILS, "w"), P("s", "side", HOLDS, "v")]) == (
+    assert with_parts(HOLDS, "r", [P("m", "main", FAILS, "w"), P("s", "detail", HOLDS, "v")]) == (
         FAILS, "part failing: m, load-bearing; the paper's main conclusion does not stand; m: FAILS (w); s: HOLDS (v)")
     assert with_parts(INCONCLUSIVE, "not every layer finished: numeric error", [P("m", "main", INCONCLUSIVE),
-                                                                               P("s", "side", FAILS)]) == (
+                                                                               P("s", "detail", FAILS)]) == (
         INCONCLUSIVE, "not every layer finished: numeric error; part failing: s, not load-bearing; the paper's main "
                       "conclusion is undecided")
-    assert with_parts(FAILS, "r", [P("s", "side", FAILS), P("t", "side", FAILS)]) == (
+    assert with_parts(FAILS, "r", [P("s", "detail", FAILS), P("t", "detail", FAILS)]) == (
         FAILS, "r; part failing: s, not load-bearing; t, not load-bearing; the paper's main conclusion is undecided")
     assert with_parts(INCONSISTENT, "r", [P("m1", "main", HOLDS), P("m2", "main", HOLDS_WITH_FIX),
-                                          P("s", "side", FAILS)]) == (
+                                          P("s", "detail", FAILS)]) == (
         INCONSISTENT, "r; part failing: s, not load-bearing; the paper's main conclusion, m1, m2, stands")
 
 
@@ -226,3 +226,41 @@ def test_verify_all_fails_on_a_changed_or_missing_expectation():
     assert [expectation_change("c", a, b) for a, b in itertools.product(ORDER, ORDER)].count(None) == 5
     assert all(expectation_change("c", v, v) is None for v in ORDER)
     assert expectation_change("c", HOLDS, HOLDS_WITH_FIX) == "c: HOLDS -> HOLDS WITH FIX"
+
+
+# ----------------------------------------------------------------------------- survivors of the mutation pass, killed
+
+
+def test_a_kernel_layer_that_is_only_consistent_is_not_kernel_checked():
+    """Kills ``e.status == PROVED_IDEALISED`` -> ``<=`` (a consistent kernel result would read as idealised)."""
+    sym = _ev("symbolic", "proved")
+    assert aggregate([sym, _ev("kernel", "consistent", outcome="holds")], None) == (
+        HOLDS, "every layer that ran supports the statement: symbolic, kernel")
+
+
+def test_the_label_is_the_first_unfinished_layer_s():
+    """Kills ``deps[0].get("label", ...)`` -> ``deps[-1]``: the layers agree on the option and its answers; the label
+    is read from the first."""
+    values = {"a": "fails", "b": "holds"}
+    assert depends_on([_dep("symbolic", values, label="score convention"), _dep("solver", values)], None) == (
+        "score convention", "convention", "a FAILS, b HOLDS")
+    assert depends_on([_dep("symbolic", values), _dep("solver", values, label="x")], None)[0] == "convention"
+
+
+def test_main_parts_are_those_whose_role_is_main():
+    """Kills ``p.role == "main"`` -> ``is`` (a role read from a file is not the interned literal) and -> ``<=`` (the
+    role 'detail' sorts before 'main')."""
+    main = "".join(["ma", "in"])
+    assert with_parts(FAILS, "r", [P("m", main, HOLDS), P("d", "detail", FAILS)])[1] == (
+        "r; part failing: d, not load-bearing; the paper's main conclusion, m, stands")
+    assert with_parts(FAILS, "r", [P("d", "detail", FAILS), P("e", "detail", HOLDS)])[1] == (
+        "r; part failing: d, not load-bearing; the paper's main conclusion is undecided")
+
+
+def test_failing_parts_are_named_first_and_only_they():
+    """Kills the sort key ``p.verdict != FAILS`` -> ``<`` (an undecided part listed before a failing one would move
+    ahead with it)."""
+    parts = [P("u", "detail", INCONCLUSIVE, "x"), P("f", "main", FAILS, "y"), P("h", "detail", HOLDS, "z")]
+    assert with_parts(HOLDS_WITH_FIX, "r", parts)[1] == (
+        "part failing: f, load-bearing; the paper's main conclusion does not stand; f: FAILS (y); u: INCONCLUSIVE (x); "
+        "h: HOLDS (z)")
