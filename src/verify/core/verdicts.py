@@ -27,9 +27,12 @@ fault here must fail a test.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from verify.evidence import Evidence, Layer, Outcome, Status, _StrEnum
+
+if TYPE_CHECKING:  # the part results are made in verify.core.model, which imports this module
+    from verify.core.model import PartResult
 
 
 class Verdict(_StrEnum):
@@ -208,18 +211,6 @@ def _depends_on(ran: Sequence[Evidence], fix: str | None) -> str:
     unfinished = [str(e.layer) for e in ran if not e.status.finished]
     return f"depends on the {dep[0]} (--{dep[1]}): {dep[2]} ({', '.join(unfinished)}); the text does not fix one"
 
-class PartLike(Protocol):
-    """What :func:`with_parts` reads of a part's result (:class:`verify.core.model.PartResult`)."""
-
-    name: str
-    role: str
-    verdict: Verdict
-    evidence: str
-
-    @property
-    def severity(self) -> str: ...
-
-
 def part_verdict(outcome: Outcome | str | None, fix: str | None, repairable: bool) -> Verdict:
     """One part's verdict from the outcome its judge read: INCONCLUSIVE when the judge could not decide (None),
     FAILS, or HOLDS (HOLDS WITH FIX when the variant is a repair and the part is one the repair addresses)."""
@@ -230,7 +221,7 @@ def part_verdict(outcome: Outcome | str | None, fix: str | None, repairable: boo
     return HOLDS_WITH_FIX if fix and repairable else HOLDS
 
 
-def with_parts(verdict: Verdict, reason: str, parts: Sequence[PartLike]) -> tuple[Verdict, str]:
+def with_parts(verdict: Verdict, reason: str, parts: Sequence["PartResult"]) -> tuple[Verdict, str]:
     """The claim's verdict and reason with its parts: the claim FAILS when any part fails (a worse verdict of
     the layers stays), and the reason names the failing parts, their severity and whether the paper's main
     conclusion (its ``main`` parts) stands."""
