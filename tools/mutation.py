@@ -382,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{m}: {({k: v for k, v in summary.items() if k != 'survivors'})}", file=sys.stderr)
         if a.json:
             Path(a.json).write_text(json.dumps(rows_all, indent=1) + "\n")
-        if not a.changed:
+        if not a.changed:  # read again: another module's pass may have been recorded while this one ran
+            results = recorded()
             results["modules"][m] = summary
             write_doc(results)
     if a.json:
