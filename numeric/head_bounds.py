@@ -599,8 +599,8 @@ def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: i
             total = sum((dd.exp() for dd in diffs), arb(1))
             mass = 1 / total
             margin_lo = min((_down((-dd).lower()) for dd in diffs), default=math.inf)
-            status = "ge" if mass >= tau_b else ("lt" if mass < tau_b else "undecided")
-            argmax = "yes" if all(dd < 0 for dd in diffs) else ("no" if any(dd >= 0 for dd in diffs) else "undecided")
+            status = mass_status(mass, tau_b)
+            argmax = argmax_status(diffs)
             enc = None
             if enclose is not None:
                 others = [j for j in keys if j != t]
@@ -610,6 +610,18 @@ def bound_prompt(prog: HeadProgram, prompt: PromptInput, tau: Fraction, index: i
         return out
     finally:
         fl.ctx.prec = old
+
+
+def mass_status(mass: Any, tau: Any) -> str:
+    """A row's mass decision from the balls: ``ge`` when every point of ``mass`` is >= every point of ``tau``, ``lt``
+    when every point is below, else ``undecided`` (a ball touching tau from below may hold tau itself)."""
+    return "ge" if mass >= tau else ("lt" if mass < tau else "undecided")
+
+
+def argmax_status(diffs: Sequence[Any]) -> str:
+    """A row's argmax decision from the balls s_ij - s_it (every admitted j != t): ``yes`` when every one is certainly
+    negative (the target the strict argmax), ``no`` when one is certainly >= 0, else ``undecided``."""
+    return "yes" if all(dd < 0 for dd in diffs) else ("no" if any(dd >= 0 for dd in diffs) else "undecided")
 
 
 def bound_head(prog: HeadProgram, prompts: Sequence[PromptInput], tau: Fraction,

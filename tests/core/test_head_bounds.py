@@ -638,8 +638,8 @@ def test_recheck_reads_the_kernel_section_against_the_rederived_rows():
     assert why(lambda k: k["rows"][0]["others"].__setitem__(0, ["1.5", "2"])) == (
         "kernel section: row 0: a bound is not two integer strings")
     lo, hi = (int(v) for v in row0["target_score"])
-    assert why(lambda k: k["rows"][0].__setitem__("target_score", [str(lo + 1), str(hi)])) == (
-        f"kernel section: row 0 (prompt 0, query 1): [{lo + 1}, {hi}] does not contain the re-derived enclosure "
+    assert why(lambda k: k["rows"][0].__setitem__("target_score", [str(lo + 1), str(hi + 5)])) == (
+        f"kernel section: row 0 (prompt 0, query 1): [{lo + 1}, {hi + 5}] does not contain the re-derived enclosure "
         f"[{lo}, {hi}] (2^-20)")
     assert why(lambda k: k["rows"][0].__setitem__("target_score", [str(lo), str(hi - 1)])).startswith(
         f"kernel section: row 0 (prompt 0, query 1): [{lo}, {hi - 1}] does not contain")
@@ -667,3 +667,62 @@ def test_hostile_values_inside_a_certificate_are_refused_not_raised():
             _rehash(d)
         ok, reason = hb.recheck(d)
         assert not ok and reason.startswith(why), reason
+
+
+# ----------------------------------------------------------------------------- survivors of the mutation pass, killed
+
+
+def test_rope_with_three_frequencies_and_partial_rotary():
+    """Kills ``y[m + h]`` -> ``y[m | h]`` (equal while h is a power of two and m < h) with h = 3, and the refusal
+    ``2 len(inv) > d_head`` -> ``is not`` (a rotary part narrower than the head, GPT-NeoX's rotary_pct, is valid)."""
+    prog = hb.HeadProgram(W_Q=_mat(4, 6, 31), W_K=_mat(4, 6, 32), rope_inv_freq=[1.0, 0.3, 0.05],
+                          rope_attention_scaling=0.9)
+    _assert_rows_enclose(prog, _prompt(5, 4, 33), Fraction(1, 2))
+    partial = hb.HeadProgram(W_Q=_mat(4, 6, 31), W_K=_mat(4, 6, 32), rope_inv_freq=[1.0])
+    assert hb.HeadProgram.from_json(partial.to_json()) == partial
+    _assert_rows_enclose(partial, _prompt(4, 4, 34), Fraction(1, 2))
+
+
+def test_vectors_are_checked_by_length_not_identity():
+    """Kills ``len(v) != n`` -> ``is not`` in _unvec: equal ints above 256 are distinct objects in CPython."""
+    assert hb._unvec(["0x1p+0"] * 300, 300, "b_out") == [1.0] * 300
+    with pytest.raises(hb.HeadCertificateError, match="^b_out must have 300 entries$"):
+        hb._unvec(["0x1p+0"] * 299, 300, "b_out")
+
+
+def test_the_decisions_on_balls():
+    """Each decision on balls that hold points on both sides, one side, or one exact point: a mass exactly tau is
+    'ge' (kills ``>=`` -> ``>``), a difference exactly 0 makes the target certainly not the strict argmax (kills
+    ``dd >= 0`` -> ``> 0`` and ``dd < 0`` -> ``<= 0``)."""
+    import flint
+
+    half, quarter = flint.arb(1) / 2, flint.arb(1) / 4
+    cross, above, below = flint.arb(0.5, 0.25), flint.arb(0.8, 0.1), flint.arb(0.2, 0.1)
+    assert [hb.mass_status(b, half) for b in (cross, above, below, half, quarter)] == [
+        "undecided", "ge", "lt", "ge", "lt"]
+    neg, straddle, pos, zero = flint.arb(-1.5, 0.5), flint.arb(0, 1), flint.arb(1.5, 0.5), flint.arb(0)
+    assert [hb.argmax_status(d) for d in ([neg], [neg, straddle], [straddle, neg], [neg, zero], [pos, straddle], [],
+                                         [neg, neg])] == ["yes", "undecided", "undecided", "no", "no", "yes", "yes"]
+
+
+def test_the_work_of_a_gated_and_a_plain_mlp(monkeypatch):
+    """Kills ``3 if W_gate else 2`` -> ``3 if not W_gate else 2`` (a gated MLP costs three d_ff x d_model products)
+    with MLPs of different widths: a gated one of d_ff 5 and a plain one of d_ff 3."""
+    prog = hb.HeadProgram(W_Q=_mat(4, 2, 81), W_K=_mat(4, 2, 82), prefix=[
+        hb.PrefixLayer([_prefix_head(90, None, "none")], None, _mlp(4, 5, "silu", 95, True)),
+        hb.PrefixLayer([_prefix_head(60, None, "none")], None, _mlp(4, 3, "relu", 70, False))])
+    doc = _certificate(prog, fraction=Fraction(1))
+    # per prompt: 3 heads L^2 3, the certified head's L 4 2 2, two prefix heads' L 4 2 3; MLPs L 5 4 3 + L 3 4 2
+    work = sum(3 * L * L * 3 + L * 16 + 2 * L * 24 + L * 60 + L * 24 for L in (4, 6))
+    assert work == 1948  # 9 L^2 + 148 L at L = 4 and 6, by hand
+    monkeypatch.setattr(hb, "MAX_WORK", work - 1)
+    assert hb.recheck(doc) == (False, f"too large to re-check here ({work} > {work - 1} multiply-adds)")
+
+
+def test_an_unexpected_error_is_reported_in_one_clipped_line(monkeypatch):
+    """Kills the 120-character clip of an unexpected error's message."""
+    def boom(d: Any) -> Any:
+        raise ValueError("v" * 300)
+
+    monkeypatch.setattr(hb.HeadProgram, "from_json", staticmethod(boom))
+    assert hb.recheck({"format": hb.FORMAT}) == (False, "malformed head certificate: ValueError: " + "v" * 120)
