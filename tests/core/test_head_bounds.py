@@ -726,3 +726,22 @@ def test_an_unexpected_error_is_reported_in_one_clipped_line(monkeypatch):
 
     monkeypatch.setattr(hb.HeadProgram, "from_json", staticmethod(boom))
     assert hb.recheck({"format": hb.FORMAT}) == (False, "malformed head certificate: ValueError: " + "v" * 120)
+
+
+def test_positions_past_256_compare_by_value():
+    """Kills ``j != t`` -> ``is not`` (equal ints above 256 are distinct objects: the target would count as another
+    key, exp(0) added to the mass's denominator)."""
+    L = 260
+    prog = hb.HeadProgram(W_Q=_mat(2, 2, 3), W_K=_mat(2, 2, 4), window=3)
+    prompt = hb.PromptInput(list(range(L)), [_mat(L, 2, 5)], [L - 1], [L - 2])
+    _assert_rows_enclose(prog, prompt, Fraction(1, 2))
+
+
+def test_a_certificate_read_from_json_rechecks_and_a_wrong_claim_is_refused():
+    """Kills ``doc.get("format") != FORMAT`` -> ``is not`` (a format read from a file is another str object) and the
+    kernel row's ``claim != want`` -> ``>`` ('argmax' sorts before 'ge')."""
+    doc = json.loads(json.dumps(_certificate(bits=20)))
+    assert hb.recheck(doc)[0]
+    doc["kernel"]["rows"][0]["claim"] = "argmax"
+    assert hb.recheck(doc) == (False, "kernel section: row 0: its claim, target or keys differ from the decided row's "
+                                      "(ge, key 0)")

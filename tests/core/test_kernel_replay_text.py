@@ -199,3 +199,56 @@ def test_a_refusal_is_clipped_to_one_line_of_200_characters(monkeypatch):
     _fake(monkeypatch, {"Replay0.v": (1, "Error: " + "y" * 500 + "\n" + "\n".join(f"l{i}" for i in range(9)))})
     (_, ok, msg), = replay.replay_documents([("a", json.dumps(_doc([CASE])).encode())])
     assert not ok and msg == "the Coq kernel refuses the certificate: Error: " + "y" * 193
+
+
+# ----------------------------------------------------------------------------- survivors of the mutation pass, killed
+
+
+def test_refusals_quote_40_characters_of_what_they_refuse():
+    """Kills the 40-character quotes of a non-rational and of a zero denominator."""
+    with pytest.raises(NotReplayable) as e:
+        _q([1] * 30)
+    assert str(e.value) == "not an exact rational: " + repr(str([1] * 30)[:40])
+    with pytest.raises(NotReplayable) as e:
+        _q("1" * 45 + "/0")
+    assert str(e.value) == "a zero denominator: " + repr("1" * 40)
+
+
+def test_three_hundred_rows_pair_with_three_hundred_multipliers():
+    """Kills ``len(rows) != len(multipliers)`` -> ``is not`` (equal ints above 256 are distinct objects)."""
+    rows = [{"coeffs": {"x": "1"}, "op": "<=", "rhs": "1"}] * 300
+    text, order = case_text(rows, ["0"] * 300, 0)
+    assert order == ["x"] and text.count("{| coeffs := [(1%positive, (0x1 # 0x1))]; op := Le") == 300
+
+
+def test_the_variable_list_is_clipped_at_2000_characters():
+    """Kills the 2000-character clip of a case's variable list."""
+    names = {f"v{i:04d}": "0" for i in range(400)}
+    text = certificate_text(_doc([{"rows": [{"coeffs": names, "op": "<=", "rhs": "-1"}], "multipliers": ["1"]}]))
+    line = next(x for x in text.splitlines() if x.startswith("(* case 0: variables "))
+    assert len(line) == len("(* case 0: variables ") + 2000 + len(" *)")
+
+
+def test_a_coqc_killed_by_a_signal_is_not_an_answer(monkeypatch):
+    """Kills ``rc != 0`` -> ``rc > 0`` (Farkas.v) and ``rc == 0`` -> ``rc <= 0`` (a replay): a coqc killed by a signal
+    returns a negative code, which must never read as compiled."""
+    _fake(monkeypatch, {"Farkas.v": (-9, "")})
+    with pytest.raises(RuntimeError, match="^Verify.Farkas does not compile: $"):
+        replay.replay_documents([("a", b"{}")])
+    _fake(monkeypatch, {"Replay0.v": (-9, "Killed")})
+    (_, ok, msg), = replay.replay_documents([("a", json.dumps(_doc([CASE])).encode())])
+    assert (ok, msg) == (False, "the Coq kernel refuses the certificate: Killed")
+
+
+def test_a_refusal_shows_three_lines_after_the_error_and_a_long_reason_200_characters(monkeypatch):
+    """Kills ``_first_error(msg, 3)`` -> 4 and the 200-character clip of a reason the file is not replayed."""
+    _fake(monkeypatch, {"Replay0.v": (1, "a\nb\nError: bad\nl0\nl1\nl2\nl3\nl4")})
+    (_, ok, msg), = replay.replay_documents([("a", json.dumps(_doc([CASE])).encode())])
+    assert msg == "the Coq kernel refuses the certificate: a b Error: bad l0 l1"
+
+    def refuse(doc: Any) -> str:
+        raise NotReplayable("r" * 300)
+
+    monkeypatch.setattr(replay, "certificate_text", refuse)
+    (_, ok, msg), = replay.replay_documents([("a", b"{}")])
+    assert msg == "not replayed in the kernel: " + "r" * 200
