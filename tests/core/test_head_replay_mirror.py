@@ -478,3 +478,14 @@ def test_a_missing_or_untrusted_soundness_theorem_is_refused(monkeypatch, tmp_pa
     with pytest.raises(RuntimeError, match="^Verify.HeadSoftmax rests on assumptions of ours: a, b, z$"):
         hr._theory_dir("8.16.1")
     assert calls == []
+
+
+# ----------------------------------------------------------------------------- survivors of the mutation pass, killed
+
+
+def test_a_status_made_at_run_time_reads_as_its_value(monkeypatch):
+    """Kills ``res.status != "checked"`` -> ``is not`` in replay_document (a status string built at run time, as a
+    future caller may, is not the interned literal)."""
+    checked = "".join(["chec", "ked"])
+    monkeypatch.setattr(hr, "check", lambda *a, **k: hr.KernelResult(checked, "m", "8.16.1", 2, 0.5))
+    assert hr.replay_document(_doc([GE, LT])) == (True, "m: 2 rows (0.50 s)")
