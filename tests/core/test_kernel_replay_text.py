@@ -74,6 +74,7 @@ def test_a_case_is_its_rows_multipliers_and_theorem():
     ("x", [], "a case holds a list of rows and a list of multipliers"),
     ([], {}, "a case holds a list of rows and a list of multipliers"),
     ([{"coeffs": {}, "op": "<=", "rhs": "0"}], [], "case 4: 1 rows but 0 multipliers"),
+    ([], ["1"], "case 4: 0 rows but 1 multipliers"),
     ([3], [1], "case 4: a row is not {'coeffs', 'op', 'rhs'}"),
     ([{"coeffs": [1], "op": "<=", "rhs": "0"}], [1], "case 4: a row is not {'coeffs', 'op', 'rhs'}"),
     ([{"coeffs": {"x": "1"}, "op": "<=", "rhs": "0", "product_of": [0, 1]}], [1],
