@@ -51,7 +51,7 @@ def test_every_table_entry_bounds_exp_from_its_side_and_is_tight(G):
             assert (e >= exact) if up else (e <= exact), (G, up, pos, k)
             assert abs(e - exact) <= exact * mpmath.mpf(2) ** -16 + 64, (G, up, pos, k, e - exact)
     assert [hr.squarings(g) for g in (4, 6, 8, 10, 17)] == [15, 13, 11, 9, 4]
-    assert hr.squarings(6, bits=20) == 4
+    assert hr.squarings(6, bits=20) == 4 and hr.squarings(4, bits=41) == 16  # floor((41 - 8 - 1) / 2)
 
 
 def _row(claim: str, target: tuple[int, int], others: list[tuple[int, int]], prompt: int = 0, row: int = 5,

@@ -363,3 +363,32 @@ def test_the_build_arguments_trust_no_vm():
     assert D.COQCHK_ARGS == ("-silent", "-o", "-Q", ".", "Verify", "-norec")
     assert D.THEORIES.name == "theories" and (D.THEORIES / "_CoqProject").is_file()
     assert D.theory_names()[:1] and all((D.THEORIES / f"{n}.v").is_file() for n in D.theory_names())
+
+
+# ----------------------------------------------------------------------------- survivors of the mutation pass, killed
+
+
+def test_a_theorem_found_by_the_per_theorem_probe_is_kept(tmp_path, coq):
+    """Kills ``if r == 0`` -> ``r == 1`` in the per-theorem fallback: when one theorem of a theory is missing, the
+    others are still read from their own probes."""
+    th = _theories(tmp_path)
+    coq(FakeCoq({"Verify.B.tc": ["Classical_Prop.classic"]}))
+    build = D.build_theories([_st("B", "tc"), _st("B", "missing")], theories=th)
+    tc, missing = build.theorems["Verify.B.tc"], build.theorems["Verify.B.missing"]
+    assert (tc.found, tc.assumptions, tc.untrusted, missing.found) == (True, ["Classical_Prop.classic"], [], False)
+
+
+def test_cached_build_without_coq_does_no_work(tmp_path, monkeypatch):
+    """Kills ``version is None or coqchk missing`` -> ``and`` in cached_build: no cache directory, no lock, no
+    build when coqc is missing even though coqchk is there."""
+    monkeypatch.setattr(D, "coq_version", lambda: None)
+    monkeypatch.setattr(D.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(D, "build_theories", lambda *a, **k: pytest.fail("built without Coq"))
+    with pytest.raises(D.KernelUnavailable):
+        D.cached_build([], cache_dir=tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_q_literal_with_a_long_denominator():
+    """Kills the ``%Q`` strip ``t[:-2]`` -> ``t[:-3]`` (it would eat the denominator's last digit)."""
+    assert D.parse_q("3 # 45%Q") == Fraction(1, 15) and D.parse_q("-7 # 10%Q") == Fraction(-7, 10)
