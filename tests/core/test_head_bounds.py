@@ -745,3 +745,55 @@ def test_a_certificate_read_from_json_rechecks_and_a_wrong_claim_is_refused():
     doc["kernel"]["rows"][0]["claim"] = "argmax"
     assert hb.recheck(doc) == (False, "kernel section: row 0: its claim, target or keys differ from the decided row's "
                                       "(ge, key 0)")
+
+
+def test_wide_programs_and_longer_rows_are_read_by_length():
+    """Kills ``len(WK) != dm`` and ``len(out) != n`` -> ``is not`` (a 300-wide model: equal ints above 256 are
+    distinct objects), ``len(r) != dh`` -> ``<`` (a W_Q row longer than the first), ``len(W_gate) != d_model`` ->
+    ``<`` (W_gate with a row too many) and ``len(rows) != len(targets)`` -> ``>`` (more targets than rows)."""
+    wide = hb.HeadProgram(W_Q=_mat(300, 1, 1), W_K=_mat(300, 1, 2), norm="rmsnorm", norm_weight=_vec(300, 3))
+    assert hb.HeadProgram.from_json(json.loads(json.dumps(wide.to_json()))) == wide
+    d = FULL.to_json()
+    d["W_Q"] = [d["W_Q"][0], d["W_Q"][1] + ["0x1p+0"]] + d["W_Q"][2:]
+    assert _refusal(d) == "W_Q and W_K must both be [d_model, d_head]"
+    deep = DEEP.to_json()
+    deep["prefix"][0]["mlp"]["W_gate"] = deep["prefix"][0]["mlp"]["W_gate"] + [deep["prefix"][0]["mlp"]["W_gate"][0]]
+    assert _refusal(deep) == "W_gate must be [d_model, d_ff]"
+    with pytest.raises(hb.HeadCertificateError, match="^rows and targets must pair up"):
+        hb.PromptInput.from_json({**_prompt(3, 4, 2).to_json(), "rows": [1], "targets": [0, 1]}, 4)
+
+
+def test_certificates_read_from_json_recheck_with_every_norm_and_activation():
+    """Kills ``kind == "silu"`` -> ``is`` (and its siblings): kinds read from a file are not the interned literals."""
+    for prog in (DEEP, _stack("gelu_tanh", False), _stack("gelu", True), _stack("relu", False), FULL):
+        doc = json.loads(json.dumps(_certificate(prog, fraction=Fraction(1, 8))))
+        assert hb.recheck(doc)[0], prog.prefix[0].mlp.act if prog.prefix else "FULL"  # type: ignore[union-attr]
+
+
+def test_counts_read_decisions_by_value():
+    """Kills ``r.argmax == "yes"`` -> ``is`` (and the other counts'): decisions read back from JSON."""
+    rows = [hb.RowBound(0, 1, 0, 0.1, 0.2, 0.0, *json.loads('["ge", "yes"]')),
+            hb.RowBound(0, 2, 1, 0.1, 0.2, 0.0, *json.loads('["lt", "no"]')),
+            hb.RowBound(0, 3, 2, 0.1, 0.2, 0.0, *json.loads('["undecided", "undecided"]'))]
+    assert hb.HeadBound(rows).counts() == {"rows": 3, "ge": 1, "lt": 1, "undecided": 1, "argmax_yes": 1,
+                                           "argmax_no": 1}
+
+
+def test_the_content_hash_is_of_the_canonical_json():
+    """Kills ``sort_keys=True`` -> ``False``: the hash is sha256 of the sorted, compact JSON (a file written with
+    another key order has the same hash)."""
+    import hashlib
+
+    assert hb.content_digest({"b": [1, {"d": 2, "c": 3}], "a": "x"}) == hashlib.sha256(
+        b'{"a":"x","b":[1,{"c":3,"d":2}]}').hexdigest()
+
+
+def test_more_edges_of_the_decimals_messages_and_bits():
+    """Kills ``e >= 0`` -> ``e > 0`` in fmt_directed (12 digits before the point), the query's 10-character clip in
+    the kernel section's message, and ``bits <= 60`` -> ``< 60``."""
+    assert hb.fmt_directed(123456789012.5, True) == "123456789012" and hb.fmt_directed(123456789012.5, False) == (
+        "123456789013")
+    doc = _certificate(bits=20)
+    doc["kernel"]["rows"][1]["row"] = "9" * 20
+    assert hb.recheck(doc) == (False, "kernel section: row 1 (prompt 0, query 9999999999) is not a decided row")
+    assert hb.recheck(_certificate(bits=60))[0] and hb.recheck(_certificate(bits=8))[0]

@@ -489,3 +489,14 @@ def test_a_status_made_at_run_time_reads_as_its_value(monkeypatch):
     checked = "".join(["chec", "ked"])
     monkeypatch.setattr(hr, "check", lambda *a, **k: hr.KernelResult(checked, "m", "8.16.1", 2, 0.5))
     assert hr.replay_document(_doc([GE, LT])) == (True, "m: 2 rows (0.50 s)")
+
+
+def test_a_short_enclosure_and_an_lt_row_at_tau_2_5():
+    """Kills ``len(v) != 2`` -> ``> 2`` (a one-number enclosure would index past it) and, in state's lt loop,
+    ``tn * (S + total)`` -> ``tn | (S + total)`` (tau = 2/5: tn = 2)."""
+    with pytest.raises(KernelDataError, match="^a score enclosure is not two integer strings"):
+        KernelRow.from_json({**KernelRow(0, 1, 0, "lt", (0, 1), (), ()).to_json(), "target_score": ["1"]})
+    lt = _row("lt", (0, _u(0.1)), [(_u(1.0), _u(1.2)), (_u(-5.0), _u(-4.0)), (_u(0.5), _u(0.6))])
+    tb = hr.tables([lt], 6)
+    # mass < 2/5 needs 1 + sum exp > 5/2: exp(0.9) = 2.46 alone suffices
+    assert hr.state(tb, lt, Fraction(2, 5)) == Stated(_u(0.1), (0,), (_u(1.0),))

@@ -392,3 +392,4 @@ def test_cached_build_without_coq_does_no_work(tmp_path, monkeypatch):
 def test_a_q_literal_with_a_long_denominator():
     """Kills the ``%Q`` strip ``t[:-2]`` -> ``t[:-3]`` (it would eat the denominator's last digit)."""
     assert D.parse_q("3 # 45%Q") == Fraction(1, 15) and D.parse_q("-7 # 10%Q") == Fraction(-7, 10)
+
