@@ -49,7 +49,6 @@ TRUSTED: dict[str, tuple[str, ...]] = {
                                     "tests/core/test_parts_mechanism.py"),
     "numeric/head_bounds.py": ("tests/core/test_head_bounds.py",),
     "kernel/replay.py": ("tests/core/test_kernel_replay_text.py",),
-    "kernel/head_replay.py": ("tests/core/test_head_replay_mirror.py",),
     "kernel/driver.py": ("tests/core/test_kernel_driver.py",),
     "kernel/check.py": ("tests/core/test_kernel_check.py", "tests/core/test_parts_mechanism.py",
                         "tests/core/test_verdicts.py"),
@@ -58,8 +57,8 @@ TRUSTED: dict[str, tuple[str, ...]] = {
 TIMEOUT = 120.0
 #: the same for modules whose tests run in a few seconds (a mutant that loops, say a table grown without bound, is
 #: then counted killed after 45 s instead of 120; the slowest of these test files takes 5 s)
-FAST_TIMEOUT = {m: 45.0 for m in ("src/verify/core/verdicts.py", "numeric/head_bounds.py", "kernel/head_replay.py",
-                                  "kernel/driver.py", "kernel/replay.py")}
+FAST_TIMEOUT = {m: 45.0 for m in ("src/verify/core/verdicts.py", "numeric/head_bounds.py", "kernel/driver.py",
+                                  "kernel/replay.py")}
 
 
 def _copy_tree(dest: Path) -> None:
