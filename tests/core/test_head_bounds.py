@@ -797,3 +797,92 @@ def test_more_edges_of_the_decimals_messages_and_bits():
     doc["kernel"]["rows"][1]["row"] = "9" * 20
     assert hb.recheck(doc) == (False, "kernel section: row 1 (prompt 0, query 9999999999) is not a decided row")
     assert hb.recheck(_certificate(bits=60))[0] and hb.recheck(_certificate(bits=8))[0]
+
+
+def test_wide_heads_long_prompts_and_more_shapes_are_read_by_length():
+    """Kills, past CPython's small ints, ``len(r) != ncols``, ``len(r) != len(WV[0])``, ``len(W_in) != d_model``,
+    ``len(c) != len(toks)``, ``derived.get(r) != t`` and ``len(set(p.rows)) != len(p.rows)`` -> ``is not``; and
+    d_head taken from W_Q's last row, W_K with a row too many, a window of 1."""
+    wide_head = hb.HeadProgram(W_Q=_mat(1, 300, 1), W_K=_mat(1, 300, 2), relative_keys=_mat(2, 300, 3), prefix=[
+        hb.PrefixLayer([hb.PrefixHead(hb.HeadProgram(W_Q=[[1.0]], W_K=[[0.5]]), _mat(1, 300, 4), _mat(300, 1, 5))])])
+    assert hb.HeadProgram.from_json(json.loads(json.dumps(wide_head.to_json()))) == wide_head
+    wide_mlp = hb.HeadProgram(W_Q=_mat(300, 1, 1), W_K=_mat(300, 1, 2), prefix=[hb.PrefixLayer(
+        [hb.PrefixHead(hb.HeadProgram(W_Q=_mat(300, 1, 6), W_K=_mat(300, 1, 7)), _mat(300, 1, 8), _mat(1, 300, 9))],
+        None, hb.MLP("none", None, None, 0.0, _mat(300, 2, 10), _mat(2, 300, 11), "relu"))])
+    assert hb.HeadProgram.from_json(json.loads(json.dumps(wide_mlp.to_json()))) == wide_mlp
+    long = hb.PromptInput(list(range(301)), [_mat(301, 1, 12)], list(range(1, 300)), list(range(0, 299)))
+    assert hb.PromptInput.from_json(json.loads(json.dumps(long.to_json())), 1) == long
+    hb._check_targets("prev", [hb.PromptInput.from_json(json.loads(json.dumps(long.to_json())), 1)])
+    d = FULL.to_json()
+    assert _refusal({**d, "W_Q": d["W_Q"][:3] + [d["W_Q"][3][:3]]}) == "W_Q and W_K must both be [d_model, d_head]"
+    assert _refusal({**d, "W_K": d["W_K"] + [d["W_K"][0]]}) == "W_Q and W_K must both be [d_model, d_head]"
+    assert hb.HeadProgram.from_json({**d, "window": 1}).window == 1
+
+
+def test_targets_smaller_than_derived_are_refused_by_name():
+    """Kills ``derived.get(r) != t`` -> ``<`` and the message's ``bad[0]`` / ``bad[1]`` read from the wrong end."""
+    p = hb.PromptInput([5, 6, 7], [_mat(3, 4, 1)], [2], [0])
+    with pytest.raises(hb.HeadCertificateError) as e:
+        hb._check_targets("prev", [p])
+    assert str(e.value) == "prompt 0: row 2's target 0 is not its prev target in the prompt's tokens"
+
+
+def test_relative_keys_are_checked_per_offset_inside_the_window():
+    """Kills ``i - j >= ncols`` -> ``i >> j`` / ``is`` and the offset in the message read as ``i | j`` or ``i << j``:
+    row 5, its own target, with a window of 3 reaches offsets 2, 1, 0; there is one relative key vector."""
+    prog = hb.HeadProgram(W_Q=_mat(4, 2, 1), W_K=_mat(4, 2, 2), relative_keys=_mat(1, 2, 3), window=3)
+    with pytest.raises(hb.HeadCertificateError) as e:
+        hb.bound_prompt(prog, hb.PromptInput(list(range(6)), [_mat(6, 4, 4)], [5], [5]), Fraction(1, 2))
+    assert str(e.value) == "no relative key vector for offset 2"
+
+
+def test_defaults_counts_signs_and_the_work_of_an_odd_head(monkeypatch):
+    """Kills bound_prompt's default ``index = 0`` -> ``-1``; the 'lt' count's ``==`` -> ``<`` ('ge' sorts before
+    'lt'); the sign of a decimal whose digits are ``-1`` (``n < 0`` -> ``n < -1``); ``dh + 1`` -> ``dh ^ 1`` (an
+    odd d_head); the cap MAX_WORK itself."""
+    assert hb.bound_prompt(FULL, _prompt(3, 4, 1), Fraction(1, 2))[0].prompt == 0
+    rows = [hb.RowBound(0, k, 0, 0.1, 0.2, 0.0, s, "no") for k, s in enumerate(["ge", "ge", "ge", "lt"])]
+    assert hb.HeadBound(rows).counts()["lt"] == 1
+    assert hb.fmt_directed(-0.1, False, digits=1) == "-0.1" and hb.fmt_directed(-0.1, True, digits=1) == "-0.2"
+    odd = hb.HeadProgram(W_Q=_mat(4, 3, 1), W_K=_mat(4, 3, 2))
+    doc = _certificate(odd, fraction=Fraction(1))
+    work = sum(L * L * (3 + 1) + L * 4 * 3 * 2 for L in (4, 6))
+    monkeypatch.setattr(hb, "MAX_WORK", work - 1)
+    assert hb.recheck(doc) == (False, f"too large to re-check here ({work} > {work - 1} multiply-adds)")
+    monkeypatch.undo()
+    assert hb.MAX_WORK == 50_000_000
+
+
+def test_more_refusals_of_recheck():
+    """Kills ``format != FORMAT`` -> ``>`` (an earlier format version), the kernel row's target ``!=`` -> ``>`` and
+    keys ``!=`` -> ``<``, the key-bound count ``len(pairs) - 1`` -> ``% 1``, exact enclosures (``lo <= hi`` -> ``<``,
+    ``is not``), a one-wide model with an MLP (``W_in[0]`` -> ``W_in[1]``), and the 160-character clip of a
+    differing row."""
+    doc = _certificate(bits=20)
+    assert hb.recheck({**doc, "format": "verify-head-certificate/0"}) == (
+        False, "not a head certificate (format 'verify-head-certificate/0')")
+
+    def why(fn: Any) -> str:
+        d = copy.deepcopy(doc)
+        fn(d["kernel"]["rows"])
+        return hb.recheck(d)[1]
+
+    r1 = doc["kernel"]["rows"][1]
+    assert (r1["row"], r1["target"]) == (2, 1)
+    assert why(lambda rows: rows[1].__setitem__("target", 0)) == (
+        f"kernel section: row 1: its claim, target or keys differ from the decided row's ({r1['claim']}, key 1)")
+    assert why(lambda rows: rows[1].__setitem__("keys", [7, 8])).startswith("kernel section: row 1: its claim, target")
+    assert why(lambda rows: rows[0].__setitem__("others", rows[0]["others"] * 2)) == (
+        "kernel section: row 0: 2 key bounds for 1 keys")
+    zero = [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]]
+    flat = _certificate(hb.HeadProgram(W_Q=zero, W_K=zero), tau=Fraction(1, 3), fraction=Fraction(1, 8), bits=20)
+    assert flat["kernel"]["rows"] and all(r["target_score"] == ["0", "0"] for r in flat["kernel"]["rows"])
+    assert hb.recheck(flat)[0]
+    one = hb.HeadProgram(W_Q=[[1.0]], W_K=[[0.5]], prefix=[hb.PrefixLayer(
+        [hb.PrefixHead(hb.HeadProgram(W_Q=[[0.25]], W_K=[[0.75]]), [[0.5]], [[2.0]])], None,
+        hb.MLP("none", None, None, 0.0, [[1.0, -1.0]], [[0.5], [0.25]], "relu"))])
+    assert hb.recheck(_certificate(one, fraction=Fraction(1, 8)))[0]
+    long = copy.deepcopy(doc)
+    long["claimed"]["rows"][0]["status"] = "x" * 300
+    ok, reason = hb.recheck(long)
+    assert not ok and len(reason) == len("the rows' decisions or enclosures differ from the re-derived ones (first: )") + 160
