@@ -886,3 +886,48 @@ def test_more_refusals_of_recheck():
     long["claimed"]["rows"][0]["status"] = "x" * 300
     ok, reason = hb.recheck(long)
     assert not ok and len(reason) == len("the rows' decisions or enclosures differ from the re-derived ones (first: )") + 160
+
+
+def test_still_more_shapes_clips_and_rules():
+    """Kills: W_Q's emptiness read from its last row; vectors and W_out longer than they must be (``!=`` -> ``<``);
+    the 100-character clips of a malformed head or prompt and the 40-character quote of a bad rational; ``yes >=
+    need`` -> ``is`` (more rows than needed); a one-token prompt through a norm (``len(X[0])`` -> ``X[1]``); a
+    one-number bound in the kernel section (``len(got) != 2`` -> ``> 2``); a precision above 128 (``!=`` -> ``<``);
+    the first differing row named even when it sorts before the re-derived one (``g != w`` -> ``<``)."""
+    d = FULL.to_json()
+    assert _refusal({**d, "W_Q": d["W_Q"][:3] + [[]]}) == "W_Q and W_K must both be [d_model, d_head]"
+    deep = DEEP.to_json()
+    deep["prefix"][0]["out_bias"] = deep["prefix"][0]["out_bias"] + ["0x1p+0"]
+    assert _refusal(deep) == "out_bias must have 4 entries"
+    deep = DEEP.to_json()
+    deep["prefix"][0]["mlp"]["W_out"] = deep["prefix"][0]["mlp"]["W_out"] + [deep["prefix"][0]["mlp"]["W_out"][0]]
+    assert _refusal(deep) == "W_out must be [d_ff, d_model]"
+    assert hb.decide(10, 9, 1, Fraction(4, 5)) == "HOLDS" and hb.decide(10, 10, 0, Fraction(1, 2)) == "HOLDS"
+    assert hb.bound_prompt(FULL, hb.PromptInput([0], [_mat(1, 4, 1)], [], []), Fraction(1, 2)) == []
+    with pytest.raises(hb.HeadCertificateError, match=r"^threshold '" + "x" * 40 + "' is not a rational number"):
+        hb._fraction("x" * 50, "threshold")
+    doc = _certificate(bits=20)
+    bad = copy.deepcopy(doc)
+    bad["kernel"]["rows"][0]["target_score"] = ["1"]
+    assert hb.recheck(bad) == (False, "kernel section: row 0: a bound is not two integer strings")
+    assert hb.recheck({**doc, "precision_bits": 256}) == (
+        False, "precision_bits 256: the balls are re-derived at 128")
+    first = copy.deepcopy(doc)
+    first["claimed"]["rows"][0]["argmax"] = "a"
+    ok, why = hb.recheck(first)
+    assert not ok and why.startswith("the rows' decisions or enclosures differ from the re-derived ones (first: "
+                                     '{"argmax": "a"')
+
+
+def test_unexpected_errors_while_reading_are_clipped(monkeypatch):
+    """Kills the 100-character clips of 'malformed head' and 'malformed prompt'."""
+    def long_type_error(*a: Any, **k: Any) -> Any:
+        raise TypeError("t" * 300)
+
+    monkeypatch.setattr(hb, "_unhexes", long_type_error)
+    assert _refusal(FULL.to_json()) == "malformed head: TypeError: " + "t" * 100
+    monkeypatch.undo()
+    monkeypatch.setattr(hb, "_ints", long_type_error)
+    with pytest.raises(hb.HeadCertificateError) as e:
+        hb.PromptInput.from_json(_prompt(3, 4, 1).to_json(), 4)
+    assert str(e.value) == "malformed prompt: TypeError: " + "t" * 100

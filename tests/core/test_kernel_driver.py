@@ -48,7 +48,8 @@ class FakeCoq:
         self.calls.append(list(cmd))
         if cmd[0] == "coqchk":
             theory = cmd[-1].split(".")[-1]
-            rc = 1 if "BADCHK" in (cwd / f"{theory}.v").read_text() else 0
+            src = (cwd / f"{theory}.v").read_text()
+            rc = 1 if "BADCHK" in src else -9 if "CHKKILL" in src else 0
             return rc, ("Error: bad module\n" if rc else "") + COQCHK_OUT.format(extra=self.extra.get(theory, ""))
         name = cmd[-1]
         text = (cwd / name).read_text()
@@ -72,6 +73,8 @@ class FakeCoq:
                     return 1, f"Error: unknown {e}"
                 out += [f"{D._MARK}{i}", f"     = {self.answers[e]}", "     : Q"]
             return 0, "\n".join(out) + "\n"
+        if "SIGKILL" in text:  # coqc killed by a signal: a negative code
+            return -9, ""
         if "FAIL" in text:
             return 1, f'File "./{name}", line 1, characters 0-4:\nError: The command has not ended.\nmore\n'
         (cwd / name.replace(".v", ".vo")).write_text("vo")
@@ -410,3 +413,29 @@ def test_the_cache_directory_is_made_with_its_parents(tmp_path, coq, monkeypatch
     coq(FakeCoq({}))
     build = D.cached_build([], cache_dir=tmp_path / "a" / "b" / "c")
     assert build.compiled == {"A": True, "B": True, "C": True} and (tmp_path / "a" / "b" / "c" / ".lock").exists()
+
+
+def test_a_coq_tool_killed_by_a_signal_is_not_a_success(tmp_path, coq):
+    """Kills ``rc == 0`` -> ``rc <= 0`` and ``rc != 0`` -> ``rc > 0`` for coqc and coqchk: a negative return code (a
+    tool killed by a signal) is a failure."""
+    th = _theories(tmp_path, a="Theorem ta : True.\nProof. SIGKILL. Qed.\n", c="Theorem td : 0 = 0.\nProof. CHKKILL. Qed.\n")
+    coq(FakeCoq({}))
+    build = D.build_theories([], theories=th)
+    assert (build.compiled["A"], "A" in build.coqchk) == (False, False)
+    assert build.compiled["C"] and build.coqchk["C"] != "ok"
+
+
+def test_compute_stops_at_its_theory_and_keeps_colons_inside_the_answer(tmp_path, coq):
+    """Kills ``names.index(theory) + 1`` -> ``+ 2`` (a theory after the one asked compiled too) and the type's split
+    ``rsplit(" : ", 1)`` -> ``2`` (an answer with ' : ' inside)."""
+    th = _theories(tmp_path)
+    fake = coq(FakeCoq({}, answers={"f": "fun x : nat => x"}))
+    assert D.coq_compute("B", "f", theories=th) == ["fun x : nat => x"]
+    assert [c[-1] for c in fake.calls] == ["B.v", "VerifyCompute.v"]
+
+
+def test_a_fresh_build_records_nothing_yet():
+    """Kills the defaults of Build (``compile_s = 0.0``)."""
+    b = D.Build("8.16.1", {"A": "h"})
+    assert (b.compiled, b.errors, b.coqchk, b.coqchk_axioms, b.theorems, b.compile_s, b.key) == ({}, {}, {}, {}, {},
+                                                                                                  0.0, "")
