@@ -56,9 +56,9 @@ class FakeCoq:
         if name.startswith("VerifyAssumptions"):
             out = []
             for q in re.findall(r"Print Assumptions (\S+)\.", text):
+                out.append(f"{D._MARK}{q}")  # the idtac before each Print Assumptions runs first, as in Coq
                 if q not in self.axioms:
-                    return 1, f"Error: The reference {q} was not found in the current environment."
-                out.append(f"{D._MARK}{q}")
+                    return 1, "\n".join(out + [f"Error: The reference {q} was not found in the current environment."])
                 if self.axioms[q]:
                     out.append("Axioms:")
                     for a in self.axioms[q]:
@@ -270,6 +270,7 @@ def test_statements_are_read_as_written_without_comments():
     assert D._strip_comments("a (* b (* c *) d *) e *) f") == "a  e *) f"
     assert D._strip_comments("(* open") == "" and D._strip_comments("x*)y") == "x*)y"
     assert D._strip_comments("a (**) b (*x*) c") == "a  b  c"  # an empty comment closes right after it opens
+    assert D._strip_comments("a (* (* (* x *) *) y *) b") == "a  b"  # three deep: each close takes one level
 
 
 def test_forbidden_vernacular_outside_comments():
@@ -432,6 +433,11 @@ def test_compute_stops_at_its_theory_and_keeps_colons_inside_the_answer(tmp_path
     fake = coq(FakeCoq({}, answers={"f": "fun x : nat => x"}))
     assert D.coq_compute("B", "f", theories=th) == ["fun x : nat => x"]
     assert [c[-1] for c in fake.calls] == ["B.v", "VerifyCompute.v"]
+    D.coq_compute("A", "f", theories=th)
+    assert [c[-1] for c in fake.calls][2:] == ["B.v", "A.v", "VerifyCompute.v"]
+    (th / "C.v").write_text("Theorem td : 0 = 0.\nProof. SIGKILL. Qed.\n")
+    with pytest.raises(RuntimeError, match="^Verify.C does not compile:"):
+        D.coq_compute("C", "f", theories=th)
 
 
 def test_a_fresh_build_records_nothing_yet():
@@ -439,3 +445,38 @@ def test_a_fresh_build_records_nothing_yet():
     b = D.Build("8.16.1", {"A": "h"})
     assert (b.compiled, b.errors, b.coqchk, b.coqchk_axioms, b.theorems, b.compile_s, b.key) == ({}, {}, {}, {}, {},
                                                                                                   0.0, "")
+
+
+def test_the_coq_child_dies_with_the_process_that_started_it(tmp_path):
+    """_die_with_parent (PR_SET_PDEATHSIG): a process running coqc through _run is killed; its child must not run on
+    (kills ``prctl(1, ...)`` -> ``prctl(2, ...)``, which sets nothing)."""
+    import os
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from pathlib import Path; from verify.kernel.driver import _run; "
+        f"_run(['sh', '-c', 'echo $$ > {pidfile}; exec sleep 30'], Path('.'))")])
+    try:
+        deadline = time.time() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()) and time.time() < deadline:
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
+            except FileNotFoundError:
+                break
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(child, signal.SIGKILL)
+            pytest.fail("the child outlived its parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
