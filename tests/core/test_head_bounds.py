@@ -931,3 +931,45 @@ def test_unexpected_errors_while_reading_are_clipped(monkeypatch):
     with pytest.raises(hb.HeadCertificateError) as e:
         hb.PromptInput.from_json(_prompt(3, 4, 1).to_json(), 4)
     assert str(e.value) == "malformed prompt: TypeError: " + "t" * 100
+
+
+def test_the_last_shapes_and_tamperings():
+    """Kills ``!=`` -> ``<`` on a prefix head's qk width, W_V's rows, W_O's rows and a W_V row; W_in's emptiness read
+    from its last row and W_in with a row too many; a component with a row too few; a row past the prompt (``r <
+    len(toks)`` -> ``!=``); a frozen Enclosure; 11-digit decimals (``e >= 0`` -> ``>= -1``); the key-bound count
+    with 3 extra (``len(pairs) - 1`` -> ``^ 1``); claimed counts and verdicts that sort before or after the
+    re-derived ones (``!=`` -> ``>`` / ``<``)."""
+    import dataclasses
+
+    def prefix_refusal(edit: Any) -> str:
+        d = DEEP.to_json()
+        edit(d["prefix"][0])
+        return _refusal(d)
+
+    shape = "a prefix head's W_V must be [d_model, d_head] and W_O [d_head, d_model]"
+    wide_qk = hb.HeadProgram(W_Q=_mat(5, 2, 1), W_K=_mat(5, 2, 2)).to_json()
+    assert prefix_refusal(lambda p: p["heads"][0].__setitem__("qk", wide_qk)) == shape
+    assert prefix_refusal(lambda p: p["heads"][0].__setitem__("W_V", p["heads"][0]["W_V"] * 2)) == shape
+    assert prefix_refusal(lambda p: p["heads"][0].__setitem__("W_O", p["heads"][0]["W_O"] * 2)) == shape
+    assert prefix_refusal(lambda p: p["heads"][0]["W_V"].__setitem__(2, p["heads"][0]["W_V"][2] * 2)) == shape
+    assert prefix_refusal(lambda p: p["mlp"]["W_in"].__setitem__(3, [])) == "a matrix row does not have 3 entries"
+    assert prefix_refusal(lambda p: p["mlp"].__setitem__("W_in", p["mlp"]["W_in"] * 2)) == "W_in must be [d_model, d_ff]"
+    good = _prompt(3, 4, 2).to_json()
+    for d, why in [({**good, "components": [good["components"][0][:2]]}, "each input component must have one row"),
+                   ({**good, "rows": [1, 5], "targets": [0, 4]}, "rows and targets must pair up")]:
+        with pytest.raises(hb.HeadCertificateError, match="^" + why):
+            hb.PromptInput.from_json(d, 4)
+    enc = hb.Enclosure(10, (1, 2), (0,), ((3, 4),))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        enc.bits = 11  # type: ignore[misc]
+    assert hb.fmt_directed(12345678901.25, True) == "12345678901.2"
+    doc = _certificate(bits=20)
+    more = copy.deepcopy(doc)
+    more["kernel"]["rows"][0]["others"] = more["kernel"]["rows"][0]["others"] * 4
+    assert hb.recheck(more)[1] == "kernel section: row 0: 4 key bounds for 1 keys"
+    for counts in ({**doc["claimed"]["counts"], "ge": 3}, {**doc["claimed"]["counts"], "ge": 5}):
+        assert hb.recheck({**doc, "claimed": {**doc["claimed"], "counts": counts}}) == (
+            False, "the claimed counts differ from the re-derived ones")
+    for verdict in ("INCONCLUSIVE", "FAILS"):
+        assert hb.recheck({**doc, "claimed": {**doc["claimed"], "verdict": verdict}}) == (
+            False, f"the claimed verdict {verdict!r} differs from 'HOLDS'")
