@@ -271,6 +271,7 @@ def test_statements_are_read_as_written_without_comments():
     assert D._strip_comments("(* open") == "" and D._strip_comments("x*)y") == "x*)y"
     assert D._strip_comments("a (**) b (*x*) c") == "a  b  c"  # an empty comment closes right after it opens
     assert D._strip_comments("a (* (* (* x *) *) y *) b") == "a  b"  # three deep: each close takes one level
+    assert D._strip_comments("a (*) b *) c") == "a  c"  # '(*)' opens a comment; its ')' does not close it
 
 
 def test_forbidden_vernacular_outside_comments():

@@ -83,6 +83,7 @@ def test_the_trusted_modules_and_their_tests_exist() -> None:
         assert (ROOT / module).is_file(), module
         assert all((ROOT / t).is_file() for t in tests), tests
     assert set(M.FAST_TIMEOUT) <= set(M.TRUSTED) and "timeout = 45.0" in M._config("kernel/replay.py", ("t",))
+    assert "timeout = 15.0" in M._config("kernel/driver.py", ("t",))
     assert "timeout = 120.0" in M._config("solver/certify.py", ("t",))
 
 
