@@ -973,3 +973,42 @@ def test_the_last_shapes_and_tamperings():
     for verdict in ("INCONCLUSIVE", "FAILS"):
         assert hb.recheck({**doc, "claimed": {**doc["claimed"], "verdict": verdict}}) == (
             False, f"the claimed verdict {verdict!r} differs from 'HOLDS'")
+
+
+def test_rotary_widths_read_from_json():
+    """Kills ``2 * len(inv) > d_head`` -> ``2 + len(inv)`` (one frequency on a 2-wide head) and -> ``2 ** len(inv)``
+    (three frequencies on a 6-wide head): both programs are valid."""
+    for prog in (hb.HeadProgram(W_Q=_mat(4, 2, 1), W_K=_mat(4, 2, 2), rope_inv_freq=[0.5]),
+                 hb.HeadProgram(W_Q=_mat(4, 6, 31), W_K=_mat(4, 6, 32), rope_inv_freq=[1.0, 0.3, 0.05])):
+        assert hb.HeadProgram.from_json(json.loads(json.dumps(prog.to_json()))) == prog
+
+
+def test_wide_mlps_read_by_length():
+    """Kills ``len(W_out) != f`` and ``len(W_gate) != d_model`` -> ``is not`` (d_ff 300 and d_model 300)."""
+    head = hb.PrefixHead(hb.HeadProgram(W_Q=[[1.0]], W_K=[[0.5]]), [[0.5]], [[2.0]])
+    wide_ff = hb.HeadProgram(W_Q=[[1.0]], W_K=[[0.5]], prefix=[hb.PrefixLayer([head], None, hb.MLP(
+        "none", None, None, 0.0, _mat(1, 300, 1), _mat(300, 1, 2), "relu"))])
+    head300 = hb.PrefixHead(hb.HeadProgram(W_Q=_mat(300, 1, 3), W_K=_mat(300, 1, 4)), _mat(300, 1, 5), _mat(1, 300, 6))
+    gated = hb.HeadProgram(W_Q=_mat(300, 1, 7), W_K=_mat(300, 1, 8), prefix=[hb.PrefixLayer([head300], None, hb.MLP(
+        "none", None, None, 0.0, _mat(300, 2, 9), _mat(2, 300, 10), "silu", W_gate=_mat(300, 2, 11)))])
+    for prog in (wide_ff, gated):
+        assert hb.HeadProgram.from_json(json.loads(json.dumps(prog.to_json()))) == prog
+
+
+def test_a_kernel_row_past_position_256_with_259_keys():
+    """Kills, in the kernel section's check, ``target != r.target`` and ``len(pairs) != 1 + len(others)`` ->
+    ``is not``: a target at position 258 and 259 other keys, read back from JSON."""
+    L = 260
+    prog = hb.HeadProgram(W_Q=_mat(2, 2, 3), W_K=_mat(2, 2, 4))
+    prompt = hb.PromptInput(list(range(L)), [_mat(L, 2, 5)], [L - 1], [L - 2])
+    bound = hb.bound_head(prog, [prompt], Fraction(1, 1000), enclose=20)
+    r = bound.rows[0]
+    assert r.status == "ge" and r.scores is not None and len(r.scores.others) == 259
+    doc = hb.certificate(prog, [prompt], bound, tau=Fraction(1, 1000), fraction=Fraction(1), criterion="mass",
+                         meta={"pattern": "prev", "statement": hb.statement("prev", "mass", Fraction(1, 1000),
+                                                                            Fraction(1))})
+    doc["kernel"] = {"bits": 20, "rows": [{"prompt": 0, "row": L - 1, "target": L - 2, "claim": "ge",
+                                           "target_score": [str(v) for v in r.scores.target],
+                                           "keys": list(r.scores.keys),
+                                           "others": [[str(a), str(b)] for a, b in r.scores.others]}]}
+    assert hb.recheck(json.loads(json.dumps(doc)))[0]
