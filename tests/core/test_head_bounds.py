@@ -965,8 +965,9 @@ def test_the_last_shapes_and_tamperings():
     assert hb.fmt_directed(12345678901.25, True) == "12345678901.2"
     doc = _certificate(bits=20)
     more = copy.deepcopy(doc)
-    more["kernel"]["rows"][0]["others"] = more["kernel"]["rows"][0]["others"] * 4
-    assert hb.recheck(more)[1] == "kernel section: row 0: 4 key bounds for 1 keys"
+    more["kernel"]["rows"][0]["others"] = more["kernel"]["rows"][0]["others"] * 3
+    assert hb.recheck(more)[1] == "kernel section: row 0: 3 key bounds for 1 keys"
+    assert hb.fmt_directed(0.25, False, digits=1) == "0.3"  # e = -1: the decimal path, not str(3 * 10 ** -1)
     for counts in ({**doc["claimed"]["counts"], "ge": 3}, {**doc["claimed"]["counts"], "ge": 5}):
         assert hb.recheck({**doc, "claimed": {**doc["claimed"], "counts": counts}}) == (
             False, "the claimed counts differ from the re-derived ones")

@@ -57,6 +57,8 @@ class FakeCoq:
             out = []
             for q in re.findall(r"Print Assumptions (\S+)\.", text):
                 out.append(f"{D._MARK}{q}")  # the idtac before each Print Assumptions runs first, as in Coq
+                if self.axioms.get(q) == ["KILL"]:  # coqc killed by a signal after printing the marker
+                    return -9, "\n".join(out)
                 if q not in self.axioms:
                     return 1, "\n".join(out + [f"Error: The reference {q} was not found in the current environment."])
                 if self.axioms[q]:
@@ -69,6 +71,8 @@ class FakeCoq:
         if name == "VerifyCompute.v":
             out = []
             for i, e in re.findall(r'idtac "@@verify-begin (\d+)". Abort.\nCompute \((.*)\)\.', text):
+                if e == "KILL":
+                    return -9, "\n".join(out)
                 if e not in self.answers:
                     return 1, f"Error: unknown {e}"
                 out += [f"{D._MARK}{i}", f"     = {self.answers[e]}", "     : Q"]
@@ -481,3 +485,29 @@ def test_the_coq_child_dies_with_the_process_that_started_it(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_probes_and_computes_killed_by_a_signal(tmp_path, coq):
+    """Kills ``rc != 0`` -> ``rc > 0`` (the whole probe killed: ask theorem by theorem) and ``r == 0`` -> ``r <= 0``
+    (a killed per-theorem probe's partial output is not an answer) in _read_assumptions, and ``rc != 0`` -> ``> 0``
+    for Compute."""
+    th = _theories(tmp_path)
+    coq(FakeCoq({"Verify.A.ta": ["Classical_Prop.classic"], "Verify.A.tb": ["KILL"]}, answers={"f": "1"}))
+    build = D.build_theories([_st("A", "ta"), _st("A", "tb")], theories=th)
+    ta, tb = build.theorems["Verify.A.ta"], build.theorems["Verify.A.tb"]
+    assert (ta.found, ta.assumptions, tb.found) == (True, ["Classical_Prop.classic"], False)
+    with pytest.raises(RuntimeError, match="^Compute failed:"):
+        D.coq_compute("C", ["f", "KILL"], theories=th)
+
+
+def test_more_of_the_parsers_edges():
+    """Kills: a statement whose colon has no space after it (``body[1:]`` -> ``[2:]``); an 'Error' line without a
+    colon (``or`` -> ``and``) and the two lines above an error far down (``i - 2`` -> ``i // 2``); a theory that names
+    itself (``m != n`` -> ``is not``, names longer than one letter are not interned); 300 theories in one wave
+    (``len(done) < len(texts)`` -> ``is not``)."""
+    assert D.statement_text("Theorem t :True.\nProof. exact I. Qed.", "t") == "True"
+    assert D._first_error("a\nError first\nb", 1) == "a\nError first"
+    assert D._first_error("\n".join(["p0", "p1", "p2", "p3", "p4", "Error: x"]), 0) == "p3\np4"
+    assert D.dependency_waves({"Dee": "Require Verify.Dee.", "Eff": "Require Verify.Dee."}) == [["Dee"], ["Eff"]]
+    many = {f"T{i}": "" for i in range(300)}
+    assert D.dependency_waves(many) == [list(many)]
