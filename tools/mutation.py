@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,39 @@ def _copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / f)
     for name in LINKED:
         (dest / "src" / "verify" / name).symlink_to(Path("..", "..", name))
+
+
+#: the cosmic-ray sessions running now, each the leader of its own process group (see :func:`_exec`)
+_RUNNING: list[subprocess.Popen] = []
+
+
+def _exec(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
+    """Run ``cmd`` (cosmic-ray's exec) as the leader of a new process group and kill the whole group when it ends or
+    this run stops: a mutant's test process outlived its stopped runner once and looped for an hour."""
+    p = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    _RUNNING.append(p)
+    try:
+        _, err = p.communicate()
+    finally:
+        _kill_group(p)
+        _RUNNING.remove(p)
+    if p.returncode:
+        raise subprocess.CalledProcessError(p.returncode, cmd, stderr=err)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop(signum: int, frame: Any) -> None:
+    """SIGTERM or Ctrl-C: every running session's process group killed, then exit (128 + the signal)."""
+    for p in list(_RUNNING):
+        _kill_group(p)
+    os._exit(128 + signum)
 
 
 def _config(module: str, tests: tuple[str, ...]) -> str:
@@ -206,8 +240,7 @@ def run_module(module: str, tests: tuple[str, ...], jobs: int, lines: set[int] |
 
             if _skip(db, keep) == 0:
                 return skipped_notes
-            subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "exec", str(cfg), str(db)], cwd=copy, env=env,
-                           check=True, capture_output=True)
+            _exec([sys.executable, "-m", "cosmic_ray.cli", "exec", str(cfg), str(db)], copy, env)
             dump = subprocess.run([sys.executable, "-m", "cosmic_ray.cli", "dump", str(db)], cwd=copy, env=env,
                                   check=True, capture_output=True, text=True).stdout
             out = list(skipped_notes)
@@ -330,6 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", default=None, help="a --json file of a full (or merged) pass: record it again without "
                     "running anything, its survivors judged against today's equivalents list")
     a = ap.parse_args(argv)
+    if argv is None:  # the script's own process: stopping it stops the sessions it started
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
     unknown = [m for m in a.modules if m not in TRUSTED]
     if unknown:
         ap.error(f"{unknown[0]} is not a trusted module: {', '.join(TRUSTED)}")
