@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_support import assert_gone
 
 from verify.kernel import driver as D
 from verify.kernel.spec import KernelStatement
@@ -470,18 +471,7 @@ def test_the_coq_child_dies_with_the_process_that_started_it(tmp_path):
         child = int(pidfile.read_text())
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.time() + 5
-        while time.time() < deadline:
-            try:
-                state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
-            except FileNotFoundError:
-                break
-            if state == "Z":
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(child, signal.SIGKILL)
-            pytest.fail("the child outlived its parent")
+        assert_gone(child, "the child outlived its parent")
     finally:
         if parent.poll() is None:
             parent.kill()

@@ -150,23 +150,12 @@ def test_the_gate_fails_on_a_trusted_module_never_passed(tmp_path: Path, monkeyp
 def test_a_session_s_process_group_dies_with_it(tmp_path: Path) -> None:
     """A process a session leaves behind (a mutant's test still looping) is killed with the session's group."""
     import os
-    import time
+
+    from process_support import assert_gone
 
     pidfile = tmp_path / "pid"
     M._exec(["sh", "-c", f"sleep 30 & echo $! > {pidfile}; exit 0"], tmp_path, dict(os.environ))
-    child = int(pidfile.read_text())
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        try:
-            state = Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0]
-        except FileNotFoundError:
-            break
-        if state == "Z":
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(child, 9)
-        pytest.fail("a process of the session outlived it")
+    assert_gone(int(pidfile.read_text()), "a process of the session outlived it")
     assert M._RUNNING == []
     import subprocess
 
