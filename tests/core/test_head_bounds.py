@@ -487,25 +487,26 @@ def test_malformed_prompts_are_refused():
 # ----------------------------------------------------------------------------- certificates and recheck
 
 
+def _document(prog: hb.HeadProgram, prompts: list[hb.PromptInput], pattern: str, criterion: str, tau: Fraction,
+              fraction: Fraction, bits: int | None) -> dict[str, Any]:
+    """The certificate `verify head --certificates` writes, through the functions it calls: with ``bits``, the kernel
+    section of every decided row as `verify head --kernel` keeps it (head_cli.kernel_rows)."""
+    from verify.frontends.head_cli import kernel_rows
+
+    bound = hb.bound_head(prog, prompts, tau, enclose=bits)
+    doc = hb.certificate(prog, prompts, bound, tau=tau, fraction=fraction, criterion=criterion,
+                         meta={"pattern": pattern, "statement": hb.statement(pattern, criterion, tau, fraction)})
+    if bits is not None:
+        doc["kernel"] = {"bits": bits, "rows": [r.to_json() for r in kernel_rows(bound, criterion)]}
+    return doc
+
+
 def _certificate(prog: hb.HeadProgram = FULL, pattern: str = "prev", criterion: str = "mass",
                  tau: Fraction = Fraction(1, 3), fraction: Fraction = Fraction(1, 2), bits: int | None = None
                  ) -> dict[str, Any]:
     tokens = [1, 2, 3, 1, 2, 1] if pattern == "induction" else None
     prompts = [_prompt(6 if tokens else 4, prog.d_model, 9, pattern, tokens), _prompt(6, prog.d_model, 4, pattern, tokens)]
-    bound = hb.bound_head(prog, prompts, tau, enclose=bits)
-    doc = hb.certificate(prog, prompts, bound, tau=tau, fraction=fraction, criterion=criterion,
-                         meta={"pattern": pattern, "statement": hb.statement(pattern, criterion, tau, fraction)})
-    if bits is not None:
-        rows = []
-        for r in bound.rows:
-            claim = hb.kernel_claim(r, criterion)
-            if claim is not None:
-                assert r.scores is not None
-                rows.append({"prompt": r.prompt, "row": r.row, "target": r.target, "claim": claim,
-                             "target_score": [str(v) for v in r.scores.target], "keys": list(r.scores.keys),
-                             "others": [[str(a), str(b)] for a, b in r.scores.others]})
-        doc["kernel"] = {"bits": bits, "rows": rows}
-    return doc
+    return _document(prog, prompts, pattern, criterion, tau, fraction, bits)
 
 
 def test_a_certificate_states_its_decisions_and_rechecks():
@@ -1002,14 +1003,7 @@ def test_a_kernel_row_past_position_256_with_259_keys():
     L = 260
     prog = hb.HeadProgram(W_Q=_mat(2, 2, 3), W_K=_mat(2, 2, 4))
     prompt = hb.PromptInput(list(range(L)), [_mat(L, 2, 5)], [L - 1], [L - 2])
-    bound = hb.bound_head(prog, [prompt], Fraction(1, 1000), enclose=20)
-    r = bound.rows[0]
-    assert r.status == "ge" and r.scores is not None and len(r.scores.others) == 259
-    doc = hb.certificate(prog, [prompt], bound, tau=Fraction(1, 1000), fraction=Fraction(1), criterion="mass",
-                         meta={"pattern": "prev", "statement": hb.statement("prev", "mass", Fraction(1, 1000),
-                                                                            Fraction(1))})
-    doc["kernel"] = {"bits": 20, "rows": [{"prompt": 0, "row": L - 1, "target": L - 2, "claim": "ge",
-                                           "target_score": [str(v) for v in r.scores.target],
-                                           "keys": list(r.scores.keys),
-                                           "others": [[str(a), str(b)] for a, b in r.scores.others]}]}
+    doc = _document(prog, [prompt], "prev", "mass", Fraction(1, 1000), Fraction(1), 20)
+    (row,) = doc["kernel"]["rows"]
+    assert (row["row"], row["target"], row["claim"], len(row["others"])) == (L - 1, L - 2, "ge", 259)
     assert hb.recheck(json.loads(json.dumps(doc)))[0]
