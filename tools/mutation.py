@@ -58,7 +58,7 @@ TRUSTED: dict[str, tuple[str, ...]] = {
 TIMEOUT = 120.0
 #: the same for modules whose tests run in a few seconds (a mutant that loops, say a table grown without bound, is
 #: then counted killed after 45 s instead of 120; the slowest of these test files takes 5 s)
-FAST_TIMEOUT = {**{m: 45.0 for m in ("src/verify/core/verdicts.py", "numeric/head_bounds.py", "kernel/replay.py")},
+FAST_TIMEOUT = {"src/verify/core/verdicts.py": 45.0, "numeric/head_bounds.py": 45.0, "kernel/replay.py": 45.0,
                 "kernel/driver.py": 15.0}  # its tests take about 1 s; 31 of its mutants loop
 
 
